@@ -1,0 +1,244 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// The assembly kernels need AVX2 and FMA (F16 also F16C). They replace the
+// generic entries of dotTable in init; the generic ones are kept so that
+// SetSIMD can switch back (tests compare the two, MISTRALRS_NOASM=1 turns
+// the assembly off for a whole run).
+
+type simdPair struct {
+	generic, simd typeKernels
+}
+
+var (
+	simdMu      sync.Mutex
+	simdKernels = map[Type]*simdPair{}
+	simdOn      bool
+)
+
+func init() {
+	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
+		return
+	}
+	add := func(t Type, k typeKernels) {
+		e := dotTable[t]
+		if e == nil {
+			e = &typeKernels{}
+			dotTable[t] = e
+		}
+		simdKernels[t] = &simdPair{generic: typeKernels{dot: e.dot, dot4: e.dot4}, simd: k}
+	}
+	add(F32, typeKernels{dot: dotF32SIMD, dot4: dot4F32SIMD})
+	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD})
+	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD})
+	if cpu.X86.HasF16C {
+		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD})
+	}
+	SetSIMD(os.Getenv("MISTRALRS_NOASM") == "")
+}
+
+// SetSIMD switches the dot kernels between the assembly versions (on, where
+// the CPU has the features) and the pure-Go ones, and reports whether the
+// assembly was in use before. It must not run while kernels are running.
+func SetSIMD(on bool) (was bool) {
+	simdMu.Lock()
+	defer simdMu.Unlock()
+	was = simdOn
+	simdOn = on && len(simdKernels) > 0
+	for t, p := range simdKernels {
+		k := p.generic
+		if simdOn {
+			k = p.simd
+		}
+		e := dotTable[t]
+		e.dot, e.dot4 = k.dot, k.dot4
+	}
+	return was
+}
+
+// SIMD reports whether the assembly kernels are in use.
+func SIMD() bool {
+	simdMu.Lock()
+	defer simdMu.Unlock()
+	return simdOn
+}
+
+// Float kernels: the assembly handles multiples of 8 elements, the rest
+// (rare: model dimensions are multiples of 32) is summed here.
+
+func tailF32(w []byte, x []float32) float32 {
+	var s float32
+	for i, v := range x {
+		s += math.Float32frombits(binary.LittleEndian.Uint32(w[4*i:])) * v
+	}
+	return s
+}
+
+func tailF16(w []byte, x []float32) float32 {
+	var s float32
+	for i, v := range x {
+		s += FP16ToFP32(binary.LittleEndian.Uint16(w[2*i:])) * v
+	}
+	return s
+}
+
+//go:noescape
+func dotF32AVX2(w, x *float32, n int) float32
+
+//go:noescape
+func dot4F32AVX2(w *float32, x *[4]*float32, n int, out *[4]float32)
+
+//go:noescape
+func dotF16AVX2(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dot4F16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)
+
+func dotF32SIMD(w []byte, a *Act, n int) float32 {
+	m := n &^ 7
+	var s float32
+	if m > 0 {
+		_ = w[4*n-1]
+		_ = a.F[n-1]
+		s = dotF32AVX2((*float32)(unsafe.Pointer(&w[0])), &a.F[0], m)
+	}
+	if m < n {
+		s += tailF32(w[4*m:], a.F[m:n])
+	}
+	return s
+}
+
+func dot4F32SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	m := n &^ 7
+	*out = [4]float32{}
+	if m > 0 {
+		_ = w[4*n-1]
+		var x [4]*float32
+		for k := range a {
+			_ = a[k].F[n-1]
+			x[k] = &a[k].F[0]
+		}
+		dot4F32AVX2((*float32)(unsafe.Pointer(&w[0])), &x, m, out)
+	}
+	if m < n {
+		for k := range a {
+			out[k] += tailF32(w[4*m:], a[k].F[m:n])
+		}
+	}
+}
+
+func dotF16SIMD(w []byte, a *Act, n int) float32 {
+	m := n &^ 7
+	var s float32
+	if m > 0 {
+		_ = w[2*n-1]
+		_ = a.F[n-1]
+		s = dotF16AVX2(&w[0], &a.F[0], m)
+	}
+	if m < n {
+		s += tailF16(w[2*m:], a.F[m:n])
+	}
+	return s
+}
+
+func dot4F16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	m := n &^ 7
+	*out = [4]float32{}
+	if m > 0 {
+		_ = w[2*n-1]
+		var x [4]*float32
+		for k := range a {
+			_ = a[k].F[n-1]
+			x[k] = &a[k].F[0]
+		}
+		dot4F16AVX2(&w[0], &x, m, out)
+	}
+	if m < n {
+		for k := range a {
+			out[k] += tailF16(w[2*m:], a[k].F[m:n])
+		}
+	}
+}
+
+// Quantized kernels take nb blocks of 32; the bounds checks here keep the
+// assembly inside the slices.
+
+//go:noescape
+func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
+
+//go:noescape
+func dotQ4_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
+
+// qargs checks one activation row for nb blocks and returns its pointers.
+func qargs(a *Act, nb int) (*int8, *float32) {
+	_ = a.Qs[nb*32-1]
+	_ = a.D[nb-1]
+	return &a.Qs[0], &a.D[0]
+}
+
+// q4args does qargs for four rows.
+func q4args(a *[4]*Act, nb int) (qs [4]*int8, d [4]*float32) {
+	for k := range a {
+		qs[k], d[k] = qargs(a[k], nb)
+	}
+	return
+}
+
+func dotQ8_0SIMD(w []byte, a *Act, n int) float32 {
+	nb := n / 32
+	if nb == 0 {
+		return 0
+	}
+	_ = w[nb*34-1]
+	qs, d := qargs(a, nb)
+	return dotQ8_0AVX2(&w[0], qs, d, nb)
+}
+
+func dot4Q8_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nb := n / 32
+	if nb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	_ = w[nb*34-1]
+	qs, d := q4args(a, nb)
+	dot4Q8_0AVX2(&w[0], &qs, &d, nb, out)
+}
+
+func dotQ4_0SIMD(w []byte, a *Act, n int) float32 {
+	nb := n / 32
+	if nb == 0 {
+		return 0
+	}
+	_ = w[nb*18-1]
+	qs, d := qargs(a, nb)
+	return dotQ4_0AVX2(&w[0], qs, d, nb)
+}
+
+func dot4Q4_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nb := n / 32
+	if nb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	_ = w[nb*18-1]
+	qs, d := q4args(a, nb)
+	dot4Q4_0AVX2(&w[0], &qs, &d, nb, out)
+}

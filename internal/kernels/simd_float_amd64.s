@@ -1,0 +1,230 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Horizontal sum of Y0 into X0 (lane 0).
+#define HSUM0 \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VHADDPS      X0, X0, X0; \
+	VHADDPS      X0, X0, X0
+
+// Sums of Y0, Y1, Y2, Y3 into X0 lanes 0..3.
+#define HSUM4 \
+	VHADDPS      Y1, Y0, Y0; \
+	VHADDPS      Y3, Y2, Y2; \
+	VHADDPS      Y2, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0
+
+// func dotF32AVX2(w, x *float32, n int) float32
+// n is a multiple of 8.
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	SUBQ   $32, CX
+	JL     f32tail
+
+f32loop:
+	VMOVUPS     (SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JGE         f32loop
+
+f32tail:
+	ADDQ $24, CX
+	JL   f32done
+
+f32loop8:
+	VMOVUPS     (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JGE         f32loop8
+
+f32done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM0
+	VZEROUPPER
+	MOVSS  X0, ret+24(FP)
+	RET
+
+// func dot4F32AVX2(w *float32, x *[4]*float32, n int, out *[4]float32)
+// n is a multiple of 8. Y0-Y3 and Y8-Y11 accumulate rows 0-3 (even and odd
+// groups of 8).
+TEXT ·dot4F32AVX2(SB), NOSPLIT, $0-32
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), AX
+	MOVQ   0(AX), R8
+	MOVQ   8(AX), R9
+	MOVQ   16(AX), R10
+	MOVQ   24(AX), R11
+	MOVQ   n+16(FP), CX
+	XORQ   DX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	SUBQ   $16, CX
+	JL     f32x4tail
+
+f32x4loop:
+	VMOVUPS     (SI)(DX*1), Y4
+	VMOVUPS     32(SI)(DX*1), Y5
+	VFMADD231PS (R8)(DX*1), Y4, Y0
+	VFMADD231PS (R9)(DX*1), Y4, Y1
+	VFMADD231PS (R10)(DX*1), Y4, Y2
+	VFMADD231PS (R11)(DX*1), Y4, Y3
+	VFMADD231PS 32(R8)(DX*1), Y5, Y8
+	VFMADD231PS 32(R9)(DX*1), Y5, Y9
+	VFMADD231PS 32(R10)(DX*1), Y5, Y10
+	VFMADD231PS 32(R11)(DX*1), Y5, Y11
+	ADDQ        $64, DX
+	SUBQ        $16, CX
+	JGE         f32x4loop
+
+f32x4tail:
+	ADDQ $8, CX
+	JL   f32x4done
+	VMOVUPS     (SI)(DX*1), Y4
+	VFMADD231PS (R8)(DX*1), Y4, Y0
+	VFMADD231PS (R9)(DX*1), Y4, Y1
+	VFMADD231PS (R10)(DX*1), Y4, Y2
+	VFMADD231PS (R11)(DX*1), Y4, Y3
+
+f32x4done:
+	VADDPS Y8, Y0, Y0
+	VADDPS Y9, Y1, Y1
+	VADDPS Y10, Y2, Y2
+	VADDPS Y11, Y3, Y3
+	HSUM4
+	MOVQ    out+24(FP), AX
+	VMOVUPS X0, (AX)
+	VZEROUPPER
+	RET
+
+// func dotF16AVX2(w *byte, x *float32, n int) float32
+// n is a multiple of 8.
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	SUBQ   $32, CX
+	JL     f16tail
+
+f16loop:
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   16(SI), Y5
+	VCVTPH2PS   32(SI), Y6
+	VCVTPH2PS   48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JGE         f16loop
+
+f16tail:
+	ADDQ $24, CX
+	JL   f16done
+
+f16loop8:
+	VCVTPH2PS   (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $16, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JGE         f16loop8
+
+f16done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM0
+	VZEROUPPER
+	MOVSS  X0, ret+24(FP)
+	RET
+
+// func dot4F16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)
+// n is a multiple of 8. DX indexes the activations, SI walks the weights.
+TEXT ·dot4F16AVX2(SB), NOSPLIT, $0-32
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), AX
+	MOVQ   0(AX), R8
+	MOVQ   8(AX), R9
+	MOVQ   16(AX), R10
+	MOVQ   24(AX), R11
+	MOVQ   n+16(FP), CX
+	XORQ   DX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	SUBQ   $16, CX
+	JL     f16x4tail
+
+f16x4loop:
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   16(SI), Y5
+	VFMADD231PS (R8)(DX*1), Y4, Y0
+	VFMADD231PS (R9)(DX*1), Y4, Y1
+	VFMADD231PS (R10)(DX*1), Y4, Y2
+	VFMADD231PS (R11)(DX*1), Y4, Y3
+	VFMADD231PS 32(R8)(DX*1), Y5, Y8
+	VFMADD231PS 32(R9)(DX*1), Y5, Y9
+	VFMADD231PS 32(R10)(DX*1), Y5, Y10
+	VFMADD231PS 32(R11)(DX*1), Y5, Y11
+	ADDQ        $32, SI
+	ADDQ        $64, DX
+	SUBQ        $16, CX
+	JGE         f16x4loop
+
+f16x4tail:
+	ADDQ $8, CX
+	JL   f16x4done
+	VCVTPH2PS   (SI), Y4
+	VFMADD231PS (R8)(DX*1), Y4, Y0
+	VFMADD231PS (R9)(DX*1), Y4, Y1
+	VFMADD231PS (R10)(DX*1), Y4, Y2
+	VFMADD231PS (R11)(DX*1), Y4, Y3
+
+f16x4done:
+	VADDPS Y8, Y0, Y0
+	VADDPS Y9, Y1, Y1
+	VADDPS Y10, Y2, Y2
+	VADDPS Y11, Y3, Y3
+	HSUM4
+	MOVQ    out+24(FP), AX
+	VMOVUPS X0, (AX)
+	VZEROUPPER
+	RET

@@ -1,0 +1,289 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// The assembly kernels are checked against two oracles: a float64 dot of
+// the dequantized weights (Dequantize) with the dequantized activations, and
+// the generic pure-Go kernel of dotTable when there is one.
+
+func skipNoSIMD(t testing.TB) {
+	if len(simdKernels) == 0 {
+		t.Skip("CPU lacks AVX2/FMA")
+	}
+}
+
+// simdRandWeights returns a row of n elements of type t: random bytes with
+// sane halves where the format has scales, so every bit pattern of the
+// quants is exercised.
+func simdRandWeights(t Type, n int, rng *rand.Rand) []byte {
+	w := make([]byte, t.RowSize(n))
+	for i := range w {
+		w[i] = byte(rng.Uint32())
+	}
+	half := func(off int) {
+		f := float32(rng.Float64()*0.02 + 0.001)
+		if rng.IntN(4) == 0 {
+			f = -f
+		}
+		binary.LittleEndian.PutUint16(w[off:], FP32ToFP16(f))
+	}
+	bs, ts := t.BlockSize(), t.TypeSize()
+	for b := 0; b < n/bs; b++ {
+		o := b * ts
+		switch t {
+		case F32:
+			binary.LittleEndian.PutUint32(w[o:], math.Float32bits(float32(rng.NormFloat64())))
+		case F16:
+			binary.LittleEndian.PutUint16(w[o:], FP32ToFP16(float32(rng.NormFloat64())))
+		case BF16:
+			binary.LittleEndian.PutUint16(w[o:], FP32ToBF16(float32(rng.NormFloat64())))
+		case Q4_0, Q5_0, Q8_0:
+			half(o)
+		case Q4_1, Q5_1, Q4_K, Q5_K:
+			half(o)
+			half(o + 2)
+		case Q6_K:
+			half(o + 208)
+		}
+	}
+	return w
+}
+
+// simdRandAct returns activations of n elements in both forms.
+func simdRandAct(n int, rng *rand.Rand) *Act {
+	a := &Act{F: make([]float32, n), Qs: make([]int8, n)}
+	for i := range a.F {
+		a.F[i] = float32(rng.NormFloat64())
+	}
+	nb := (n + 31) / 32
+	a.D = make([]float32, nb)
+	a.S = make([]float32, nb)
+	for b := 0; b < nb; b++ {
+		d := float32(rng.Float64()*0.02 + 0.0005)
+		sum := 0
+		for i := b * 32; i < min(n, b*32+32); i++ {
+			q := int8(rng.IntN(255) - 127)
+			a.Qs[i] = q
+			sum += int(q)
+		}
+		a.D[b] = d
+		a.S[b] = d * float32(sum)
+	}
+	return a
+}
+
+// simdOracle returns the float64 dot of row w with a and the sum of the
+// magnitudes of the products (the scale of rounding errors).
+func simdOracle(t Type, w []byte, a *Act, n int) (dot, mag float64) {
+	wf := make([]float32, n)
+	Dequantize(t, w, wf)
+	for i, v := range wf {
+		var x float64
+		if t == F32 || t == F16 || t == BF16 {
+			x = float64(a.F[i])
+		} else {
+			x = float64(a.D[i/32]) * float64(a.Qs[i])
+		}
+		p := float64(v) * x
+		dot += p
+		mag += math.Abs(p)
+	}
+	return dot, mag
+}
+
+func simdClose(got, want, mag float64) bool {
+	return math.Abs(got-want) <= 5e-5*mag+1e-30
+}
+
+// simdLengths are the row lengths tried for type t: one block, odd block
+// counts, the model sizes and a large one.
+func simdLengths(t Type) []int {
+	bs := t.BlockSize()
+	if bs == 1 {
+		return []int{1, 3, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 40, 63, 64, 65, 100, 576, 1000, 1536, 4096 + 5, 16384}
+	}
+	if bs == 256 {
+		return []int{256, 512, 768, 1280, 1536, 4096, 16384}
+	}
+	return []int{32, 64, 96, 160, 224, 256, 288, 544, 576, 992, 1536, 4064, 16384}
+}
+
+func TestSIMDDot(t *testing.T) {
+	skipNoSIMD(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for typ, p := range simdKernels {
+		t.Run(typ.String(), func(t *testing.T) {
+			for _, n := range simdLengths(typ) {
+				for rep := 0; rep < 3; rep++ {
+					w := simdRandWeights(typ, n, rng)
+					a := simdRandAct(n, rng)
+					want, mag := simdOracle(typ, w, a, n)
+					got := p.simd.dot(w, a, n)
+					if !simdClose(float64(got), want, mag) {
+						t.Fatalf("n=%d: asm %g, oracle %g (mag %g)", n, got, want, mag)
+					}
+					if p.generic.dot != nil {
+						g := p.generic.dot(w, a, n)
+						if !simdClose(float64(got), float64(g), mag) {
+							t.Fatalf("n=%d: asm %g, generic %g (mag %g)", n, got, g, mag)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestSIMDDot4(t *testing.T) {
+	skipNoSIMD(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for typ, p := range simdKernels {
+		if p.simd.dot4 == nil {
+			continue
+		}
+		t.Run(typ.String(), func(t *testing.T) {
+			for _, n := range simdLengths(typ) {
+				w := simdRandWeights(typ, n, rng)
+				var acts [4]*Act
+				for k := range acts {
+					acts[k] = simdRandAct(n, rng)
+				}
+				out := [4]float32{1, 2, 3, 4} // must be overwritten
+				p.simd.dot4(w, &acts, n, &out)
+				for k := range acts {
+					want, mag := simdOracle(typ, w, acts[k], n)
+					one := p.simd.dot(w, acts[k], n)
+					if !simdClose(float64(out[k]), want, mag) || !simdClose(float64(out[k]), float64(one), mag) {
+						t.Fatalf("n=%d row %d: dot4 %g, dot %g, oracle %g (mag %g)", n, k, out[k], one, want, mag)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSIMDInstalled checks that the assembly kernels are the ones in
+// dotTable (an init order mistake would silently leave the generic ones)
+// and that SetSIMD switches back and forth.
+func TestSIMDInstalled(t *testing.T) {
+	skipNoSIMD(t)
+	if !SIMD() {
+		t.Skip("assembly kernels turned off (MISTRALRS_NOASM)")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for typ, p := range simdKernels {
+		// Functions are not comparable; compare results on data where the
+		// two kernels round differently often enough.
+		n := 4096
+		w := simdRandWeights(typ, n, rng)
+		a := simdRandAct(n, rng)
+		if dotTable[typ] == nil || dotTable[typ].dot == nil {
+			t.Fatalf("%s: no dot kernel in dotTable", typ)
+		}
+		if got, want := dotTable[typ].dot(w, a, n), p.simd.dot(w, a, n); got != want {
+			t.Fatalf("%s: dotTable has not the assembly kernel (%g vs %g)", typ, got, want)
+		}
+	}
+	SetSIMD(false)
+	for typ, p := range simdKernels {
+		if p.generic.dot == nil {
+			continue
+		}
+		n := 1024
+		w := simdRandWeights(typ, n, rng)
+		a := simdRandAct(n, rng)
+		if got, want := dotTable[typ].dot(w, a, n), p.generic.dot(w, a, n); got != want {
+			t.Errorf("%s: SetSIMD(false) left the assembly kernel in place", typ)
+		}
+	}
+	if SetSIMD(true) {
+		t.Error("SetSIMD(false) did not turn the assembly off")
+	}
+}
+
+// BenchmarkSIMD measures a matrix-vector product (dot) and a matrix times
+// four vectors (dot4) over a matrix larger than the caches, on 1 and 2
+// goroutines, for the assembly and the generic kernels.
+func BenchmarkSIMD(b *testing.B) {
+	if len(simdKernels) == 0 {
+		b.Skip("CPU lacks AVX2/FMA")
+	}
+	const cols = 4096
+	types := []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, typ := range types {
+		p := simdKernels[typ]
+		if p == nil {
+			continue
+		}
+		rs := typ.RowSize(cols)
+		rows := (64 << 20) / rs // 64 MiB: well past the L3
+		w := simdRandWeights(typ, rows*cols, rng)
+		var acts [4]*Act
+		for k := range acts {
+			acts[k] = simdRandAct(cols, rng)
+		}
+		for _, impl := range []string{"asm", "go"} {
+			k := p.simd
+			if impl == "go" {
+				k = p.generic
+			}
+			if k.dot == nil {
+				continue
+			}
+			for _, threads := range []int{1, 2} {
+				if threads > runtime.NumCPU() {
+					continue
+				}
+				for _, four := range []bool{false, true} {
+					name := fmt.Sprintf("%s/%s/dot/t%d", typ, impl, threads)
+					if four {
+						name = fmt.Sprintf("%s/%s/dot4/t%d", typ, impl, threads)
+					}
+					b.Run(name, func(b *testing.B) {
+						flops := 2 * float64(rows) * cols
+						if four {
+							flops *= 4
+						}
+						b.SetBytes(int64(rows * rs))
+						for b.Loop() {
+							var wg sync.WaitGroup
+							for th := 0; th < threads; th++ {
+								wg.Add(1)
+								go func(lo, hi int) {
+									defer wg.Done()
+									var out [4]float32
+									for r := lo; r < hi; r++ {
+										row := w[r*rs : (r+1)*rs]
+										switch {
+										case four && k.dot4 != nil:
+											k.dot4(row, &acts, cols, &out)
+										case four:
+											for j := range acts {
+												out[j] = k.dot(row, acts[j], cols)
+											}
+										default:
+											out[0] = k.dot(row, acts[0], cols)
+										}
+									}
+								}(rows*th/threads, rows*(th+1)/threads)
+							}
+							wg.Wait()
+						}
+						b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+					})
+				}
+			}
+		}
+	}
+}
