@@ -158,7 +158,9 @@ func write(out io.Writer, kv []KV, tensors []wtensor) (int64, error) {
 		h = le.AppendUint64(h, off)
 		off += uint64(len(t.data)) + padding(uint64(len(t.data)))
 	}
-	h = append(h, make([]byte, padding(uint64(len(h))))...)
+	if len(tensors) > 0 { // like gguf-py, which leaves vocab-only files unpadded
+		h = append(h, make([]byte, padding(uint64(len(h))))...)
+	}
 
 	zeros := make([]byte, align)
 	n, err := out.Write(h)
