@@ -158,25 +158,48 @@ func write(out io.Writer, kv []KV, tensors []wtensor) (int64, error) {
 		h = le.AppendUint64(h, off)
 		off += uint64(len(t.data)) + padding(uint64(len(t.data)))
 	}
+	hpad := uint64(0)
 	if len(tensors) > 0 { // like gguf-py, which leaves vocab-only files unpadded
-		h = append(h, make([]byte, padding(uint64(len(h))))...)
+		hpad = padding(uint64(len(h)))
 	}
 
-	zeros := make([]byte, align)
-	n, err := out.Write(h)
-	total := int64(n)
+	cw := &countWriter{w: out}
+	cw.Write(h)
+	cw.zeros(hpad)
 	for _, t := range tensors {
-		if err != nil {
-			break
-		}
-		n, err = out.Write(t.data)
-		total += int64(n)
-		if err == nil {
-			n, err = out.Write(zeros[:padding(uint64(len(t.data)))])
-			total += int64(n)
-		}
+		cw.Write(t.data)
+		cw.zeros(padding(uint64(len(t.data))))
 	}
-	return total, err
+	return cw.n, cw.err
+}
+
+// countWriter counts bytes written and keeps the first error, after which
+// it writes nothing.
+type countWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	c.err = err
+	return n, err
+}
+
+var zeroBlock [4096]byte
+
+// zeros writes n zero bytes without allocating them: alignments may be large.
+func (c *countWriter) zeros(n uint64) {
+	for n > 0 && c.err == nil {
+		k := min(n, uint64(len(zeroBlock)))
+		c.Write(zeroBlock[:k])
+		n -= k
+	}
 }
 
 func appendString(b []byte, s string) []byte {
