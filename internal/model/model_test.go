@@ -1,0 +1,275 @@
+package model
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"mistralrs/internal/kernels"
+)
+
+// maxDiff returns max |got-want| and max |want|.
+func maxDiff(got []float32, want []float64) (diff, scale float64) {
+	for i, w := range want {
+		diff = math.Max(diff, math.Abs(float64(got[i])-w))
+		scale = math.Max(scale, math.Abs(w))
+	}
+	return diff, scale
+}
+
+func argmax(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+var fixtureTokens = []int32{1, 17, 5, 33, 60, 2, 9, 41, 12, 0}
+
+// TestForwardMatchesReference compares prefill and decode logits with the
+// float64 oracle for every architecture and weight type.
+func TestForwardMatchesReference(t *testing.T) {
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	for name, cfg := range fixtureConfigs() {
+		for _, typ := range allTypes {
+			if testing.Short() && typ != kernels.F32 && typ != kernels.Q4_K && typ != kernels.Q8_0 {
+				continue
+			}
+			t.Run(name+"/"+typ.String(), func(t *testing.T) {
+				cfg.Type = typ
+				m, f := loadFixture(t, cfg)
+				ref := &refModel{cfg: cfg.withDefaults(), f: f, neox: cfg.Arch != "llama"}
+				want := ref.logits(t, fixtureTokens)
+				V := m.Config.Vocab
+				tol := tolerance(typ)
+				check := func(what string, pos int, got []float32) {
+					t.Helper()
+					d, s := maxDiff(got, want[pos])
+					if d > tol*math.Max(s, 1) {
+						t.Errorf("%s at position %d: max |diff| %.3g (max |logit| %.3g), tolerance %.3g", what, pos, d, s, tol*math.Max(s, 1))
+					}
+				}
+				cache := NewContiguousCache(m.Config, 0)
+				const prefill = 6
+				all := make([]float32, prefill*V)
+				last := make([]float32, V)
+				err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens[:prefill], Cache: cache, AllLogits: all, Logits: last}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range prefill {
+					check("prefill", i, all[i*V:(i+1)*V])
+				}
+				if !slices.Equal(last, all[(prefill-1)*V:]) {
+					t.Errorf("Logits differ from the last row of AllLogits")
+				}
+				for pos := prefill; pos < len(fixtureTokens); pos++ {
+					err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens[pos : pos+1], Pos: pos, Cache: cache, Logits: last}}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					check("decode", pos, last)
+				}
+				if cache.Len() != len(fixtureTokens) {
+					t.Errorf("cache holds %d positions, want %d", cache.Len(), len(fixtureTokens))
+				}
+			})
+		}
+	}
+}
+
+// run feeds steps of tokens for one or more sequences and returns the last
+// logits of each sequence after each step.
+type seqRun struct {
+	tokens []int32
+	steps  []int // tokens per step (0: sequence idle in that step)
+}
+
+func runBatched(t *testing.T, m *Model, p *kernels.Pool, runs []seqRun, together bool) [][][]float32 {
+	t.Helper()
+	V := m.Config.Vocab
+	out := make([][][]float32, len(runs))
+	caches := make([]KVCache, len(runs))
+	pos := make([]int, len(runs))
+	for i := range runs {
+		caches[i] = NewContiguousCache(m.Config, 64)
+	}
+	nsteps := len(runs[0].steps)
+	for s := range nsteps {
+		var b Batch
+		for i, r := range runs {
+			n := r.steps[s]
+			if n == 0 {
+				continue
+			}
+			in := &SeqInput{Tokens: r.tokens[pos[i] : pos[i]+n], Pos: pos[i], Cache: caches[i], Logits: make([]float32, V)}
+			out[i] = append(out[i], in.Logits)
+			pos[i] += n
+			if together {
+				b.Seqs = append(b.Seqs, in)
+			} else if err := m.Forward(p, &Batch{Seqs: []*SeqInput{in}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if together {
+			if err := m.Forward(p, &b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return out
+}
+
+// TestBatchMatchesSingle checks that sequences of different lengths in one
+// batch (prefill next to decode) get the logits they get alone.
+func TestBatchMatchesSingle(t *testing.T) {
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	for _, typ := range []kernels.Type{kernels.F32, kernels.Q4_K} {
+		t.Run(typ.String(), func(t *testing.T) {
+			cfg := fixtureConfigs()["qwen2"]
+			cfg.Type = typ
+			m, _ := loadFixture(t, cfg)
+			runs := []seqRun{
+				{tokens: []int32{1, 5, 9, 13, 17, 21, 25, 29, 33, 37}, steps: []int{7, 1, 1, 1}},
+				{tokens: []int32{2, 4, 6, 8, 10, 12, 14}, steps: []int{3, 2, 1, 1}},
+				{tokens: []int32{3, 6, 9}, steps: []int{0, 0, 2, 1}},
+			}
+			alone := runBatched(t, m, pool, runs, false)
+			batched := runBatched(t, m, pool, runs, true)
+			for i := range runs {
+				for s := range alone[i] {
+					for j := range alone[i][s] {
+						if d := math.Abs(float64(alone[i][s][j] - batched[i][s][j])); d > 1e-5 {
+							t.Fatalf("sequence %d step %d logit %d: alone %v, batched %v", i, s, j, alone[i][s][j], batched[i][s][j])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestCacheReuse rewinds a cache (Pos < Len) and checks that the result is
+// the same as with a fresh cache.
+func TestCacheReuse(t *testing.T) {
+	cfg := fixtureConfigs()["llama"]
+	cfg.Type = kernels.F32
+	m, _ := loadFixture(t, cfg)
+	V := m.Config.Vocab
+	cache := NewContiguousCache(m.Config, 0)
+	got, want := make([]float32, V), make([]float32, V)
+	if err := m.Forward(nil, &Batch{Seqs: []*SeqInput{{Tokens: []int32{1, 2, 3, 4, 5, 6}, Cache: cache}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Forward(nil, &Batch{Seqs: []*SeqInput{{Tokens: []int32{7, 8}, Pos: 3, Cache: cache, Logits: got}}}); err != nil {
+		t.Fatal(err)
+	}
+	if cache.Len() != 5 {
+		t.Errorf("cache length %d after rewinding to 3 and adding 2", cache.Len())
+	}
+	fresh := NewContiguousCache(m.Config, 0)
+	if err := m.Forward(nil, &Batch{Seqs: []*SeqInput{{Tokens: []int32{1, 2, 3, 7, 8}, Cache: fresh, Logits: want}}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
+			t.Fatalf("logit %d: rewound cache %v, fresh %v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestForwardErrors(t *testing.T) {
+	cfg := fixtureConfigs()["llama-tied"]
+	cfg.Type = kernels.Q8_0
+	m, _ := loadFixture(t, cfg)
+	V := m.Config.Vocab
+	c := NewContiguousCache(m.Config, 8)
+	shared := NewContiguousCache(m.Config, 8)
+	cases := map[string]*Batch{
+		"empty batch":      {},
+		"no tokens":        {Seqs: []*SeqInput{{Cache: c}}},
+		"no cache":         {Seqs: []*SeqInput{{Tokens: []int32{1}}}},
+		"gap":              {Seqs: []*SeqInput{{Tokens: []int32{1}, Pos: 1, Cache: c}}},
+		"token range":      {Seqs: []*SeqInput{{Tokens: []int32{int32(V)}, Cache: c}}},
+		"negative token":   {Seqs: []*SeqInput{{Tokens: []int32{-1}, Cache: c}}},
+		"logits length":    {Seqs: []*SeqInput{{Tokens: []int32{1}, Cache: c, Logits: make([]float32, V-1)}}},
+		"alllogits length": {Seqs: []*SeqInput{{Tokens: []int32{1, 2}, Cache: c, AllLogits: make([]float32, V)}}},
+		"shared cache":     {Seqs: []*SeqInput{{Tokens: []int32{1}, Cache: shared}, {Tokens: []int32{1}, Cache: shared}}},
+		"cache full":       {Seqs: []*SeqInput{{Tokens: make([]int32, 9), Cache: c}}},
+	}
+	for name, b := range cases {
+		if err := m.Forward(nil, b); err == nil {
+			t.Errorf("%s: no error", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+		if c.Len() != 0 {
+			t.Errorf("%s: cache changed to %d positions", name, c.Len())
+		}
+	}
+	// The model still works after the errors.
+	if err := m.Forward(nil, &Batch{Seqs: []*SeqInput{{Tokens: []int32{1, 2}, Cache: c}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestContiguousCache(t *testing.T) {
+	cfg := Config{Layers: 2, KVHeads: 2, HeadDim: 3, ValueDim: 2, ContextLen: 100}
+	c := NewContiguousCache(cfg, 0)
+	if c.Cap() != 100 {
+		t.Fatalf("Cap %d", c.Cap())
+	}
+	for n := 1; n <= 40; n++ {
+		if err := c.Extend(n); err != nil {
+			t.Fatal(err)
+		}
+		for l := range 2 {
+			k := []float32{float32(n), 1, 2, 3, 4, float32(l)}
+			v := []float32{float32(-n), 0, 0, float32(l)}
+			c.Put(l, n-1, k, v)
+		}
+	}
+	for l := range 2 {
+		k, v, cnt := c.Span(l, 5)
+		if cnt != 35 || k[0] != 6 || v[0] != -6 || k[5] != float32(l) || v[3] != float32(l) || k[6*34] != 40 {
+			t.Fatalf("layer %d: span of %d rows, k %v v %v", l, cnt, k[:6], v[:4])
+		}
+	}
+	c.Truncate(10)
+	if c.Len() != 10 {
+		t.Fatalf("Len %d after Truncate(10)", c.Len())
+	}
+	c.Truncate(20)
+	if c.Len() != 10 {
+		t.Fatalf("Truncate past the end changed Len to %d", c.Len())
+	}
+	if err := c.Extend(101); err == nil {
+		t.Fatal("Extend past capacity succeeded")
+	}
+}
+
+func TestConfig(t *testing.T) {
+	cfg := fixtureConfigs()["qwen3"]
+	cfg.Type = kernels.F16
+	m, _ := loadFixture(t, cfg)
+	c := m.Config
+	if c.Arch != "qwen3" || c.HeadDim != 64 || c.ValueDim != 64 || c.Heads != 8 || c.KVHeads != 4 ||
+		c.Vocab != 64 || !c.TiedOutput || !c.RopeNeox || c.RopeDim != 64 || c.RopeBase != 1e6 {
+		t.Errorf("config %+v", c)
+	}
+	if m.Output != m.TokEmbd || m.Layers[1].QNorm == nil || m.Layers[0].QBias != nil {
+		t.Errorf("tensors not wired as expected")
+	}
+	cfg = fixtureConfigs()["llama"]
+	cfg.Type = kernels.Q5_K
+	m, _ = loadFixture(t, cfg)
+	c = m.Config
+	if c.RopeNeox || c.TiedOutput || c.RopeScaling != "linear" || c.RopeScale != 2 || m.RopeFreqs == nil || c.KVHeads != 2 {
+		t.Errorf("config %+v", c)
+	}
+}

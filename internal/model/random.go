@@ -1,0 +1,199 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"mistralrs/internal/gguf"
+	"mistralrs/internal/kernels"
+)
+
+// RandomConfig describes a random-weight model for BuildRandom. Zero
+// values of the optional fields take the defaults noted.
+type RandomConfig struct {
+	Arch       string // llama, qwen2 (adds q/k/v biases) or qwen3 (adds q/k norms)
+	Layers     int
+	Embd       int
+	FF         int
+	Heads      int
+	KVHeads    int // 0: Heads
+	HeadDim    int // 0: Embd/Heads
+	Vocab      int
+	ContextLen int     // 0: 2048
+	RopeBase   float64 // 0: 10000
+	RMSEps     float32 // 0: 1e-5
+
+	// Type of the weight matrices; norms, biases and rope factors are F32.
+	// A matrix whose rows do not fit Type's blocks falls back as llama.cpp's
+	// quantizer does (K-quants to Q5_0/Q5_1/Q8_0, then F16).
+	Type        kernels.Type
+	Tied        bool    // no output.weight
+	RopeFreqs   bool    // add a llama3-style rope_freqs.weight
+	RopeScale   float64 // > 1: write rope.scaling.type/factor with RopeScaling
+	RopeScaling string  // "linear" (default) or "yarn"
+
+	Seed uint64
+}
+
+// BuildRandom adds the metadata and tensors of a deterministic random model
+// to w (tokenizer metadata is the caller's). Weights are scaled so that
+// activations and logits stay of order one, like a trained model's.
+func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
+	if _, ok := archs[cfg.Arch]; !ok {
+		return fmt.Errorf("random model: unsupported architecture %q", cfg.Arch)
+	}
+	cfg = cfg.withDefaults()
+	if cfg.Layers <= 0 || cfg.Embd <= 0 || cfg.FF <= 0 || cfg.Heads <= 0 || cfg.Vocab <= 0 || cfg.HeadDim <= 0 || cfg.Heads%cfg.KVHeads != 0 {
+		return fmt.Errorf("random model: invalid sizes %+v", cfg)
+	}
+	if !cfg.Type.Supported() {
+		return fmt.Errorf("random model: weight type %s is not supported", cfg.Type)
+	}
+
+	a := cfg.Arch + "."
+	w.AddKV("general.architecture", cfg.Arch)
+	w.AddKV("general.name", "random "+cfg.Arch)
+	w.AddKV(a+"block_count", uint32(cfg.Layers))
+	w.AddKV(a+"context_length", uint32(cfg.ContextLen))
+	w.AddKV(a+"embedding_length", uint32(cfg.Embd))
+	w.AddKV(a+"feed_forward_length", uint32(cfg.FF))
+	w.AddKV(a+"attention.head_count", uint32(cfg.Heads))
+	w.AddKV(a+"attention.head_count_kv", uint32(cfg.KVHeads))
+	w.AddKV(a+"attention.key_length", uint32(cfg.HeadDim))
+	w.AddKV(a+"attention.value_length", uint32(cfg.HeadDim))
+	w.AddKV(a+"rope.dimension_count", uint32(cfg.HeadDim))
+	w.AddKV(a+"rope.freq_base", float32(cfg.RopeBase))
+	w.AddKV(a+"attention.layer_norm_rms_epsilon", cfg.RMSEps)
+	if cfg.RopeScale > 1 {
+		typ := cfg.RopeScaling
+		if typ == "" {
+			typ = "linear"
+		}
+		w.AddKV(a+"rope.scaling.type", typ)
+		w.AddKV(a+"rope.scaling.factor", float32(cfg.RopeScale))
+		w.AddKV(a+"rope.scaling.original_context_length", uint32(cfg.ContextLen))
+	}
+
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	uniform := func(n int, lo, hi float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(lo + (hi-lo)*rng.Float64())
+		}
+		return v
+	}
+	var err error
+	vector := func(name string, values []float32) {
+		if err == nil {
+			err = w.AddTensor(name, kernels.F32, []uint64{uint64(len(values))}, f32Bytes(values))
+		}
+	}
+	// matrix adds an out×in weight with variance 1/in, so that it keeps the
+	// scale of its input.
+	matrix := func(name string, in, out int) {
+		if err != nil {
+			return
+		}
+		r := math.Sqrt(3 / float64(in))
+		vals := uniform(in*out, -r, r)
+		t := fitType(cfg.Type, in)
+		data := make([]byte, t.RowSize(in)*out)
+		for row := range out {
+			kernels.Quantize(t, vals[row*in:(row+1)*in], data[row*t.RowSize(in):(row+1)*t.RowSize(in)])
+		}
+		err = w.AddTensor(name, t, []uint64{uint64(in), uint64(out)}, data)
+	}
+	gains := func(n int) []float32 { return uniform(n, 0.9, 1.1) }
+
+	E, F, V := cfg.Embd, cfg.FF, cfg.Vocab
+	q, kv := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
+	// token_embd keeps unit-scale rows (variance 1/3 with in = 1).
+	if err == nil {
+		t := fitType(cfg.Type, E)
+		vals := uniform(E*V, -1, 1)
+		data := make([]byte, t.RowSize(E)*V)
+		for row := range V {
+			kernels.Quantize(t, vals[row*E:(row+1)*E], data[row*t.RowSize(E):(row+1)*t.RowSize(E)])
+		}
+		err = w.AddTensor("token_embd.weight", t, []uint64{uint64(E), uint64(V)}, data)
+	}
+	vector("output_norm.weight", gains(E))
+	if !cfg.Tied {
+		matrix("output.weight", E, V)
+	}
+	if cfg.RopeFreqs {
+		// llama3 keeps high frequencies and divides low ones by up to 8.
+		f := make([]float32, cfg.HeadDim/2)
+		for i := range f {
+			f[i] = float32(1 + 7*float64(i)/float64(max(len(f)-1, 1)))
+		}
+		vector("rope_freqs.weight", f)
+	}
+	for l := range cfg.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		vector(p+"attn_norm.weight", gains(E))
+		matrix(p+"attn_q.weight", E, q)
+		matrix(p+"attn_k.weight", E, kv)
+		matrix(p+"attn_v.weight", E, kv)
+		matrix(p+"attn_output.weight", q, E)
+		if cfg.Arch == "qwen2" {
+			vector(p+"attn_q.bias", uniform(q, -0.5, 0.5))
+			vector(p+"attn_k.bias", uniform(kv, -0.5, 0.5))
+			vector(p+"attn_v.bias", uniform(kv, -0.5, 0.5))
+		}
+		if cfg.Arch == "qwen3" {
+			vector(p+"attn_q_norm.weight", gains(cfg.HeadDim))
+			vector(p+"attn_k_norm.weight", gains(cfg.HeadDim))
+		}
+		vector(p+"ffn_norm.weight", gains(E))
+		matrix(p+"ffn_gate.weight", E, F)
+		matrix(p+"ffn_up.weight", E, F)
+		matrix(p+"ffn_down.weight", F, E)
+	}
+	return err
+}
+
+// withDefaults fills in the optional fields.
+func (cfg RandomConfig) withDefaults() RandomConfig {
+	if cfg.KVHeads == 0 {
+		cfg.KVHeads = cfg.Heads
+	}
+	if cfg.HeadDim == 0 && cfg.Heads > 0 {
+		cfg.HeadDim = cfg.Embd / cfg.Heads
+	}
+	if cfg.ContextLen == 0 {
+		cfg.ContextLen = 2048
+	}
+	if cfg.RopeBase == 0 {
+		cfg.RopeBase = 10000
+	}
+	if cfg.RMSEps == 0 {
+		cfg.RMSEps = 1e-5
+	}
+	return cfg
+}
+
+// fitType returns t, or llama.cpp's fallback when rows of n elements do not
+// fit t's blocks.
+func fitType(t kernels.Type, n int) kernels.Type {
+	for n%t.BlockSize() != 0 {
+		switch t {
+		case kernels.Q4_K:
+			t = kernels.Q5_0
+		case kernels.Q5_K:
+			t = kernels.Q5_1
+		case kernels.Q6_K:
+			t = kernels.Q8_0
+		default:
+			t = kernels.F16
+		}
+	}
+	return t
+}
+
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	kernels.Quantize(kernels.F32, v, b)
+	return b
+}
