@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -278,5 +279,56 @@ func TestWriteFileOpen(t *testing.T) {
 	}
 	if err := w.WriteFile(filepath.Join(t.TempDir(), "no", "dir.gguf")); err == nil {
 		t.Error("WriteFile into a missing directory succeeded")
+	}
+}
+
+// failWriter accepts limit bytes, then fails.
+type failWriter struct{ limit int }
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	if len(p) > f.limit {
+		n := f.limit
+		f.limit = 0
+		return n, errors.New("disk full")
+	}
+	f.limit -= len(p)
+	return len(p), nil
+}
+
+func TestWriteToFailure(t *testing.T) {
+	w := NewWriter()
+	w.AddKV("k", "v")
+	if err := w.AddTensor("x", kernels.F32, []uint64{100}, make([]byte, 400)); err != nil {
+		t.Fatal(err)
+	}
+	full := len(encode(t, w))
+	for _, limit := range []int{0, 10, full - 500, full - 1} {
+		n, err := w.WriteTo(&failWriter{limit})
+		if err == nil || n != int64(limit) {
+			t.Errorf("limit %d: wrote %d, %v", limit, n, err)
+		}
+	}
+}
+
+func TestHandBuiltFile(t *testing.T) {
+	f := &File{
+		KV:      []KV{{"general.architecture", "qwen2"}},
+		Tensors: []TensorInfo{{Name: "a", Dims: []uint64{2, 3}}, {Name: "b"}},
+	}
+	if b, ok := f.Tensor("b"); !ok || b != &f.Tensors[1] || b.Elements() != 1 {
+		t.Error("Tensor(b) on a hand-built File")
+	}
+	if _, ok := f.Tensor("c"); ok {
+		t.Error("Tensor(c) found")
+	}
+	if f.Architecture() != "qwen2" || f.Close() != nil {
+		t.Error("Architecture or Close")
+	}
+	p, err := Parse("mem.gguf", encode(t, NewWriter()))
+	if err != nil || len(p.KV) != 0 {
+		t.Fatalf("Parse: %v", err)
+	}
+	if _, ok := p.Tensor("a"); ok {
+		t.Error("Tensor(a) found in an empty file")
 	}
 }
