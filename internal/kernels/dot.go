@@ -26,6 +26,7 @@ type typeKernels struct {
 }
 
 // dotTable holds the kernels of each type. The pure-Go versions are
-// installed first; assembly versions replace them in init functions of the
+// installed first (package variable initialisation, which precedes every
+// init function); assembly versions replace them in init functions of the
 // _amd64 files when the CPU has the features they need.
-var dotTable = map[Type]*typeKernels{}
+var dotTable = genericKernels()

@@ -1,0 +1,181 @@
+package kernels
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Matrix is a row-major weight matrix: Rows rows of Cols elements of Type;
+// row r occupies Data[r*RowSize : (r+1)*RowSize] with RowSize =
+// Type.RowSize(Cols). Data usually points into an mmap.
+type Matrix struct {
+	Type       Type
+	Rows, Cols int
+	Data       []byte
+}
+
+// NewMatrix checks that t is supported and that data holds exactly rows rows
+// of cols elements of t.
+func NewMatrix(t Type, rows, cols int, data []byte) (*Matrix, error) {
+	if !t.Known() {
+		return nil, fmt.Errorf("kernels: unknown tensor type %d", uint32(t))
+	}
+	if !t.Supported() {
+		return nil, fmt.Errorf("kernels: tensor type %s is not supported (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)", t)
+	}
+	if rows < 0 || cols <= 0 {
+		return nil, fmt.Errorf("kernels: invalid %s matrix shape %dx%d", t, rows, cols)
+	}
+	if err := t.CheckRow(cols); err != nil {
+		return nil, fmt.Errorf("kernels: %s matrix %dx%d: %v", t, rows, cols, err)
+	}
+	if need := rows * t.RowSize(cols); len(data) != need {
+		return nil, fmt.Errorf("kernels: %s matrix %dx%d needs %d bytes, got %d", t, rows, cols, need, len(data))
+	}
+	return &Matrix{Type: t, Rows: rows, Cols: cols, Data: data}, nil
+}
+
+// RowBytes returns the bytes of one row.
+func (m *Matrix) RowBytes() int { return m.Type.RowSize(m.Cols) }
+
+// Row dequantizes row r into dst[:m.Cols] (embedding lookup).
+func (m *Matrix) Row(r int, dst []float32) {
+	if r < 0 || r >= m.Rows {
+		panic(fmt.Sprintf("kernels: row %d out of range [0,%d)", r, m.Rows))
+	}
+	rb := m.RowBytes()
+	Dequantize(m.Type, m.Data[r*rb:(r+1)*rb], dst[:m.Cols])
+}
+
+// tileBytes is the amount of weights one goroutine keeps hot in its L2
+// cache while every input row passes over it (matrix-matrix products).
+const tileBytes = 256 << 10
+
+// matmulJob is one MatMul call's state; jobs are pooled so that a call does
+// not allocate (the closure handed to Pool.For is built once per job).
+type matmulJob struct {
+	acts []Act
+	qs   []int8
+	d, s []float32
+
+	out  []float32
+	m    *Matrix
+	x    []float32
+	n    int
+	kern *typeKernels
+
+	rowsFn  func(lo, hi int) // weight rows [lo,hi) against all inputs
+	quantFn func(lo, hi int) // quantize input rows [lo,hi)
+}
+
+var jobPool = sync.Pool{New: func() any {
+	j := new(matmulJob)
+	j.rowsFn = j.rows
+	j.quantFn = j.quantize
+	return j
+}}
+
+// MatMul computes, for each input row i < n, out[i*m.Rows + r] = Σ_c
+// W[r,c] * x[i*m.Cols + c]. Quantized types first quantize x to 8-bit blocks
+// of 32 (as llama.cpp does), once per call. The work is split over weight
+// rows on p (nil: the calling goroutine alone). Concurrent calls are safe as
+// long as their outputs do not overlap.
+func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
+	if n <= 0 || m.Rows == 0 {
+		return
+	}
+	if len(x) < n*m.Cols || len(out) < n*m.Rows {
+		panic(fmt.Sprintf("kernels: MatMul %s %dx%d with n=%d: x has %d values (need %d), out %d (need %d)",
+			m.Type, m.Rows, m.Cols, n, len(x), n*m.Cols, len(out), n*m.Rows))
+	}
+	kern := dotTable[m.Type]
+	if kern == nil {
+		panic(fmt.Sprintf("kernels: MatMul: type %s is not supported", m.Type))
+	}
+	j := jobPool.Get().(*matmulJob)
+	j.out, j.m, j.x, j.n, j.kern = out, m, x, n, kern
+	if cap(j.acts) < n {
+		j.acts = make([]Act, n)
+	}
+	j.acts = j.acts[:n]
+	cols := m.Cols
+	if m.Type.BlockSize() == 1 {
+		for i := range j.acts {
+			j.acts[i].F = x[i*cols : (i+1)*cols]
+		}
+	} else {
+		nb := cols / 32
+		j.qs = growInt8(j.qs, n*cols)
+		j.d = growF32(j.d, n*nb)
+		j.s = growF32(j.s, n*nb)
+		for i := range j.acts {
+			// Full slice expressions keep each row inside its own share.
+			a := &j.acts[i]
+			a.F = nil
+			a.Qs = j.qs[i*cols : (i+1)*cols : (i+1)*cols]
+			a.D = j.d[i*nb : (i+1)*nb : (i+1)*nb]
+			a.S = j.s[i*nb : (i+1)*nb : (i+1)*nb]
+		}
+		if n >= 8 {
+			p.For(n, j.quantFn)
+		} else {
+			j.quantize(0, n)
+		}
+	}
+	p.For(m.Rows, j.rowsFn)
+	for i := range j.acts {
+		j.acts[i].F = nil // do not keep the caller's input alive
+	}
+	j.out, j.m, j.x, j.kern = nil, nil, nil, nil
+	jobPool.Put(j)
+}
+
+func (j *matmulJob) quantize(lo, hi int) {
+	cols := j.m.Cols
+	for i := lo; i < hi; i++ {
+		quantizeAct(j.x[i*cols:(i+1)*cols], &j.acts[i])
+	}
+}
+
+type dot4Args struct {
+	a [4]*Act
+	o [4]float32
+}
+
+func (j *matmulJob) rows(lo, hi int) {
+	m, n, out := j.m, j.n, j.out
+	rb := m.RowBytes()
+	dot, dot4 := j.kern.dot, j.kern.dot4
+	tile := hi - lo
+	if n >= 4 {
+		tile = max(1, tileBytes/rb)
+	}
+	// Arguments of an indirect call escape: allocate them once per chunk.
+	var g *dot4Args
+	if dot4 != nil && n >= 4 {
+		g = new(dot4Args)
+	}
+	for t0 := lo; t0 < hi; t0 += tile {
+		t1 := min(t0+tile, hi)
+		i := 0
+		if g != nil {
+			for ; i+4 <= n; i += 4 {
+				g.a = [4]*Act{&j.acts[i], &j.acts[i+1], &j.acts[i+2], &j.acts[i+3]}
+				for r := t0; r < t1; r++ {
+					dot4(m.Data[r*rb:(r+1)*rb], &g.a, m.Cols, &g.o)
+					out[i*m.Rows+r] = g.o[0]
+					out[(i+1)*m.Rows+r] = g.o[1]
+					out[(i+2)*m.Rows+r] = g.o[2]
+					out[(i+3)*m.Rows+r] = g.o[3]
+				}
+			}
+		}
+		for ; i < n; i++ {
+			a := &j.acts[i]
+			o := out[i*m.Rows : (i+1)*m.Rows]
+			for r := t0; r < t1; r++ {
+				o[r] = dot(m.Data[r*rb:(r+1)*rb], a, m.Cols)
+			}
+		}
+	}
+}

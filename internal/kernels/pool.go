@@ -1,0 +1,118 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Pool runs data-parallel loops on a fixed set of worker goroutines. A loop
+// costs one channel send per worker and one WaitGroup wait, no allocation:
+// the model calls For about a hundred times per token.
+//
+// For may be called from several goroutines: one loop at a time uses the
+// workers, a loop started while they are busy (including a nested For from
+// inside fn) runs on its caller's goroutine alone rather than waiting.
+type Pool struct {
+	threads int
+	mu      sync.Mutex // held by the loop that owns the workers
+	wake    []chan struct{}
+	wg      sync.WaitGroup
+	closed  bool
+
+	// The current loop, written under mu before the workers are woken.
+	fn    func(lo, hi int)
+	n     int
+	chunk int
+	next  atomic.Int64
+}
+
+// NewPool starts a pool of threads goroutines counting the caller's (the
+// goroutine calling For works too); threads <= 0 means runtime.NumCPU().
+func NewPool(threads int) *Pool {
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	p := &Pool{threads: threads, wake: make([]chan struct{}, threads-1)}
+	for i := range p.wake {
+		ch := make(chan struct{}, 1)
+		p.wake[i] = ch
+		go p.worker(ch)
+	}
+	return p
+}
+
+// Threads returns the number of goroutines a loop runs on (1 for a nil pool).
+func (p *Pool) Threads() int {
+	if p == nil {
+		return 1
+	}
+	return p.threads
+}
+
+func (p *Pool) worker(wake chan struct{}) {
+	for range wake {
+		p.run()
+		p.wg.Done()
+	}
+}
+
+// run takes chunks of the current loop until none is left. Chunks are
+// handed out dynamically so that a goroutine that was descheduled does not
+// hold up the loop.
+func (p *Pool) run() {
+	n, chunk, fn := p.n, p.chunk, p.fn
+	for {
+		lo := int(p.next.Add(int64(chunk))) - chunk
+		if lo >= n {
+			return
+		}
+		fn(lo, min(lo+chunk, n))
+	}
+}
+
+// For calls fn on disjoint ranges [lo, hi) covering [0, n) in parallel and
+// returns when all calls have returned. A nil pool runs fn(0, n) directly.
+func (p *Pool) For(n int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	if p == nil || p.threads == 1 || n == 1 || !p.mu.TryLock() {
+		fn(0, n)
+		return
+	}
+	defer p.mu.Unlock()
+	if p.closed {
+		fn(0, n)
+		return
+	}
+	// About four chunks per thread balance the load without much overhead.
+	chunk := (n + 4*p.threads - 1) / (4 * p.threads)
+	chunks := (n + chunk - 1) / chunk
+	p.fn, p.n, p.chunk = fn, n, chunk
+	p.next.Store(0)
+	workers := min(len(p.wake), chunks-1)
+	p.wg.Add(workers)
+	for i := 0; i < workers; i++ {
+		p.wake[i] <- struct{}{}
+	}
+	p.run()
+	p.wg.Wait()
+	p.fn = nil // do not keep the caller's closure alive
+}
+
+// Close stops the workers; later loops run on the caller's goroutine.
+func (p *Pool) Close() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	for _, ch := range p.wake {
+		close(ch)
+	}
+}
