@@ -174,17 +174,19 @@ func dot4F16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 // Quantized kernels take nb blocks of 32; the bounds checks here keep the
 // assembly inside the slices.
 
-//go:noescape
-func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
+// tab is f16Table: the kernels read weight scales (halves) through it.
 
 //go:noescape
-func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
+func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int, tab *float32) float32
 
 //go:noescape
-func dotQ4_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
+func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, out *[4]float32)
 
 //go:noescape
-func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
+func dotQ4_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
+
+//go:noescape
+func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, out *[4]float32)
 
 // qargs checks one activation row for nb blocks and returns its pointers.
 func qargs(a *Act, nb int) (*int8, *float32) {
@@ -208,7 +210,7 @@ func dotQ8_0SIMD(w []byte, a *Act, n int) float32 {
 	}
 	_ = w[nb*34-1]
 	qs, d := qargs(a, nb)
-	return dotQ8_0AVX2(&w[0], qs, d, nb)
+	return dotQ8_0AVX2(&w[0], qs, d, nb, &f16Table[0])
 }
 
 func dot4Q8_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
@@ -219,7 +221,7 @@ func dot4Q8_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	}
 	_ = w[nb*34-1]
 	qs, d := q4args(a, nb)
-	dot4Q8_0AVX2(&w[0], &qs, &d, nb, out)
+	dot4Q8_0AVX2(&w[0], &qs, &d, nb, &f16Table[0], out)
 }
 
 func dotQ4_0SIMD(w []byte, a *Act, n int) float32 {
@@ -229,7 +231,8 @@ func dotQ4_0SIMD(w []byte, a *Act, n int) float32 {
 	}
 	_ = w[nb*18-1]
 	qs, d := qargs(a, nb)
-	return dotQ4_0AVX2(&w[0], qs, d, nb)
+	_ = a.S[nb-1]
+	return dotQ4_0AVX2(&w[0], qs, d, &a.S[0], nb, &f16Table[0])
 }
 
 func dot4Q4_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
@@ -240,5 +243,5 @@ func dot4Q4_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	}
 	_ = w[nb*18-1]
 	qs, d := q4args(a, nb)
-	dot4Q4_0AVX2(&w[0], &qs, &d, nb, out)
+	dot4Q4_0AVX2(&w[0], &qs, &d, nb, &f16Table[0], out)
 }

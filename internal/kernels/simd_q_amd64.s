@@ -2,6 +2,22 @@
 
 #include "textflag.h"
 
+// Blocks of 32 weights against blocks of 32 int8 activations.
+//
+// The int8 products use VPMADDUBSW, which wants one unsigned operand. Q8_0
+// makes the weights non-negative and moves their signs onto the activations
+// (VPSIGNB); Q4_0 uses its nibbles (0..15) as they are and subtracts
+// 8*d*S afterwards (S = d_a*Σa is part of the activations), except in dot4
+// where the correction would need four more registers and the sign trick is
+// used on nibble-8. Pair sums are widened by VPMADDWD with ones, converted
+// to float and accumulated with the block's scale d_w*d_a. Weight scales
+// (halves) are read through f16Table (tab): a load instead of a VCVTPH2PS.
+//
+// Zen 1 splits 256-bit ops in two and runs VPMADDUBSW/VPMADDWD on one pipe;
+// Q4_0 therefore works in 128-bit halves: the two halves of a block (low
+// and high nibbles) are summed as int16 (no overflow: |pair| <= 2*15*127)
+// before one VPMADDWD, so a block costs 3 rather than 4 cycles of that pipe.
+
 #define HSUM0 \
 	VEXTRACTF128 $1, Y0, X1; \
 	VADDPS       X1, X0, X0; \
@@ -20,58 +36,46 @@
 	VPCMPEQW Y15, Y15, Y15; \
 	VPSRLW   $15, Y15, Y15
 
-// SCALE1 sets ys to the broadcast product of the half at hp and the float
-// at dp (xs is ys's low half).
-#define SCALE1(hp, dp, xs, ys) \
+// MASK0F sets Y14 to 0x0f bytes.
+#define MASK0F \
+	MOVL         $0x0f0f0f0f, DX; \
+	VMOVD        DX, X14; \
+	VPBROADCASTD X14, Y14
+
+// WSCALE sets ys to the broadcast weight scale (the half at hp).
+#define WSCALE(hp, ys) \
 	MOVWLZX      hp, DX; \
-	VMOVD        DX, xs; \
-	VCVTPH2PS    xs, xs; \
-	VMULSS       dp, xs, xs; \
-	VBROADCASTSS xs, ys
+	VBROADCASTSS (R8)(DX*4), ys
 
-// HALF sets ys to the broadcast half at hp.
-#define HALF(hp, xs, ys) \
-	MOVWLZX      hp, DX; \
-	VMOVD        DX, xs; \
-	VCVTPH2PS    xs, xs; \
-	VBROADCASTSS xs, ys
-
-// DOTBLK: acc += scale * Σ w*a, w signed bytes in yw (clobbered), a at ap.
-#define DOTBLK(yw, ap, ya, ysc, acc) \
-	VMOVDQU     ap, ya; \
-	VPSIGNB     yw, ya, ya; \
-	VPSIGNB     yw, yw, yw; \
-	VPMADDUBSW  ya, yw, ya; \
-	VPMADDWD    Y15, ya, ya; \
-	VCVTDQ2PS   ya, ya; \
-	VFMADD231PS ya, ysc, acc
-
-// DOTABS: like DOTBLK with |w| in yabs and w in yw kept.
-#define DOTABS(yw, yabs, ap, ya, dp, ysc, yt, acc) \
+// Q8DOT: acc += bcast(d) * ysc * Σ w*a for the 32 signed weights at wp.
+#define Q8DOT(wp, ap, dp, yw, ya, ysc, yt, acc) \
+	VMOVDQU      wp, yw; \
 	VMOVDQU      ap, ya; \
 	VPSIGNB      yw, ya, ya; \
-	VPMADDUBSW   ya, yabs, ya; \
+	VPSIGNB      yw, yw, yw; \
+	VPMADDUBSW   ya, yw, ya; \
 	VPMADDWD     Y15, ya, ya; \
 	VCVTDQ2PS    ya, ya; \
 	VBROADCASTSS dp, yt; \
-	VMULPS       yt, ysc, yt; \
-	VFMADD231PS  ya, yt, acc
+	VMULPS       yt, ysc, ysc; \
+	VFMADD231PS  ya, ysc, acc
 
-// Four activation rows: R8-R11 their quants, BX, DI, R12, R13 their scales,
-// AX = 4*block index (so quants are at 8*AX).
-#define LOAD4ARGS \
+// Four activation rows: R9-R12 their quants, BX, DI, R13, R14 their
+// scales, AX = 4*block index (quants at 8*AX, scales at AX), R8 f16Table.
+#define LOAD4 \
 	MOVQ w+0(FP), SI; \
 	MOVQ qs+8(FP), AX; \
-	MOVQ 0(AX), R8; \
-	MOVQ 8(AX), R9; \
-	MOVQ 16(AX), R10; \
-	MOVQ 24(AX), R11; \
+	MOVQ 0(AX), R9; \
+	MOVQ 8(AX), R10; \
+	MOVQ 16(AX), R11; \
+	MOVQ 24(AX), R12; \
 	MOVQ d+16(FP), AX; \
 	MOVQ 0(AX), BX; \
 	MOVQ 8(AX), DI; \
-	MOVQ 16(AX), R12; \
-	MOVQ 24(AX), R13; \
+	MOVQ 16(AX), R13; \
+	MOVQ 24(AX), R14; \
 	MOVQ nb+24(FP), CX; \
+	MOVQ tab+32(FP), R8; \
 	XORQ AX, AX; \
 	ONES16; \
 	VXORPS Y0, Y0, Y0; \
@@ -79,52 +83,69 @@
 	VXORPS Y2, Y2, Y2; \
 	VXORPS Y3, Y3, Y3
 
-// BLOCK4 runs one weight block (signed bytes in Y5, its scale in Y4) against
-// the four rows.
-#define BLOCK4 \
-	VPSIGNB Y5, Y5, Y6; \
-	DOTABS(Y5, Y6, (R8)(AX*8), Y7, (BX)(AX*1), Y4, Y8, Y0); \
-	DOTABS(Y5, Y6, (R9)(AX*8), Y9, (DI)(AX*1), Y4, Y10, Y1); \
-	DOTABS(Y5, Y6, (R10)(AX*8), Y11, (R12)(AX*1), Y4, Y12, Y2); \
-	DOTABS(Y5, Y6, (R11)(AX*8), Y13, (R13)(AX*1), Y4, Y14, Y3)
+// Q8ROW: one row of dot4Q8_0: |w| in Y6, w in Y5, weight scale in Y4.
+#define Q8ROW(ap, dp, ya, yt, acc) \
+	VMOVDQU      ap, ya; \
+	VPSIGNB      Y5, ya, ya; \
+	VPMADDUBSW   ya, Y6, ya; \
+	VPMADDWD     Y15, ya, ya; \
+	VCVTDQ2PS    ya, ya; \
+	VBROADCASTSS dp, yt; \
+	VMULPS       yt, Y4, yt; \
+	VFMADD231PS  ya, yt, acc
 
 #define STORE4 \
 	HSUM4; \
-	MOVQ    out+32(FP), AX; \
+	MOVQ    out+40(FP), AX; \
 	VMOVUPS X0, (AX); \
 	VZEROUPPER
 
-// Q4_0: a block is a half scale and 16 bytes, low nibbles are elements
-// 0-15, high nibbles 16-31, value nibble-8. Y14 holds 0x0f bytes, Y13 8s.
-#define Q4CONST \
-	MOVL         $0x0f0f0f0f, DX; \
-	VMOVD        DX, X14; \
-	VPBROADCASTD X14, Y14; \
-	MOVL         $0x08080808, DX; \
-	VMOVD        DX, X13; \
-	VPBROADCASTD X13, Y13
+// Q4WORDS sets xl to the 8 int16 sums of nibble*a of the Q4_0 quants at qp
+// (low nibbles against a0p, high against a1p); xh is clobbered.
+#define Q4WORDS(qp, a0p, a1p, xl, xh) \
+	VMOVDQU    qp, xl; \
+	VPSRLW     $4, xl, xh; \
+	VPAND      X14, xl, xl; \
+	VPAND      X14, xh, xh; \
+	VPMADDUBSW a0p, xl, xl; \
+	VPMADDUBSW a1p, xh, xh; \
+	VPADDW     xh, xl, xl
 
-// Q4UNPACK sets yw to the 32 signed weights of the block's bytes at qp.
-#define Q4UNPACK(qp, xw, yw, xt) \
-	VMOVDQU     qp, xw; \
-	VPSRLW      $4, xw, xt; \
-	VINSERTI128 $1, xt, yw, yw; \
-	VPAND       Y14, yw, yw; \
-	VPSUBB      Y13, yw, yw
+// Q4DOT: acc += d_w*d_a * Σ nibble*a and corr += d_w*S (X13) for one block.
+#define Q4DOT(wp, qp, a0p, a1p, dp, sp, xl, xh, xs, xt, acc) \
+	Q4WORDS(qp, a0p, a1p, xl, xh); \
+	MOVWLZX      wp, DX; \
+	VBROADCASTSS (R8)(DX*4), xs; \
+	VFMADD231SS  sp, xs, X13; \
+	VBROADCASTSS dp, xt; \
+	VMULPS       xt, xs, xs; \
+	VPMADDWD     X15, xl, xl; \
+	VCVTDQ2PS    xl, xl; \
+	VFMADD231PS  xl, xs, acc
 
-// Blocks of 32 weights against blocks of 32 int8 activations. The int8
-// products use VPMADDUBSW, which wants one unsigned operand: the weights are
-// made non-negative (VPSIGNB w, w) and their signs moved onto the
-// activations (VPSIGNB a, w). Pair sums (int16, no overflow for |q| <= 127)
-// are widened by VPMADDWD with ones, converted to float and accumulated with
-// the block's scale d_w * d_a.
+// Q4ROW: one row of dot4Q4_0 (X registers): nibble-8 in X4 (low) and X5
+// (high), their magnitudes in X6, X7, the weight scale in X8.
+#define Q4ROW(a0p, a1p, dp, xa, xb, xt, acc) \
+	VMOVDQU      a0p, xa; \
+	VMOVDQU      a1p, xb; \
+	VPSIGNB      X4, xa, xa; \
+	VPSIGNB      X5, xb, xb; \
+	VPMADDUBSW   xa, X6, xa; \
+	VPMADDUBSW   xb, X7, xb; \
+	VPADDW       xb, xa, xa; \
+	VPMADDWD     X15, xa, xa; \
+	VCVTDQ2PS    xa, xa; \
+	VBROADCASTSS dp, xt; \
+	VMULPS       xt, X8, xt; \
+	VFMADD231PS  xa, xt, acc
 
-// func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
-TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
+// func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int, tab *float32) float32
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-44
 	MOVQ   w+0(FP), SI
 	MOVQ   qs+8(FP), DI
 	MOVQ   d+16(FP), BX
 	MOVQ   nb+24(FP), CX
+	MOVQ   tab+32(FP), R8
 	ONES16
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -132,40 +153,41 @@ TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
 	JL     q8tail
 
 q8loop:
-	SCALE1((SI), (BX), X4, Y4)
-	SCALE1(34(SI), 4(BX), X9, Y9)
-	VMOVDQU 2(SI), Y5
-	VMOVDQU 36(SI), Y10
-	DOTBLK(Y5, (DI), Y6, Y4, Y0)
-	DOTBLK(Y10, 32(DI), Y11, Y9, Y1)
-	ADDQ    $68, SI
-	ADDQ    $64, DI
-	ADDQ    $8, BX
-	SUBQ    $2, CX
-	JGE     q8loop
+	WSCALE((SI), Y4)
+	WSCALE(34(SI), Y9)
+	Q8DOT(2(SI), (DI), (BX), Y5, Y6, Y4, Y7, Y0)
+	Q8DOT(36(SI), 32(DI), 4(BX), Y10, Y11, Y9, Y12, Y1)
+	ADDQ $68, SI
+	ADDQ $64, DI
+	ADDQ $8, BX
+	SUBQ $2, CX
+	JGE  q8loop
 
 q8tail:
 	ADDQ $2, CX
 	JZ   q8done
-	SCALE1((SI), (BX), X4, Y4)
-	VMOVDQU 2(SI), Y5
-	DOTBLK(Y5, (DI), Y6, Y4, Y0)
+	WSCALE((SI), Y4)
+	Q8DOT(2(SI), (DI), (BX), Y5, Y6, Y4, Y7, Y0)
 
 q8done:
 	VADDPS Y1, Y0, Y0
 	HSUM0
 	VZEROUPPER
-	MOVSS  X0, ret+32(FP)
+	MOVSS  X0, ret+40(FP)
 	RET
 
-// func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
-TEXT ·dot4Q8_0AVX2(SB), NOSPLIT, $0-40
-	LOAD4ARGS
+// func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, out *[4]float32)
+TEXT ·dot4Q8_0AVX2(SB), NOSPLIT, $0-48
+	LOAD4
 
 q8x4loop:
-	HALF((SI), X4, Y4)
+	WSCALE((SI), Y4)
 	VMOVDQU 2(SI), Y5
-	BLOCK4
+	VPSIGNB Y5, Y5, Y6
+	Q8ROW((R9)(AX*8), (BX)(AX*1), Y7, Y8, Y0)
+	Q8ROW((R10)(AX*8), (DI)(AX*1), Y9, Y10, Y1)
+	Q8ROW((R11)(AX*8), (R13)(AX*1), Y11, Y12, Y2)
+	Q8ROW((R12)(AX*8), (R14)(AX*1), Y13, Y14, Y3)
 	ADDQ    $34, SI
 	ADDQ    $4, AX
 	DECQ    CX
@@ -173,74 +195,75 @@ q8x4loop:
 	STORE4
 	RET
 
-// func dotQ4_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
-TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
+// func dotQ4_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
+// Works in X registers only; X0, X1 accumulate, X13 sums d_w*S.
+TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-52
 	MOVQ   w+0(FP), SI
 	MOVQ   qs+8(FP), DI
 	MOVQ   d+16(FP), BX
-	MOVQ   nb+24(FP), CX
+	MOVQ   s+24(FP), R9
+	MOVQ   nb+32(FP), CX
+	MOVQ   tab+40(FP), R8
 	ONES16
-	Q4CONST
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
+	MASK0F
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
+	VXORPS X13, X13, X13
 	SUBQ   $2, CX
 	JL     q4tail
 
 q4loop:
-	SCALE1((SI), (BX), X4, Y4)
-	SCALE1(18(SI), 4(BX), X9, Y9)
-	Q4UNPACK(2(SI), X5, Y5, X6)
-	Q4UNPACK(20(SI), X10, Y10, X11)
-	DOTBLK(Y5, (DI), Y6, Y4, Y0)
-	DOTBLK(Y10, 32(DI), Y11, Y9, Y1)
+	Q4DOT((SI), 2(SI), (DI), 16(DI), (BX), (R9), X4, X5, X6, X7, X0)
+	Q4DOT(18(SI), 20(SI), 32(DI), 48(DI), 4(BX), 4(R9), X8, X9, X10, X11, X1)
 	ADDQ $36, SI
 	ADDQ $64, DI
 	ADDQ $8, BX
+	ADDQ $8, R9
 	SUBQ $2, CX
 	JGE  q4loop
 
 q4tail:
 	ADDQ $2, CX
 	JZ   q4done
-	SCALE1((SI), (BX), X4, Y4)
-	Q4UNPACK(2(SI), X5, Y5, X6)
-	DOTBLK(Y5, (DI), Y6, Y4, Y0)
+	Q4DOT((SI), 2(SI), (DI), 16(DI), (BX), (R9), X4, X5, X6, X7, X0)
 
 q4done:
-	VADDPS Y1, Y0, Y0
-	HSUM0
+	VADDPS      X1, X0, X0
+	VHADDPS     X0, X0, X0
+	VHADDPS     X0, X0, X0
+	MOVL        $0xc1000000, DX // -8.0
+	VMOVD       DX, X1
+	VFMADD231SS X13, X1, X0
 	VZEROUPPER
-	MOVSS  X0, ret+32(FP)
+	MOVSS       X0, ret+48(FP)
 	RET
 
-// func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
-// BLOCK4 uses Y4-Y14, so the Q4 constants live in memory here.
-TEXT ·dot4Q4_0AVX2(SB), NOSPLIT, $0-40
-	LOAD4ARGS
+// func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, out *[4]float32)
+TEXT ·dot4Q4_0AVX2(SB), NOSPLIT, $0-48
+	LOAD4
+	MASK0F
+	MOVL         $0x08080808, DX
+	VMOVD        DX, X9
+	VPBROADCASTD X9, X9
 
 q4x4loop:
-	HALF((SI), X4, Y4)
-	VMOVDQU      2(SI), X5
-	VPSRLW       $4, X5, X6
-	VINSERTI128  $1, X6, Y5, Y5
-	VPAND        nib0f<>(SB), Y5, Y5
-	VPSUBB       eights<>(SB), Y5, Y5
-	BLOCK4
+	MOVWLZX      (SI), DX
+	VBROADCASTSS (R8)(DX*4), X8
+	VMOVDQU      2(SI), X4
+	VPSRLW       $4, X4, X5
+	VPAND        X14, X4, X4
+	VPAND        X14, X5, X5
+	VPSUBB       X9, X4, X4
+	VPSUBB       X9, X5, X5
+	VPABSB       X4, X6
+	VPABSB       X5, X7
+	Q4ROW((R9)(AX*8), 16(R9)(AX*8), (BX)(AX*1), X10, X11, X12, X0)
+	Q4ROW((R10)(AX*8), 16(R10)(AX*8), (DI)(AX*1), X10, X11, X12, X1)
+	Q4ROW((R11)(AX*8), 16(R11)(AX*8), (R13)(AX*1), X10, X11, X12, X2)
+	Q4ROW((R12)(AX*8), 16(R12)(AX*8), (R14)(AX*1), X10, X11, X12, X3)
 	ADDQ         $18, SI
 	ADDQ         $4, AX
 	DECQ         CX
 	JNZ          q4x4loop
 	STORE4
 	RET
-
-DATA nib0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nib0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nib0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nib0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL nib0f<>(SB), RODATA|NOPTR, $32
-
-DATA eights<>+0(SB)/8, $0x0808080808080808
-DATA eights<>+8(SB)/8, $0x0808080808080808
-DATA eights<>+16(SB)/8, $0x0808080808080808
-DATA eights<>+24(SB)/8, $0x0808080808080808
-GLOBL eights<>(SB), RODATA|NOPTR, $32

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The assembly kernels are checked against two oracles: a float64 dot of
@@ -227,12 +229,111 @@ func BenchmarkSIMD(b *testing.B) {
 			continue
 		}
 		rs := typ.RowSize(cols)
-		rows := (64 << 20) / rs // 64 MiB: well past the L3
-		w := simdRandWeights(typ, rows*cols, rng)
 		var acts [4]*Act
 		for k := range acts {
 			acts[k] = simdRandAct(cols, rng)
 		}
+		// 64 MiB is well past the L3 (memory bound); 256 KiB stays in the L2
+		// (compute bound).
+		wall := simdRandWeights(typ, (64<<20)/rs*cols, rng)
+		for _, size := range []string{"mem", "l2"} {
+			w := wall
+			if size == "l2" {
+				w = wall[:(256<<10)/rs*rs]
+			}
+			rows := len(w) / rs
+			for _, impl := range []string{"asm", "go"} {
+				k := p.simd
+				if impl == "go" {
+					k = p.generic
+				}
+				if k.dot == nil {
+					continue
+				}
+				for _, threads := range []int{1, 2} {
+					if threads > runtime.NumCPU() {
+						continue
+					}
+					for _, four := range []bool{false, true} {
+						kind := "dot"
+						if four {
+							kind = "dot4"
+						}
+						name := fmt.Sprintf("%s/%s/%s/%s/t%d", typ, size, impl, kind, threads)
+						b.Run(name, func(b *testing.B) {
+							flops := 2 * float64(rows) * cols
+							if four {
+								flops *= 4
+							}
+							b.SetBytes(int64(rows * rs))
+							for b.Loop() {
+								var wg sync.WaitGroup
+								for th := 0; th < threads; th++ {
+									wg.Add(1)
+									go func(lo, hi int) {
+										defer wg.Done()
+										var out [4]float32
+										for r := lo; r < hi; r++ {
+											row := w[r*rs : (r+1)*rs]
+											switch {
+											case four && k.dot4 != nil:
+												k.dot4(row, &acts, cols, &out)
+											case four:
+												for j := range acts {
+													out[j] = k.dot(row, acts[j], cols)
+												}
+											default:
+												out[0] = k.dot(row, acts[0], cols)
+											}
+										}
+									}(rows*th/threads, rows*(th+1)/threads)
+								}
+								wg.Wait()
+							}
+							b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSIMDSpeed prints the in-cache speed of every kernel (assembly and
+// generic) as the best of many short runs, which the other processes of a
+// busy machine disturb less than a benchmark's mean. Set
+// MISTRALRS_SIMD_SPEED=1 to run it.
+func TestSIMDSpeed(t *testing.T) {
+	skipNoSIMD(t)
+	if os.Getenv("MISTRALRS_SIMD_SPEED") == "" {
+		t.Skip("set MISTRALRS_SIMD_SPEED=1")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	best := func(f func()) float64 {
+		b := math.Inf(1)
+		for i := 0; i < 300; i++ {
+			t0 := time.Now()
+			f()
+			b = min(b, float64(time.Since(t0).Nanoseconds()))
+		}
+		return b
+	}
+	const cols, rows = 4096, 4
+	rng := rand.New(rand.NewPCG(9, 10))
+	var acts [4]*Act
+	for k := range acts {
+		acts[k] = simdRandAct(cols, rng)
+	}
+	types := []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K}
+	for _, typ := range types {
+		p := simdKernels[typ]
+		if p == nil {
+			continue
+		}
+		rs := typ.RowSize(cols)
+		w := simdRandWeights(typ, rows*cols, rng)
+		line := fmt.Sprintf("%-5s", typ)
 		for _, impl := range []string{"asm", "go"} {
 			k := p.simd
 			if impl == "go" {
@@ -241,49 +342,23 @@ func BenchmarkSIMD(b *testing.B) {
 			if k.dot == nil {
 				continue
 			}
-			for _, threads := range []int{1, 2} {
-				if threads > runtime.NumCPU() {
-					continue
+			ns := best(func() {
+				for r := 0; r < rows; r++ {
+					k.dot(w[r*rs:(r+1)*rs], acts[0], cols)
 				}
-				for _, four := range []bool{false, true} {
-					name := fmt.Sprintf("%s/%s/dot/t%d", typ, impl, threads)
-					if four {
-						name = fmt.Sprintf("%s/%s/dot4/t%d", typ, impl, threads)
+			})
+			gf := 2 * float64(rows*cols) / ns
+			line += fmt.Sprintf("  %s dot %6.2f GFLOP/s %6.2f GB/s", impl, gf, float64(rows*rs)/ns)
+			if k.dot4 != nil {
+				var out [4]float32
+				ns4 := best(func() {
+					for r := 0; r < rows; r++ {
+						k.dot4(w[r*rs:(r+1)*rs], &acts, cols, &out)
 					}
-					b.Run(name, func(b *testing.B) {
-						flops := 2 * float64(rows) * cols
-						if four {
-							flops *= 4
-						}
-						b.SetBytes(int64(rows * rs))
-						for b.Loop() {
-							var wg sync.WaitGroup
-							for th := 0; th < threads; th++ {
-								wg.Add(1)
-								go func(lo, hi int) {
-									defer wg.Done()
-									var out [4]float32
-									for r := lo; r < hi; r++ {
-										row := w[r*rs : (r+1)*rs]
-										switch {
-										case four && k.dot4 != nil:
-											k.dot4(row, &acts, cols, &out)
-										case four:
-											for j := range acts {
-												out[j] = k.dot(row, acts[j], cols)
-											}
-										default:
-											out[0] = k.dot(row, acts[0], cols)
-										}
-									}
-								}(rows*th/threads, rows*(th+1)/threads)
-							}
-							wg.Wait()
-						}
-						b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-					})
-				}
+				})
+				line += fmt.Sprintf(" dot4 %6.2f GFLOP/s", 8*float64(rows*cols)/ns4)
 			}
 		}
+		t.Log(line)
 	}
 }
