@@ -1,0 +1,466 @@
+// Package config holds the one configuration of a serve run. The cobra flags
+// of `mistralrs serve` (BindServeFlags, BindGlobalFlags) and the TOML file of
+// `mistralrs from-config` (LoadTOML) both fill the same Config from the same
+// table of defaults (defaults.go), and both are checked by the same Validate.
+package config
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is everything a serve run needs to know before it starts.
+type Config struct {
+	// Command is the from-config mode: "serve" or "run". Flags leave it "serve".
+	Command string
+	// DefaultModelID names the model that requests without a model (or with
+	// "default") go to; empty means the first model.
+	DefaultModelID string
+
+	Global    GlobalConfig
+	Server    ServerConfig
+	Runtime   RuntimeConfig
+	PagedAttn PagedAttnConfig
+	Models    []ModelConfig
+
+	origin origin
+}
+
+// origin decides how Validate names a bad value: by its flag or its TOML key.
+type origin int
+
+const (
+	originNone origin = iota
+	originFlags
+	originTOML
+)
+
+// GlobalConfig holds the options valid on every subcommand.
+type GlobalConfig struct {
+	Seed      *uint64 `toml:"-"` // nil: unset (TOML's seed is decoded through an int64 to reject negatives)
+	Log       string  `toml:"log"`
+	Verbose   int     `toml:"-"` // -v count; TOML has no equivalent (mistral.rs fixes it at 0 there)
+	LogFilter string  `toml:"-"` // RUST_LOG as given; the logging package decides whether it parses
+}
+
+// ServerConfig is the HTTP listener and its observability switches.
+type ServerConfig struct {
+	Host                   string        `toml:"host"`
+	Port                   int           `toml:"port"`
+	NoUI                   bool          `toml:"no_ui"`
+	DisableAccessLog       bool          `toml:"disable_access_log"`
+	AccessLogFormat        string        `toml:"access_log_format"` // "text" or "json"
+	AccessLogHealth        bool          `toml:"access_log_health"`
+	DisableRequestIDHeader bool          `toml:"disable_request_id_header"`
+	DisableMetrics         bool          `toml:"disable_metrics"`
+	KeepAliveInterval      time.Duration `toml:"-"` // KEEP_ALIVE_INTERVAL (ms) only, as in mistral.rs
+}
+
+// RuntimeConfig is the scheduler and prompt handling shared by all models.
+type RuntimeConfig struct {
+	MaxSeqs                     int    `toml:"max_seqs"`
+	MaxNumBatchedTokens         int    `toml:"max_num_batched_tokens"`
+	MaxDecodeStepsBeforePrefill int    `toml:"max_decode_steps_before_prefill"`
+	NoKVCache                   bool   `toml:"no_kv_cache"`
+	PrefixCacheN                int    `toml:"prefix_cache_n"`
+	ChatTemplate                string `toml:"chat_template"`
+	JinjaExplicit               string `toml:"jinja_explicit"`
+	Threads                     int    `toml:"threads"` // ours; 0: one per core
+}
+
+// PagedAttnConfig is the paged KV cache, global for all models.
+type PagedAttnConfig struct {
+	Mode      string `toml:"mode"` // "auto", "on" or "off"; auto is on in this engine
+	BlockSize int    `toml:"block_size"`
+	// At most one of the three budgets applies; see Budget.
+	MemoryMB       *int     `toml:"memory_mb"`
+	ContextLen     *int     `toml:"context_len"`
+	MemoryFraction *float64 `toml:"memory_fraction"`
+}
+
+// ModelConfig is one [[models]] entry (or the model of `serve -m/-f`).
+type ModelConfig struct {
+	Kind          string      `toml:"kind"` // "auto" or "text"
+	ModelID       string      `toml:"model_id"`
+	ChatTemplate  string      `toml:"chat_template"`  // overrides runtime.chat_template
+	JinjaExplicit string      `toml:"jinja_explicit"` // overrides runtime.jinja_explicit
+	Format        ModelFormat `toml:"format"`
+	Device        ModelDevice `toml:"device"`
+}
+
+// ModelFormat is [models.format].
+type ModelFormat struct {
+	Format        string   `toml:"format"` // "", "gguf" ("plain" and "ggml" are refused)
+	QuantizedFile FileList `toml:"quantized_file"`
+}
+
+// ModelDevice is [models.device].
+type ModelDevice struct {
+	CPU     bool   `toml:"cpu"`      // accepted for compatibility: this engine always runs on the CPU
+	HFCache string `toml:"hf_cache"` // Hugging Face hub cache directory to look in
+}
+
+// DefaultMemoryFraction is the KV budget when no size is given, as mistral.rs's
+// Utilization(0.9); here it is a fraction of physical memory.
+const DefaultMemoryFraction = 0.9
+
+// Default returns the configuration with every default of the table applied
+// and no models.
+func Default() *Config {
+	c := &Config{}
+	for i := range Options {
+		o := &Options[i]
+		if o.field != nil {
+			setValue(o.field(c), o.Default)
+		}
+	}
+	return c
+}
+
+// DefaultModel returns a model entry with the table's per-model defaults.
+func DefaultModel() ModelConfig {
+	var m ModelConfig
+	for i := range Options {
+		o := &Options[i]
+		if o.modelField != nil {
+			setValue(o.modelField(&m), o.Default)
+		}
+	}
+	return m
+}
+
+// DemoModel reports whether no model was named (serve without -m and -f):
+// the embedded demo model is served then.
+func (c *Config) DemoModel() bool {
+	if len(c.Models) == 0 {
+		return true
+	}
+	m := c.Models[0]
+	return len(c.Models) == 1 && m.ModelID == "" && len(m.Format.QuantizedFile) == 0
+}
+
+// DefaultModelIndex returns the index of the default model: the one named by
+// DefaultModelID, else the first. Validate guarantees the name matches.
+func (c *Config) DefaultModelIndex() int {
+	for i, m := range c.Models {
+		if c.DefaultModelID != "" && m.ModelID == c.DefaultModelID {
+			return i
+		}
+	}
+	return 0
+}
+
+// ChatTemplateFor returns the template file for model i, empty for the one in
+// the GGUF. A jinja_explicit file wins over a chat_template, and a model's
+// own value wins over the [runtime] one.
+func (c *Config) ChatTemplateFor(i int) string {
+	m := c.Models[i]
+	for _, s := range []string{m.JinjaExplicit, c.Runtime.JinjaExplicit, m.ChatTemplate, c.Runtime.ChatTemplate} {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// Enabled reports whether the paged KV cache is used: auto means on here,
+// since this engine's CPU path supports it (mistral.rs turns it off on CPU).
+func (p PagedAttnConfig) Enabled() bool { return p.Mode != "off" }
+
+// KVBudget is how big the paged KV pool is: exactly one field is non-zero.
+type KVBudget struct {
+	MemoryMB   int
+	ContextLen int     // tokens of context for one sequence of max length
+	Fraction   float64 // of physical memory
+}
+
+// Budget resolves the pool size with mistral.rs's TOML precedence: fraction
+// over context length over memory; none given → DefaultMemoryFraction.
+// (All three at once is an error in Validate, not a silent switch-off.)
+func (p PagedAttnConfig) Budget() KVBudget {
+	switch {
+	case p.MemoryFraction != nil:
+		return KVBudget{Fraction: *p.MemoryFraction}
+	case p.ContextLen != nil:
+		return KVBudget{ContextLen: *p.ContextLen}
+	case p.MemoryMB != nil:
+		return KVBudget{MemoryMB: *p.MemoryMB}
+	}
+	return KVBudget{Fraction: DefaultMemoryFraction}
+}
+
+// ValueError is a bad setting. It names the TOML key or the flag, whichever
+// the value came from.
+type ValueError struct {
+	Key    string // TOML key, "models[1].model_id" inside [[models]]
+	Flag   string // "--port"; empty when the setting has no flag
+	Value  any    // nil when the problem is a missing value
+	Reason string
+
+	flags bool
+}
+
+func (e *ValueError) Error() string {
+	val := func() string {
+		if s, ok := e.Value.(string); ok {
+			return fmt.Sprintf("%q", s)
+		}
+		if p, ok := e.Value.(FileList); ok {
+			return fmt.Sprintf("%q", p.String())
+		}
+		return fmt.Sprint(e.Value)
+	}
+	name := e.Key
+	if e.flags && e.Flag != "" {
+		if e.Value == nil {
+			return fmt.Sprintf("%s: %s", e.Flag, e.Reason)
+		}
+		return fmt.Sprintf("invalid value %s for %s: %s", val(), e.Flag, e.Reason)
+	}
+	if e.Value == nil {
+		return fmt.Sprintf("%s: %s", name, e.Reason)
+	}
+	return fmt.Sprintf("%s = %s: %s", name, val(), e.Reason)
+}
+
+// Validate checks every value; the first problem is returned. Both the flags
+// and the TOML path call it, so a value is judged the same either way.
+func (c *Config) Validate() error {
+	bad := func(key string, value any, format string, args ...any) error {
+		e := &ValueError{Key: key, Value: value, Reason: fmt.Sprintf(format, args...), flags: c.origin == originFlags}
+		base := key
+		if strings.HasPrefix(base, "models[") {
+			base = "models" + base[strings.IndexByte(base, ']')+1:]
+		}
+		if o := OptionByKey(base); o != nil && o.Flag != "" {
+			e.Flag = "--" + o.Flag
+		}
+		return e
+	}
+	switch c.Command {
+	case "serve", "run":
+	case "":
+		return bad("command", nil, `missing; from-config files start with command = "serve"`)
+	default:
+		return bad("command", c.Command, `must be "serve" or "run"`)
+	}
+	if c.Global.Verbose < 0 {
+		return bad("global.verbose", c.Global.Verbose, "must not be negative")
+	}
+
+	s := &c.Server
+	if strings.TrimSpace(s.Host) == "" || strings.ContainsAny(s.Host, " \t\r\n/") {
+		return bad("server.host", s.Host, "must be a host name or IP address")
+	}
+	if s.Port < 1 || s.Port > 65535 {
+		return bad("server.port", s.Port, "must be between 1 and 65535")
+	}
+	if s.AccessLogFormat != "text" && s.AccessLogFormat != "json" {
+		return bad("server.access_log_format", s.AccessLogFormat, `must be "text" or "json"`)
+	}
+	if s.KeepAliveInterval <= 0 {
+		return bad("KEEP_ALIVE_INTERVAL", s.KeepAliveInterval, "must be positive")
+	}
+
+	r := &c.Runtime
+	for _, p := range []struct {
+		key string
+		v   int
+		min int
+	}{
+		{"runtime.max_seqs", r.MaxSeqs, 1},
+		{"runtime.max_num_batched_tokens", r.MaxNumBatchedTokens, 1},
+		{"runtime.max_decode_steps_before_prefill", r.MaxDecodeStepsBeforePrefill, 1},
+		{"runtime.prefix_cache_n", r.PrefixCacheN, 0},
+		{"runtime.threads", r.Threads, 0},
+	} {
+		if p.v < p.min {
+			if p.min == 0 {
+				return bad(p.key, p.v, "must not be negative")
+			}
+			return bad(p.key, p.v, "must be at least %d", p.min)
+		}
+	}
+	if r.Threads > 4096 {
+		return bad("runtime.threads", r.Threads, "must be at most 4096")
+	}
+	if err := checkTemplate(bad, "runtime.chat_template", r.ChatTemplate, true); err != nil {
+		return err
+	}
+	if err := checkTemplate(bad, "runtime.jinja_explicit", r.JinjaExplicit, false); err != nil {
+		return err
+	}
+
+	p := &c.PagedAttn
+	switch p.Mode {
+	case "auto", "on", "off":
+	default:
+		return bad("paged_attn.mode", p.Mode, `must be "auto", "on" or "off"`)
+	}
+	if p.BlockSize < 1 || p.BlockSize > 1024 {
+		return bad("paged_attn.block_size", p.BlockSize, "must be between 1 and 1024")
+	}
+	if p.MemoryMB != nil && *p.MemoryMB <= 0 {
+		return bad("paged_attn.memory_mb", *p.MemoryMB, "must be positive")
+	}
+	if p.ContextLen != nil && *p.ContextLen <= 0 {
+		return bad("paged_attn.context_len", *p.ContextLen, "must be positive")
+	}
+	if f := p.MemoryFraction; f != nil && (math.IsNaN(*f) || *f <= 0 || *f > 1) {
+		return bad("paged_attn.memory_fraction", *f, "must be in (0, 1]")
+	}
+	if err := c.checkBudgetConflicts(); err != nil {
+		return err
+	}
+
+	if len(c.Models) == 0 {
+		if c.origin == originFlags {
+			return nil // serve with no model: the demo model
+		}
+		return fmt.Errorf("Config must define at least one model in [[models]]")
+	}
+	seen := map[string]int{}
+	cpu := map[bool]bool{}
+	for i := range c.Models {
+		m := &c.Models[i]
+		k := func(name string) string { return fmt.Sprintf("models[%d].%s", i, name) }
+		switch m.Kind {
+		case "auto", "text":
+		case "multimodal", "diffusion", "speech", "embedding":
+			return bad(k("kind"), m.Kind, "not supported by this engine (text models only)")
+		default:
+			return bad(k("kind"), m.Kind, `must be "auto" or "text"`)
+		}
+		if m.ModelID == "" && !(c.origin == originFlags && i == 0) {
+			return bad(k("model_id"), nil, "missing; every [[models]] entry needs a model_id")
+		}
+		if m.ModelID != "" {
+			if j, dup := seen[m.ModelID]; dup {
+				return bad(k("model_id"), m.ModelID, "already used by models[%d]; model ids must be unique", j)
+			}
+			seen[m.ModelID] = i
+		}
+		if err := checkTemplate(bad, k("chat_template"), m.ChatTemplate, true); err != nil {
+			return err
+		}
+		if err := checkTemplate(bad, k("jinja_explicit"), m.JinjaExplicit, false); err != nil {
+			return err
+		}
+		if _, err := m.format(); err != nil {
+			if ve, ok := err.(*ValueError); ok {
+				return bad(k(ve.Key), ve.Value, "%s", ve.Reason)
+			}
+			return err
+		}
+		cpu[m.Device.CPU] = true
+	}
+	if len(cpu) > 1 {
+		return fmt.Errorf("cpu must be consistent across all models (found both true and false)")
+	}
+	if c.DefaultModelID != "" {
+		if _, ok := seen[c.DefaultModelID]; !ok {
+			ids := make([]string, 0, len(c.Models))
+			for _, m := range c.Models {
+				ids = append(ids, fmt.Sprintf("%q", m.ModelID))
+			}
+			return bad("default_model_id", c.DefaultModelID, "matches no model_id (models: %s)", strings.Join(ids, ", "))
+		}
+	}
+	return nil
+}
+
+// checkBudgetConflicts: on the command line the three size flags exclude each
+// other (clap's conflicts); in TOML two resolve by precedence (LoadTOML warns)
+// and all three are an error, where mistral.rs silently turns paging off.
+func (c *Config) checkBudgetConflicts() error {
+	p := &c.PagedAttn
+	set := []string{}
+	if p.MemoryMB != nil {
+		set = append(set, "memory_mb")
+	}
+	if p.ContextLen != nil {
+		set = append(set, "context_len")
+	}
+	if p.MemoryFraction != nil {
+		set = append(set, "memory_fraction")
+	}
+	if c.origin == originFlags && len(set) >= 2 {
+		flag := map[string]string{"memory_mb": "--pa-memory-mb", "context_len": "--pa-context-len", "memory_fraction": "--pa-memory-fraction"}
+		return fmt.Errorf("the argument '%s' cannot be used with '%s'", flag[set[0]], flag[set[1]])
+	}
+	if len(set) == 3 {
+		return fmt.Errorf("paged_attn: memory_mb, context_len and memory_fraction are all set; set at most one " +
+			"(memory_fraction wins over context_len, which wins over memory_mb)")
+	}
+	return nil
+}
+
+type badFunc func(key string, value any, format string, args ...any) error
+
+// checkTemplate fails early on a template file that cannot be read, so that a
+// bad config never starts loading models.
+func checkTemplate(bad badFunc, key, path string, jsonOK bool) error {
+	if path == "" {
+		return nil
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext != ".jinja" && !(jsonOK && ext == ".json") {
+		if jsonOK {
+			return bad(key, path, "must be a .jinja file or a tokenizer_config .json file")
+		}
+		return bad(key, path, "must be a .jinja file")
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return bad(key, path, "cannot read the file: %v", unwrapPathError(err))
+	}
+	if st.IsDir() {
+		return bad(key, path, "is a directory, not a file")
+	}
+	return nil
+}
+
+// unwrapPathError drops the path from an *os.PathError, which the caller
+// already prints.
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// format returns the model's file format: "gguf", from --format or from the
+// -f suffixes. Errors carry the key relative to the model entry.
+func (m *ModelConfig) format() (string, error) {
+	exts := map[string]bool{}
+	for _, f := range m.Format.QuantizedFile {
+		switch e := strings.ToLower(filepath.Ext(f)); e {
+		case ".gguf", ".ggml":
+			exts[e] = true
+		}
+	}
+	if len(exts) > 1 {
+		return "", &ValueError{Key: "format.quantized_file", Value: m.Format.QuantizedFile, Reason: "mixes .gguf and .ggml files"}
+	}
+	f := m.Format.Format
+	if f == "" {
+		switch {
+		case exts[".ggml"]:
+			f = "ggml"
+		default:
+			// A directory, an HF id or .gguf files: only GGUF is loadable here.
+			f = "gguf"
+		}
+	}
+	switch f {
+	case "gguf":
+		return f, nil
+	case "plain", "ggml":
+		return "", &ValueError{Key: "format.format", Value: f, Reason: "not supported by this engine (GGUF files only)"}
+	}
+	return "", &ValueError{Key: "format.format", Value: f, Reason: `must be "gguf", "plain" or "ggml"`}
+}

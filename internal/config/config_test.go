@@ -1,0 +1,871 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// writeFile writes data to dir/name and returns the path.
+func writeFile(t testing.TB, dir, name, data string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// loadString loads TOML text through a real .toml file.
+func loadString(t testing.TB, text string) (*Config, []Warning, error) {
+	t.Helper()
+	return LoadTOML(writeFile(t, t.TempDir(), "config.toml", text))
+}
+
+const minimalTOML = "command = \"serve\"\n[[models]]\nmodel_id = \"m\"\n"
+
+// modelsTOML can follow a table: it has no top-level keys.
+const modelsTOML = "[[models]]\nmodel_id = \"m\"\n"
+
+// parseFlags binds the serve and global flags on a fresh Default() and parses args.
+func parseFlags(t testing.TB, args ...string) (*Config, error) {
+	t.Helper()
+	c := Default()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	BindGlobalFlags(fs, c)
+	BindServeFlags(fs, c)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+func TestOptionTableIsConsistent(t *testing.T) {
+	keys, flags, shorts, envs := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, o := range Options {
+		name := o.Key + o.Flag + o.Env
+		if (o.field == nil) == (o.modelField == nil) {
+			t.Errorf("%s: exactly one of field and modelField must be set", name)
+		}
+		if o.modelField != nil && !strings.HasPrefix(o.Key, "models.") {
+			t.Errorf("%s: a model option's key must start with models.", name)
+		}
+		if o.Usage == "" {
+			t.Errorf("%s: no usage text", name)
+		}
+		for _, p := range []struct {
+			set map[string]bool
+			v   string
+		}{{keys, o.Key}, {flags, o.Flag}, {shorts, o.Short}, {envs, o.Env}} {
+			if p.v == "" {
+				continue
+			}
+			if p.set[p.v] {
+				t.Errorf("%q appears twice in the table", p.v)
+			}
+			p.set[p.v] = true
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: default %#v does not fit the field: %v", name, o.Default, r)
+				}
+			}()
+			Default()
+			DefaultModel()
+		}()
+	}
+}
+
+// TestDefaults is the table of defaults as a newcomer reads it: each value is
+// checked in Default(), in the flags and in a loaded TOML file.
+func TestDefaults(t *testing.T) {
+	want := map[string]any{
+		"command":                                 "serve",
+		"default_model_id":                        "",
+		"global.seed":                             (*uint64)(nil),
+		"global.log":                              "",
+		"server.port":                             1234,
+		"server.host":                             "0.0.0.0",
+		"server.no_ui":                            false,
+		"server.disable_access_log":               false,
+		"server.access_log_format":                "text",
+		"server.access_log_health":                false,
+		"server.disable_request_id_header":        false,
+		"server.disable_metrics":                  false,
+		"runtime.max_seqs":                        32,
+		"runtime.max_num_batched_tokens":          4096,
+		"runtime.max_decode_steps_before_prefill": 8,
+		"runtime.no_kv_cache":                     false,
+		"runtime.prefix_cache_n":                  16,
+		"runtime.chat_template":                   "",
+		"runtime.jinja_explicit":                  "",
+		"runtime.threads":                         0,
+		"paged_attn.mode":                         "auto",
+		"paged_attn.block_size":                   32,
+		"paged_attn.memory_mb":                    (*int)(nil),
+		"paged_attn.context_len":                  (*int)(nil),
+		"paged_attn.memory_fraction":              (*float64)(nil),
+		"models.kind":                             "auto",
+		"models.model_id":                         "",
+		"models.chat_template":                    "",
+		"models.jinja_explicit":                   "",
+		"models.format.format":                    "",
+		"models.format.quantized_file":            FileList(nil),
+		"models.device.cpu":                       false,
+		"models.device.hf_cache":                  "",
+		"env:KEEP_ALIVE_INTERVAL":                 10 * time.Second,
+		"env:RUST_LOG":                            "",
+		"flag:verbose":                            0,
+	}
+	name := func(o *Option) string {
+		switch {
+		case o.Key != "":
+			return o.Key
+		case o.Env != "":
+			return "env:" + o.Env
+		}
+		return "flag:" + o.Flag
+	}
+	def := Default()
+	defModel := DefaultModel()
+	fromFlags, err := parseFlags(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromTOML, _, err := loadString(t, "command = \"serve\"\n[[models]]\nmodel_id = \"\"\n")
+	if err == nil {
+		t.Fatal("a model without model_id loaded")
+	}
+	fromTOML, _, err = loadString(t, "[[models]]\nmodel_id = \"x\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i := range Options {
+		o := &Options[i]
+		n := name(o)
+		seen[n] = true
+		w, ok := want[n]
+		if !ok {
+			t.Errorf("%s: no expected default in this test; add it", n)
+			continue
+		}
+		get := func(c *Config, m *ModelConfig) any {
+			if o.field != nil {
+				return reflect.ValueOf(o.field(c)).Elem().Interface()
+			}
+			return reflect.ValueOf(o.modelField(m)).Elem().Interface()
+		}
+		check := func(where string, got any) {
+			if !reflect.DeepEqual(got, w) && !(isEmptyList(got) && isEmptyList(w)) {
+				t.Errorf("%s: %s default is %#v, want %#v", n, where, got, w)
+			}
+		}
+		check("Default()", get(def, &defModel))
+		check("flags", get(fromFlags, &fromFlags.Models[0]))
+		if o.Key != "" && n != "models.model_id" {
+			check("TOML", get(fromTOML, &fromTOML.Models[0]))
+		}
+	}
+	for n := range want {
+		if !seen[n] {
+			t.Errorf("%s: in the expected table but not in Options", n)
+		}
+	}
+}
+
+func isEmptyList(v any) bool {
+	l, ok := v.(FileList)
+	return ok && len(l) == 0
+}
+
+// TestFlagHelpDefaults checks the defaults the help text shows.
+func TestFlagHelpDefaults(t *testing.T) {
+	c := Default()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	BindServeFlags(fs, c)
+	BindGlobalFlags(fs, c)
+	for flag, want := range map[string]string{
+		"port": "1234", "host": "0.0.0.0", "max-seqs": "32", "max-num-batched-tokens": "4096",
+		"max-decode-steps-before-prefill": "8", "prefix-cache-n": "16", "paged-attn": "auto",
+		"pa-block-size": "32", "access-log-format": "text", "threads": "0", "pa-memory-mb": "",
+		"pa-context-len": "", "pa-memory-fraction": "", "quantized-file": "", "seed": "", "verbose": "0",
+		"no-ui": "false", "disable-metrics": "false",
+	} {
+		f := fs.Lookup(flag)
+		if f == nil {
+			t.Errorf("--%s is not defined", flag)
+			continue
+		}
+		if f.DefValue != want {
+			t.Errorf("--%s help default %q, want %q", flag, f.DefValue, want)
+		}
+	}
+}
+
+// TestFlagNamesAndShorthands pins the spec's names and shorthands.
+func TestFlagNamesAndShorthands(t *testing.T) {
+	c := Default()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	BindServeFlags(fs, c)
+	gs := pflag.NewFlagSet("global", pflag.ContinueOnError)
+	BindGlobalFlags(gs, c)
+	serve := map[string]string{
+		"model-id": "m", "quantized-file": "f", "format": "", "chat-template": "c", "jinja-explicit": "j",
+		"max-seqs": "", "port": "p", "host": "", "no-ui": "", "disable-access-log": "",
+		"access-log-format": "", "access-log-health": "", "disable-request-id-header": "",
+		"disable-metrics": "", "max-num-batched-tokens": "", "max-decode-steps-before-prefill": "",
+		"no-kv-cache": "", "prefix-cache-n": "", "paged-attn": "", "pa-block-size": "", "pa-memory-mb": "",
+		"pa-context-len": "", "pa-memory-fraction": "", "threads": "", "cpu": "", "hf-cache": "",
+	}
+	global := map[string]string{"seed": "", "log": "l", "verbose": "v"}
+	for _, set := range []struct {
+		fs   *pflag.FlagSet
+		want map[string]string
+	}{{fs, serve}, {gs, global}} {
+		n := 0
+		set.fs.VisitAll(func(f *pflag.Flag) {
+			n++
+			short, ok := set.want[f.Name]
+			if !ok {
+				t.Errorf("unexpected flag --%s", f.Name)
+			} else if f.Shorthand != short {
+				t.Errorf("--%s shorthand %q, want %q", f.Name, f.Shorthand, short)
+			}
+		})
+		if n != len(set.want) {
+			t.Errorf("%d flags defined, want %d", n, len(set.want))
+		}
+	}
+}
+
+// sampleValues gives a non-default, valid value for every TOML key: TOML
+// text and the flag argument that must produce the same field value.
+func sampleValues(t *testing.T) map[string][2]string {
+	dir := t.TempDir()
+	tmpl := writeFile(t, dir, "t.jinja", "{{ messages }}")
+	json := writeFile(t, dir, "tokenizer_config.json", "{}")
+	return map[string][2]string{
+		"command":                                 {`"run"`, ""},
+		"default_model_id":                        {`"m"`, ""},
+		"global.seed":                             {`42`, "42"},
+		"global.log":                              {`"/tmp/x.log"`, "/tmp/x.log"},
+		"server.port":                             {`8080`, "8080"},
+		"server.host":                             {`"127.0.0.1"`, "127.0.0.1"},
+		"server.no_ui":                            {`true`, "true"},
+		"server.disable_access_log":               {`true`, "true"},
+		"server.access_log_format":                {`"json"`, "json"},
+		"server.access_log_health":                {`true`, "true"},
+		"server.disable_request_id_header":        {`true`, "true"},
+		"server.disable_metrics":                  {`true`, "true"},
+		"runtime.max_seqs":                        {`5`, "5"},
+		"runtime.max_num_batched_tokens":          {`512`, "512"},
+		"runtime.max_decode_steps_before_prefill": {`3`, "3"},
+		"runtime.no_kv_cache":                     {`true`, "true"},
+		"runtime.prefix_cache_n":                  {`0`, "0"},
+		"runtime.chat_template":                   {fmt.Sprintf("%q", json), json},
+		"runtime.jinja_explicit":                  {fmt.Sprintf("%q", tmpl), tmpl},
+		"runtime.threads":                         {`2`, "2"},
+		"paged_attn.mode":                         {`"off"`, "off"},
+		"paged_attn.block_size":                   {`16`, "16"},
+		"paged_attn.memory_mb":                    {`512`, "512"},
+		"paged_attn.context_len":                  {`8192`, "8192"},
+		"paged_attn.memory_fraction":              {`0.5`, "0.5"},
+		"models.kind":                             {`"text"`, ""},
+		"models.model_id":                         {`"m"`, "m"},
+		"models.chat_template":                    {fmt.Sprintf("%q", tmpl), ""},
+		"models.jinja_explicit":                   {fmt.Sprintf("%q", tmpl), ""},
+		"models.format.format":                    {`"gguf"`, "gguf"},
+		"models.format.quantized_file":            {`"a.gguf;b.gguf"`, "a.gguf;b.gguf"},
+		"models.device.cpu":                       {`true`, "true"},
+		"models.device.hf_cache":                  {`"/tmp/hub"`, "/tmp/hub"},
+	}
+}
+
+// tomlFor writes key = value in its table; model keys go into one [[models]] entry.
+func tomlFor(key, value string) string {
+	var b strings.Builder
+	model := map[string]string{"": `model_id = "m"`}
+	switch {
+	case strings.HasPrefix(key, "models."):
+		rest := strings.TrimPrefix(key, "models.")
+		if i := strings.LastIndexByte(rest, '.'); i >= 0 {
+			model[rest[:i]] = rest[i+1:] + " = " + value
+		} else if rest == "model_id" {
+			model[""] = "model_id = " + value
+		} else {
+			model[""] += "\n" + rest + " = " + value
+		}
+	case strings.Contains(key, "."):
+		i := strings.IndexByte(key, '.')
+		fmt.Fprintf(&b, "[%s]\n%s = %s\n", key[:i], key[i+1:], value)
+	default:
+		fmt.Fprintf(&b, "%s = %s\n", key, value)
+	}
+	fmt.Fprintf(&b, "[[models]]\n%s\n", model[""])
+	for sub, line := range model {
+		if sub != "" {
+			fmt.Fprintf(&b, "[models.%s]\n%s\n", sub, line)
+		}
+	}
+	return b.String()
+}
+
+// TestEveryKeyAndFlagSetsTheSameField sets each key in TOML and its flag on
+// the command line and checks both change the table's field to the same value.
+func TestEveryKeyAndFlagSetsTheSameField(t *testing.T) {
+	samples := sampleValues(t)
+	for i := range Options {
+		o := &Options[i]
+		if o.Key == "" {
+			continue
+		}
+		s, ok := samples[o.Key]
+		if !ok {
+			t.Errorf("%s: no sample value in this test; add one", o.Key)
+			continue
+		}
+		t.Run(o.Key, func(t *testing.T) {
+			c, warns, err := loadString(t, tomlFor(o.Key, s[0]))
+			if err != nil {
+				t.Fatalf("TOML %s = %s: %v", o.Key, s[0], err)
+			}
+			if len(warns) > 0 {
+				t.Errorf("warnings: %v", warns)
+			}
+			get := func(c *Config) any {
+				if o.field != nil {
+					return reflect.ValueOf(o.field(c)).Elem().Interface()
+				}
+				return reflect.ValueOf(o.modelField(&c.Models[0])).Elem().Interface()
+			}
+			d := Default()
+			dm := DefaultModel()
+			d.Models = []ModelConfig{dm}
+			got := get(c)
+			if reflect.DeepEqual(got, get(d)) {
+				t.Errorf("TOML %s = %s left the default %#v", o.Key, s[0], got)
+			}
+			if o.Flag == "" {
+				return
+			}
+			args := []string{"--" + o.Flag + "=" + s[1]}
+			fc, err := parseFlags(t, args...)
+			if err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			if fg := get(fc); !reflect.DeepEqual(fg, got) {
+				t.Errorf("flag %v gives %#v, TOML gives %#v", args, deref(fg), deref(got))
+			}
+		})
+	}
+}
+
+func deref(v any) any {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		return rv.Elem().Interface()
+	}
+	return v
+}
+
+func TestFlagsParse(t *testing.T) {
+	c, err := parseFlags(t, "-m", "org/name", "-f", "a-00001-of-00002.gguf;a-00002-of-00002.gguf", "-p", "9000",
+		"-vv", "--seed", "7", "-l", "req.log", "--pa-context-len", "2048", "--no-kv-cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Models[0].ModelID != "org/name" || c.Server.Port != 9000 || c.Global.Verbose != 2 || *c.Global.Seed != 7 ||
+		c.Global.Log != "req.log" || *c.PagedAttn.ContextLen != 2048 || !c.Runtime.NoKVCache {
+		t.Errorf("parsed %+v", c)
+	}
+	if got := []string(c.Models[0].Format.QuantizedFile); !reflect.DeepEqual(got, []string{"a-00001-of-00002.gguf", "a-00002-of-00002.gguf"}) {
+		t.Errorf("quantized files %q", got)
+	}
+	if c.DemoModel() {
+		t.Error("DemoModel with -m given")
+	}
+	if b := c.PagedAttn.Budget(); b != (KVBudget{ContextLen: 2048}) {
+		t.Errorf("budget %+v", b)
+	}
+	// -f twice appends.
+	c, err = parseFlags(t, "-f", "a.gguf", "-f", " ;b.gguf; ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string(c.Models[0].Format.QuantizedFile); !reflect.DeepEqual(got, []string{"a.gguf", "b.gguf"}) {
+		t.Errorf("quantized files %q", got)
+	}
+	// No model: the demo model, not an error.
+	c, err = parseFlags(t)
+	if err != nil || !c.DemoModel() {
+		t.Errorf("no model: DemoModel %v, err %v", c.DemoModel(), err)
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	txt := writeFile(t, dir, "t.txt", "x")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-p", "0"}, "invalid value 0 for --port: must be between 1 and 65535"},
+		{[]string{"--port", "70000"}, "invalid value 70000 for --port: must be between 1 and 65535"},
+		{[]string{"--port", "x"}, `invalid argument "x" for "-p, --port"`},
+		{[]string{"--host", ""}, `invalid value "" for --host: must be a host name or IP address`},
+		{[]string{"--access-log-format", "xml"}, `invalid value "xml" for --access-log-format: must be "text" or "json"`},
+		{[]string{"--max-seqs", "0"}, "invalid value 0 for --max-seqs: must be at least 1"},
+		{[]string{"--max-num-batched-tokens", "0"}, "invalid value 0 for --max-num-batched-tokens: must be at least 1"},
+		{[]string{"--max-decode-steps-before-prefill", "0"}, "invalid value 0 for --max-decode-steps-before-prefill: must be at least 1"},
+		{[]string{"--prefix-cache-n", "-1"}, "invalid value -1 for --prefix-cache-n: must not be negative"},
+		{[]string{"--threads", "-2"}, "invalid value -2 for --threads: must not be negative"},
+		{[]string{"--threads", "5000"}, "invalid value 5000 for --threads: must be at most 4096"},
+		{[]string{"--paged-attn", "maybe"}, `invalid value "maybe" for --paged-attn: must be "auto", "on" or "off"`},
+		{[]string{"--pa-block-size", "0"}, "invalid value 0 for --pa-block-size: must be between 1 and 1024"},
+		{[]string{"--pa-memory-mb", "-5"}, "invalid value -5 for --pa-memory-mb: must be positive"},
+		{[]string{"--pa-memory-mb", "x"}, `invalid argument "x" for "--pa-memory-mb" flag: not an integer`},
+		{[]string{"--pa-context-len", "0"}, "invalid value 0 for --pa-context-len: must be positive"},
+		{[]string{"--pa-memory-fraction", "0"}, "invalid value 0 for --pa-memory-fraction: must be in (0, 1]"},
+		{[]string{"--pa-memory-fraction", "1.5"}, "invalid value 1.5 for --pa-memory-fraction: must be in (0, 1]"},
+		{[]string{"--pa-memory-fraction", "NaN"}, "invalid value NaN for --pa-memory-fraction: must be in (0, 1]"},
+		{[]string{"--pa-memory-mb", "100", "--pa-context-len", "10"}, "the argument '--pa-memory-mb' cannot be used with '--pa-context-len'"},
+		{[]string{"--pa-memory-mb", "100", "--pa-memory-fraction", "0.5"}, "the argument '--pa-memory-mb' cannot be used with '--pa-memory-fraction'"},
+		{[]string{"--pa-context-len", "100", "--pa-memory-fraction", "0.5"}, "the argument '--pa-context-len' cannot be used with '--pa-memory-fraction'"},
+		{[]string{"--seed", "-1"}, `invalid argument "-1" for "--seed" flag: not a non-negative integer`},
+		{[]string{"-f", ";"}, `invalid argument ";" for "-f, --quantized-file" flag: no file named`},
+		{[]string{"--format", "plain", "-m", "x"}, `invalid value "plain" for --format: not supported by this engine (GGUF files only)`},
+		{[]string{"--format", "ggml", "-m", "x"}, `invalid value "ggml" for --format: not supported by this engine (GGUF files only)`},
+		{[]string{"--format", "onnx", "-m", "x"}, `invalid value "onnx" for --format: must be "gguf", "plain" or "ggml"`},
+		{[]string{"-f", "a.gguf;b.ggml"}, `invalid value "a.gguf;b.ggml" for --quantized-file: mixes .gguf and .ggml files`},
+		{[]string{"-f", "a.ggml"}, `invalid value "ggml" for --format: not supported by this engine (GGUF files only)`},
+		{[]string{"-c", txt}, fmt.Sprintf("invalid value %q for --chat-template: must be a .jinja file or a tokenizer_config .json file", txt)},
+		{[]string{"-c", filepath.Join(dir, "none.jinja")}, fmt.Sprintf("invalid value %q for --chat-template: cannot read the file: no such file or directory", filepath.Join(dir, "none.jinja"))},
+		{[]string{"-j", filepath.Join(dir, "x.json")}, fmt.Sprintf("invalid value %q for --jinja-explicit: must be a .jinja file", filepath.Join(dir, "x.json"))},
+	} {
+		_, err := parseFlags(t, tc.args...)
+		if err == nil {
+			t.Errorf("%q: no error, want %q", tc.args, tc.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %q, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestLoadTOMLExtension(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"c.yaml", "c.toml.bak", "c", "toml"} {
+		p := writeFile(t, dir, name, minimalTOML)
+		_, _, err := LoadTOML(p)
+		if err == nil || err.Error() != "mistralrs-cli config files must be .toml" {
+			t.Errorf("%s: error %v, want the spec's message", name, err)
+		}
+	}
+	if _, _, err := LoadTOML(writeFile(t, dir, "C.TOML", minimalTOML)); err != nil {
+		t.Errorf(".TOML (upper case): %v", err)
+	}
+	if _, _, err := LoadTOML(filepath.Join(dir, "missing.toml")); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestLoadTOMLFull(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := writeFile(t, dir, "t.jinja", "x")
+	text := fmt.Sprintf(`
+command = "serve"
+default_model_id = "b"
+
+[global]
+seed = 5
+log = "req.log"
+
+[server]
+host = "127.0.0.1"
+port = 8080
+access_log_format = "json"
+disable_metrics = true
+
+[runtime]
+max_seqs = 4
+chat_template = %[1]q
+
+[paged_attn]
+mode = "on"
+block_size = 16
+memory_fraction = 0.25
+
+[[models]]
+model_id = "a"
+[models.format]
+quantized_file = ["x-00001-of-00002.gguf", "x-00002-of-00002.gguf"]
+
+[[models]]
+model_id = "b"
+kind = "text"
+jinja_explicit = %[1]q
+[models.format]
+format = "gguf"
+quantized_file = "y.gguf"
+[models.device]
+hf_cache = "/cache"
+`, tmpl)
+	c, warns, err := loadString(t, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warns) != 0 {
+		t.Errorf("warnings %v", warns)
+	}
+	if *c.Global.Seed != 5 || c.Global.Log != "req.log" || c.Server.Host != "127.0.0.1" || c.Server.Port != 8080 ||
+		c.Server.AccessLogFormat != "json" || !c.Server.DisableMetrics || c.Runtime.MaxSeqs != 4 ||
+		c.PagedAttn.Mode != "on" || c.PagedAttn.BlockSize != 16 || *c.PagedAttn.MemoryFraction != 0.25 {
+		t.Errorf("loaded %+v", c)
+	}
+	if len(c.Models) != 2 || c.Models[0].Kind != "auto" || c.Models[1].Kind != "text" ||
+		len(c.Models[0].Format.QuantizedFile) != 2 || c.Models[1].Format.QuantizedFile[0] != "y.gguf" ||
+		c.Models[1].Device.HFCache != "/cache" {
+		t.Errorf("models %+v", c.Models)
+	}
+	if c.DefaultModelIndex() != 1 {
+		t.Errorf("default model index %d", c.DefaultModelIndex())
+	}
+	if c.ChatTemplateFor(0) != tmpl || c.ChatTemplateFor(1) != tmpl {
+		t.Errorf("templates %q %q", c.ChatTemplateFor(0), c.ChatTemplateFor(1))
+	}
+	// No default_model_id: the first model.
+	c, _, err = loadString(t, "[[models]]\nmodel_id = \"a\"\n[[models]]\nmodel_id = \"b\"\n")
+	if err != nil || c.DefaultModelIndex() != 0 || c.Command != "serve" {
+		t.Errorf("first model default: %v %v", err, c)
+	}
+}
+
+func TestChatTemplatePrecedence(t *testing.T) {
+	c := Default()
+	c.Models = []ModelConfig{DefaultModel()}
+	m := &c.Models[0]
+	if c.ChatTemplateFor(0) != "" {
+		t.Error("template without any setting")
+	}
+	steps := []struct {
+		set  func()
+		want string
+	}{
+		{func() { c.Runtime.ChatTemplate = "rt.json" }, "rt.json"},
+		{func() { m.ChatTemplate = "m.jinja" }, "m.jinja"},
+		{func() { c.Runtime.JinjaExplicit = "rj.jinja" }, "rj.jinja"},
+		{func() { m.JinjaExplicit = "mj.jinja" }, "mj.jinja"},
+	}
+	for _, s := range steps {
+		s.set()
+		if got := c.ChatTemplateFor(0); got != s.want {
+			t.Errorf("template %q, want %q", got, s.want)
+		}
+	}
+}
+
+func TestPagedAttnPrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		toml   string
+		budget KVBudget
+		warn   string
+	}{
+		{"", KVBudget{Fraction: 0.9}, ""},
+		{"memory_mb = 100", KVBudget{MemoryMB: 100}, ""},
+		{"context_len = 200", KVBudget{ContextLen: 200}, ""},
+		{"memory_fraction = 0.3", KVBudget{Fraction: 0.3}, ""},
+		{"memory_mb = 100\nmemory_fraction = 0.3", KVBudget{Fraction: 0.3}, "paged_attn.memory_mb: ignored: paged_attn.memory_fraction is set and wins"},
+		{"memory_mb = 100\ncontext_len = 200", KVBudget{ContextLen: 200}, "paged_attn.memory_mb: ignored: paged_attn.context_len is set and wins"},
+		{"context_len = 200\nmemory_fraction = 0.3", KVBudget{Fraction: 0.3}, "paged_attn.context_len: ignored: paged_attn.memory_fraction is set and wins"},
+	} {
+		c, warns, err := loadString(t, "[paged_attn]\n"+tc.toml+"\n"+modelsTOML)
+		if err != nil {
+			t.Errorf("%q: %v", tc.toml, err)
+			continue
+		}
+		if b := c.PagedAttn.Budget(); b != tc.budget {
+			t.Errorf("%q: budget %+v, want %+v", tc.toml, b, tc.budget)
+		}
+		got := ""
+		if len(warns) > 0 {
+			got = warns[0].String()
+		}
+		if got != tc.warn || len(warns) > 1 {
+			t.Errorf("%q: warnings %v, want %q", tc.toml, warns, tc.warn)
+		}
+	}
+	_, _, err := loadString(t, "[paged_attn]\nmemory_mb = 1\ncontext_len = 2\nmemory_fraction = 0.5\n"+modelsTOML)
+	if err == nil || !strings.Contains(err.Error(), "paged_attn: memory_mb, context_len and memory_fraction are all set; set at most one") {
+		t.Errorf("all three: %v", err)
+	}
+	// Paged attention is on unless turned off, auto included.
+	for mode, on := range map[string]bool{"auto": true, "on": true, "off": false} {
+		if (PagedAttnConfig{Mode: mode}).Enabled() != on {
+			t.Errorf("mode %s: Enabled %v", mode, !on)
+		}
+	}
+}
+
+func TestTOMLErrors(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := writeFile(t, dir, "t.jinja", "x")
+	m := modelsTOML
+	for _, tc := range []struct {
+		toml string
+		want string
+	}{
+		{"", "Config must define at least one model in [[models]]"},
+		{"command = \"serve\"\n", "Config must define at least one model in [[models]]"},
+		{"command = \"chat\"\n" + m, `command = "chat": must be "serve" or "run"`},
+		{"command = 1\n[[models]]\nmodel_id = \"m\"\n", `line 1 (last key "command"): incompatible types: TOML value has type int64; destination has type string`},
+		{"[server]\nport = 0\n" + m, "server.port = 0: must be between 1 and 65535"},
+		{"[server]\nport = 70000\n" + m, "server.port = 70000: must be between 1 and 65535"},
+		{"[server]\nport = \"80\"\n" + m, `(last key "server.port"): incompatible types`},
+		{"[server]\nport = 1.5\n" + m, `(last key "server.port"): incompatible types`},
+		{"[server]\nport = 99999999999999999999\n" + m, `(last key "server.port"): 99999999999999999999 is out of range`},
+		{"[server]\nhost = \"\"\n" + m, `server.host = "": must be a host name or IP address`},
+		{"[server]\naccess_log_format = \"xml\"\n" + m, `server.access_log_format = "xml": must be "text" or "json"`},
+		{"[server]\nno_ui = \"yes\"\n" + m, `(last key "server.no_ui"): incompatible types`},
+		{"server = 1\n" + m, `(last key "server"): type mismatch`},
+		{"[global]\nseed = -1\n" + m, "global.seed = -1: must not be negative"},
+		{"[global]\nseed = \"x\"\n" + m, `(last key "global.seed"): incompatible types`},
+		{"[runtime]\nmax_seqs = 0\n" + m, "runtime.max_seqs = 0: must be at least 1"},
+		{"[runtime]\nmax_seqs = -3\n" + m, "runtime.max_seqs = -3: must be at least 1"},
+		{"[runtime]\nmax_num_batched_tokens = 0\n" + m, "runtime.max_num_batched_tokens = 0: must be at least 1"},
+		{"[runtime]\nmax_decode_steps_before_prefill = 0\n" + m, "runtime.max_decode_steps_before_prefill = 0: must be at least 1"},
+		{"[runtime]\nprefix_cache_n = -1\n" + m, "runtime.prefix_cache_n = -1: must not be negative"},
+		{"[runtime]\nthreads = -1\n" + m, "runtime.threads = -1: must not be negative"},
+		{"[runtime]\nchat_template = \"x.txt\"\n" + m, `runtime.chat_template = "x.txt": must be a .jinja file or a tokenizer_config .json file`},
+		{"[runtime]\nchat_template = \"/nonexistent/x.jinja\"\n" + m, `runtime.chat_template = "/nonexistent/x.jinja": cannot read the file: no such file or directory`},
+		{fmt.Sprintf("[runtime]\nchat_template = %q\n", dir+"/d.jinja") + m, "cannot read the file"},
+		{"[paged_attn]\nmode = \"yes\"\n" + m, `paged_attn.mode = "yes": must be "auto", "on" or "off"`},
+		{"[paged_attn]\nmode = true\n" + m, `(last key "paged_attn.mode"): incompatible types`},
+		{"[paged_attn]\nblock_size = 0\n" + m, "paged_attn.block_size = 0: must be between 1 and 1024"},
+		{"[paged_attn]\nblock_size = 4096\n" + m, "paged_attn.block_size = 4096: must be between 1 and 1024"},
+		{"[paged_attn]\nmemory_mb = -1\n" + m, "paged_attn.memory_mb = -1: must be positive"},
+		{"[paged_attn]\ncontext_len = 0\n" + m, "paged_attn.context_len = 0: must be positive"},
+		{"[paged_attn]\nmemory_fraction = 0.0\n" + m, "paged_attn.memory_fraction = 0: must be in (0, 1]"},
+		{"[paged_attn]\nmemory_fraction = 1.01\n" + m, "paged_attn.memory_fraction = 1.01: must be in (0, 1]"},
+		{"[paged_attn]\nmemory_fraction = nan\n" + m, "paged_attn.memory_fraction = NaN: must be in (0, 1]"},
+		{"[paged_attn]\nmemory_fraction = -inf\n" + m, "paged_attn.memory_fraction = -Inf: must be in (0, 1]"},
+		{"[[models]]\n", "models[0].model_id: missing; every [[models]] entry needs a model_id"},
+		{"[[models]]\nmodel_id = \"a\"\n[[models]]\nmodel_id = \"a\"\n", `models[1].model_id = "a": already used by models[0]; model ids must be unique`},
+		{"[[models]]\nmodel_id = 3\n", `(last key "models.model_id"): incompatible types`},
+		{"models = 3\n", `(last key "models"): incompatible types`},
+		{"[[models]]\nmodel_id = \"a\"\nkind = \"speech\"\n", `models[0].kind = "speech": not supported by this engine (text models only)`},
+		{"[[models]]\nmodel_id = \"a\"\nkind = \"robot\"\n", `models[0].kind = "robot": must be "auto" or "text"`},
+		{"[[models]]\nmodel_id = \"a\"\n[models.format]\nformat = \"plain\"\n", `models[0].format.format = "plain": not supported by this engine (GGUF files only)`},
+		{"[[models]]\nmodel_id = \"a\"\n[models.format]\nformat = \"x\"\n", `models[0].format.format = "x": must be "gguf", "plain" or "ggml"`},
+		{"[[models]]\nmodel_id = \"a\"\n[models.format]\nquantized_file = [\"a.gguf\", \"b.ggml\"]\n", `models[0].format.quantized_file = "a.gguf;b.ggml": mixes .gguf and .ggml files`},
+		{"[[models]]\nmodel_id = \"a\"\n[models.format]\nquantized_file = 3\n", `(last key "models.format.quantized_file"): expected a string or an array of strings, found an integer`},
+		{"[[models]]\nmodel_id = \"a\"\n[models.format]\nquantized_file = [3]\n", `expected a string or an array of strings, found an array holding an integer`},
+		{"[[models]]\nmodel_id = \"a\"\nchat_template = \"t.txt\"\n", `models[0].chat_template = "t.txt": must be a .jinja file`},
+		{"[[models]]\nmodel_id = \"a\"\njinja_explicit = \"t.json\"\n", `models[0].jinja_explicit = "t.json": must be a .jinja file`},
+		{"[[models]]\nmodel_id = \"a\"\n[models.device]\ncpu = true\n[[models]]\nmodel_id = \"b\"\n", "cpu must be consistent across all models (found both true and false)"},
+		{"default_model_id = \"z\"\n[[models]]\nmodel_id = \"a\"\n[[models]]\nmodel_id = \"b\"\n", `default_model_id = "z": matches no model_id (models: "a", "b")`},
+		{"[server\n" + m, "expected '.' or ']' to end table name"},
+		{"a = 1\na = 2\n" + m, "has already been defined"},
+	} {
+		_, _, err := loadString(t, tc.toml)
+		if err == nil {
+			t.Errorf("%q: no error, want %q", tc.toml, tc.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\nerror %q\nwant  %q", tc.toml, err, tc.want)
+		}
+		if !strings.Contains(err.Error(), "config.toml: ") {
+			t.Errorf("%q: error %q does not name the file", tc.toml, err)
+		}
+	}
+	// A good template path passes.
+	if _, _, err := loadString(t, fmt.Sprintf("[runtime]\nchat_template = %q\n", tmpl)+m); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestUnknownKeyWarnings(t *testing.T) {
+	c, warns, err := loadString(t, `
+command = "serve"
+thinking = true
+colour = "blue"
+[global]
+token_source = "cache"
+[server]
+prot = 80
+mcp_port = 4321
+[runtime]
+max_seq = 3
+mtp = true
+[paged_attn]
+cache_type = "f8e4m3"
+[sandbox]
+mode = "on"
+max_procs = 3
+[extra]
+a = 1
+[[models]]
+model_id = "a"
+dtype = "bf16"
+weird = 1
+[models.format]
+mmproj = "p.gguf"
+quantized_fille = "x.gguf"
+[models.adapter]
+enable_lora = true
+[models.quantization]
+isq = "q4k"
+[[models]]
+model_id = "b"
+weird = 2
+[models.device]
+max_seq_len = 4096
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Models) != 2 {
+		t.Fatalf("%d models", len(c.Models))
+	}
+	var got []string
+	for _, w := range warns {
+		got = append(got, w.String())
+	}
+	want := []string{
+		"colour: unknown key; ignored",
+		"extra: unknown key; ignored",
+		"global.token_source: not supported by this server; ignored (nothing is downloaded; models are read from local disk or the local Hugging Face cache)",
+		"models.adapter: not supported by this server; ignored",
+		"models.device.max_seq_len: not supported by this server; ignored",
+		"models.dtype: not supported by this server; ignored",
+		"models.format.mmproj: not supported by this server; ignored",
+		"models.format.quantized_fille: unknown key; ignored (did you mean models.format.quantized_file?)",
+		"models.quantization: not supported by this server; ignored",
+		"models.weird: unknown key; ignored",
+		"paged_attn.cache_type: not supported by this server; ignored (the KV cache is stored in the model's compute type)",
+		"runtime.max_seq: unknown key; ignored (did you mean runtime.max_seqs?)",
+		"runtime.mtp: not supported by this server; ignored",
+		"sandbox: not supported by this server; ignored",
+		"server.mcp_port: not supported by this server; ignored",
+		"server.prot: unknown key; ignored (did you mean server.port?)",
+		"thinking: not supported by this server; ignored (run-only)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestApplyEnv(t *testing.T) {
+	c := Default()
+	w := c.ApplyEnv(func(k string) string {
+		return map[string]string{"KEEP_ALIVE_INTERVAL": "250", "RUST_LOG": "mistralrs=debug"}[k]
+	})
+	if len(w) != 0 || c.Server.KeepAliveInterval != 250*time.Millisecond || c.Global.LogFilter != "mistralrs=debug" {
+		t.Errorf("env: %v %v %q", w, c.Server.KeepAliveInterval, c.Global.LogFilter)
+	}
+	for _, bad := range []string{"x", "-5", "0", "1.5"} {
+		c := Default()
+		w := c.ApplyEnv(func(k string) string {
+			if k == "KEEP_ALIVE_INTERVAL" {
+				return bad
+			}
+			return ""
+		})
+		want := fmt.Sprintf("KEEP_ALIVE_INTERVAL: invalid value %q (want a positive number of milliseconds); using 10s", bad)
+		if len(w) != 1 || w[0].String() != want || c.Server.KeepAliveInterval != 10*time.Second {
+			t.Errorf("%q: %v, interval %v", bad, w, c.Server.KeepAliveInterval)
+		}
+	}
+	c = Default()
+	if w := c.ApplyEnv(func(string) string { return "" }); len(w) != 0 || c.Server.KeepAliveInterval != 10*time.Second {
+		t.Errorf("empty env: %v %v", w, c.Server.KeepAliveInterval)
+	}
+}
+
+func TestValueErrorNaming(t *testing.T) {
+	// A Config built in code names the TOML key.
+	c := Default()
+	c.Models = []ModelConfig{{Kind: "auto", ModelID: "x"}}
+	c.Server.Port = -1
+	if err := c.Validate(); err == nil || err.Error() != "server.port = -1: must be between 1 and 65535" {
+		t.Errorf("%v", err)
+	}
+	c.Server.Port = 1
+	c.Server.KeepAliveInterval = 0
+	if err := c.Validate(); err == nil || err.Error() != "KEEP_ALIVE_INTERVAL = 0s: must be positive" {
+		t.Errorf("%v", err)
+	}
+	c.Server.KeepAliveInterval = time.Second
+	c.Command = ""
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "command: missing") {
+		t.Errorf("%v", err)
+	}
+	var ve *ValueError
+	c.Command = "serve"
+	c.Runtime.MaxSeqs = 0
+	err := c.Validate()
+	if !asValueError(err, &ve) || ve.Key != "runtime.max_seqs" || ve.Flag != "--max-seqs" || ve.Value != 0 {
+		t.Errorf("ValueError %+v", ve)
+	}
+}
+
+func asValueError(err error, ve **ValueError) bool {
+	v, ok := err.(*ValueError)
+	*ve = v
+	return ok
+}
+
+func TestFileListTOMLForms(t *testing.T) {
+	for text, want := range map[string][]string{
+		`"a.gguf"`:                    {"a.gguf"},
+		`"a.gguf; b.gguf;"`:           {"a.gguf", "b.gguf"},
+		`["a.gguf", "b.gguf;c.gguf"]`: {"a.gguf", "b.gguf", "c.gguf"},
+		`[]`:                          {},
+	} {
+		c, _, err := loadString(t, "[[models]]\nmodel_id = \"m\"\n[models.format]\nquantized_file = "+text+"\n")
+		if err != nil {
+			t.Errorf("%s: %v", text, err)
+			continue
+		}
+		if got := []string(c.Models[0].Format.QuantizedFile); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("%s: %q, want %q", text, got, want)
+		}
+	}
+}
+
+// FuzzLoadTOML: arbitrary file contents never panic; an accepted file is a
+// valid config.
+func FuzzLoadTOML(f *testing.F) {
+	f.Add([]byte(minimalTOML))
+	f.Add([]byte("[server]\nport = 70000\n[[models]]\nmodel_id = \"a\"\n[models.format]\nquantized_file = [\"a\", 1]\n"))
+	f.Add([]byte("[paged_attn]\nmemory_mb = 1\ncontext_len = 2\nmemory_fraction = 0.5\n[[models]]\nmodel_id = \"a\"\n"))
+	f.Add([]byte("[global]\nseed = -9\n[sandbox]\nx = [1, {a = 2}]\n[[models]]\nmodel_id = \"a\"\n[models.adapter.lora]\n"))
+	f.Add([]byte("models = [{model_id = \"a\", format = {quantized_file = \"x.gguf\"}}]\nserver = {port = 1}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, _, err := parseTOML("fuzz.toml", data)
+		if err != nil {
+			if c != nil {
+				t.Fatal("config returned with an error")
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("accepted config fails Validate: %v", err)
+		}
+		_ = c.PagedAttn.Budget()
+		_ = c.ChatTemplateFor(c.DefaultModelIndex())
+	})
+}

@@ -1,0 +1,171 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Option is one setting: where it lives in the TOML file, which flag sets it,
+// and its default. The table below is the only place a default is written;
+// Default, DefaultModel, BindServeFlags, BindGlobalFlags, LoadTOML and
+// ApplyEnv all read it.
+type Option struct {
+	Key     string // TOML key ("server.port"; "models.…" inside each [[models]] entry); "" when there is none
+	Flag    string // long flag name ("port"); "" when TOML only
+	Short   string // one-letter shorthand; "" when none
+	Env     string // environment variable that sets it; "" when none
+	Default any    // int, bool, string, float64, time.Duration, FileList; nil for an unset optional value
+	Usage   string
+
+	global bool // a global flag (BindGlobalFlags), not a serve flag
+	count  bool // a counted flag (-v, -vv)
+	// field returns a pointer to the setting inside a Config; modelField
+	// inside one model entry. Exactly one is set.
+	field      func(*Config) any
+	modelField func(*ModelConfig) any
+}
+
+// Options is the table of every setting. Keep it in the order of the spec's
+// sections: global, server, runtime, paged attention, models.
+var Options = []Option{
+	// Top level (TOML only).
+	{Key: "command", Default: "serve", Usage: `from-config mode: "serve" or "run"`,
+		field: func(c *Config) any { return &c.Command }},
+	{Key: "default_model_id", Default: "", Usage: "model for requests that name none (default: the first model)",
+		field: func(c *Config) any { return &c.DefaultModelID }},
+
+	// [global]
+	{Key: "global.seed", Flag: "seed", global: true, Default: nil, Usage: "random seed (sampling is reproducible with the same seed)",
+		field: func(c *Config) any { return &c.Global.Seed }},
+	{Key: "global.log", Flag: "log", Short: "l", global: true, Default: "", Usage: "append every request, response and error to this file",
+		field: func(c *Config) any { return &c.Global.Log }},
+	{Flag: "verbose", Short: "v", global: true, count: true, Default: 0, Usage: "log verbosity: -v debug, -vv trace",
+		field: func(c *Config) any { return &c.Global.Verbose }},
+	{Env: "RUST_LOG", Default: "", Usage: "log filter directives; a valid filter wins over -v",
+		field: func(c *Config) any { return &c.Global.LogFilter }},
+
+	// [server]
+	{Key: "server.port", Flag: "port", Short: "p", Default: 1234, Usage: "HTTP port",
+		field: func(c *Config) any { return &c.Server.Port }},
+	{Key: "server.host", Flag: "host", Default: "0.0.0.0", Usage: "address to listen on",
+		field: func(c *Config) any { return &c.Server.Host }},
+	{Key: "server.no_ui", Flag: "no-ui", Default: false, Usage: "do not serve the web UI",
+		field: func(c *Config) any { return &c.Server.NoUI }},
+	{Key: "server.disable_access_log", Flag: "disable-access-log", Default: false, Usage: "do not write access-log lines",
+		field: func(c *Config) any { return &c.Server.DisableAccessLog }},
+	{Key: "server.access_log_format", Flag: "access-log-format", Default: "text", Usage: `access-log format: "text" or "json" (one JSON object per line)`,
+		field: func(c *Config) any { return &c.Server.AccessLogFormat }},
+	{Key: "server.access_log_health", Flag: "access-log-health", Default: false, Usage: "also log housekeeping requests (/health, /metrics, /docs, OPTIONS)",
+		field: func(c *Config) any { return &c.Server.AccessLogHealth }},
+	{Key: "server.disable_request_id_header", Flag: "disable-request-id-header", Default: false, Usage: "do not echo x-request-id on responses",
+		field: func(c *Config) any { return &c.Server.DisableRequestIDHeader }},
+	{Key: "server.disable_metrics", Flag: "disable-metrics", Default: false, Usage: "no Prometheus registry; GET /metrics answers 503",
+		field: func(c *Config) any { return &c.Server.DisableMetrics }},
+	{Env: "KEEP_ALIVE_INTERVAL", Default: 10 * time.Second, Usage: "SSE keep-alive comment interval, in milliseconds",
+		field: func(c *Config) any { return &c.Server.KeepAliveInterval }},
+
+	// [runtime]
+	{Key: "runtime.max_seqs", Flag: "max-seqs", Default: 32, Usage: "maximum concurrently scheduled sequences",
+		field: func(c *Config) any { return &c.Runtime.MaxSeqs }},
+	{Key: "runtime.max_num_batched_tokens", Flag: "max-num-batched-tokens", Default: 4096, Usage: "maximum tokens in one engine step",
+		field: func(c *Config) any { return &c.Runtime.MaxNumBatchedTokens }},
+	{Key: "runtime.max_decode_steps_before_prefill", Flag: "max-decode-steps-before-prefill", Default: 8, Usage: "decode steps before waiting prompts are prefilled",
+		field: func(c *Config) any { return &c.Runtime.MaxDecodeStepsBeforePrefill }},
+	{Key: "runtime.no_kv_cache", Flag: "no-kv-cache", Default: false, Usage: "recompute every step without a KV cache (also disables the prefix cache)",
+		field: func(c *Config) any { return &c.Runtime.NoKVCache }},
+	{Key: "runtime.prefix_cache_n", Flag: "prefix-cache-n", Default: 16, Usage: "finished sequences kept for prefix reuse (0 disables the prefix cache)",
+		field: func(c *Config) any { return &c.Runtime.PrefixCacheN }},
+	{Key: "runtime.chat_template", Flag: "chat-template", Short: "c", Default: "", Usage: "chat template file (.jinja, or tokenizer_config .json)",
+		field: func(c *Config) any { return &c.Runtime.ChatTemplate }},
+	{Key: "runtime.jinja_explicit", Flag: "jinja-explicit", Short: "j", Default: "", Usage: "Jinja chat template file that overrides every other template",
+		field: func(c *Config) any { return &c.Runtime.JinjaExplicit }},
+	{Key: "runtime.threads", Flag: "threads", Default: 0, Usage: "threads for the forward pass (0: one per core)",
+		field: func(c *Config) any { return &c.Runtime.Threads }},
+
+	// [paged_attn]
+	{Key: "paged_attn.mode", Flag: "paged-attn", Default: "auto", Usage: `paged KV cache: "auto" (on in this engine), "on" or "off"`,
+		field: func(c *Config) any { return &c.PagedAttn.Mode }},
+	{Key: "paged_attn.block_size", Flag: "pa-block-size", Default: 32, Usage: "tokens per KV cache block",
+		field: func(c *Config) any { return &c.PagedAttn.BlockSize }},
+	{Key: "paged_attn.memory_mb", Flag: "pa-memory-mb", Default: nil, Usage: "KV cache size in MB",
+		field: func(c *Config) any { return &c.PagedAttn.MemoryMB }},
+	{Key: "paged_attn.context_len", Flag: "pa-context-len", Default: nil, Usage: "KV cache size as a context length in tokens",
+		field: func(c *Config) any { return &c.PagedAttn.ContextLen }},
+	{Key: "paged_attn.memory_fraction", Flag: "pa-memory-fraction", Default: nil, Usage: "KV cache size as a fraction of physical memory, in (0, 1] (default 0.9)",
+		field: func(c *Config) any { return &c.PagedAttn.MemoryFraction }},
+
+	// [[models]]
+	{Key: "models.kind", Default: "auto", Usage: `model kind: "auto" or "text"`,
+		modelField: func(m *ModelConfig) any { return &m.Kind }},
+	{Key: "models.model_id", Flag: "model-id", Short: "m", Default: "", Usage: "local directory holding a GGUF model, or a Hugging Face id in the local HF cache",
+		modelField: func(m *ModelConfig) any { return &m.ModelID }},
+	{Key: "models.chat_template", Default: "", Usage: "chat template of this model (overrides runtime.chat_template)",
+		modelField: func(m *ModelConfig) any { return &m.ChatTemplate }},
+	{Key: "models.jinja_explicit", Default: "", Usage: "Jinja template of this model (overrides runtime.jinja_explicit)",
+		modelField: func(m *ModelConfig) any { return &m.JinjaExplicit }},
+	{Key: "models.format.format", Flag: "format", Default: "", Usage: `model format: "gguf" (inferred from the -f suffix)`,
+		modelField: func(m *ModelConfig) any { return &m.Format.Format }},
+	{Key: "models.format.quantized_file", Flag: "quantized-file", Short: "f", Default: FileList(nil), Usage: "GGUF file(s) inside the model directory, semicolon-separated (shards of one model)",
+		modelField: func(m *ModelConfig) any { return &m.Format.QuantizedFile }},
+	{Key: "models.device.cpu", Flag: "cpu", Default: false, Usage: "run on the CPU (always the case in this engine)",
+		modelField: func(m *ModelConfig) any { return &m.Device.CPU }},
+	{Key: "models.device.hf_cache", Flag: "hf-cache", Default: "", Usage: "Hugging Face hub cache directory (default $HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub)",
+		modelField: func(m *ModelConfig) any { return &m.Device.HFCache }},
+}
+
+// OptionByKey returns the option with the TOML key, or nil.
+func OptionByKey(key string) *Option {
+	for i := range Options {
+		if Options[i].Key == key && key != "" {
+			return &Options[i]
+		}
+	}
+	return nil
+}
+
+// OptionByFlag returns the option with the long flag name, or nil.
+func OptionByFlag(flag string) *Option {
+	for i := range Options {
+		if Options[i].Flag == flag && flag != "" {
+			return &Options[i]
+		}
+	}
+	return nil
+}
+
+// setValue stores a table default through a field pointer. A mismatch between
+// the table and the struct is a programming error that the tests catch.
+func setValue(ptr, def any) {
+	switch p := ptr.(type) {
+	case *int:
+		*p = def.(int)
+	case *bool:
+		*p = def.(bool)
+	case *string:
+		*p = def.(string)
+	case *time.Duration:
+		*p = def.(time.Duration)
+	case *FileList:
+		*p = append(FileList(nil), def.(FileList)...)
+	case **int:
+		*p = nil
+		if def != nil {
+			v := def.(int)
+			*p = &v
+		}
+	case **uint64:
+		*p = nil
+		if def != nil {
+			v := def.(uint64)
+			*p = &v
+		}
+	case **float64:
+		*p = nil
+		if def != nil {
+			v := def.(float64)
+			*p = &v
+		}
+	default:
+		panic(fmt.Sprintf("config: no default setter for %T", ptr))
+	}
+}
