@@ -1,0 +1,247 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"mistralrs/internal/engine"
+	"mistralrs/internal/kernels"
+	"mistralrs/internal/model"
+)
+
+type benchFlags struct {
+	file     string
+	prompts  []int
+	gens     []int
+	threads  []int
+	reps     int
+	jsonOut  bool
+	noWarmup bool
+}
+
+// benchResult carries llama-bench's JSON keys, so scripts read both tools.
+type benchResult struct {
+	ModelFilename string    `json:"model_filename"`
+	ModelType     string    `json:"model_type"`
+	ModelSize     int64     `json:"model_size"`
+	ModelNParams  int64     `json:"model_n_params"`
+	Backends      string    `json:"backends"`
+	NThreads      int       `json:"n_threads"`
+	NPrompt       int       `json:"n_prompt"`
+	NGen          int       `json:"n_gen"`
+	TestTime      string    `json:"test_time"`
+	AvgNs         int64     `json:"avg_ns"`
+	StddevNs      int64     `json:"stddev_ns"`
+	AvgTs         float64   `json:"avg_ts"`
+	StddevTs      float64   `json:"stddev_ts"`
+	SamplesNs     []int64   `json:"samples_ns"`
+	SamplesTs     []float64 `json:"samples_ts"`
+}
+
+func newBenchCmd(g *globalFlags) *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench -f model.gguf [-p 512] [-n 128] [-t THREADS] [-r 5]",
+		Short: "Measure prefill (pp) and decode (tg) tokens/s, like llama-bench",
+		Long: "Measures prompt processing (ppN: N prompt tokens in one forward pass) and text\n" +
+			"generation (tgN: N tokens one at a time) throughput, as mean ± sd over repetitions.\n" +
+			"Lists (-p 64,512) run every combination. --json prints llama-bench compatible JSON.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.file, "file", "f", "", "GGUF model file (default: the embedded demo model)")
+	fl.IntSliceVarP(&f.prompts, "n-prompt", "p", []int{512}, "prompt lengths to test (0 skips pp)")
+	fl.IntSliceVarP(&f.gens, "n-gen", "n", []int{128}, "generation lengths to test (0 skips tg)")
+	fl.IntSliceVarP(&f.threads, "threads", "t", []int{0}, "thread counts to test (0: one per core)")
+	fl.IntVarP(&f.reps, "repetitions", "r", 5, "repetitions of each test")
+	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON array (llama-bench keys) instead of a table")
+	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the warm-up run of each test")
+	return cmd
+}
+
+func runBench(cmd *cobra.Command, f *benchFlags) error {
+	if f.reps < 1 {
+		return fmt.Errorf("--repetitions must be at least 1")
+	}
+	m, err := loadModel(f.file, "", cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	size, params, mainType := modelStats(m)
+	name := "demo"
+	if f.file != "" {
+		name = filepath.Base(f.file)
+	}
+	typeName := fmt.Sprintf("%s %s %s", m.Net.Config.Arch, humanCount(params), mainType)
+
+	type test struct{ pp, tg int }
+	var tests []test
+	for _, p := range f.prompts {
+		if p > 0 {
+			tests = append(tests, test{pp: p})
+		}
+	}
+	for _, n := range f.gens {
+		if n > 0 {
+			tests = append(tests, test{tg: n})
+		}
+	}
+	var results []benchResult
+	out := cmd.OutOrStdout()
+	if !f.jsonOut {
+		fmt.Fprintf(out, "| %-30s | %10s | %9s | %-10s | %7s | %12s | %20s |\n", "model", "size", "params", "backend", "threads", "test", "t/s")
+		fmt.Fprintf(out, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 30), strings.Repeat("-", 9), strings.Repeat("-", 8), strings.Repeat("-", 10), strings.Repeat("-", 6), strings.Repeat("-", 11), strings.Repeat("-", 19))
+	}
+	for _, threads := range f.threads {
+		pool := kernels.NewPool(threads)
+		nThreads := pool.Threads()
+		for _, t := range tests {
+			run := func() (time.Duration, error) { return benchOnce(m, pool, t.pp, t.tg) }
+			if !f.noWarmup {
+				if _, err := run(); err != nil {
+					pool.Close()
+					return err
+				}
+			}
+			r := benchResult{
+				ModelFilename: name, ModelType: typeName, ModelSize: size, ModelNParams: params,
+				Backends: "CPU", NThreads: nThreads, NPrompt: t.pp, NGen: t.tg,
+				TestTime: time.Now().UTC().Format(time.RFC3339),
+			}
+			for i := 0; i < f.reps; i++ {
+				d, err := run()
+				if err != nil {
+					pool.Close()
+					return err
+				}
+				r.SamplesNs = append(r.SamplesNs, d.Nanoseconds())
+				r.SamplesTs = append(r.SamplesTs, float64(t.pp+t.tg)/d.Seconds())
+			}
+			r.AvgNs, r.StddevNs = meanSD64(r.SamplesNs)
+			r.AvgTs, r.StddevTs = meanSD(r.SamplesTs)
+			results = append(results, r)
+			if !f.jsonOut {
+				label := "pp" + strconv.Itoa(t.pp)
+				if t.tg > 0 {
+					label = "tg" + strconv.Itoa(t.tg)
+				}
+				fmt.Fprintf(out, "| %-30s | %6.2f MiB | %9s | %-10s | %7d | %12s | %20s |\n",
+					truncate(typeName, 30), float64(size)/(1<<20), humanCount(params), r.Backends, nThreads, label,
+					fmt.Sprintf("%.2f ± %.2f", r.AvgTs, r.StddevTs))
+			}
+		}
+		pool.Close()
+	}
+	if f.jsonOut {
+		return writeJSON(out, results)
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// benchOnce times one test from an empty cache: pp tokens in one forward pass,
+// or tg tokens one forward pass each (llama-bench's definitions).
+func benchOnce(m *engine.Model, pool *kernels.Pool, pp, tg int) (time.Duration, error) {
+	net := m.Net
+	vocab := net.Config.Vocab
+	rng := rand.New(rand.NewPCG(uint64(pp), uint64(tg)))
+	randTok := func() int32 { return int32(rng.IntN(vocab)) }
+	cache := model.NewContiguousCache(net.Config, max(pp, tg+1))
+	logits := make([]float32, vocab)
+	start := time.Now()
+	if pp > 0 {
+		toks := make([]int32, pp)
+		for i := range toks {
+			toks[i] = randTok()
+		}
+		in := &model.SeqInput{Tokens: toks, Pos: 0, Cache: cache, Logits: logits}
+		if err := net.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
+			return 0, err
+		}
+	}
+	tok := []int32{randTok()}
+	for i := 0; i < tg; i++ {
+		in := &model.SeqInput{Tokens: tok, Pos: i, Cache: cache, Logits: logits}
+		if err := net.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
+			return 0, err
+		}
+		tok[0] = randTok()
+	}
+	return time.Since(start), nil
+}
+
+// modelStats returns the bytes and parameters of the weights and the most
+// common tensor type by bytes.
+func modelStats(m *engine.Model) (size, params int64, mainType string) {
+	byType := map[kernels.Type]int64{}
+	for _, t := range m.File.Tensors {
+		size += int64(len(t.Data))
+		params += int64(t.Elements())
+		byType[t.Type] += int64(len(t.Data))
+	}
+	var best int64 = -1
+	for t, b := range byType {
+		if b > best {
+			best, mainType = b, t.String()
+		}
+	}
+	return size, params, mainType
+}
+
+func humanCount(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	default:
+		return fmt.Sprintf("%.2fK", float64(n)/1e3)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func meanSD(xs []float64) (mean, sd float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) > 1 {
+		for _, x := range xs {
+			sd += (x - mean) * (x - mean)
+		}
+		sd = math.Sqrt(sd / float64(len(xs)-1))
+	}
+	return mean, sd
+}
+
+func meanSD64(xs []int64) (mean, sd int64) {
+	fs := make([]float64, len(xs))
+	for i, x := range xs {
+		fs[i] = float64(x)
+	}
+	m, s := meanSD(fs)
+	return int64(m), int64(s)
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"mistralrs/internal/testutil"
+)
+
+// TestMain lets a test re-run this binary as the real command (exit codes).
+func TestMain(m *testing.M) {
+	if os.Getenv("MISTRALRS_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func execute(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetIn(strings.NewReader(stdin))
+	cmd.SetArgs(args)
+	err = cmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func TestRunRawGreedyStories(t *testing.T) {
+	path := testutil.SharedFile(t, "testdata/real/stories260K.gguf")
+	out, errOut, err := execute(t, "", "run", "-f", path, "--raw", "--prompt", "Once upon a time",
+		"--temperature", "0", "--max-tokens", "32", "-t", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The greedy continuation of llama.cpp (../shared/testdata/real/README.md), alone on stdout.
+	want := ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw"
+	if out != want {
+		t.Errorf("stdout = %q\nwant     %q", out, want)
+	}
+	if !strings.Contains(errOut, "decode: 32 tokens") {
+		t.Errorf("stderr lacks the closing speed line: %q", errOut)
+	}
+}
+
+func TestRunDemoModel(t *testing.T) {
+	out, errOut, err := execute(t, "", "run", "--prompt", "hi", "--max-tokens", "5", "--seed", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, "demo model") || !strings.Contains(errOut, "meaningless") {
+		t.Errorf("no demo warning on stderr: %q", errOut)
+	}
+	if strings.Contains(out, "demo model") {
+		t.Errorf("the warning leaked to stdout: %q", out)
+	}
+	again, _, err := execute(t, "", "run", "--prompt", "hi", "--max-tokens", "5", "--seed", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != out {
+		t.Errorf("same seed, different output: %q vs %q", out, again)
+	}
+}
+
+func TestRunInteractive(t *testing.T) {
+	out, _, err := execute(t, "hello\n\nagain\n/exit\n", "run", "--max-tokens", "3", "--temperature", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out == "" {
+		t.Error("no answers on stdout")
+	}
+}
+
+func TestTokenize(t *testing.T) {
+	path := testutil.SharedFile(t, "testdata/vocab/ggml-vocab-llama-spm.gguf")
+	out, _, err := execute(t, "Hello world", "tokenize", "-f", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From ggml-vocab-llama-spm.gguf.out: " Hello world" is 29871 15043 3186 there; without the
+	// leading space llama.cpp gives 15043 3186 (the tokenizer adds the SentencePiece prefix).
+	if got := strings.TrimSpace(out); got != "15043 3186" {
+		t.Errorf("tokenize = %q, want 15043 3186", got)
+	}
+	out, _, err = execute(t, "Hello world", "tokenize", "-f", path, "--special")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out); got != "1 15043 3186" {
+		t.Errorf("tokenize --special = %q, want 1 15043 3186 (BOS first)", got)
+	}
+}
+
+func TestBenchJSON(t *testing.T) {
+	out, _, err := execute(t, "", "bench", "-p", "8", "-n", "4", "-r", "2", "-t", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("bench --json is not a JSON array: %v\n%s", err, out)
+	}
+	if len(res) != 2 {
+		t.Fatalf("want a pp and a tg test, got %d", len(res))
+	}
+	for _, key := range []string{"n_prompt", "n_gen", "n_threads", "avg_ts", "stddev_ts"} {
+		if _, ok := res[0][key]; !ok {
+			t.Errorf("missing llama-bench key %q", key)
+		}
+	}
+	if res[0]["n_prompt"].(float64) != 8 || res[0]["n_gen"].(float64) != 0 {
+		t.Errorf("pp test: %v", res[0])
+	}
+	if res[1]["n_prompt"].(float64) != 0 || res[1]["n_gen"].(float64) != 4 {
+		t.Errorf("tg test: %v", res[1])
+	}
+	if res[0]["avg_ts"].(float64) <= 0 {
+		t.Errorf("avg_ts not positive: %v", res[0])
+	}
+}
+
+func TestBenchTable(t *testing.T) {
+	out, _, err := execute(t, "", "bench", "-p", "4", "-n", "2", "-r", "1", "-t", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "| pp4") && !strings.Contains(out, "pp4 |") {
+		t.Errorf("no pp4 row:\n%s", out)
+	}
+	if !strings.Contains(out, "tg2") || !strings.Contains(out, "±") {
+		t.Errorf("no tg2 row with mean ± sd:\n%s", out)
+	}
+}
+
+// A broken model file: one line naming the file and the problem, exit code 1.
+func TestBrokenModelExitCode(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "broken.gguf")
+	if err := os.WriteFile(bad, []byte("GGUF\x03\x00\x00\x00truncated"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "run", "-f", bad, "--prompt", "x")
+	cmd.Env = append(os.Environ(), "MISTRALRS_TEST_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want code 1; stderr %q", err, stderr.String())
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if strings.Count(msg, "\n") != 0 || !strings.Contains(msg, bad) || strings.Contains(msg, "panic") {
+		t.Errorf("want one line naming %s, got %q", bad, msg)
+	}
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"mistralrs/internal/chat"
+	"mistralrs/internal/demo"
+	"mistralrs/internal/engine"
+	"mistralrs/internal/sampler"
+)
+
+type runFlags struct {
+	file         string
+	chatTemplate string
+	prompt       string
+	raw          bool
+	maxTokens    int
+	temperature  float32
+	topK         int
+	topP         float32
+	minP         float32
+	repeatPen    float32
+	threads      int
+	system       string
+}
+
+func newRunCmd(g *globalFlags) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run [-f model.gguf]",
+		Short: "Chat with a model in the terminal, or answer one --prompt",
+		Long: "Chat with a model in the terminal, or answer one --prompt and exit.\n" +
+			"The generated text goes to stdout alone; load progress and speed go to stderr.\n" +
+			"Without -f, the embedded demo model is used (it generates meaningless text).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd, g, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.file, "file", "f", "", "GGUF model file (first shard of a split model)")
+	fl.StringVarP(&f.chatTemplate, "chat-template", "c", "", "chat template file (.jinja, or tokenizer_config .json)")
+	fl.StringVar(&f.prompt, "prompt", "", "answer this prompt once and exit")
+	fl.BoolVar(&f.raw, "raw", false, "send the prompt as is, without the chat template")
+	fl.StringVar(&f.system, "system", "", "system message for chat mode")
+	fl.IntVarP(&f.maxTokens, "max-tokens", "n", 512, "maximum tokens to generate per answer (0: up to the context length)")
+	fl.Float32Var(&f.temperature, "temperature", 0.8, "sampling temperature (0: greedy)")
+	fl.IntVar(&f.topK, "top-k", 40, "top-k sampling (0: off)")
+	fl.Float32Var(&f.topP, "top-p", 0.95, "top-p (nucleus) sampling (1: off)")
+	fl.Float32Var(&f.minP, "min-p", 0.05, "min-p sampling (0: off)")
+	fl.Float32Var(&f.repeatPen, "repeat-penalty", 1.0, "repetition penalty (1: off)")
+	fl.IntVarP(&f.threads, "threads", "t", 0, "threads for the forward pass (0: one per core)")
+	return cmd
+}
+
+// loadModel loads a GGUF file, or the demo model when path is empty, showing
+// load progress on stderr.
+func loadModel(path, chatTemplate string, stderr io.Writer) (*engine.Model, error) {
+	if path == "" {
+		fmt.Fprintln(stderr, demo.Warning)
+		return demo.Load()
+	}
+	opts := engine.LoadOptions{ChatTemplatePath: chatTemplate}
+	if fd, ok := stderr.(*os.File); ok && term.IsTerminal(int(fd.Fd())) {
+		var bar *progressbar.ProgressBar
+		opts.Progress = func(done, total int64) {
+			if bar == nil {
+				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr),
+					progressbar.OptionSetDescription("loading "+path), progressbar.OptionShowBytes(true),
+					progressbar.OptionClearOnFinish())
+			}
+			bar.Set64(done)
+		}
+	}
+	return engine.Load(path, opts)
+}
+
+func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	m, err := loadModel(f.file, f.chatTemplate, stderr)
+	if err != nil {
+		return err
+	}
+	eng := engine.New(m, f.threads)
+	defer eng.Close()
+
+	params := sampler.Params{
+		Temperature: f.temperature, TopK: f.topK, TopP: f.topP, MinP: f.minP,
+		RepetitionPenalty: f.repeatPen,
+	}
+	if g.seedSet {
+		seed := g.seed
+		params.Seed = &seed
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	answer := func(msgs []chat.Message, rawText string) (string, error) {
+		var prompt []int32
+		if f.raw {
+			prompt = m.Tok.Encode(rawText, true, false)
+		} else {
+			text, err := m.Template.Render(msgs, true, nil)
+			if err != nil {
+				return "", err
+			}
+			// The template writes BOS itself where the model wants it.
+			prompt = m.Tok.Encode(text, false, true)
+		}
+		req := &engine.Request{Prompt: prompt, Sampling: params, MaxTokens: f.maxTokens}
+		res, err := eng.Generate(ctx, req, func(o engine.Output) error {
+			_, err := io.WriteString(stdout, o.Text)
+			return err
+		})
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(stderr, "\n%s\n", speedLine(res))
+		return res.Text, nil
+	}
+
+	if cmd.Flags().Changed("prompt") {
+		var msgs []chat.Message
+		if f.system != "" {
+			msgs = append(msgs, chat.Message{Role: "system", Content: f.system})
+		}
+		msgs = append(msgs, chat.Message{Role: "user", Content: f.prompt})
+		_, err := answer(msgs, f.prompt)
+		return err
+	}
+
+	// Interactive chat: one line per user turn; the conversation is kept.
+	var msgs []chat.Message
+	if f.system != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: f.system})
+	}
+	in := bufio.NewScanner(cmd.InOrStdin())
+	in.Buffer(make([]byte, 1<<20), 1<<24)
+	for {
+		fmt.Fprint(stderr, "> ")
+		if !in.Scan() {
+			fmt.Fprintln(stderr)
+			return in.Err()
+		}
+		line := strings.TrimSpace(in.Text())
+		if line == "" {
+			continue
+		}
+		if line == "/exit" || line == "/quit" {
+			return nil
+		}
+		msgs = append(msgs, chat.Message{Role: "user", Content: line})
+		reply, err := answer(msgs, line)
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		msgs = append(msgs, chat.Message{Role: "assistant", Content: reply})
+	}
+}
+
+func speedLine(r *engine.Result) string {
+	rate := func(n int, d float64) float64 {
+		if d <= 0 {
+			return 0
+		}
+		return float64(n) / d
+	}
+	return fmt.Sprintf("prompt: %d tokens, %.2f tok/s | decode: %d tokens, %.2f tok/s | finish: %s",
+		r.PromptTokens, rate(r.PromptTokens, r.PromptTime.Seconds()),
+		r.CompletionTokens, rate(r.CompletionTokens-1, r.DecodeTime.Seconds()), r.FinishReason)
+}

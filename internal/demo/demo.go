@@ -1,0 +1,101 @@
+// Package demo builds the embedded demo model: a small llama with
+// deterministic random weights and a byte-level vocabulary, made in memory so
+// that the binary works out of the box. It generates meaningless text.
+package demo
+
+import (
+	"bytes"
+	"fmt"
+
+	"mistralrs/internal/engine"
+	"mistralrs/internal/gguf"
+	"mistralrs/internal/kernels"
+	"mistralrs/internal/model"
+)
+
+// ID is the model id the demo model is served under.
+const ID = "demo"
+
+// Warning is printed at startup when the demo model is used.
+const Warning = "warning: no model given, using the embedded demo model: a small llama with random weights " +
+	"that generates meaningless text. Load a real model with -f model.gguf (for example a Qwen3 or Llama 3.2 GGUF)."
+
+// Config is the shape of the demo model.
+var Config = model.RandomConfig{
+	Arch: "llama", Layers: 4, Embd: 256, FF: 768, Heads: 8, KVHeads: 4,
+	ContextLen: 4096, Type: kernels.Q8_0, Seed: 20261129,
+}
+
+// Special tokens after the 256 byte tokens; the default (ChatML) chat template
+// uses them.
+var specials = []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}
+
+// Build returns the demo model as GGUF bytes.
+func Build() ([]byte, error) {
+	w := gguf.NewWriter()
+	cfg := Config
+	cfg.Vocab = 256 + len(specials)
+	if err := model.BuildRandom(cfg, w); err != nil {
+		return nil, err
+	}
+	w.AddKV("general.name", "mistralrs demo (random weights)")
+	addByteVocab(w)
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Load builds the demo model and everything needed to run it.
+func Load() (*engine.Model, error) {
+	data, err := Build()
+	if err != nil {
+		return nil, fmt.Errorf("demo model: %w", err)
+	}
+	f, err := gguf.Parse("demo", data)
+	if err != nil {
+		return nil, err
+	}
+	return engine.FromFile(f, engine.LoadOptions{ID: ID})
+}
+
+// addByteVocab writes a byte-level BPE vocabulary without merges: every byte
+// is one token, spelled with GPT-2's byte-to-unicode mapping.
+func addByteVocab(w *gguf.Writer) {
+	tokens := make([]string, 0, 256+len(specials))
+	types := make([]int32, 0, cap(tokens))
+	for b := 0; b < 256; b++ {
+		tokens = append(tokens, string(byteRune(byte(b))))
+		types = append(types, 1) // normal
+	}
+	for _, s := range specials {
+		tokens = append(tokens, s)
+		types = append(types, 3) // control
+	}
+	w.AddKV("tokenizer.ggml.model", "gpt2")
+	w.AddKV("tokenizer.ggml.pre", "default")
+	w.AddKV("tokenizer.ggml.tokens", tokens)
+	w.AddKV("tokenizer.ggml.token_type", types)
+	w.AddKV("tokenizer.ggml.merges", []string{})
+	w.AddKV("tokenizer.ggml.eos_token_id", uint32(256))
+	w.AddKV("tokenizer.ggml.bos_token_id", uint32(256))
+	w.AddKV("tokenizer.ggml.add_bos_token", false)
+	w.AddKV("tokenizer.ggml.eot_token_id", uint32(258))
+}
+
+// byteRune is GPT-2's mapping of bytes to printable runes: printable Latin-1
+// bytes stand for themselves, the others are shifted past U+0100.
+func byteRune(b byte) rune {
+	if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE {
+		return rune(b)
+	}
+	n := 0
+	for c := 0; c < int(b); c++ {
+		cb := byte(c)
+		if !((cb >= '!' && cb <= '~') || (cb >= 0xA1 && cb <= 0xAC) || cb >= 0xAE) {
+			n++
+		}
+	}
+	return rune(256 + n)
+}

@@ -1,0 +1,176 @@
+// Package engine turns a loaded model into generated text: it loads GGUF
+// files (model, tokenizer, chat template), runs prompts through the forward
+// pass and samples tokens. It does not know about HTTP or Prometheus; it
+// reports what happens through the Observer interface.
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"mistralrs/internal/chat"
+	"mistralrs/internal/gguf"
+	"mistralrs/internal/model"
+	"mistralrs/internal/tokenizer"
+)
+
+// Model is everything needed to run one GGUF model.
+type Model struct {
+	ID       string // the name clients use (file name without .gguf by default)
+	Path     string
+	File     *gguf.File
+	Net      *model.Model
+	Tok      *tokenizer.Tokenizer
+	Template *chat.Template
+}
+
+// LoadOptions adjust how a model is loaded.
+type LoadOptions struct {
+	ID               string // model id; default derived from the file name
+	ChatTemplatePath string // overrides tokenizer.chat_template (.jinja or HF tokenizer_config .json)
+	// Progress, when set, is called while the weights are paged in, with the
+	// bytes done and the total.
+	Progress func(done, total int64)
+}
+
+// Load opens a GGUF file (or the first shard of a split model) and builds the
+// network, tokenizer and chat template from it.
+func Load(path string, opts LoadOptions) (*Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := FromFile(f, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// FromFile builds a Model from an opened GGUF file. The Model owns f.
+func FromFile(f *gguf.File, opts LoadOptions) (*Model, error) {
+	net, err := model.Load(f)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	tmplSrc, _ := f.String("tokenizer.chat_template")
+	if opts.ChatTemplatePath != "" {
+		tmplSrc, err = readChatTemplate(opts.ChatTemplatePath)
+		if err != nil {
+			return nil, err
+		}
+	}
+	tmpl, err := newTemplate(tmplSrc, tok)
+	if err != nil {
+		return nil, fmt.Errorf("%s: chat template: %w", f.Path, err)
+	}
+	id := opts.ID
+	if id == "" {
+		id = ModelIDFromPath(f.Path)
+	}
+	if opts.Progress != nil {
+		prefault(f, opts.Progress)
+	}
+	return &Model{ID: id, Path: f.Path, File: f, Net: net, Tok: tok, Template: tmpl}, nil
+}
+
+func newTemplate(src string, tok *tokenizer.Tokenizer) (*chat.Template, error) {
+	bos, eos := "", ""
+	if id := tok.BOS(); id >= 0 {
+		bos = tok.TokenText(id)
+	}
+	if id := tok.EOS(); id >= 0 {
+		eos = tok.TokenText(id)
+	}
+	if src == "" {
+		src = chat.DefaultSource
+	}
+	return chat.NewTemplate(src, bos, eos)
+}
+
+// ModelIDFromPath names a model after its file: "dir/Qwen3-0.6B-Q8_0.gguf" →
+// "Qwen3-0.6B-Q8_0"; a split model drops its "-00001-of-00003" suffix.
+func ModelIDFromPath(path string) string {
+	base := filepath.Base(path)
+	base = strings.TrimSuffix(base, filepath.Ext(base))
+	if i := strings.LastIndex(base, "-of-"); i > 6 && base[i-6] == '-' {
+		base = base[:i-6]
+	}
+	return base
+}
+
+// readChatTemplate reads a .jinja file as is, or the "chat_template" field of
+// a Hugging Face tokenizer_config.json.
+func readChatTemplate(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("chat template: %w", err)
+	}
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		src, err := templateFromTokenizerConfig(data)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+		return src, nil
+	}
+	return string(data), nil
+}
+
+// prefault reads one byte per page of every tensor so that the weights are in
+// memory before the first request, reporting progress as it goes.
+func prefault(f *gguf.File, progress func(done, total int64)) {
+	var total int64
+	for i := range f.Tensors {
+		total += int64(len(f.Tensors[i].Data))
+	}
+	var done int64
+	var sink byte
+	const page = 4096
+	for i := range f.Tensors {
+		data := f.Tensors[i].Data
+		for off := 0; off < len(data); off += page {
+			sink ^= data[off]
+		}
+		done += int64(len(data))
+		progress(done, total)
+	}
+	_ = sink
+}
+
+// templateFromTokenizerConfig takes the chat template out of a Hugging Face
+// tokenizer_config.json: a string, or a list of named templates of which the
+// one named "default" is used.
+func templateFromTokenizerConfig(data []byte) (string, error) {
+	var cfg struct {
+		ChatTemplate json.RawMessage `json:"chat_template"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return "", err
+	}
+	if len(cfg.ChatTemplate) == 0 {
+		return "", errors.New("no chat_template field")
+	}
+	var src string
+	if err := json.Unmarshal(cfg.ChatTemplate, &src); err == nil {
+		return src, nil
+	}
+	var named []struct{ Name, Template string }
+	if err := json.Unmarshal(cfg.ChatTemplate, &named); err != nil {
+		return "", errors.New("chat_template is neither a string nor a list of named templates")
+	}
+	for _, n := range named {
+		if n.Name == "default" {
+			return n.Template, nil
+		}
+	}
+	return "", errors.New("chat_template list has no template named \"default\"")
+}
