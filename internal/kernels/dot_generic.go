@@ -143,11 +143,12 @@ func dot4BF16(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	*out = [4]float32{s0, s1, s2, s3}
 }
 
-// unpackFunc decodes block b (of 32 elements) of a quantized row into
-// integer levels q and coefficients such that element j of the block is
+// The unpack functions decode block b (of 32 elements) of a quantized row
+// into integer levels q and coefficients such that element j of the block is
 // d0*q[j] + m for j < 16 and d1*q[j] + m for j >= 16 (the halves differ only
-// for Q6_K, whose scales cover 16 elements).
-type unpackFunc func(w []byte, b int, q *[32]int8) (d0, d1, m float32)
+// for Q6_K, whose scales cover 16 elements). The dot4 kernels use them to
+// decode each weight block once for four activation rows; they are called
+// directly (not through a function value) so that q stays on the stack.
 
 // blockDot returns the integer dot products of the two halves of a block.
 func blockDot(q *[32]int8, a *[32]int8) (lo, hi int32) {
@@ -159,33 +160,6 @@ func blockDot(q *[32]int8, a *[32]int8) (lo, hi int32) {
 		s3 += int32(q[j+17]) * int32(a[j+17])
 	}
 	return s0 + s1, s2 + s3
-}
-
-func dotUnpacked(unpack unpackFunc, w []byte, a *Act, n int) float32 {
-	nb := n / 32
-	qs, ds, ss := a.Qs[:nb*32], a.D[:nb], a.S[:nb]
-	var q [32]int8
-	var sum float32
-	for b := 0; b < nb; b++ {
-		d0, d1, m := unpack(w, b, &q)
-		lo, hi := blockDot(&q, (*[32]int8)(qs[b*32:]))
-		sum += ds[b]*(d0*float32(lo)+d1*float32(hi)) + m*ss[b]
-	}
-	return sum
-}
-
-func dot4Unpacked(unpack unpackFunc, w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nb := n / 32
-	var q [32]int8
-	var sums [4]float32
-	for b := 0; b < nb; b++ {
-		d0, d1, m := unpack(w, b, &q)
-		for k, ak := range a {
-			lo, hi := blockDot(&q, (*[32]int8)(ak.Qs[b*32:]))
-			sums[k] += ak.D[b]*(d0*float32(lo)+d1*float32(hi)) + m*ak.S[b]
-		}
-	}
-	*out = sums
 }
 
 func unpackQ4_0(w []byte, b int, q *[32]int8) (d0, d1, m float32) {
@@ -293,20 +267,128 @@ func unpackQ6_K(w []byte, b int, q *[32]int8) (d0, d1, m float32) {
 	return d * float32(int8(sc[0])), d * float32(int8(sc[1])), 0
 }
 
-func dotQ4_0(w []byte, a *Act, n int) float32 { return dotUnpacked(unpackQ4_0, w, a, n) }
-func dotQ4_1(w []byte, a *Act, n int) float32 { return dotUnpacked(unpackQ4_1, w, a, n) }
-func dotQ5_0(w []byte, a *Act, n int) float32 { return dotUnpacked(unpackQ5_0, w, a, n) }
-func dotQ5_1(w []byte, a *Act, n int) float32 { return dotUnpacked(unpackQ5_1, w, a, n) }
-func dotQ8_0(w []byte, a *Act, n int) float32 { return dotUnpacked(unpackQ8_0, w, a, n) }
-func dotQ4_K(w []byte, a *Act, n int) float32 { return dotUnpacked(unpackQ4_K, w, a, n) }
-func dotQ5_K(w []byte, a *Act, n int) float32 { return dotUnpacked(unpackQ5_K, w, a, n) }
-func dotQ6_K(w []byte, a *Act, n int) float32 { return dotUnpacked(unpackQ6_K, w, a, n) }
+func dot4Q4_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nb := n / 32
+	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
+	var q [32]int8
+	var s0, s1, s2, s3 float32
+	for b := 0; b < nb; b++ {
+		d0, d1, m := unpackQ4_0(w, b, &q)
+		s0 += blockSum(&q, a0, b, d0, d1, m)
+		s1 += blockSum(&q, a1, b, d0, d1, m)
+		s2 += blockSum(&q, a2, b, d0, d1, m)
+		s3 += blockSum(&q, a3, b, d0, d1, m)
+	}
+	*out = [4]float32{s0, s1, s2, s3}
+}
 
-func dot4Q4_0(w []byte, a *[4]*Act, n int, o *[4]float32) { dot4Unpacked(unpackQ4_0, w, a, n, o) }
-func dot4Q4_1(w []byte, a *[4]*Act, n int, o *[4]float32) { dot4Unpacked(unpackQ4_1, w, a, n, o) }
-func dot4Q5_0(w []byte, a *[4]*Act, n int, o *[4]float32) { dot4Unpacked(unpackQ5_0, w, a, n, o) }
-func dot4Q5_1(w []byte, a *[4]*Act, n int, o *[4]float32) { dot4Unpacked(unpackQ5_1, w, a, n, o) }
-func dot4Q8_0(w []byte, a *[4]*Act, n int, o *[4]float32) { dot4Unpacked(unpackQ8_0, w, a, n, o) }
-func dot4Q4_K(w []byte, a *[4]*Act, n int, o *[4]float32) { dot4Unpacked(unpackQ4_K, w, a, n, o) }
-func dot4Q5_K(w []byte, a *[4]*Act, n int, o *[4]float32) { dot4Unpacked(unpackQ5_K, w, a, n, o) }
-func dot4Q6_K(w []byte, a *[4]*Act, n int, o *[4]float32) { dot4Unpacked(unpackQ6_K, w, a, n, o) }
+func dot4Q4_1(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nb := n / 32
+	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
+	var q [32]int8
+	var s0, s1, s2, s3 float32
+	for b := 0; b < nb; b++ {
+		d0, d1, m := unpackQ4_1(w, b, &q)
+		s0 += blockSum(&q, a0, b, d0, d1, m)
+		s1 += blockSum(&q, a1, b, d0, d1, m)
+		s2 += blockSum(&q, a2, b, d0, d1, m)
+		s3 += blockSum(&q, a3, b, d0, d1, m)
+	}
+	*out = [4]float32{s0, s1, s2, s3}
+}
+
+func dot4Q5_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nb := n / 32
+	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
+	var q [32]int8
+	var s0, s1, s2, s3 float32
+	for b := 0; b < nb; b++ {
+		d0, d1, m := unpackQ5_0(w, b, &q)
+		s0 += blockSum(&q, a0, b, d0, d1, m)
+		s1 += blockSum(&q, a1, b, d0, d1, m)
+		s2 += blockSum(&q, a2, b, d0, d1, m)
+		s3 += blockSum(&q, a3, b, d0, d1, m)
+	}
+	*out = [4]float32{s0, s1, s2, s3}
+}
+
+func dot4Q5_1(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nb := n / 32
+	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
+	var q [32]int8
+	var s0, s1, s2, s3 float32
+	for b := 0; b < nb; b++ {
+		d0, d1, m := unpackQ5_1(w, b, &q)
+		s0 += blockSum(&q, a0, b, d0, d1, m)
+		s1 += blockSum(&q, a1, b, d0, d1, m)
+		s2 += blockSum(&q, a2, b, d0, d1, m)
+		s3 += blockSum(&q, a3, b, d0, d1, m)
+	}
+	*out = [4]float32{s0, s1, s2, s3}
+}
+
+func dot4Q8_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nb := n / 32
+	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
+	var q [32]int8
+	var s0, s1, s2, s3 float32
+	for b := 0; b < nb; b++ {
+		d0, d1, m := unpackQ8_0(w, b, &q)
+		s0 += blockSum(&q, a0, b, d0, d1, m)
+		s1 += blockSum(&q, a1, b, d0, d1, m)
+		s2 += blockSum(&q, a2, b, d0, d1, m)
+		s3 += blockSum(&q, a3, b, d0, d1, m)
+	}
+	*out = [4]float32{s0, s1, s2, s3}
+}
+
+func dot4Q4_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nb := n / 32
+	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
+	var q [32]int8
+	var s0, s1, s2, s3 float32
+	for b := 0; b < nb; b++ {
+		d0, d1, m := unpackQ4_K(w, b, &q)
+		s0 += blockSum(&q, a0, b, d0, d1, m)
+		s1 += blockSum(&q, a1, b, d0, d1, m)
+		s2 += blockSum(&q, a2, b, d0, d1, m)
+		s3 += blockSum(&q, a3, b, d0, d1, m)
+	}
+	*out = [4]float32{s0, s1, s2, s3}
+}
+
+func dot4Q5_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nb := n / 32
+	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
+	var q [32]int8
+	var s0, s1, s2, s3 float32
+	for b := 0; b < nb; b++ {
+		d0, d1, m := unpackQ5_K(w, b, &q)
+		s0 += blockSum(&q, a0, b, d0, d1, m)
+		s1 += blockSum(&q, a1, b, d0, d1, m)
+		s2 += blockSum(&q, a2, b, d0, d1, m)
+		s3 += blockSum(&q, a3, b, d0, d1, m)
+	}
+	*out = [4]float32{s0, s1, s2, s3}
+}
+
+func dot4Q6_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nb := n / 32
+	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
+	var q [32]int8
+	var s0, s1, s2, s3 float32
+	for b := 0; b < nb; b++ {
+		d0, d1, m := unpackQ6_K(w, b, &q)
+		s0 += blockSum(&q, a0, b, d0, d1, m)
+		s1 += blockSum(&q, a1, b, d0, d1, m)
+		s2 += blockSum(&q, a2, b, d0, d1, m)
+		s3 += blockSum(&q, a3, b, d0, d1, m)
+	}
+	*out = [4]float32{s0, s1, s2, s3}
+}
+
+// blockSum is one unpacked weight block against block b of a.
+func blockSum(q *[32]int8, a *Act, b int, d0, d1, m float32) float32 {
+	lo, hi := blockDot(q, (*[32]int8)(a.Qs[b*32:]))
+	return a.D[b]*(d0*float32(lo)+d1*float32(hi)) + m*a.S[b]
+}

@@ -83,7 +83,14 @@ func TestQuantizeAct(t *testing.T) {
 	}
 }
 
+// TestDotMatchesDequantized checks the pure-Go kernels and the ones in use
+// (assembly where the CPU has it).
 func TestDotMatchesDequantized(t *testing.T) {
+	t.Run("generic", func(t *testing.T) { testDots(t, genericKernels()) })
+	t.Run("installed", func(t *testing.T) { testDots(t, dotTable) })
+}
+
+func testDots(t *testing.T, table map[Type]*typeKernels) {
 	r := rand.New(rand.NewPCG(4, 4))
 	for _, ty := range allTypes {
 		for _, n := range []int{256, 512, 4096} {
@@ -95,12 +102,12 @@ func TestDotMatchesDequantized(t *testing.T) {
 				want, absSum := refDot(wd, x)
 				tol := dotTolerance(ty, wd, x, absSum)
 				a := prepAct(ty, x)
-				got := float64(dotTable[ty].dot(wb, a, n))
+				got := float64(table[ty].dot(wb, a, n))
 				if math.Abs(got-want) > tol {
 					t.Errorf("%s n=%d: dot %g, want %g ± %g", ty, n, got, want, tol)
 				}
 				// dot4 must agree with dot on each of its rows.
-				if d4 := dotTable[ty].dot4; d4 != nil {
+				if d4 := table[ty].dot4; d4 != nil {
 					var acts [4]*Act
 					var xs [4][]float32
 					for k := range acts {

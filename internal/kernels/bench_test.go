@@ -1,0 +1,157 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+// Benchmarks build their data on first use so that plain `go test` stays
+// fast. Weight matrices are 4096x4096; the matrix-matrix case uses 1024
+// rows (n=64 in pure Go is slow enough as it is). GB/s counts weight bytes
+// read once per call, tok/s counts input rows per second.
+
+var (
+	benchMu       sync.Mutex
+	benchMatrices = map[string]*Matrix{}
+)
+
+// benchMatrix returns a rows x cols matrix of t. Quantizing 16M values with
+// the reference K-quantizers takes seconds, so 64 distinct rows are
+// quantized and repeated: the memory traffic is the same.
+func benchMatrix(t Type, rows, cols int) *Matrix {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	key := fmt.Sprintf("%s/%dx%d", t, rows, cols)
+	if m := benchMatrices[key]; m != nil {
+		return m
+	}
+	r := rand.New(rand.NewPCG(10, 10))
+	const distinct = 64
+	rb := t.RowSize(cols)
+	seed := quantized(t, randRow(r, distinct*cols))
+	data := make([]byte, rows*rb)
+	for i := 0; i < rows; i++ {
+		copy(data[i*rb:(i+1)*rb], seed[(i%distinct)*rb:])
+	}
+	m, err := NewMatrix(t, rows, cols, data)
+	if err != nil {
+		panic(err)
+	}
+	benchMatrices[key] = m
+	return m
+}
+
+func benchMatMul(b *testing.B, t Type, rows, cols, n, threads int) {
+	m := benchMatrix(t, rows, cols)
+	x := randRow(rand.New(rand.NewPCG(11, 11)), n*cols)
+	out := make([]float32, n*rows)
+	p := NewPool(threads)
+	defer p.Close()
+	MatMul(p, out, m, x, n) // warm up scratch and caches
+	b.SetBytes(int64(len(m.Data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		MatMul(p, out, m, x, n)
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(len(m.Data))*float64(b.N)/sec/1e9, "GB/s")
+	b.ReportMetric(float64(n)*float64(b.N)/sec, "tok/s")
+}
+
+// BenchmarkMatVec is decoding: one input row, so the speed is bound by how
+// fast the weights stream from memory.
+func BenchmarkMatVec(b *testing.B) {
+	for _, t := range allTypes {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", t, threads), func(b *testing.B) {
+				benchMatMul(b, t, 4096, 4096, 1, threads)
+			})
+		}
+	}
+}
+
+// BenchmarkMatMul64 is prefill: 64 input rows share each pass over the
+// weights, so the speed is bound by arithmetic.
+func BenchmarkMatMul64(b *testing.B) {
+	for _, t := range allTypes {
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", t, threads), func(b *testing.B) {
+				benchMatMul(b, t, 1024, 4096, 64, threads)
+			})
+		}
+	}
+}
+
+// BenchmarkDot is one row of 4096 against one activation row, in cache:
+// the kernels' arithmetic speed without memory stalls.
+func BenchmarkDot(b *testing.B) {
+	for _, t := range allTypes {
+		b.Run(t.String(), func(b *testing.B) {
+			const n = 4096
+			r := rand.New(rand.NewPCG(12, 12))
+			w := quantized(t, randRow(r, n))
+			a := prepAct(t, randRow(r, n))
+			dot := dotTable[t].dot
+			b.SetBytes(int64(len(w)))
+			var s float32
+			for i := 0; i < b.N; i++ {
+				s += dot(w, a, n)
+			}
+			benchSink = s
+		})
+	}
+}
+
+var benchSink float32
+
+var (
+	bandwidthOnce sync.Once
+	bandwidthBuf  []uint64
+)
+
+// BenchmarkMemoryReadBandwidth sums 256 MiB of uint64 with 1 and 2
+// goroutines: the practical ceiling for BenchmarkMatVec's GB/s.
+func BenchmarkMemoryReadBandwidth(b *testing.B) {
+	bandwidthOnce.Do(func() {
+		bandwidthBuf = make([]uint64, 256<<20/8)
+		for i := range bandwidthBuf {
+			bandwidthBuf[i] = uint64(i)
+		}
+	})
+	buf := bandwidthBuf
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			p := NewPool(threads)
+			defer p.Close()
+			sums := make([]uint64, threads*8) // one cache line apart per chunk start
+			var mu sync.Mutex
+			b.SetBytes(int64(len(buf) * 8))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var total uint64
+				p.For(threads, func(lo, hi int) {
+					for c := lo; c < hi; c++ {
+						part := buf[c*len(buf)/threads : (c+1)*len(buf)/threads]
+						var s0, s1, s2, s3 uint64
+						for j := 0; j+4 <= len(part); j += 4 {
+							s0 += part[j]
+							s1 += part[j+1]
+							s2 += part[j+2]
+							s3 += part[j+3]
+						}
+						sums[c*8] = s0 + s1 + s2 + s3
+						mu.Lock()
+						total += sums[c*8]
+						mu.Unlock()
+					}
+				})
+				if total == 1 {
+					b.Fatal("impossible sum")
+				}
+			}
+			b.ReportMetric(float64(len(buf)*8)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
