@@ -60,6 +60,24 @@ func (w *Writer) AddTensor(name string, t kernels.Type, dims []uint64, data []by
 	return nil
 }
 
+// AddTensorF32 encodes values, in GGML order (Dims[0] varies fastest), as
+// type t with kernels.Quantize and adds the result.
+func (w *Writer) AddTensorF32(name string, t kernels.Type, dims []uint64, values []float32) error {
+	size, err := tensorSize(t, dims)
+	if err != nil {
+		return fmt.Errorf("tensor %s: %v", printable(name), err)
+	}
+	if n := (&TensorInfo{Dims: dims}).Elements(); uint64(len(values)) != n {
+		return fmt.Errorf("tensor %s: %d values, dims %v need %d", printable(name), len(values), dims, n)
+	}
+	if !t.Supported() {
+		return fmt.Errorf("tensor %s: cannot encode type %s", printable(name), t)
+	}
+	data := make([]byte, size)
+	kernels.Quantize(t, values, data)
+	return w.AddTensor(name, t, dims, data)
+}
+
 // WriteTo writes the file.
 func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	return write(out, w.kv, w.tensors)
