@@ -6,43 +6,44 @@ import (
 	"unicode/utf8"
 )
 
-// renderPiece is what token id contributes to decoded text, as llama.cpp's
-// token_to_piece with special=false: control and unknown tokens render as
-// nothing, user-defined tokens as their text, byte tokens as their byte.
-func (t *Tokenizer) renderPiece(id int32) string {
+// appendPiece appends what token id contributes to decoded text, as
+// llama.cpp's token_to_piece with special=false: control and unknown tokens
+// render as nothing, user-defined tokens as their text, byte tokens as
+// their byte.
+func (t *Tokenizer) appendPiece(dst []byte, id int32) []byte {
 	a, text := t.attrs[id], t.texts[id]
 	switch {
 	case a&(attrUnknown|attrControl) != 0:
-		return ""
+		return dst
 	case a&attrUserDefined != 0:
-		return text
+		return append(dst, text...)
 	case a&attrNormal != 0:
 		if t.kind == kindSPM {
-			return strings.ReplaceAll(text, "\u2581", " ")
+			return append(dst, strings.ReplaceAll(text, "\u2581", " ")...)
 		}
-		return t.decodeBytes(text)
+		return t.appendDecodedBytes(dst, text)
 	case a&attrByte != 0:
 		if len(text) == 6 && strings.HasPrefix(text, "<0x") && text[5] == '>' {
 			if b, err := strconv.ParseUint(text[3:5], 16, 8); err == nil {
-				return string([]byte{byte(b)})
+				return append(dst, byte(b))
 			}
 		}
 	}
-	return ""
+	return dst
 }
 
-// decodeBytes maps GPT-2 printable runes back to bytes. A token with a rune
-// outside the mapping is taken verbatim, as HF's ByteLevel decoder does.
-func (t *Tokenizer) decodeBytes(text string) string {
-	buf := make([]byte, 0, len(text))
+// appendDecodedBytes maps GPT-2 printable runes back to bytes. A token with
+// a rune outside the mapping is taken verbatim, as HF's ByteLevel decoder
+// does.
+func (t *Tokenizer) appendDecodedBytes(dst []byte, text string) []byte {
+	n := len(dst)
 	for _, r := range text {
-		b, ok := t.byteDec[r]
-		if !ok {
-			return text
+		if r < 0 || int(r) >= len(t.byteDec) || t.byteDec[r] < 0 {
+			return append(dst[:n], text...)
 		}
-		buf = append(buf, b)
+		dst = append(dst, byte(t.byteDec[r]))
 	}
-	return string(buf)
+	return dst
 }
 
 // TokenBytes is what token id contributes to decoded text, without the
@@ -85,6 +86,14 @@ type StreamDecoder struct {
 // Decode treats the first token of ids.
 func (t *Tokenizer) NewDecoder() *StreamDecoder {
 	return &StreamDecoder{t: t, strip: t.addSpacePrefix}
+}
+
+// NewContinuationDecoder decodes tokens that continue earlier text, such
+// as generated tokens after a prompt: no leading space is removed, so the
+// output is the concatenated TokenBytes (llama.cpp's server streams this
+// way).
+func (t *Tokenizer) NewContinuationDecoder() *StreamDecoder {
+	return &StreamDecoder{t: t}
 }
 
 // Add decodes one more token and returns the text that became complete.

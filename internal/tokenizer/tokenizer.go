@@ -61,7 +61,7 @@ type Tokenizer struct {
 	pre          *preTokenizer
 	ignoreMerges bool
 	byteEnc      [256]string // GPT-2 byte -> printable rune
-	byteDec      map[rune]byte
+	byteDec      []int16     // printable rune -> GPT-2 byte, -1 when not a mapped rune
 
 	// SPM byte fallback: the token of each byte, -1 when none.
 	byteTok [256]int32
@@ -244,18 +244,17 @@ func FromMetadata(md Metadata) (*Tokenizer, error) {
 
 	// Auto-detect end-of-turn and FIM tokens by text, as llama.cpp does for
 	// files whose converter did not record them; such tokens become control
-	// tokens. Scanning in id order keeps the choice deterministic.
+	// tokens. llama.cpp takes whichever its hash map yields first; the first
+	// name present, in list order, is deterministic.
 	detect := func(id *int32, names ...string) {
 		if *id != nullID {
 			return
 		}
-		for i, s := range t.texts {
-			for _, name := range names {
-				if s == name {
-					*id = int32(i)
-					t.attrs[i] |= attrControl
-					return
-				}
+		for _, name := range names {
+			if i, ok := t.ids[name]; ok {
+				*id = i
+				t.attrs[i] |= attrControl
+				return
 			}
 		}
 	}
@@ -279,9 +278,9 @@ func FromMetadata(md Metadata) (*Tokenizer, error) {
 			t.eog[id] = true
 		}
 	}
-	for i, s := range t.texts {
-		if eogTexts[s] {
-			t.eog[int32(i)] = true
+	for s := range eogTexts {
+		if i, ok := t.ids[s]; ok {
+			t.eog[i] = true
 			t.attrs[i] |= attrControl
 		}
 	}
@@ -343,9 +342,17 @@ func FromMetadata(md Metadata) (*Tokenizer, error) {
 		}
 	}
 
+	// All pieces live in one string: one allocation instead of one per token.
+	var arena []byte
+	offs := make([]int, n+1)
+	for i := range n {
+		arena = t.appendPiece(arena, int32(i))
+		offs[i+1] = len(arena)
+	}
+	all := string(arena)
 	t.pieces = make([]string, n)
 	for i := range t.pieces {
-		t.pieces[i] = t.renderPiece(int32(i))
+		t.pieces[i] = all[offs[i]:offs[i+1]]
 	}
 	return t, nil
 }
@@ -379,8 +386,11 @@ func typeAttr(t int32) uint16 {
 
 // gpt2Bytes builds GPT-2's reversible byte <-> printable rune mapping:
 // printable Latin-1 bytes map to themselves, the rest to U+0100 onwards.
-func gpt2Bytes() (enc [256]string, dec map[rune]byte) {
-	dec = make(map[rune]byte, 256)
+func gpt2Bytes() (enc [256]string, dec []int16) {
+	dec = make([]int16, 512)
+	for i := range dec {
+		dec[i] = -1
+	}
 	n := 0
 	for b := 0; b < 256; b++ {
 		r := rune(b)
@@ -389,7 +399,7 @@ func gpt2Bytes() (enc [256]string, dec map[rune]byte) {
 			n++
 		}
 		enc[b] = string(r)
-		dec[r] = byte(b)
+		dec[r] = int16(b)
 	}
 	return enc, dec
 }

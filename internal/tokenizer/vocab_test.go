@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,8 +109,110 @@ func TestVocabFiles(t *testing.T) {
 					failed++
 					t.Errorf("Encode(%q)\n got  %v\n want %v", c.text, got, c.ids)
 				}
+				// These tokenizers are lossless on valid text (no space
+				// clean-up), so the recorded ids decode to the text.
+				if d := tok.Decode(c.ids); d != c.text {
+					t.Errorf("Decode(%v) = %q, want %q", c.ids, d, c.text)
+				}
 			}
 			t.Logf("%s: %d/%d cases pass", name, len(cases)-failed, len(cases))
 		})
 	}
+}
+
+func TestVocabSpecials(t *testing.T) {
+	dir := filepath.Join(testutil.SharedDir(t), "testdata", "vocab")
+	for _, c := range []struct {
+		file     string
+		bos, eos int32
+		addBOS   bool
+		eog      []string
+	}{
+		{"llama-spm", 1, 2, true, []string{"</s>"}},
+		{"gpt-2", 50256, 50256, false, []string{"<|endoftext|>"}},
+		{"starcoder", 0, 0, false, []string{"<|endoftext|>", "<fim_pad>"}},
+		{"deepseek-llm", 100000, 100001, true, []string{"<｜end▁of▁sentence｜>"}},
+		{"deepseek-coder", 32013, 32014, true, []string{"<｜end▁of▁sentence｜>"}},
+	} {
+		path := filepath.Join(dir, "ggml-vocab-"+c.file+".gguf")
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		tok := loadVocab(t, path)
+		if tok.BOS() != c.bos || tok.EOS() != c.eos || tok.AddBOS() != c.addBOS {
+			t.Errorf("%s: bos %d eos %d addBOS %v", c.file, tok.BOS(), tok.EOS(), tok.AddBOS())
+		}
+		for _, s := range c.eog {
+			if !tok.IsEOG(id(t, tok, s)) {
+				t.Errorf("%s: %q is not EOG", c.file, s)
+			}
+		}
+		if tok.IsEOG(tok.BOS()) && tok.BOS() != tok.EOS() {
+			t.Errorf("%s: BOS is EOG", c.file)
+		}
+	}
+}
+
+// The real models' prompts and generations recorded from llama.cpp.
+func TestRealModelTokens(t *testing.T) {
+	shared := testutil.SharedDir(t)
+	t.Run("stories260K", func(t *testing.T) {
+		path := filepath.Join(shared, "testdata", "real", "stories260K.gguf")
+		if _, err := os.Stat(path); err != nil {
+			t.Skip(err)
+		}
+		tok := loadVocab(t, path)
+		if got := tok.Encode("Once upon a time", true, false); !slices.Equal(got, []int32{1, 403, 407, 261, 378}) {
+			t.Errorf("prompt tokens %v", got)
+		}
+		gen := []int32{432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408,
+			419, 292, 411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394}
+		want := ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw"
+		if got := tok.Decode(gen); got != want {
+			t.Errorf("Decode = %q", got)
+		}
+	})
+	t.Run("reference", func(t *testing.T) {
+		path := filepath.Join(shared, "testdata", "reference", "reference.json")
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Skip(err)
+		}
+		var ref struct {
+			Prompt       string  `json:"prompt"`
+			PromptTokens []int32 `json:"prompt_tokens"`
+			Models       map[string]struct {
+				File   string  `json:"file"`
+				Greedy []int32 `json:"greedy_32_tokens"`
+				Text   *string `json:"greedy_32_text"`
+			} `json:"models"`
+		}
+		if err := json.Unmarshal(raw, &ref); err != nil {
+			t.Fatal(err)
+		}
+		checked := 0
+		for name, m := range ref.Models {
+			tok := loadVocab(t, filepath.Join(shared, "testdata", "reference", m.File))
+			if got := tok.Encode(ref.Prompt, true, false); !slices.Equal(got, ref.PromptTokens) {
+				t.Errorf("%s: prompt tokens %v, want %v", name, got, ref.PromptTokens)
+			}
+			if m.Text == nil {
+				continue
+			}
+			// The server's text is the concatenated token pieces.
+			d := tok.NewContinuationDecoder()
+			var b strings.Builder
+			for _, id := range m.Greedy {
+				b.WriteString(d.Add(id))
+			}
+			b.WriteString(d.Flush())
+			if b.String() != *m.Text {
+				t.Errorf("%s: generated text %q, want %q", name, b.String(), *m.Text)
+			}
+			checked++
+		}
+		if checked == 0 {
+			t.Error("no generated text checked")
+		}
+	})
 }
