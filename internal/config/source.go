@@ -289,8 +289,8 @@ func groupGGUF(paths []string) ([]ggufModel, error) {
 			m.files = append(m.files, sp)
 		}
 		if len(missing) > 0 {
-			return nil, fmt.Errorf("%s is split into %d shards but %s missing: %s",
-				filepath.Join(filepath.Dir(p), sm[1]), n, plural(len(missing), "is", "are"), strings.Join(missing, ", "))
+			return nil, fmt.Errorf("%s is split into %d shards; missing: %s",
+				filepath.Join(filepath.Dir(p), sm[1]), n, strings.Join(missing, ", "))
 		}
 		out = append(out, m)
 	}
@@ -301,13 +301,6 @@ func groupGGUF(paths []string) ([]ggufModel, error) {
 func shardName(p string, sm []string, i int) string {
 	ext := sm[0][len(sm[0])-len(".gguf"):]
 	return filepath.Join(filepath.Dir(p), fmt.Sprintf("%s-%05d-of-%s%s", sm[1], i, sm[3], ext))
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // idFromFile names a model after its file: "dir/Qwen3-0.6B-Q8_0.gguf" →
