@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package kernels
+
+// Without assembly kernels (other architectures, the purego tag) the generic
+// kernels of dotTable are the only ones; SetSIMD and SIMD keep the API.
+
+// SetSIMD would switch to assembly kernels; there are none here, so it
+// reports false and changes nothing.
+func SetSIMD(on bool) (was bool) { return false }
+
+// SIMD reports whether assembly kernels are in use: never here.
+func SIMD() bool { return false }
