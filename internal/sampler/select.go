@@ -166,3 +166,4 @@ func fastExp(x float32) float32 {
 	}
 	return y * math.Float32frombits(uint32(n+127)<<23)
 }
+
