@@ -166,4 +166,3 @@ func fastExp(x float32) float32 {
 	}
 	return y * math.Float32frombits(uint32(n+127)<<23)
 }
-
