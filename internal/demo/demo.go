@@ -32,14 +32,13 @@ var specials = []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}
 
 // Build returns the demo model as GGUF bytes.
 func Build() ([]byte, error) {
-	w := gguf.NewWriter()
 	cfg := Config
 	cfg.Vocab = 256 + len(specials)
-	if err := model.BuildRandom(cfg, w); err != nil {
+	w, err := RandomModel(cfg)
+	if err != nil {
 		return nil, err
 	}
 	w.AddKV("general.name", "mistralrs demo (random weights)")
-	addByteVocab(w)
 	var buf bytes.Buffer
 	if _, err := w.WriteTo(&buf); err != nil {
 		return nil, err
@@ -60,11 +59,27 @@ func Load() (*engine.Model, error) {
 	return engine.FromFile(f, engine.LoadOptions{ID: ID})
 }
 
+// RandomModel returns a writer holding a random-weight model of the given
+// shape with a byte-level vocabulary (cfg.Vocab >= 259), ready to be written
+// to a file (benchmark models) or to memory (the demo model).
+func RandomModel(cfg model.RandomConfig) (*gguf.Writer, error) {
+	if cfg.Vocab < 256+len(specials) {
+		return nil, fmt.Errorf("random model: vocabulary of %d tokens is smaller than the %d byte and special tokens", cfg.Vocab, 256+len(specials))
+	}
+	w := gguf.NewWriter()
+	if err := model.BuildRandom(cfg, w); err != nil {
+		return nil, err
+	}
+	addByteVocab(w, cfg.Vocab)
+	return w, nil
+}
+
 // addByteVocab writes a byte-level BPE vocabulary without merges: every byte
-// is one token, spelled with GPT-2's byte-to-unicode mapping.
-func addByteVocab(w *gguf.Writer) {
-	tokens := make([]string, 0, 256+len(specials))
-	types := make([]int32, 0, cap(tokens))
+// is one token, spelled with GPT-2's byte-to-unicode mapping. Entries beyond
+// the bytes and the special tokens are unused fillers.
+func addByteVocab(w *gguf.Writer, size int) {
+	tokens := make([]string, 0, size)
+	types := make([]int32, 0, size)
 	for b := 0; b < 256; b++ {
 		tokens = append(tokens, string(byteRune(byte(b))))
 		types = append(types, 1) // normal
@@ -72,6 +87,10 @@ func addByteVocab(w *gguf.Writer) {
 	for _, s := range specials {
 		tokens = append(tokens, s)
 		types = append(types, 3) // control
+	}
+	for i := len(tokens); i < size; i++ {
+		tokens = append(tokens, fmt.Sprintf("<unused%d>", i))
+		types = append(types, 5) // unused
 	}
 	w.AddKV("tokenizer.ggml.model", "gpt2")
 	w.AddKV("tokenizer.ggml.pre", "default")

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"mistralrs/internal/demo"
+	"mistralrs/internal/kernels"
+	"mistralrs/internal/model"
+)
+
+// newGenModelCmd writes random-weight models for benchmarks and tests, such
+// as the 134M-parameter llama the speed targets are measured on.
+func newGenModelCmd() *cobra.Command {
+	cfg := model.RandomConfig{}
+	var out, typ string
+	cmd := &cobra.Command{
+		Use:   "gen-model -o FILE",
+		Short: "Write a random-weight model (for benchmarks; it generates meaningless text)",
+		Long: "Writes a GGUF model with deterministic random weights and a byte-level vocabulary.\n" +
+			"The defaults make the 12-layer, 768-wide llama (about 134M parameters) used for the\n" +
+			"speed targets: mistralrs gen-model -o llama-134m-q8_0.gguf --type Q8_0",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, ok := kernels.ParseType(typ)
+			if !ok || !t.Supported() {
+				return fmt.Errorf("unsupported weight type %q", typ)
+			}
+			cfg.Type = t
+			w, err := demo.RandomModel(cfg)
+			if err != nil {
+				return err
+			}
+			w.AddKV("general.name", fmt.Sprintf("random %s %dx%d %s", cfg.Arch, cfg.Layers, cfg.Embd, t))
+			if err := w.WriteFile(out); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&out, "output", "o", "", "output GGUF file")
+	fl.StringVar(&typ, "type", "Q8_0", "weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K")
+	fl.StringVar(&cfg.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3")
+	fl.IntVar(&cfg.Layers, "layers", 12, "number of layers")
+	fl.IntVar(&cfg.Embd, "embd", 768, "embedding width")
+	fl.IntVar(&cfg.FF, "ff", 2048, "feed-forward width")
+	fl.IntVar(&cfg.Heads, "heads", 12, "attention heads")
+	fl.IntVar(&cfg.KVHeads, "kv-heads", 12, "key/value heads (fewer than --heads: GQA)")
+	fl.IntVar(&cfg.Vocab, "vocab", 32000, "vocabulary size")
+	fl.IntVar(&cfg.ContextLen, "ctx", 2048, "context length")
+	fl.Uint64Var(&cfg.Seed, "weight-seed", 1, "seed of the random weights")
+	cmd.MarkFlagRequired("output")
+	return cmd
+}
