@@ -162,3 +162,23 @@ func TestBrokenModelExitCode(t *testing.T) {
 		t.Errorf("want one line naming %s, got %q", bad, msg)
 	}
 }
+
+func TestGenModelThenRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	_, _, err := execute(t, "", "gen-model", "-o", path, "--type", "Q4_0", "--layers", "2", "--embd", "64",
+		"--ff", "128", "--heads", "4", "--kv-heads", "2", "--vocab", "300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := execute(t, "", "run", "-f", path, "--raw", "--prompt", "abc", "--temperature", "0", "--max-tokens", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, _ := execute(t, "", "run", "-f", path, "--raw", "--prompt", "abc", "--temperature", "0", "--max-tokens", "4")
+	if out != again {
+		t.Errorf("greedy output differs between runs: %q vs %q", out, again)
+	}
+	if _, _, err := execute(t, "", "gen-model", "-o", path, "--type", "Q2_K"); err == nil {
+		t.Error("unsupported type accepted")
+	}
+}
