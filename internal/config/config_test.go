@@ -869,3 +869,23 @@ func FuzzLoadTOML(f *testing.F) {
 		_ = c.ChatTemplateFor(c.DefaultModelIndex())
 	})
 }
+
+// TestDocsListEveryOption keeps docs/configuration.md true to the table.
+func TestDocsListEveryOption(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
+	if err != nil {
+		t.Skipf("docs not found: %v", err)
+	}
+	doc := string(data)
+	for _, o := range Options {
+		if o.Key != "" && !strings.Contains(doc, "`"+o.Key+"`") {
+			t.Errorf("docs/configuration.md does not list `%s`", o.Key)
+		}
+		if o.Flag != "" && !strings.Contains(doc, "--"+o.Flag+"`") {
+			t.Errorf("docs/configuration.md does not list --%s", o.Flag)
+		}
+		if o.Env != "" && o.Env != "RUST_LOG" && !strings.Contains(doc, o.Env) {
+			t.Errorf("docs/configuration.md does not mention %s", o.Env)
+		}
+	}
+}

@@ -123,6 +123,7 @@ var unsupportedKeys = map[string]string{
 	"adapter":          "run-only",
 
 	"global.token_source": "nothing is downloaded; models are read from local disk or the local Hugging Face cache",
+	"global.verbose":      "use -v, -vv or RUST_LOG",
 
 	"server.mcp_port":          "",
 	"server.max_tool_rounds":   "",
