@@ -287,7 +287,7 @@ func argumentsValue(args string) jinja.Value {
 // contentLoop matches a for loop over a message's content ("for part in message['content']",
 // "for c in message.content", "for item in content"), which marks a template that accepts
 // OpenAI-style content lists.
-var contentLoop = regexp.MustCompile(`\{%-?\s*for\s+\w+\s+in\s+[\w.'"\[\]]*content\b`)
+var contentLoop = regexp.MustCompile(`\{%[-+]?\s*for\s+\w+\s+in\s+[\w.'"\[\]]*content\b`)
 
 func iteratesContent(src string) bool { return contentLoop.MatchString(src) }
 

@@ -285,7 +285,7 @@ func (s *Sampler) distribution(work []float32) (ids []int32, w []float32, total 
 
 	// Top-p without top-k: the nucleus lies among the tokens of probability >= (1-P)/V, since
 	// all the others together weigh less than 1-P; a tighter threshold is tried first to keep
-	// the sort short, and kept when the tokens above it carry at least P.
+	// the selection short, and kept when the tokens above it carry at least P.
 	loose := float32((1 - s.topP) * total / float64(len(wbuf)))
 	tight := float32((1 - s.topP) * total / 64)
 	s.cand = s.cand[:0]
