@@ -889,3 +889,18 @@ func TestDocsListEveryOption(t *testing.T) {
 		}
 	}
 }
+
+func TestBindServeFlagsOnZeroConfig(t *testing.T) {
+	c := &Config{}
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	BindServeFlags(fs, c)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Command != "serve" || c.Server.KeepAliveInterval != 10*time.Second || c.Server.Port != 1234 {
+		t.Errorf("%+v", c)
+	}
+}

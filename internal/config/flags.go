@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -11,11 +12,15 @@ import (
 // BindServeFlags defines the `mistralrs serve` flags on fs, bound to c, with
 // the defaults of the table. c gets one model entry for -m/-f; when neither is
 // given, c.DemoModel() reports it. Call c.Validate() after parsing: it also
-// turns the spec's flag conflicts into errors.
+// turns the spec's flag conflicts into errors. c usually comes from Default();
+// settings without a flag that are still zero get their defaults here.
 func BindServeFlags(fs *pflag.FlagSet, c *Config) {
 	c.origin = originFlags
-	if c.Command == "" {
-		c.Command = "serve"
+	for i := range Options {
+		o := &Options[i]
+		if o.Flag == "" && o.field != nil && reflect.ValueOf(o.field(c)).Elem().IsZero() {
+			setValue(o.field(c), o.Default)
+		}
 	}
 	if len(c.Models) == 0 {
 		c.Models = []ModelConfig{DefaultModel()}
