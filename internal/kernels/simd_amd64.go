@@ -42,6 +42,7 @@ func init() {
 	add(F32, typeKernels{dot: dotF32SIMD, dot4: dot4F32SIMD})
 	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD})
 	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD})
+	add(Q4_K, typeKernels{dot: dotQ4_KSIMD}) // dot4 nil: MatMul calls dot four times
 	if cpu.X86.HasF16C {
 		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD})
 	}
@@ -244,4 +245,20 @@ func dot4Q4_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	_ = w[nb*18-1]
 	qs, d := q4args(a, nb)
 	dot4Q4_0AVX2(&w[0], &qs, &d, nb, &f16Table[0], out)
+}
+
+// K-quants take nsb super-blocks of 256.
+
+//go:noescape
+func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32) float32
+
+func dotQ4_KSIMD(w []byte, a *Act, n int) float32 {
+	nsb := n / 256
+	if nsb == 0 {
+		return 0
+	}
+	_ = w[nsb*144-1]
+	qs, d := qargs(a, nsb*8)
+	_ = a.S[nsb*8-1]
+	return dotQ4_KAVX2(&w[0], qs, d, &a.S[0], nsb, &f16Table[0])
 }
