@@ -1,0 +1,263 @@
+package observe
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+)
+
+// Model label values that are not model ids (spec §4.3).
+const (
+	ModelUnknown = "unknown" // body unreadable or not JSON, or a model we do not serve
+	ModelNone    = "none"    // the route does not target a model
+	ModelDefault = "default" // the default model when none is configured
+)
+
+// ModelResolver is what the server tells the middleware about its models so
+// the `model` label stays bounded: only served ids (or aliases) become label
+// values, never an arbitrary client string.
+type ModelResolver interface {
+	// DefaultModel returns the current default model id ("" if none).
+	DefaultModel() string
+	// KnownModel reports whether name selects a served model, an alias, or a
+	// LoRA adapter card; the label is then name as supplied.
+	KnownModel(name string) bool
+}
+
+// StaticModels is a fixed ModelResolver.
+type StaticModels struct {
+	Default string
+	IDs     []string
+}
+
+// DefaultModel implements ModelResolver.
+func (s StaticModels) DefaultModel() string { return s.Default }
+
+// KnownModel implements ModelResolver.
+func (s StaticModels) KnownModel(name string) bool {
+	for _, id := range s.IDs {
+		if id == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ModelSource says where a route names its model (spec §4.3).
+type ModelSource uint8
+
+const (
+	// SourceNone: the route targets no model; label "none".
+	SourceNone ModelSource = iota
+	// SourceBody: body JSON "model", defaultable, not trimmed.
+	SourceBody
+	// SourceBodyTrimmed: body JSON "model", trimmed, defaultable (LoRA routes).
+	SourceBodyTrimmed
+	// SourceQuery: query parameter "model", trimmed, defaultable; body not read.
+	SourceQuery
+	// SourceModelID: body JSON "model_id", explicit (missing or unknown: "unknown").
+	SourceModelID
+)
+
+// DefaultModelSources is mistral.rs's route table, keyed by path pattern.
+func DefaultModelSources() map[string]ModelSource {
+	return map[string]ModelSource{
+		"/v1/chat/completions":      SourceBody,
+		"/v1/completions":           SourceBody,
+		"/v1/responses":             SourceBody,
+		"/v1/messages":              SourceBody,
+		"/v1/messages/count_tokens": SourceBody,
+		"/v1/embeddings":            SourceBody,
+		"/v1/images/generations":    SourceBody,
+		"/v1/audio/speech":          SourceBody,
+		"/v1/load_lora_adapter":     SourceBodyTrimmed,
+		"/v1/unload_lora_adapter":   SourceBodyTrimmed,
+		"/v1/lora_adapters":         SourceQuery,
+		"/v1/models/unload":         SourceModelID,
+		"/v1/models/reload":         SourceModelID,
+		"/v1/models/status":         SourceModelID,
+		"/v1/models/tune":           SourceModelID,
+	}
+}
+
+// readsBody reports whether the middleware buffers the body for the label.
+func (s ModelSource) readsBody() bool {
+	return s == SourceBody || s == SourceBodyTrimmed || s == SourceModelID
+}
+
+// modelLabel resolves the label of a route from its buffered body or query.
+func modelLabel(src ModelSource, res ModelResolver, body []byte, rawQuery string) string {
+	switch src {
+	case SourceBody, SourceBodyTrimmed, SourceModelID:
+		key := "model"
+		if src == SourceModelID {
+			key = "model_id"
+		}
+		if !json.Valid(body) {
+			return ModelUnknown
+		}
+		name, _ := topLevelString(body, key)
+		if src == SourceBodyTrimmed {
+			name = strings.TrimSpace(name)
+		}
+		if src == SourceModelID {
+			return explicitModel(res, name)
+		}
+		return defaultableModel(res, name)
+	case SourceQuery:
+		return defaultableModel(res, strings.TrimSpace(firstQueryValue(rawQuery, "model")))
+	}
+	return ModelNone
+}
+
+func defaultableModel(res ModelResolver, name string) string {
+	if name == "" || name == "default" {
+		if res != nil {
+			if d := res.DefaultModel(); d != "" {
+				return d
+			}
+		}
+		return ModelDefault
+	}
+	if res != nil && res.KnownModel(name) {
+		return name
+	}
+	return ModelUnknown
+}
+
+func explicitModel(res ModelResolver, name string) string {
+	if name != "" && res != nil && res.KnownModel(name) {
+		return name
+	}
+	return ModelUnknown
+}
+
+// firstQueryValue returns the first non-empty value of key in a
+// form-urlencoded query.
+func firstQueryValue(raw, key string) string {
+	for raw != "" {
+		var part string
+		part, raw, _ = strings.Cut(raw, "&")
+		k, v, _ := strings.Cut(part, "=")
+		if k, err := url.QueryUnescape(k); err != nil || k != key {
+			continue
+		}
+		if v, err := url.QueryUnescape(v); err == nil && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// topLevelString returns the value of key in the top-level object of valid
+// JSON if it is a string.
+func topLevelString(data []byte, key string) (string, bool) {
+	val, ok := topLevelValue(data, key)
+	if !ok || len(val) == 0 || val[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(val, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// topLevelValue finds key in the top-level object of valid JSON and returns
+// its raw value. Keys match exactly (serde's rule; encoding/json would also
+// match "Model"), the last duplicate wins, and nothing is copied.
+func topLevelValue(data []byte, key string) ([]byte, bool) {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, false
+	}
+	i++
+	var val []byte
+	found := false
+	for {
+		i = skipWS(data, i)
+		if i >= len(data) || data[i] == '}' {
+			break
+		}
+		if data[i] == ',' {
+			i++
+			continue
+		}
+		kStart := i
+		i = skipValue(data, i)
+		k := data[kStart:i]
+		i = skipWS(data, i)
+		i++ // ':'
+		i = skipWS(data, i)
+		vStart := i
+		i = skipValue(data, i)
+		if keyEquals(k, key) {
+			val, found = data[vStart:i], true
+		}
+	}
+	return val, found
+}
+
+func keyEquals(quoted []byte, key string) bool {
+	if len(quoted) < 2 {
+		return false
+	}
+	inner := quoted[1 : len(quoted)-1]
+	for _, c := range inner {
+		if c == '\\' {
+			var s string
+			return json.Unmarshal(quoted, &s) == nil && s == key
+		}
+	}
+	return string(inner) == key
+}
+
+func skipWS(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value at i (input is valid).
+func skipValue(d []byte, i int) int {
+	if i >= len(d) {
+		return i
+	}
+	switch d[i] {
+	case '"':
+		for i++; i < len(d); i++ {
+			switch d[i] {
+			case '\\':
+				i++
+			case '"':
+				return i + 1
+			}
+		}
+		return i
+	case '{', '[':
+		depth := 0
+		for ; i < len(d); i++ {
+			switch d[i] {
+			case '"':
+				i = skipValue(d, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for i < len(d) {
+		switch d[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}

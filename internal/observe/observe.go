@@ -1,0 +1,468 @@
+// Package observe is the server's observability layer: request ids, CORS,
+// the body limit, access logs, HTTP and streaming-latency metrics, engine
+// metrics, logging setup and the -l payload log. It follows mistral.rs's
+// observe_http middleware (see docs/observability.md for the differences
+// made on purpose).
+package observe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options configure the layer; DefaultOptions has `mistralrs serve`'s defaults.
+type Options struct {
+	// AccessLog enables the info-level access lines (--disable-access-log clears it).
+	AccessLog bool
+	// AccessLogFormat is FormatText (also for "") or FormatJSON.
+	AccessLogFormat string
+	// AccessLogHealth logs housekeeping routes and OPTIONS requests too.
+	AccessLogHealth bool
+	// RequestIDHeader echoes x-request-id on responses
+	// (--disable-request-id-header clears it; ids are still made for logs).
+	RequestIDHeader bool
+	// Metrics installs the registry (--disable-metrics clears it).
+	Metrics bool
+	// Logger receives the access lines; nil means slog.Default() at New.
+	Logger *slog.Logger
+	// Models resolves model labels; nil: every named model is unknown and
+	// the default is "default".
+	Models ModelResolver
+	// ModelSources maps path patterns to where they name their model; nil
+	// means DefaultModelSources().
+	ModelSources map[string]ModelSource
+	// BodyLimit caps request bodies; 0 means DefaultBodyLimit.
+	BodyLimit int64
+	// AllowedOrigins restricts CORS to these origins; nil allows any ("*").
+	AllowedOrigins []string
+}
+
+// DefaultOptions returns the defaults of mistral.rs: access log on in text
+// format, housekeeping skipped, request-id header on, metrics on.
+func DefaultOptions() Options {
+	return Options{
+		AccessLog:       true,
+		AccessLogFormat: FormatText,
+		RequestIDHeader: true,
+		Metrics:         true,
+		BodyLimit:       DefaultBodyLimit,
+	}
+}
+
+// Observer holds the configured layer and its metrics.
+type Observer struct {
+	opts    Options
+	metrics *Metrics
+	access  accessLogger
+	sources map[string]ModelSource
+	limit   int64
+	origins map[string]bool
+}
+
+// New builds the layer. With Options.Metrics false no registry exists.
+func New(opts Options) (*Observer, error) {
+	switch opts.AccessLogFormat {
+	case "", FormatText, FormatJSON:
+	default:
+		return nil, fmt.Errorf("access log format %q: want text or json", opts.AccessLogFormat)
+	}
+	o := &Observer{
+		opts:    opts,
+		access:  newAccessLogger(opts.Logger, opts.AccessLogFormat == FormatJSON),
+		sources: opts.ModelSources,
+		limit:   opts.BodyLimit,
+	}
+	if o.sources == nil {
+		o.sources = DefaultModelSources()
+	}
+	if o.limit <= 0 {
+		o.limit = DefaultBodyLimit
+	}
+	if opts.AllowedOrigins != nil {
+		o.origins = make(map[string]bool, len(opts.AllowedOrigins))
+		for _, s := range opts.AllowedOrigins {
+			o.origins[s] = true
+		}
+	}
+	if opts.Metrics {
+		o.metrics = NewMetrics()
+	}
+	return o, nil
+}
+
+// Metrics returns the registry holder, nil when metrics are disabled.
+func (o *Observer) Metrics() *Metrics { return o.metrics }
+
+// Engine returns the engine observer (it has engine.Observer's method set).
+// It is nil when metrics are disabled; its methods then do nothing.
+func (o *Observer) Engine() *EngineMetrics {
+	if o.metrics == nil {
+		return nil
+	}
+	return o.metrics.engine
+}
+
+// MetricsHandler serves GET /metrics, or 503 "metrics disabled".
+func (o *Observer) MetricsHandler() http.Handler {
+	if o.metrics == nil {
+		return http.HandlerFunc(disabledMetrics)
+	}
+	return o.metrics.Handler()
+}
+
+// Handler wraps mux in the layers of mistral.rs's router, innermost first:
+// CORS (answers every OPTIONS), the body limit, then the observability layer
+// outermost, so it also sees 404s, 405s, 413s and preflights. The mux is
+// consulted first to learn the matched pattern (the `route`/`path` label);
+// register "GET /{$}" rather than "/" for the root, since "/" matches every
+// path in a ServeMux.
+func (o *Observer) Handler(mux *http.ServeMux) http.Handler {
+	var next http.Handler = &cors{next: mux, origins: o.origins}
+	next = &bodyLimit{next: next, o: o}
+	return &observeLayer{o: o, mux: mux, next: next}
+}
+
+// Unmatched is the route label of requests no pattern matched.
+const Unmatched = "<unmatched>"
+
+// reqState is everything the layer knows about one request.
+type reqState struct {
+	o             *Observer
+	ctx           context.Context
+	start         time.Time
+	id            string
+	method        string
+	route         string
+	path          string
+	model         string
+	contentLength int64 // -1: unknown
+	housekeeping  bool
+	logAccess     bool
+	buffered      bool // body read by the layer (r.Body replaced)
+
+	rw     ResponseWriter
+	sse    bool
+	stream Stream
+	errMsg string // attached by the handler (SetError, WriteError)
+
+	series *startSeries // nil without metrics or for housekeeping
+}
+
+type ctxKey struct{}
+
+func stateFrom(ctx context.Context) *reqState {
+	st, _ := ctx.Value(ctxKey{}).(*reqState)
+	return st
+}
+
+// RequestID returns the request's id ("" outside the middleware).
+func RequestID(ctx context.Context) string {
+	if st := stateFrom(ctx); st != nil {
+		return st.id
+	}
+	return ""
+}
+
+// ModelLabel returns the model label the layer resolved for the request.
+func ModelLabel(ctx context.Context) string {
+	if st := stateFrom(ctx); st != nil {
+		return st.model
+	}
+	return ""
+}
+
+type observeLayer struct {
+	o    *Observer
+	mux  *http.ServeMux
+	next http.Handler
+}
+
+func (l *observeLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o := l.o
+	st := &reqState{o: o, start: time.Now(), method: r.Method, contentLength: -1}
+	st.stream.st = st
+	src := SourceNone
+	st.route, src = l.route(r)
+	st.path = r.URL.EscapedPath()
+	st.id = requestIDFrom(r.Header)
+	st.housekeeping = isHousekeeping(r.Method, st.route, st.path)
+	if v := r.Header["Content-Length"]; len(v) > 0 {
+		if n, err := strconv.ParseUint(v[0], 10, 63); err == nil {
+			st.contentLength = int64(n)
+		}
+	}
+
+	// Model extraction may read the whole body (spec §4.1 step 4).
+	status := 0 // set when the layer answers itself
+	var body []byte
+	if src.readsBody() {
+		var err error
+		body, err = readBody(r, o.limit)
+		switch {
+		case errors.Is(err, errBodyTooLarge):
+			status = http.StatusRequestEntityTooLarge
+			st.model = ModelUnknown
+		case err != nil:
+			status = http.StatusBadRequest
+			st.model = ModelUnknown
+			st.errMsg = "failed to read request body: " + err.Error()
+		default:
+			st.buffered = true
+			st.contentLength = int64(len(body))
+			r.Body = &bufferedBody{Reader: bytes.NewReader(body)}
+			r.ContentLength = int64(len(body))
+		}
+	}
+	if st.model == "" {
+		st.model = modelLabel(src, o.opts.Models, body, r.URL.RawQuery)
+	}
+
+	st.logAccess = o.opts.AccessLog && (o.opts.AccessLogHealth || !st.housekeeping)
+	if st.logAccess {
+		o.access.started(st, st.start)
+	}
+	if o.metrics != nil && !st.housekeeping {
+		st.series = o.metrics.http.start(st.method, st.route, st.model)
+		st.series.inflight.Inc()
+		if st.contentLength >= 0 {
+			st.series.bodyBytes.Observe(float64(st.contentLength))
+		}
+	}
+
+	st.rw = ResponseWriter{w: w, st: st}
+	st.ctx = context.WithValue(r.Context(), ctxKey{}, st)
+	r = r.WithContext(st.ctx)
+	defer func() {
+		if p := recover(); p != nil {
+			// The handler panicked: account for the request, then let
+			// net/http deal with the panic as usual.
+			if !st.rw.wroteHeader {
+				st.rw.status = http.StatusInternalServerError
+			}
+			st.finish()
+			panic(p)
+		}
+	}()
+	switch status {
+	case 0:
+		l.next.ServeHTTP(&st.rw, r)
+	case http.StatusRequestEntityTooLarge:
+		o.corsHeaders(w.Header(), r)
+		WriteBodyTooLarge(&st.rw, r)
+	default:
+		o.corsHeaders(w.Header(), r)
+		WriteErrorMessage(&st.rw, r, status, st.errMsg)
+	}
+	if !st.rw.wroteHeader {
+		// Nothing written: net/http sends 200 with the header map after we
+		// return, so only record it (calling WriteHeader would log an error
+		// if the handler hijacked the connection).
+		st.rw.wroteHeader = true
+		st.rw.status = http.StatusOK
+		st.onHeader(&st.rw, http.StatusOK)
+	}
+	st.finish()
+}
+
+// route returns the path label and the route's model source.
+func (l *observeLayer) route(r *http.Request) (string, ModelSource) {
+	// CONNECT paths are not canonicalised and may redirect to a
+	// client-chosen path: never a label.
+	if r.Method == http.MethodConnect {
+		return Unmatched, SourceNone
+	}
+	_, pat := l.mux.Handler(r)
+	if pat == "" {
+		// 405: the path exists under another method and keeps its label.
+		r2 := *r
+		for _, m := range probeMethods {
+			if m == r.Method {
+				continue
+			}
+			r2.Method = m
+			if _, pat = l.mux.Handler(&r2); pat != "" {
+				break
+			}
+		}
+		if pat == "" {
+			return Unmatched, SourceNone
+		}
+	}
+	p := patternPath(pat)
+	return p, l.o.sources[p]
+}
+
+var probeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch}
+
+// patternPath strips the method and host of a ServeMux pattern.
+func patternPath(pat string) string {
+	if i := strings.IndexByte(pat, '/'); i >= 0 {
+		return pat[i:]
+	}
+	return pat
+}
+
+// isHousekeeping: every OPTIONS request, the probe, metrics and docs routes,
+// and the web UI (spec §4.1 step 6).
+func isHousekeeping(method, route, path string) bool {
+	if method == http.MethodOptions {
+		return true
+	}
+	switch route {
+	case "/", "/{$}", "/health", "/metrics", "/docs", "/api-doc/openapi.json":
+		return true
+	}
+	return strings.HasPrefix(route, "/docs/") || underUI(route) || underUI(path)
+}
+
+func underUI(p string) bool {
+	return p == "/ui" || strings.HasPrefix(p, "/ui/")
+}
+
+// corsHeaders adds the non-preflight CORS headers to a response the layer
+// writes itself (413), so browsers can read it.
+func (o *Observer) corsHeaders(h http.Header, r *http.Request) {
+	(&cors{origins: o.origins}).allowOrigin(h, r)
+	h["Vary"] = varyValue
+	h["Access-Control-Expose-Headers"] = exposeHeaders
+}
+
+// onHeader runs when the response status is decided.
+func (st *reqState) onHeader(rw *ResponseWriter, code int) {
+	h := rw.w.Header()
+	if st.o.opts.RequestIDHeader {
+		h[RequestIDHeader] = []string{st.id}
+	}
+	if ct := h["Content-Type"]; len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream") {
+		st.sse = true
+		now := time.Now()
+		status := statusText(code)
+		st.o.access.streamAccepted(st, status, now.Sub(st.start), now)
+		var ds *doneSeries
+		if st.series != nil {
+			ds = st.series.status(code).sse()
+		}
+		st.stream.arm(ds)
+	}
+}
+
+// finish does the completion accounting once (spec §4.4).
+func (st *reqState) finish() {
+	now := time.Now()
+	c := completion{status: statusText(st.rw.status), duration: now.Sub(st.start)}
+	errMsg, usage, hasUsage, done := st.stream.finish()
+	if st.sse {
+		switch {
+		case errMsg != "":
+			c.outcome, c.err = "error", errMsg
+		case st.rw.writeErr != nil:
+			c.outcome = "client_disconnected"
+		case done:
+			c.outcome = "completed"
+		case st.ctx != nil && st.ctx.Err() != nil:
+			c.outcome = "client_disconnected"
+		default:
+			c.outcome = "completed"
+		}
+		c.usage, c.hasUsage = usage, hasUsage
+	} else if st.rw.status >= 400 {
+		c.err = st.errMsg
+		if c.err == "" {
+			body := st.rw.errBody
+			if len(body) > errorCaptureLimit {
+				body = body[:errorCaptureLimit]
+			}
+			c.err = errorMessage(body)
+		}
+	}
+	if st.series != nil {
+		ds := st.series.status(st.rw.status)
+		ds.requests.Inc()
+		ds.duration.observe(c.duration.Seconds(), st.id, now)
+		st.series.inflight.Dec()
+	}
+	if st.logAccess {
+		st.o.access.completed(st, &c, now)
+	} else {
+		st.o.access.fallback(st, c.status, c.duration, now)
+	}
+}
+
+// errBodyTooLarge reports a body over the limit.
+var errBodyTooLarge = errors.New("request body too large")
+
+// readBody buffers the body up to limit bytes.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > limit {
+		return nil, errBodyTooLarge
+	}
+	size := int64(512)
+	if r.ContentLength >= 0 {
+		size = r.ContentLength + 1 // room for the read that returns EOF
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, errBodyTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			if IsBodyTooLarge(err) {
+				return nil, errBodyTooLarge
+			}
+			return nil, err
+		}
+	}
+}
+
+// bufferedBody hands the buffered body back to the handler.
+type bufferedBody struct{ *bytes.Reader }
+
+func (bufferedBody) Close() error { return nil }
+
+// bodyLimit caps what a handler can read from the body (the layer's own
+// buffered bodies are already within the limit). A declared length over the
+// limit is answered with 413 before the handler runs.
+type bodyLimit struct {
+	next http.Handler
+	o    *Observer
+}
+
+func (b *bodyLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := stateFrom(r.Context())
+	if st == nil || !st.buffered {
+		// Unmatched requests go on to the 404 (the fallback reads no body);
+		// OPTIONS goes on to the preflight answer.
+		if r.ContentLength > b.o.limit && r.Method != http.MethodOptions && (st == nil || st.route != Unmatched) {
+			b.o.corsHeaders(w.Header(), r)
+			WriteBodyTooLarge(w, r)
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			base := w
+			if st != nil {
+				base = st.rw.w // lets MaxBytesReader mark the connection for closing
+			}
+			r.Body = http.MaxBytesReader(base, r.Body, b.o.limit)
+		}
+	}
+	b.next.ServeHTTP(w, r)
+}
