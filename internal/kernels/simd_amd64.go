@@ -42,11 +42,21 @@ func init() {
 	add(F32, typeKernels{dot: dotF32SIMD, dot4: dot4F32SIMD})
 	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD})
 	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD})
-	add(Q4_K, typeKernels{dot: dotQ4_KSIMD}) // dot4 nil: MatMul calls dot four times
+	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Of(dotQ4_KSIMD)})
 	if cpu.X86.HasF16C {
 		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD})
 	}
 	SetSIMD(os.Getenv("MISTRALRS_NOASM") == "")
+}
+
+// dot4Of makes a dot4 of four dot calls, for types whose assembly has no
+// dot4: four assembly dots beat the generic dot4 by far.
+func dot4Of(dot dotFunc) dot4Func {
+	return func(w []byte, a *[4]*Act, n int, out *[4]float32) {
+		for k := range a {
+			out[k] = dot(w, a[k], n)
+		}
+	}
 }
 
 // SetSIMD switches the dot kernels between the assembly versions (on, where
