@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"mistralrs/internal/kernels"
@@ -59,15 +60,31 @@ type Engine struct {
 	Model *Model
 	Pool  *kernels.Pool
 
-	mu     sync.Mutex
-	logits []float32
+	obs     Observer
+	mu      sync.Mutex
+	waiting atomic.Int64 // generations queued behind the running one
+	logits  []float32
 }
 
 // New makes an engine on m with its own worker pool of the given size
 // (0: one per core).
 func New(m *Model, threads int) *Engine {
-	return &Engine{Model: m, Pool: kernels.NewPool(threads)}
+	return &Engine{Model: m, Pool: kernels.NewPool(threads), obs: NopObserver{}}
 }
+
+// SetObserver makes the engine report to obs (before any generation) and
+// publishes its capacity, the sequences it schedules at once.
+func (e *Engine) SetObserver(obs Observer) {
+	if obs == nil {
+		obs = NopObserver{}
+	}
+	e.obs = obs
+	obs.Capacity(e.Capacity())
+	obs.SchedulerState(0, 0)
+}
+
+// Capacity is the number of sequences the engine runs at once.
+func (e *Engine) Capacity() int { return 1 }
 
 // Close stops the worker pool.
 func (e *Engine) Close() { e.Pool.Close() }
@@ -93,8 +110,27 @@ func (e *Engine) Generate(ctx context.Context, req *Request, emit func(Output) e
 		maxTokens = req.MaxTokens
 	}
 
+	obs := e.obs
+	obs.PrefixCacheLookup()
+	obs.PendingAdmission(int(e.waiting.Add(1)))
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	waiting := int(e.waiting.Add(-1))
+	obs.PendingAdmission(waiting)
+	obs.SchedulerState(1, waiting)
+	res, err := e.generate(ctx, req, maxTokens, emit)
+	reason := FinishError
+	if err == nil {
+		reason = res.FinishReason
+	}
+	obs.SequenceCompleted(reason)
+	obs.SchedulerState(0, int(e.waiting.Load()))
+	return res, err
+}
+
+// generate runs one sequence; the caller holds e.mu.
+func (e *Engine) generate(ctx context.Context, req *Request, maxTokens int, emit func(Output) error) (*Result, error) {
+	obs := e.obs
 	net := e.Model.Net
 	vocab := net.Config.Vocab
 	if cap(e.logits) < vocab {
@@ -120,6 +156,7 @@ func (e *Engine) Generate(ctx context.Context, req *Request, emit func(Output) e
 		if err := net.Forward(e.Pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
 			return nil, err
 		}
+		obs.TokensProcessed(end - pos)
 		if err := ctx.Err(); err != nil {
 			res.FinishReason = FinishCanceled
 			return res, nil
@@ -179,6 +216,7 @@ func (e *Engine) Generate(ctx context.Context, req *Request, emit func(Output) e
 		if err := net.Forward(e.Pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
 			return nil, err
 		}
+		obs.TokensProcessed(1)
 	}
 	if !firstTok.IsZero() {
 		res.DecodeTime = time.Since(firstTok)
