@@ -59,6 +59,9 @@ func BenchmarkPrefill(b *testing.B) {
 			}
 			logits := make([]float32, m.Config.Vocab)
 			batch := &Batch{Seqs: []*SeqInput{{Tokens: prompt, Cache: cache, Logits: logits}}}
+			if err := m.Forward(pool, batch); err != nil { // sizes the scratch and the cache
+				b.Fatal(err)
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -94,6 +94,9 @@ func readConfig(f *gguf.File) (Config, error) {
 	if r.err != nil {
 		return Config{}, r.err
 	}
+	if n := r.int("expert_count", 0); n > 0 {
+		return Config{}, fmt.Errorf("%s: %s: mixture-of-experts models (%sexpert_count = %d) are not supported", f.Path, name, r.prefix, n)
+	}
 	c.KVHeads = r.int("attention.head_count_kv", c.Heads)
 	if c.Heads > 0 && c.Embd%c.Heads == 0 {
 		c.HeadDim = c.Embd / c.Heads

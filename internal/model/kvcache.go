@@ -40,6 +40,8 @@ type ContiguousCache struct {
 	k, v       [][]float32
 }
 
+var _ KVCache = (*ContiguousCache)(nil)
+
 // NewContiguousCache returns an empty cache for a model with configuration
 // cfg that holds at most maxTokens positions (cfg.ContextLen when <= 0).
 // Memory is allocated as positions are added.

@@ -9,7 +9,7 @@ import (
 	"mistralrs/internal/kernels"
 )
 
-// edit describes a change to a fixture: metadata (nil value: delete) and
+// edit describes a change to a fixture: metadata (nil value: delete; new keys are added) and
 // tensors (nil: delete).
 type edit struct {
 	kv      map[string]any
@@ -27,6 +27,11 @@ func rewrite(t *testing.T, f *gguf.File, e edit) *gguf.File {
 			w.AddKV(kv.Key, kv.Value)
 		case v != nil:
 			w.AddKV(kv.Key, v)
+		}
+	}
+	for k, v := range e.kv {
+		if _, ok := f.Get(k); !ok && v != nil {
+			w.AddKV(k, v)
 		}
 	}
 	for i := range f.Tensors {
@@ -91,6 +96,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"llama.block_count"}},
 		{"gqa", edit{kv: map[string]any{"llama.attention.head_count_kv": uint32(3)}},
 			[]string{"head_count_kv 3"}},
+		{"moe", edit{kv: map[string]any{"llama.expert_count": uint32(8)}},
+			[]string{"mixture-of-experts", "llama.expert_count"}},
 		{"rope scaling", edit{kv: map[string]any{"llama.rope.scaling.type": "longrope"}},
 			[]string{"longrope"}},
 	}
