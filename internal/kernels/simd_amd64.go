@@ -43,6 +43,7 @@ func init() {
 	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD})
 	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD})
 	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Of(dotQ4_KSIMD)})
+	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Of(dotQ6_KSIMD)})
 	if cpu.X86.HasF16C {
 		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD})
 	}
@@ -271,4 +272,17 @@ func dotQ4_KSIMD(w []byte, a *Act, n int) float32 {
 	qs, d := qargs(a, nsb*8)
 	_ = a.S[nsb*8-1]
 	return dotQ4_KAVX2(&w[0], qs, d, &a.S[0], nsb, &f16Table[0])
+}
+
+//go:noescape
+func dotQ6_KAVX2(w *byte, qs *int8, d *float32, nsb int, tab *float32) float32
+
+func dotQ6_KSIMD(w []byte, a *Act, n int) float32 {
+	nsb := n / 256
+	if nsb == 0 {
+		return 0
+	}
+	_ = w[nsb*210-1]
+	qs, d := qargs(a, nsb*8)
+	return dotQ6_KAVX2(&w[0], qs, d, nsb, &f16Table[0])
 }

@@ -52,6 +52,53 @@
 	VPERMD    Y7, Y13, Y7; \
 	VCVTDQ2PS Y7, Y7
 
+// Q6DOT: P = the int32 sums [4 of elements 0-15 times their scale | 4 of
+// 16-31 times theirs] of one Q6_K block of 32: quants (0..63) in yq,
+// activations at ap, scales as int16 in ysc ([sc0-7 | sc0-7] or
+// [sc8-15 | sc8-15]) of which mp's VPSHUFB picks the block's pair.
+// (q-32) goes through the sign trick: |q-32| <= 32 keeps pairs in int16.
+#define Q6DOT(yq, ap, mp, ysc, P) \
+	VPSUBB     q6m32<>(SB), yq, yq; \
+	VPABSB     yq, Y6; \
+	VMOVDQU    ap, Y7; \
+	VPSIGNB    yq, Y7, Y7; \
+	VPMADDUBSW Y7, Y6, Y7; \
+	VPSHUFB    mp, ysc, Y8; \
+	VPMADDWD   Y8, Y7, P
+
+// Q6HALF: the four blocks of one half (128 weights) of a Q6_K super-block,
+// ql at qlp, qh at qhp, activations at a0p..a3p, scales in ysc; leaves the
+// 4 block sums split over the lanes of B (VPHADDD tree: lane 0 has the
+// elements 0-15 parts, lane 1 the 16-31 parts).
+#define Q6HALF(qlp, ql1p, qhp, a0p, a1p, a2p, a3p, ysc, B) \
+	VMOVDQU qhp, Y2; \
+	VMOVDQU qlp, Y3; \
+	VMOVDQU ql1p, Y4; \
+	VPSLLW  $4, Y2, Y5; \
+	VPAND   q6m30<>(SB), Y5, Y5; \
+	VPAND   Y14, Y3, Y6; \
+	VPOR    Y6, Y5, Y5; \
+	Q6DOT(Y5, a0p, q6shuf<>+0(SB), ysc, Y9); \
+	VPSLLW  $2, Y2, Y5; \
+	VPAND   q6m30<>(SB), Y5, Y5; \
+	VPAND   Y14, Y4, Y6; \
+	VPOR    Y6, Y5, Y5; \
+	Q6DOT(Y5, a1p, q6shuf<>+32(SB), ysc, Y1); \
+	VPHADDD Y1, Y9, Y9; \
+	VPAND   q6m30<>(SB), Y2, Y5; \
+	VPSRLW  $4, Y3, Y6; \
+	VPAND   Y14, Y6, Y6; \
+	VPOR    Y6, Y5, Y5; \
+	Q6DOT(Y5, a2p, q6shuf<>+64(SB), ysc, Y12); \
+	VPSRLW  $2, Y2, Y5; \
+	VPAND   q6m30<>(SB), Y5, Y5; \
+	VPSRLW  $4, Y4, Y6; \
+	VPAND   Y14, Y6, Y6; \
+	VPOR    Y6, Y5, Y5; \
+	Q6DOT(Y5, a3p, q6shuf<>+96(SB), ysc, Y1); \
+	VPHADDD Y1, Y12, Y12; \
+	VPHADDD Y12, Y9, B
+
 // func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32) float32
 // Y0 accumulates d*sc*d_a*Σq*a, Y1 dmin*m*S.
 TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-52
@@ -143,3 +190,78 @@ DATA permsums<>+20(SB)/4, $6
 DATA permsums<>+24(SB)/4, $3
 DATA permsums<>+28(SB)/4, $7
 GLOBL permsums<>(SB), RODATA|NOPTR, $32
+
+// func dotQ6_KAVX2(w *byte, qs *int8, d *float32, nsb int, tab *float32) float32
+// Y0 accumulates; Y10/Y11 hold the scales of the two halves, Y13 the first
+// half's sums.
+TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-44
+	MOVQ   w+0(FP), SI
+	MOVQ   qs+8(FP), DI
+	MOVQ   d+16(FP), R9
+	MOVQ   nsb+24(FP), CX
+	MOVQ   tab+32(FP), R8
+	MASK0F
+	VXORPS Y0, Y0, Y0
+
+q6kloop:
+	VPMOVSXBW   192(SI), Y10
+	VPERM2I128  $0x11, Y10, Y10, Y11
+	VINSERTI128 $1, X10, Y10, Y10
+	Q6HALF(0(SI), 32(SI), 128(SI), (DI), 32(DI), 64(DI), 96(DI), Y10, Y13)
+	Q6HALF(64(SI), 96(SI), 160(SI), 128(DI), 160(DI), 192(DI), 224(DI), Y11, Y9)
+
+	// [B0.lo | B1.lo] + [B0.hi | B1.hi] = the 8 block sums in order.
+	VINSERTI128  $1, X9, Y13, Y1
+	VPERM2I128   $0x31, Y9, Y13, Y2
+	VPADDD       Y2, Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	MOVWLZX      208(SI), DX
+	VBROADCASTSS (R8)(DX*4), Y2
+	VMULPS       (R9), Y2, Y2
+	VFMADD231PS  Y1, Y2, Y0
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  q6kloop
+
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+40(FP)
+	RET
+
+DATA q6m30<>+0(SB)/8, $0x3030303030303030
+DATA q6m30<>+8(SB)/8, $0x3030303030303030
+DATA q6m30<>+16(SB)/8, $0x3030303030303030
+DATA q6m30<>+24(SB)/8, $0x3030303030303030
+GLOBL q6m30<>(SB), RODATA|NOPTR, $32
+
+DATA q6m32<>+0(SB)/8, $0x2020202020202020
+DATA q6m32<>+8(SB)/8, $0x2020202020202020
+DATA q6m32<>+16(SB)/8, $0x2020202020202020
+DATA q6m32<>+24(SB)/8, $0x2020202020202020
+GLOBL q6m32<>(SB), RODATA|NOPTR, $32
+
+// VPSHUFB masks for block t of a half: lane 0 repeats int16 word 2t, lane 1
+// word 2t+1.
+DATA q6shuf<>+0(SB)/8, $0x0100010001000100
+DATA q6shuf<>+8(SB)/8, $0x0100010001000100
+DATA q6shuf<>+16(SB)/8, $0x0302030203020302
+DATA q6shuf<>+24(SB)/8, $0x0302030203020302
+DATA q6shuf<>+32(SB)/8, $0x0504050405040504
+DATA q6shuf<>+40(SB)/8, $0x0504050405040504
+DATA q6shuf<>+48(SB)/8, $0x0706070607060706
+DATA q6shuf<>+56(SB)/8, $0x0706070607060706
+DATA q6shuf<>+64(SB)/8, $0x0908090809080908
+DATA q6shuf<>+72(SB)/8, $0x0908090809080908
+DATA q6shuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6shuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6shuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6shuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6shuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q6shuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL q6shuf<>(SB), RODATA|NOPTR, $128
