@@ -47,16 +47,20 @@ func u16View(w []byte, n int) []uint16 {
 	return unsafe.Slice((*uint16)(unsafe.Pointer(&w[0])), n)
 }
 
+// The float kernels work in chunks of 8 through array pointers, which
+// leaves one bounds check per chunk; n is a multiple of 8 in practice (model
+// dimensions are multiples of 32), a tail is handled anyway.
+
 func dotF32(w []byte, a *Act, n int) float32 {
-	x := f32View(w, n)
-	y := a.F[:n]
+	x, y := f32View(w, n), a.F[:n]
 	var s0, s1, s2, s3 float32
 	i := 0
-	for ; i+4 <= n; i += 4 {
-		s0 += x[i] * y[i]
-		s1 += x[i+1] * y[i+1]
-		s2 += x[i+2] * y[i+2]
-		s3 += x[i+3] * y[i+3]
+	for ; i+8 <= n; i += 8 {
+		xv, yv := (*[8]float32)(x[i:]), (*[8]float32)(y[i:])
+		s0 += xv[0]*yv[0] + xv[4]*yv[4]
+		s1 += xv[1]*yv[1] + xv[5]*yv[5]
+		s2 += xv[2]*yv[2] + xv[6]*yv[6]
+		s3 += xv[3]*yv[3] + xv[7]*yv[7]
 	}
 	for ; i < n; i++ {
 		s0 += x[i] * y[i]
@@ -65,47 +69,50 @@ func dotF32(w []byte, a *Act, n int) float32 {
 }
 
 func dotF16(w []byte, a *Act, n int) float32 {
-	x := u16View(w, n)
-	y := a.F[:n]
+	x, y := u16View(w, n), a.F[:n]
 	t := f16Table
 	var s0, s1, s2, s3 float32
 	i := 0
-	for ; i+4 <= n; i += 4 {
-		s0 += t[x[i]] * y[i]
-		s1 += t[x[i+1]] * y[i+1]
-		s2 += t[x[i+2]] * y[i+2]
-		s3 += t[x[i+3]] * y[i+3]
+	for ; i+8 <= n; i += 8 {
+		xv, yv := (*[8]uint16)(x[i:]), (*[8]float32)(y[i:])
+		s0 += t[xv[0]]*yv[0] + t[xv[4]]*yv[4]
+		s1 += t[xv[1]]*yv[1] + t[xv[5]]*yv[5]
+		s2 += t[xv[2]]*yv[2] + t[xv[6]]*yv[6]
+		s3 += t[xv[3]]*yv[3] + t[xv[7]]*yv[7]
 	}
 	for ; i < n; i++ {
 		s0 += t[x[i]] * y[i]
 	}
 	return (s0 + s1) + (s2 + s3)
 }
+
+func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 func dotBF16(w []byte, a *Act, n int) float32 {
-	x := u16View(w, n)
-	y := a.F[:n]
+	x, y := u16View(w, n), a.F[:n]
 	var s0, s1, s2, s3 float32
 	i := 0
-	for ; i+4 <= n; i += 4 {
-		s0 += math.Float32frombits(uint32(x[i])<<16) * y[i]
-		s1 += math.Float32frombits(uint32(x[i+1])<<16) * y[i+1]
-		s2 += math.Float32frombits(uint32(x[i+2])<<16) * y[i+2]
-		s3 += math.Float32frombits(uint32(x[i+3])<<16) * y[i+3]
+	for ; i+8 <= n; i += 8 {
+		xv, yv := (*[8]uint16)(x[i:]), (*[8]float32)(y[i:])
+		s0 += bf16(xv[0])*yv[0] + bf16(xv[4])*yv[4]
+		s1 += bf16(xv[1])*yv[1] + bf16(xv[5])*yv[5]
+		s2 += bf16(xv[2])*yv[2] + bf16(xv[6])*yv[6]
+		s3 += bf16(xv[3])*yv[3] + bf16(xv[7])*yv[7]
 	}
 	for ; i < n; i++ {
-		s0 += math.Float32frombits(uint32(x[i])<<16) * y[i]
+		s0 += bf16(x[i]) * y[i]
 	}
 	return (s0 + s1) + (s2 + s3)
 }
 
-// dot4Float runs four float activation rows against one row of weights
-// decoded by get, so the weight row is read once.
+// The float dot4 kernels decode each weight once for four activation rows.
+
 func dot4F32(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	x := f32View(w, n)
 	y0, y1, y2, y3 := a[0].F[:n], a[1].F[:n], a[2].F[:n], a[3].F[:n]
 	var s0, s1, s2, s3 float32
-	for i, v := range x {
+	for i := 0; i < n; i++ {
+		v := x[i]
 		s0 += v * y0[i]
 		s1 += v * y1[i]
 		s2 += v * y2[i]
@@ -119,8 +126,8 @@ func dot4F16(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	t := f16Table
 	y0, y1, y2, y3 := a[0].F[:n], a[1].F[:n], a[2].F[:n], a[3].F[:n]
 	var s0, s1, s2, s3 float32
-	for i, h := range x {
-		v := t[h]
+	for i := 0; i < n; i++ {
+		v := t[x[i]]
 		s0 += v * y0[i]
 		s1 += v * y1[i]
 		s2 += v * y2[i]
@@ -133,8 +140,8 @@ func dot4BF16(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	x := u16View(w, n)
 	y0, y1, y2, y3 := a[0].F[:n], a[1].F[:n], a[2].F[:n], a[3].F[:n]
 	var s0, s1, s2, s3 float32
-	for i, h := range x {
-		v := math.Float32frombits(uint32(h) << 16)
+	for i := 0; i < n; i++ {
+		v := bf16(x[i])
 		s0 += v * y0[i]
 		s1 += v * y1[i]
 		s2 += v * y2[i]
@@ -143,115 +150,113 @@ func dot4BF16(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	*out = [4]float32{s0, s1, s2, s3}
 }
 
-// The unpack functions decode block b (of 32 elements) of a quantized row
-// into integer levels q and coefficients such that element j of the block is
-// d0*q[j] + m for j < 16 and d1*q[j] + m for j >= 16 (the halves differ only
-// for Q6_K, whose scales cover 16 elements). The dot4 kernels use them to
-// decode each weight block once for four activation rows; they are called
-// directly (not through a function value) so that q stays on the stack.
+// The dot4 kernels decode each weight block once into 32 integer levels q
+// and coefficients (d, m) such that element j of the block is d*q[j] + m,
+// then run the four activation rows over the decoded block. For Q6_K the
+// 16-element sub-block scales are folded into q (|q·scale| < 2^12).
+// The unpack functions are called directly (not through a function value)
+// so that q stays on the stack.
 
-// blockDot returns the integer dot products of the two halves of a block.
-func blockDot(q *[32]int8, a *[32]int8) (lo, hi int32) {
-	var s0, s1, s2, s3 int32
-	for j := 0; j < 16; j += 2 {
-		s0 += int32(q[j]) * int32(a[j])
-		s1 += int32(q[j+1]) * int32(a[j+1])
-		s2 += int32(q[j+16]) * int32(a[j+16])
-		s3 += int32(q[j+17]) * int32(a[j+17])
+// blockDot4 returns Σ q·a for four activation blocks.
+func blockDot4(q *[32]int16, a0, a1, a2, a3 *[32]int8) (s0, s1, s2, s3 int32) {
+	for j, v := range q {
+		w := int32(v)
+		s0 += w * int32(a0[j])
+		s1 += w * int32(a1[j])
+		s2 += w * int32(a2[j])
+		s3 += w * int32(a3[j])
 	}
-	return s0 + s1, s2 + s3
+	return
 }
 
-func unpackQ4_0(w []byte, b int, q *[32]int8) (d0, d1, m float32) {
+// acc4 accumulates the four results of a dot4 kernel block by block.
+type acc4 struct {
+	a   *[4]*Act
+	sum [4]float32
+}
+
+func (c *acc4) add(q *[32]int16, b int, d, m float32) {
+	a := c.a
+	s0, s1, s2, s3 := blockDot4(q, (*[32]int8)(a[0].Qs[b*32:]), (*[32]int8)(a[1].Qs[b*32:]),
+		(*[32]int8)(a[2].Qs[b*32:]), (*[32]int8)(a[3].Qs[b*32:]))
+	c.sum[0] += d*a[0].D[b]*float32(s0) + m*a[0].S[b]
+	c.sum[1] += d*a[1].D[b]*float32(s1) + m*a[1].S[b]
+	c.sum[2] += d*a[2].D[b]*float32(s2) + m*a[2].S[b]
+	c.sum[3] += d*a[3].D[b]*float32(s3) + m*a[3].S[b]
+}
+
+func unpackQ4_0(w []byte, b int, q *[32]int16) (d, m float32) {
 	blk := (*[18]byte)(w[b*18:])
 	for j := 0; j < 16; j++ {
-		q[j] = int8(blk[2+j]&15) - 8
-		q[j+16] = int8(blk[2+j]>>4) - 8
+		q[j] = int16(blk[2+j]&15) - 8
+		q[j+16] = int16(blk[2+j]>>4) - 8
 	}
-	d := f16At(blk[0:])
-	return d, d, 0
+	return f16At(blk[0:]), 0
 }
 
-func unpackQ4_1(w []byte, b int, q *[32]int8) (d0, d1, m float32) {
+func unpackQ4_1(w []byte, b int, q *[32]int16) (d, m float32) {
 	blk := (*[20]byte)(w[b*20:])
 	for j := 0; j < 16; j++ {
-		q[j] = int8(blk[4+j] & 15)
-		q[j+16] = int8(blk[4+j] >> 4)
+		q[j] = int16(blk[4+j] & 15)
+		q[j+16] = int16(blk[4+j] >> 4)
 	}
-	d := f16At(blk[0:])
-	return d, d, f16At(blk[2:])
+	return f16At(blk[0:]), f16At(blk[2:])
 }
 
-func unpackQ5_0(w []byte, b int, q *[32]int8) (d0, d1, m float32) {
+func unpackQ5_0(w []byte, b int, q *[32]int16) (d, m float32) {
 	blk := (*[22]byte)(w[b*22:])
 	qh := binary.LittleEndian.Uint32(blk[2:])
 	for j := 0; j < 16; j++ {
-		q[j] = int8(blk[6+j]&15|byte(qh>>j&1)<<4) - 16
-		q[j+16] = int8(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
+		q[j] = int16(blk[6+j]&15|byte(qh>>j&1)<<4) - 16
+		q[j+16] = int16(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
 	}
-	d := f16At(blk[0:])
-	return d, d, 0
+	return f16At(blk[0:]), 0
 }
 
-func unpackQ5_1(w []byte, b int, q *[32]int8) (d0, d1, m float32) {
+func unpackQ5_1(w []byte, b int, q *[32]int16) (d, m float32) {
 	blk := (*[24]byte)(w[b*24:])
 	qh := binary.LittleEndian.Uint32(blk[4:])
 	for j := 0; j < 16; j++ {
-		q[j] = int8(blk[8+j]&15 | byte(qh>>j&1)<<4)
-		q[j+16] = int8(blk[8+j]>>4 | byte(qh>>(j+16)&1)<<4)
+		q[j] = int16(blk[8+j]&15 | byte(qh>>j&1)<<4)
+		q[j+16] = int16(blk[8+j]>>4 | byte(qh>>(j+16)&1)<<4)
 	}
-	d := f16At(blk[0:])
-	return d, d, f16At(blk[2:])
+	return f16At(blk[0:]), f16At(blk[2:])
 }
 
-func unpackQ8_0(w []byte, b int, q *[32]int8) (d0, d1, m float32) {
+func unpackQ8_0(w []byte, b int, q *[32]int16) (d, m float32) {
 	blk := (*[34]byte)(w[b*34:])
 	for j := 0; j < 32; j++ {
-		q[j] = int8(blk[2+j])
+		q[j] = int16(int8(blk[2+j]))
 	}
-	d := f16At(blk[0:])
-	return d, d, 0
+	return f16At(blk[0:]), 0
 }
 
-func unpackQ4_K(w []byte, b int, q *[32]int8) (d0, d1, m float32) {
+func unpackQ4_K(w []byte, b int, q *[32]int16) (d, m float32) {
 	sb, j := b/8, b%8
 	blk := (*[144]byte)(w[sb*144:])
 	qs := (*[32]byte)(blk[16+32*(j/2):])
-	if j&1 == 0 {
-		for l := 0; l < 32; l++ {
-			q[l] = int8(qs[l] & 15)
-		}
-	} else {
-		for l := 0; l < 32; l++ {
-			q[l] = int8(qs[l] >> 4)
-		}
+	shift := uint(4 * (j & 1))
+	for l := 0; l < 32; l++ {
+		q[l] = int16(qs[l] >> shift & 15)
 	}
 	sc, mn := scaleMinK4(j, (*[12]byte)(blk[4:]))
-	d := f16At(blk[0:]) * float32(sc)
-	return d, d, -f16At(blk[2:]) * float32(mn)
+	return f16At(blk[0:]) * float32(sc), -f16At(blk[2:]) * float32(mn)
 }
 
-func unpackQ5_K(w []byte, b int, q *[32]int8) (d0, d1, m float32) {
+func unpackQ5_K(w []byte, b int, q *[32]int16) (d, m float32) {
 	sb, j := b/8, b%8
 	blk := (*[176]byte)(w[sb*176:])
 	qh := (*[32]byte)(blk[16:])
 	qs := (*[32]byte)(blk[48+32*(j/2):])
-	shift := uint(j)
-	if j&1 == 0 {
-		for l := 0; l < 32; l++ {
-			q[l] = int8(qs[l]&15 | (qh[l]>>shift&1)<<4)
-		}
-	} else {
-		for l := 0; l < 32; l++ {
-			q[l] = int8(qs[l]>>4 | (qh[l]>>shift&1)<<4)
-		}
+	shift, hshift := uint(4*(j&1)), uint(j)
+	for l := 0; l < 32; l++ {
+		q[l] = int16(qs[l]>>shift&15 | (qh[l]>>hshift&1)<<4)
 	}
 	sc, mn := scaleMinK4(j, (*[12]byte)(blk[4:]))
-	d := f16At(blk[0:]) * float32(sc)
-	return d, d, -f16At(blk[2:]) * float32(mn)
+	return f16At(blk[0:]) * float32(sc), -f16At(blk[2:]) * float32(mn)
 }
 
-func unpackQ6_K(w []byte, b int, q *[32]int8) (d0, d1, m float32) {
+func unpackQ6_K(w []byte, b int, q *[32]int16) (d, m float32) {
 	sb, j := b/8, b%8
 	blk := (*[210]byte)(w[sb*210:])
 	h, k := j/4, j%4 // half of the super-block, group of 32 within it
@@ -259,136 +264,91 @@ func unpackQ6_K(w []byte, b int, q *[32]int8) (d0, d1, m float32) {
 	qh := (*[32]byte)(blk[128+32*h:])
 	nibShift := uint(4 * (k >> 1))
 	hiShift := uint(2 * k)
-	for l := 0; l < 32; l++ {
-		q[l] = int8((ql[l]>>nibShift)&15|(qh[l]>>hiShift&3)<<4) - 32
-	}
-	d := f16At(blk[208:])
 	sc := blk[192+8*h+2*k:]
-	return d * float32(int8(sc[0])), d * float32(int8(sc[1])), 0
+	sc0, sc1 := int16(int8(sc[0])), int16(int8(sc[1]))
+	for l := 0; l < 16; l++ {
+		q[l] = (int16((ql[l]>>nibShift)&15|(qh[l]>>hiShift&3)<<4) - 32) * sc0
+		q[l+16] = (int16((ql[l+16]>>nibShift)&15|(qh[l+16]>>hiShift&3)<<4) - 32) * sc1
+	}
+	return f16At(blk[208:]), 0
 }
 
 func dot4Q4_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nb := n / 32
-	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
-	var q [32]int8
-	var s0, s1, s2, s3 float32
-	for b := 0; b < nb; b++ {
-		d0, d1, m := unpackQ4_0(w, b, &q)
-		s0 += blockSum(&q, a0, b, d0, d1, m)
-		s1 += blockSum(&q, a1, b, d0, d1, m)
-		s2 += blockSum(&q, a2, b, d0, d1, m)
-		s3 += blockSum(&q, a3, b, d0, d1, m)
+	c := acc4{a: a}
+	var q [32]int16
+	for b := 0; b < n/32; b++ {
+		d, m := unpackQ4_0(w, b, &q)
+		c.add(&q, b, d, m)
 	}
-	*out = [4]float32{s0, s1, s2, s3}
+	*out = c.sum
 }
 
 func dot4Q4_1(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nb := n / 32
-	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
-	var q [32]int8
-	var s0, s1, s2, s3 float32
-	for b := 0; b < nb; b++ {
-		d0, d1, m := unpackQ4_1(w, b, &q)
-		s0 += blockSum(&q, a0, b, d0, d1, m)
-		s1 += blockSum(&q, a1, b, d0, d1, m)
-		s2 += blockSum(&q, a2, b, d0, d1, m)
-		s3 += blockSum(&q, a3, b, d0, d1, m)
+	c := acc4{a: a}
+	var q [32]int16
+	for b := 0; b < n/32; b++ {
+		d, m := unpackQ4_1(w, b, &q)
+		c.add(&q, b, d, m)
 	}
-	*out = [4]float32{s0, s1, s2, s3}
+	*out = c.sum
 }
 
 func dot4Q5_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nb := n / 32
-	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
-	var q [32]int8
-	var s0, s1, s2, s3 float32
-	for b := 0; b < nb; b++ {
-		d0, d1, m := unpackQ5_0(w, b, &q)
-		s0 += blockSum(&q, a0, b, d0, d1, m)
-		s1 += blockSum(&q, a1, b, d0, d1, m)
-		s2 += blockSum(&q, a2, b, d0, d1, m)
-		s3 += blockSum(&q, a3, b, d0, d1, m)
+	c := acc4{a: a}
+	var q [32]int16
+	for b := 0; b < n/32; b++ {
+		d, m := unpackQ5_0(w, b, &q)
+		c.add(&q, b, d, m)
 	}
-	*out = [4]float32{s0, s1, s2, s3}
+	*out = c.sum
 }
 
 func dot4Q5_1(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nb := n / 32
-	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
-	var q [32]int8
-	var s0, s1, s2, s3 float32
-	for b := 0; b < nb; b++ {
-		d0, d1, m := unpackQ5_1(w, b, &q)
-		s0 += blockSum(&q, a0, b, d0, d1, m)
-		s1 += blockSum(&q, a1, b, d0, d1, m)
-		s2 += blockSum(&q, a2, b, d0, d1, m)
-		s3 += blockSum(&q, a3, b, d0, d1, m)
+	c := acc4{a: a}
+	var q [32]int16
+	for b := 0; b < n/32; b++ {
+		d, m := unpackQ5_1(w, b, &q)
+		c.add(&q, b, d, m)
 	}
-	*out = [4]float32{s0, s1, s2, s3}
+	*out = c.sum
 }
 
 func dot4Q8_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nb := n / 32
-	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
-	var q [32]int8
-	var s0, s1, s2, s3 float32
-	for b := 0; b < nb; b++ {
-		d0, d1, m := unpackQ8_0(w, b, &q)
-		s0 += blockSum(&q, a0, b, d0, d1, m)
-		s1 += blockSum(&q, a1, b, d0, d1, m)
-		s2 += blockSum(&q, a2, b, d0, d1, m)
-		s3 += blockSum(&q, a3, b, d0, d1, m)
+	c := acc4{a: a}
+	var q [32]int16
+	for b := 0; b < n/32; b++ {
+		d, m := unpackQ8_0(w, b, &q)
+		c.add(&q, b, d, m)
 	}
-	*out = [4]float32{s0, s1, s2, s3}
+	*out = c.sum
 }
 
 func dot4Q4_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nb := n / 32
-	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
-	var q [32]int8
-	var s0, s1, s2, s3 float32
-	for b := 0; b < nb; b++ {
-		d0, d1, m := unpackQ4_K(w, b, &q)
-		s0 += blockSum(&q, a0, b, d0, d1, m)
-		s1 += blockSum(&q, a1, b, d0, d1, m)
-		s2 += blockSum(&q, a2, b, d0, d1, m)
-		s3 += blockSum(&q, a3, b, d0, d1, m)
+	c := acc4{a: a}
+	var q [32]int16
+	for b := 0; b < n/32; b++ {
+		d, m := unpackQ4_K(w, b, &q)
+		c.add(&q, b, d, m)
 	}
-	*out = [4]float32{s0, s1, s2, s3}
+	*out = c.sum
 }
 
 func dot4Q5_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nb := n / 32
-	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
-	var q [32]int8
-	var s0, s1, s2, s3 float32
-	for b := 0; b < nb; b++ {
-		d0, d1, m := unpackQ5_K(w, b, &q)
-		s0 += blockSum(&q, a0, b, d0, d1, m)
-		s1 += blockSum(&q, a1, b, d0, d1, m)
-		s2 += blockSum(&q, a2, b, d0, d1, m)
-		s3 += blockSum(&q, a3, b, d0, d1, m)
+	c := acc4{a: a}
+	var q [32]int16
+	for b := 0; b < n/32; b++ {
+		d, m := unpackQ5_K(w, b, &q)
+		c.add(&q, b, d, m)
 	}
-	*out = [4]float32{s0, s1, s2, s3}
+	*out = c.sum
 }
 
 func dot4Q6_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nb := n / 32
-	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
-	var q [32]int8
-	var s0, s1, s2, s3 float32
-	for b := 0; b < nb; b++ {
-		d0, d1, m := unpackQ6_K(w, b, &q)
-		s0 += blockSum(&q, a0, b, d0, d1, m)
-		s1 += blockSum(&q, a1, b, d0, d1, m)
-		s2 += blockSum(&q, a2, b, d0, d1, m)
-		s3 += blockSum(&q, a3, b, d0, d1, m)
+	c := acc4{a: a}
+	var q [32]int16
+	for b := 0; b < n/32; b++ {
+		d, m := unpackQ6_K(w, b, &q)
+		c.add(&q, b, d, m)
 	}
-	*out = [4]float32{s0, s1, s2, s3}
-}
-
-// blockSum is one unpacked weight block against block b of a.
-func blockSum(q *[32]int8, a *Act, b int, d0, d1, m float32) float32 {
-	lo, hi := blockDot(q, (*[32]int8)(a.Qs[b*32:]))
-	return a.D[b]*(d0*float32(lo)+d1*float32(hi)) + m*a.S[b]
+	*out = c.sum
 }
