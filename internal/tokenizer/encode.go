@@ -33,7 +33,7 @@ type symbol struct {
 // queue (BPE rank, or minus the SPM score), ties going to the leftmost pair;
 // size detects stale entries (a symbol that changed since).
 type bigram struct {
-	key         float64
+	key         float32 // exact for ranks below 2^24
 	left, right int32
 	size        int32
 }
@@ -63,23 +63,34 @@ func (h *bigramHeap) pop() bigram {
 	last := len(s) - 1
 	s[0] = s[last]
 	s = s[:last]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= len(s) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(s) && s.less(r, l) {
-			m = r
-		}
-		if !s.less(m, i) {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
+	s.down(0)
 	*h = s
 	return top
+}
+
+func (h bigramHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// init orders a heap filled by plain appends, in linear time.
+func (h bigramHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
 // Encode converts text to token ids. addSpecial adds BOS/EOS as the model's
@@ -155,18 +166,24 @@ func (t *Tokenizer) encodeSPM(sc *scratch, frag string, prefix bool, out []int32
 	}
 	syms[len(syms)-1].next = -1
 	h := sc.heap[:0]
-	try := func(l, r int32) {
-		if l < 0 || r < 0 {
-			return
-		}
+	bg := func(l, r int32) (bigram, bool) {
 		a, b := syms[l], syms[r]
-		if id, ok := t.ids[s[a.start:b.start+b.n]]; ok {
-			h.push(bigram{key: -float64(t.scores[id]), left: l, right: r, size: a.n + b.n})
+		id, ok := t.ids[s[a.start:b.start+b.n]]
+		return bigram{key: -t.scores[id], left: l, right: r, size: a.n + b.n}, ok
+	}
+	try := func(l, r int32) {
+		if l >= 0 && r >= 0 {
+			if b, ok := bg(l, r); ok {
+				h.push(b)
+			}
 		}
 	}
 	for i := int32(1); i < int32(len(syms)); i++ {
-		try(i-1, i)
+		if b, ok := bg(i-1, i); ok {
+			h = append(h, b)
+		}
 	}
+	h.init()
 	for len(h) > 0 {
 		bg := h.pop()
 		l, r := &syms[bg.left], &syms[bg.right]
@@ -245,18 +262,24 @@ func (t *Tokenizer) bpeWord(sc *scratch, word string, out []int32) []int32 {
 	syms[len(syms)-1].next = -1
 	if len(syms) > 1 {
 		h := sc.heap[:0]
-		try := func(l, r int32) {
-			if l < 0 || r < 0 {
-				return
-			}
+		bg := func(l, r int32) (bigram, bool) {
 			a, b := syms[l], syms[r]
-			if rank, ok := t.ranks[mergeKey{s[a.start : a.start+a.n], s[b.start : b.start+b.n]}]; ok {
-				h.push(bigram{key: float64(rank), left: l, right: r, size: a.n + b.n})
+			rank, ok := t.ranks[mergeKey{s[a.start : a.start+a.n], s[b.start : b.start+b.n]}]
+			return bigram{key: float32(rank), left: l, right: r, size: a.n + b.n}, ok
+		}
+		try := func(l, r int32) {
+			if l >= 0 && r >= 0 {
+				if b, ok := bg(l, r); ok {
+					h.push(b)
+				}
 			}
 		}
 		for i := int32(1); i < int32(len(syms)); i++ {
-			try(i-1, i)
+			if b, ok := bg(i-1, i); ok {
+				h = append(h, b)
+			}
 		}
+		h.init()
 		for len(h) > 0 {
 			bg := h.pop()
 			l, r := &syms[bg.left], &syms[bg.right]
