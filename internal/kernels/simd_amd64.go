@@ -40,6 +40,7 @@ func init() {
 		simdKernels[t] = &simdPair{generic: typeKernels{dot: e.dot, dot4: e.dot4}, simd: k}
 	}
 	add(F32, typeKernels{dot: dotF32SIMD, dot4: dot4F32SIMD})
+	add(BF16, typeKernels{dot: dotBF16SIMD, dot4: dot4BF16SIMD})
 	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD})
 	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD})
 	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Of(dotQ4_KSIMD)})
@@ -179,6 +180,53 @@ func dot4F16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	if m < n {
 		for k := range a {
 			out[k] += tailF16(w[2*m:], a[k].F[m:n])
+		}
+	}
+}
+
+//go:noescape
+func dotBF16AVX2(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dot4BF16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)
+
+func tailBF16(w []byte, x []float32) float32 {
+	var s float32
+	for i, v := range x {
+		s += BF16ToFP32(binary.LittleEndian.Uint16(w[2*i:])) * v
+	}
+	return s
+}
+
+func dotBF16SIMD(w []byte, a *Act, n int) float32 {
+	m := n &^ 7
+	var s float32
+	if m > 0 {
+		_ = w[2*n-1]
+		_ = a.F[n-1]
+		s = dotBF16AVX2(&w[0], &a.F[0], m)
+	}
+	if m < n {
+		s += tailBF16(w[2*m:], a.F[m:n])
+	}
+	return s
+}
+
+func dot4BF16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	m := n &^ 7
+	*out = [4]float32{}
+	if m > 0 {
+		_ = w[2*n-1]
+		var x [4]*float32
+		for k := range a {
+			_ = a[k].F[n-1]
+			x[k] = &a[k].F[0]
+		}
+		dot4BF16AVX2(&w[0], &x, m, out)
+	}
+	if m < n {
+		for k := range a {
+			out[k] += tailBF16(w[2*m:], a[k].F[m:n])
 		}
 	}
 }

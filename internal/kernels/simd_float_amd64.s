@@ -228,3 +228,117 @@ f16x4done:
 	VMOVUPS X0, (AX)
 	VZEROUPPER
 	RET
+
+// func dotBF16AVX2(w *byte, x *float32, n int) float32
+// n is a multiple of 8. A bfloat16 is the top half of a float32.
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	SUBQ   $32, CX
+	JL     bf16tail
+
+bf16loop:
+	VPMOVZXWD   (SI), Y4
+	VPSLLD      $16, Y4, Y4
+	VPMOVZXWD   16(SI), Y5
+	VPSLLD      $16, Y5, Y5
+	VPMOVZXWD   32(SI), Y6
+	VPSLLD      $16, Y6, Y6
+	VPMOVZXWD   48(SI), Y7
+	VPSLLD      $16, Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JGE         bf16loop
+
+bf16tail:
+	ADDQ $24, CX
+	JL   bf16done
+
+bf16loop8:
+	VPMOVZXWD   (SI), Y4
+	VPSLLD      $16, Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $16, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JGE         bf16loop8
+
+bf16done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM0
+	VZEROUPPER
+	MOVSS  X0, ret+24(FP)
+	RET
+
+// func dot4BF16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)
+// n is a multiple of 8. DX indexes the activations, SI walks the weights.
+TEXT ·dot4BF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), AX
+	MOVQ   0(AX), R8
+	MOVQ   8(AX), R9
+	MOVQ   16(AX), R10
+	MOVQ   24(AX), R11
+	MOVQ   n+16(FP), CX
+	XORQ   DX, DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	SUBQ   $16, CX
+	JL     bf16x4tail
+
+bf16x4loop:
+	VPMOVZXWD   (SI), Y4
+	VPSLLD      $16, Y4, Y4
+	VPMOVZXWD   16(SI), Y5
+	VPSLLD      $16, Y5, Y5
+	VFMADD231PS (R8)(DX*1), Y4, Y0
+	VFMADD231PS (R9)(DX*1), Y4, Y1
+	VFMADD231PS (R10)(DX*1), Y4, Y2
+	VFMADD231PS (R11)(DX*1), Y4, Y3
+	VFMADD231PS 32(R8)(DX*1), Y5, Y8
+	VFMADD231PS 32(R9)(DX*1), Y5, Y9
+	VFMADD231PS 32(R10)(DX*1), Y5, Y10
+	VFMADD231PS 32(R11)(DX*1), Y5, Y11
+	ADDQ        $32, SI
+	ADDQ        $64, DX
+	SUBQ        $16, CX
+	JGE         bf16x4loop
+
+bf16x4tail:
+	ADDQ $8, CX
+	JL   bf16x4done
+	VPMOVZXWD   (SI), Y4
+	VPSLLD      $16, Y4, Y4
+	VFMADD231PS (R8)(DX*1), Y4, Y0
+	VFMADD231PS (R9)(DX*1), Y4, Y1
+	VFMADD231PS (R10)(DX*1), Y4, Y2
+	VFMADD231PS (R11)(DX*1), Y4, Y3
+
+bf16x4done:
+	VADDPS Y8, Y0, Y0
+	VADDPS Y9, Y1, Y1
+	VADDPS Y10, Y2, Y2
+	VADDPS Y11, Y3, Y3
+	HSUM4
+	MOVQ    out+24(FP), AX
+	VMOVUPS X0, (AX)
+	VZEROUPPER
+	RET
