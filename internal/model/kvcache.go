@@ -18,7 +18,9 @@ type KVCache interface {
 	Len() int
 	// Extend makes room for positions [Len(), n) and sets Len to n; the
 	// caller then fills those rows of every layer with Put. It fails when
-	// the cache cannot hold n positions.
+	// the cache cannot hold n positions. A paged cache allocates blocks here
+	// (and copies a block it shares with another sequence before rows of it
+	// are overwritten).
 	Extend(n int) error
 	// Truncate forgets positions [n, Len()); n > Len() is a no-op.
 	Truncate(n int)
