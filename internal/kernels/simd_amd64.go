@@ -43,6 +43,9 @@ func init() {
 	add(BF16, typeKernels{dot: dotBF16SIMD, dot4: dot4BF16SIMD})
 	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD})
 	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD})
+	add(Q4_1, typeKernels{dot: dotQ4_1SIMD, dot4: dot4Of(dotQ4_1SIMD)})
+	add(Q5_0, typeKernels{dot: dotQ5_0SIMD, dot4: dot4Of(dotQ5_0SIMD)})
+	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Of(dotQ5_1SIMD)})
 	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Of(dotQ4_KSIMD)})
 	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Of(dotQ6_KSIMD)})
 	if cpu.X86.HasF16C {
@@ -305,6 +308,32 @@ func dot4Q4_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	qs, d := q4args(a, nb)
 	dot4Q4_0AVX2(&w[0], &qs, &d, nb, &f16Table[0], out)
 }
+
+//go:noescape
+func dotQ4_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
+
+//go:noescape
+func dotQ5_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
+
+//go:noescape
+func dotQ5_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
+
+// dotS runs a kernel that takes the activation sums S, on nb blocks of
+// bsize bytes.
+func dotS(k func(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32, bsize int, w []byte, a *Act, n int) float32 {
+	nb := n / 32
+	if nb == 0 {
+		return 0
+	}
+	_ = w[nb*bsize-1]
+	qs, d := qargs(a, nb)
+	_ = a.S[nb-1]
+	return k(&w[0], qs, d, &a.S[0], nb, &f16Table[0])
+}
+
+func dotQ4_1SIMD(w []byte, a *Act, n int) float32 { return dotS(dotQ4_1AVX2, 20, w, a, n) }
+func dotQ5_0SIMD(w []byte, a *Act, n int) float32 { return dotS(dotQ5_0AVX2, 22, w, a, n) }
+func dotQ5_1SIMD(w []byte, a *Act, n int) float32 { return dotS(dotQ5_1AVX2, 24, w, a, n) }
 
 // K-quants take nsb super-blocks of 256.
 
