@@ -82,12 +82,15 @@ type startSeries struct {
 	done atomic.Pointer[map[int]*doneSeries]
 }
 
-// doneSeries holds the series of one (method, path, model, status).
+// doneSeries holds the series of one (method, path, model, status). Each
+// group is created at its first use, so no series is exported before it has
+// a sample (an SSE response arms TTFT/ITL long before it is counted).
 type doneSeries struct {
+	doneOnce sync.Once
 	requests prometheus.Counter
 	duration exemplarHist
 
-	sseOnce sync.Once // TTFT/ITL series exist only once a stream used them
+	sseOnce sync.Once
 	ttft    exemplarHist
 	itl     prometheus.Observer
 
@@ -138,19 +141,23 @@ func (s *startSeries) status(code int) *doneSeries {
 	if d := old[code]; d != nil {
 		return d
 	}
-	st := statusText(code)
-	d := &doneSeries{
-		requests: s.h.requests.WithLabelValues(s.method, s.path, s.model, st),
-		duration: newExemplarHist(s.h.duration.WithLabelValues(s.method, s.path, s.model, st), DurationBuckets),
-		s:        s,
-		status:   st,
-	}
+	d := &doneSeries{s: s, status: statusText(code)}
 	m := make(map[int]*doneSeries, len(old)+1)
 	for key, v := range old {
 		m[key] = v
 	}
 	m[code] = d
 	s.done.Store(&m)
+	return d
+}
+
+// done returns the doneSeries with its completion series created.
+func (d *doneSeries) done() *doneSeries {
+	d.doneOnce.Do(func() {
+		s := d.s
+		d.requests = s.h.requests.WithLabelValues(s.method, s.path, s.model, d.status)
+		d.duration = newExemplarHist(s.h.duration.WithLabelValues(s.method, s.path, s.model, d.status), DurationBuckets)
+	})
 	return d
 }
 

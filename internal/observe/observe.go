@@ -384,7 +384,7 @@ func (st *reqState) finish() {
 		}
 	}
 	if st.series != nil {
-		ds := st.series.status(st.rw.status)
+		ds := st.series.status(st.rw.status).done()
 		ds.requests.Inc()
 		ds.duration.observe(c.duration.Seconds(), st.id, now)
 		st.series.inflight.Dec()
