@@ -47,6 +47,7 @@ func init() {
 	add(Q5_0, typeKernels{dot: dotQ5_0SIMD, dot4: dot4Of(dotQ5_0SIMD)})
 	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Of(dotQ5_1SIMD)})
 	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Of(dotQ4_KSIMD)})
+	add(Q5_K, typeKernels{dot: dotQ5_KSIMD, dot4: dot4Of(dotQ5_KSIMD)})
 	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Of(dotQ6_KSIMD)})
 	if cpu.X86.HasF16C {
 		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD})
@@ -362,4 +363,18 @@ func dotQ6_KSIMD(w []byte, a *Act, n int) float32 {
 	_ = w[nsb*210-1]
 	qs, d := qargs(a, nsb*8)
 	return dotQ6_KAVX2(&w[0], qs, d, nsb, &f16Table[0])
+}
+
+//go:noescape
+func dotQ5_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32) float32
+
+func dotQ5_KSIMD(w []byte, a *Act, n int) float32 {
+	nsb := n / 256
+	if nsb == 0 {
+		return 0
+	}
+	_ = w[nsb*176-1]
+	qs, d := qargs(a, nsb*8)
+	_ = a.S[nsb*8-1]
+	return dotQ5_KAVX2(&w[0], qs, d, &a.S[0], nsb, &f16Table[0])
 }
