@@ -135,11 +135,12 @@ func BenchmarkMemoryReadBandwidth(b *testing.B) {
 					for c := lo; c < hi; c++ {
 						part := buf[c*len(buf)/threads : (c+1)*len(buf)/threads]
 						var s0, s1, s2, s3 uint64
-						for j := 0; j+4 <= len(part); j += 4 {
-							s0 += part[j]
-							s1 += part[j+1]
-							s2 += part[j+2]
-							s3 += part[j+3]
+						for j := 0; j+8 <= len(part); j += 8 {
+							v := (*[8]uint64)(part[j:])
+							s0 += v[0] + v[4]
+							s1 += v[1] + v[5]
+							s2 += v[2] + v[6]
+							s3 += v[3] + v[7]
 						}
 						sums[c*8] = s0 + s1 + s2 + s3
 						mu.Lock()
@@ -152,6 +153,23 @@ func BenchmarkMemoryReadBandwidth(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(len(buf)*8)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
+
+// BenchmarkPoolFor is the fixed cost of one parallel loop (the model runs
+// about a hundred per token).
+func BenchmarkPoolFor(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			p := NewPool(threads)
+			defer p.Close()
+			var sink [64]int
+			fn := func(lo, hi int) { sink[lo%64] += hi - lo }
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				p.For(64, fn)
+			}
 		})
 	}
 }
