@@ -28,7 +28,9 @@ type SeqInput struct {
 // values to each sequence's cache and writes the requested logits. Calls on
 // one Model are serialised; p may be nil (single-threaded).
 //
-// On an invalid batch it returns an error before touching any cache.
+// An invalid batch is reported before any cache is touched; when a cache
+// cannot grow (Extend fails), the batch's caches are left truncated to
+// their Pos.
 func (m *Model) Forward(p *kernels.Pool, b *Batch) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
