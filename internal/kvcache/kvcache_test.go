@@ -1,0 +1,255 @@
+package kvcache
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"mistralrs/internal/model"
+)
+
+func row(n int, val float32) []float32 {
+	r := make([]float32, n)
+	for i := range r {
+		r[i] = val + float32(i)/1000
+	}
+	return r
+}
+
+func TestSeqPutSpanAcrossBlocks(t *testing.T) {
+	const layers, kd, vd, bs = 2, 3, 5, 4
+	p := NewPool(layers, kd, vd, bs, 8)
+	s := p.NewSeq()
+	if err := s.Extend(10); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Blocks()) != 3 || p.Used() != 3 || p.Free() != 5 {
+		t.Fatalf("blocks %v used %d free %d", s.Blocks(), p.Used(), p.Free())
+	}
+	for l := range layers {
+		for pos := range 10 {
+			s.Put(l, pos, row(kd, float32(100*l+pos)), row(vd, float32(-100*l-pos)))
+		}
+	}
+	for l := range layers {
+		for pos := 0; pos < 10; {
+			k, v, n := s.Span(l, pos)
+			if n != bs-pos%bs {
+				t.Fatalf("span at %d: %d rows", pos, n)
+			}
+			for j := 0; j < n && pos+j < 10; j++ {
+				if got, want := k[j*kd+1], row(kd, float32(100*l+pos+j))[1]; got != want {
+					t.Fatalf("layer %d pos %d: k %v want %v", l, pos+j, got, want)
+				}
+				if got, want := v[j*vd+4], row(vd, float32(-100*l-pos-j))[4]; got != want {
+					t.Fatalf("layer %d pos %d: v %v want %v", l, pos+j, got, want)
+				}
+			}
+			pos += n
+		}
+	}
+	s.Truncate(5)
+	if len(s.Blocks()) != 2 || p.Used() != 2 {
+		t.Errorf("after truncate: blocks %v used %d", s.Blocks(), p.Used())
+	}
+	if err := s.Extend(40); err == nil {
+		t.Error("extend past the pool succeeded")
+	}
+	if s.Len() != 5 || p.Used() != 2 {
+		t.Errorf("failed extend changed the cache: len %d used %d", s.Len(), p.Used())
+	}
+	s.Release()
+	if p.Used() != 0 {
+		t.Errorf("used %d after release", p.Used())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hashes(root Hash, tokens []int32, bs int) []Hash {
+	var hs []Hash
+	parent := root
+	for i := 0; i+bs <= len(tokens); i += bs {
+		parent = BlockHash(parent, tokens[i:i+bs])
+		hs = append(hs, parent)
+	}
+	return hs
+}
+
+func TestPrefixHitAndLRUEviction(t *testing.T) {
+	const bs = 4
+	p := NewPool(1, 2, 2, bs, 6)
+	root := RootHash([]byte("model-a"))
+	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
+	hs := hashes(root, prompt, bs)
+
+	a := p.NewSeq()
+	if err := a.Extend(len(prompt)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range hs {
+		a.Commit(i, hs[i])
+	}
+	if p.Cached() != 3 {
+		t.Fatalf("cached %d, want 3", p.Cached())
+	}
+	// A second sequence shares the three full blocks while a runs.
+	b := p.NewSeq()
+	got := p.Match(hs)
+	if len(got) != 3 || p.FreeAmong(got) != 0 {
+		t.Fatalf("match %v (free among %d)", got, p.FreeAmong(got))
+	}
+	b.Adopt(got)
+	if b.Len() != 12 || p.Refs(got[0]) != 2 || p.Used() != 4 {
+		t.Fatalf("adopt: len %d refs %d used %d", b.Len(), p.Refs(got[0]), p.Used())
+	}
+	a.Release()
+	b.Release()
+	if p.Used() != 0 || p.Cached() != 3 || p.Free() != 6 {
+		t.Fatalf("after release: used %d cached %d free %d", p.Used(), p.Cached(), p.Free())
+	}
+	// Another model's hashes never match.
+	if m := p.Match(hashes(RootHash([]byte("model-b")), prompt, bs)); len(m) != 0 {
+		t.Errorf("other model matched %v", m)
+	}
+	// Filling the pool evicts the cached blocks, the last block of the prefix first.
+	c := p.NewSeq()
+	if err := c.Extend(3 * bs); err != nil { // 3 uncached blocks are free first
+		t.Fatal(err)
+	}
+	if p.Evictions() != 0 || p.Cached() != 3 {
+		t.Fatalf("evictions %d cached %d before pressure", p.Evictions(), p.Cached())
+	}
+	if err := c.Extend(4 * bs); err != nil {
+		t.Fatal(err)
+	}
+	if p.Evictions() != 1 || len(p.Match(hs)) != 2 {
+		t.Errorf("evictions %d, match %d blocks: want the prefix's last block evicted", p.Evictions(), len(p.Match(hs)))
+	}
+	c.Release()
+	if n, ok := p.ResetPrefixCache(); !ok || n != 2 || p.Evictions() != 3 {
+		t.Errorf("reset: %d %v, evictions %d", n, ok, p.Evictions())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Random sequences come, grow, share prefixes and go; the pool's invariants
+// hold after every operation and nothing leaks.
+func TestPoolProperty(t *testing.T) {
+	const bs = 4
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := NewPool(1, 1, 1, bs, 24)
+	root := RootHash(nil)
+	type live struct {
+		s      *Seq
+		tokens []int32
+		done   int // blocks committed
+	}
+	var seqs []*live
+	prefixes := [][]int32{{1, 2, 3, 4, 5, 6, 7, 8}, {9, 9, 9, 9}, {}}
+	steps := 5000
+	if testing.Short() {
+		steps = 1000
+	}
+	for step := range steps {
+		switch op := rng.IntN(10); {
+		case op < 3 && len(seqs) < 8: // new sequence, maybe with a cached prefix
+			tokens := append([]int32(nil), prefixes[rng.IntN(len(prefixes))]...)
+			for range rng.IntN(10) + 1 {
+				tokens = append(tokens, int32(rng.IntN(4)))
+			}
+			l := &live{s: p.NewSeq(), tokens: tokens}
+			limit := (len(tokens) - 1) / bs
+			hit := p.Match(hashes(root, tokens, bs)[:limit])
+			if l.s.Need(len(tokens))-len(hit)+p.FreeAmong(hit) > p.Free() {
+				continue
+			}
+			l.s.Adopt(hit)
+			l.done = len(hit)
+			if err := l.s.Extend(len(tokens)); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			seqs = append(seqs, l)
+		case op < 7 && len(seqs) > 0: // grow one
+			l := seqs[rng.IntN(len(seqs))]
+			l.tokens = append(l.tokens, int32(rng.IntN(4)))
+			if err := l.s.Extend(len(l.tokens)); err != nil {
+				l.tokens = l.tokens[:len(l.tokens)-1]
+				continue
+			}
+		case len(seqs) > 0: // finish or preempt one
+			i := rng.IntN(len(seqs))
+			seqs[i].s.Release()
+			seqs = append(seqs[:i], seqs[i+1:]...)
+		}
+		for _, l := range seqs {
+			hs := hashes(root, l.tokens[:l.s.Len()], bs)
+			for ; l.done < len(hs); l.done++ {
+				l.s.Commit(l.done, hs[l.done])
+			}
+		}
+		if err := p.Check(); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		used := 0
+		for _, l := range seqs {
+			used += len(l.s.Blocks())
+		}
+		if p.Used() > used { // shared blocks count once
+			t.Fatalf("step %d: pool uses %d blocks, sequences hold %d", step, p.Used(), used)
+		}
+	}
+	for _, l := range seqs {
+		l.s.Release()
+	}
+	if p.Used() != 0 || p.Free() != p.Total() {
+		t.Fatalf("leak: used %d free %d of %d", p.Used(), p.Free(), p.Total())
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPrefixStore(t *testing.T) {
+	cfg := model.Config{Layers: 1, Heads: 1, KVHeads: 1, HeadDim: 2, ValueDim: 2, ContextLen: 64}
+	mk := func(n int) *model.ContiguousCache {
+		c := model.NewContiguousCache(cfg, 0)
+		if err := c.Extend(n); err != nil {
+			t.Fatal(err)
+		}
+		for pos := range n {
+			c.Put(0, pos, []float32{float32(pos), 1}, []float32{2, float32(pos)})
+		}
+		return c
+	}
+	s := NewPrefixStore(2)
+	if ev := s.Add([]int32{1, 2, 3, 4}, mk(4)); ev != 0 {
+		t.Fatal(ev)
+	}
+	s.Add([]int32{1, 2, 9}, mk(3))
+	c, n := s.Match([]int32{1, 2, 3, 4, 5}, 4)
+	if n != 4 || c == nil {
+		t.Fatalf("match %d", n)
+	}
+	if _, n := s.Match([]int32{1, 2, 3, 4}, 3); n != 3 {
+		t.Errorf("limited match %d, want 3", n)
+	}
+	dst := model.NewContiguousCache(cfg, 0)
+	if err := CopyPrefix(dst, c, 1, cfg.KDim(), cfg.VDim(), 3); err != nil {
+		t.Fatal(err)
+	}
+	if k, v, _ := dst.Span(0, 2); dst.Len() != 3 || k[0] != 2 || v[1] != 2 {
+		t.Errorf("copied prefix: len %d k %v v %v", dst.Len(), k, v)
+	}
+	if ev := s.Add([]int32{7}, mk(1)); ev != 1 || s.Len() != 2 {
+		t.Errorf("evicted %d, len %d", ev, s.Len())
+	}
+	if _, n := s.Match([]int32{1, 2, 3}, 10); n != 2 {
+		t.Errorf("after eviction match %d, want 2 (the oldest entry is gone)", n)
+	}
+	if NewPrefixStore(0).Add([]int32{1}, mk(1)) != 0 {
+		t.Error("disabled store evicted")
+	}
+}

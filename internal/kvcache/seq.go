@@ -1,0 +1,181 @@
+package kvcache
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"mistralrs/internal/model"
+)
+
+// Hash identifies a full block of tokens together with everything before
+// it: each block's hash covers its parent's hash, so equal hashes mean equal
+// prefixes.
+type Hash [32]byte
+
+// RootHash is the parent of a sequence's first block. salt is whatever
+// changes the keys and values besides the tokens (the model's identity and
+// revision), so that two models never share blocks.
+func RootHash(salt []byte) Hash { return sha256.Sum256(salt) }
+
+// BlockHash chains one full block of tokens onto its parent's hash.
+func BlockHash(parent Hash, tokens []int32) Hash {
+	buf := make([]byte, 0, len(parent)+4*len(tokens))
+	buf = append(buf, parent[:]...)
+	for _, t := range tokens {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(t))
+	}
+	return sha256.Sum256(buf)
+}
+
+// Seq is one sequence's KV cache in a Pool: a block table and a length. It
+// implements model.KVCache; attention reads it one block at a time through
+// Span.
+type Seq struct {
+	p      *Pool
+	blocks []int32
+	n      int
+}
+
+var _ model.KVCache = (*Seq)(nil)
+
+// NewSeq returns an empty cache drawing blocks from p.
+func (p *Pool) NewSeq() *Seq { return &Seq{p: p} }
+
+// Blocks is the block table (not to be modified).
+func (s *Seq) Blocks() []int32 { return s.blocks }
+
+// Len implements model.KVCache.
+func (s *Seq) Len() int { return s.n }
+
+// Need is the number of blocks that holding n positions would take from the
+// pool beyond those the sequence has.
+func (s *Seq) Need(n int) int {
+	return max(0, (n+s.p.bs-1)/s.p.bs-len(s.blocks))
+}
+
+// Reserve makes room for positions [0, n) without changing Len. It takes
+// blocks from the pool only if all of them are available, and reports
+// whether it could.
+func (s *Seq) Reserve(n int) bool {
+	need := s.Need(n)
+	if need > s.p.Free() {
+		return false
+	}
+	for range need {
+		s.blocks = append(s.blocks, s.p.allocate())
+	}
+	return true
+}
+
+// Extend implements model.KVCache.
+func (s *Seq) Extend(n int) error {
+	if n <= s.n {
+		return nil
+	}
+	if !s.Reserve(n) {
+		return fmt.Errorf("kv cache: out of blocks for %d positions (%d free of %d)", n, s.p.Free(), s.p.Total())
+	}
+	s.n = n
+	return nil
+}
+
+// Truncate implements model.KVCache. Whole blocks past n go back to the
+// pool. Positions are only ever rewritten in a block the sequence owns
+// alone: cutting into a block shared with another sequence or holding a
+// cached prefix is a bug of the caller.
+func (s *Seq) Truncate(n int) {
+	if n >= s.n {
+		return
+	}
+	n = max(n, 0)
+	keep := (n + s.p.bs - 1) / s.p.bs
+	if n%s.p.bs != 0 {
+		b := &s.p.blocks[s.blocks[keep-1]]
+		if b.ref > 1 || b.hashed {
+			panic(fmt.Sprintf("kvcache: truncating to %d cuts into shared or cached block %d", n, s.blocks[keep-1]))
+		}
+	}
+	for i := len(s.blocks) - 1; i >= keep; i-- {
+		s.p.release(s.blocks[i])
+	}
+	s.blocks = s.blocks[:keep]
+	s.n = n
+}
+
+// Put implements model.KVCache.
+func (s *Seq) Put(layer, pos int, k, v []float32) {
+	p := s.p
+	data := p.blocks[s.blocks[pos/p.bs]].data
+	off := layer*p.stride + (pos%p.bs)*p.kdim
+	copy(data[off:off+p.kdim], k)
+	off = layer*p.stride + p.bs*p.kdim + (pos%p.bs)*p.vdim
+	copy(data[off:off+p.vdim], v)
+}
+
+// Span implements model.KVCache: the rows of pos's block from pos on.
+func (s *Seq) Span(layer, pos int) (k, v []float32, n int) {
+	p := s.p
+	data := p.blocks[s.blocks[pos/p.bs]].data
+	j := pos % p.bs
+	base := layer * p.stride
+	return data[base+j*p.kdim : base+p.bs*p.kdim], data[base+p.bs*p.kdim+j*p.vdim : base+p.stride], p.bs - j
+}
+
+// Adopt starts an empty sequence with cached blocks (a prefix-cache hit):
+// it takes a reference to each and sets Len to the positions they hold.
+func (s *Seq) Adopt(ids []int32) {
+	if len(s.blocks) != 0 || s.n != 0 {
+		panic("kvcache: Adopt on a non-empty sequence")
+	}
+	for _, id := range ids {
+		s.p.acquire(id)
+	}
+	s.blocks = append(s.blocks, ids...)
+	s.n = len(ids) * s.p.bs
+}
+
+// Commit records that the sequence's block i is full and holds the prefix
+// block with hash h, so that other sequences can reuse it.
+func (s *Seq) Commit(i int, h Hash) {
+	if (i+1)*s.p.bs > s.n {
+		panic(fmt.Sprintf("kvcache: committing block %d of a sequence of %d positions", i, s.n))
+	}
+	s.p.register(s.blocks[i], h)
+}
+
+// Release gives every block back to the pool and empties the sequence. The
+// last blocks go to the free list first, so that a prefix's first blocks,
+// the ones most likely to be shared, are evicted last.
+func (s *Seq) Release() {
+	for i := len(s.blocks) - 1; i >= 0; i-- {
+		s.p.release(s.blocks[i])
+	}
+	s.blocks = s.blocks[:0]
+	s.n = 0
+}
+
+// Match returns the longest run of blocks caching hashes[0], hashes[1], ...
+func (p *Pool) Match(hashes []Hash) []int32 {
+	var ids []int32
+	for _, h := range hashes {
+		id, ok := p.cached[h]
+		if !ok {
+			break
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// FreeAmong counts the blocks of ids that no sequence uses: taking them
+// back removes them from the free blocks.
+func (p *Pool) FreeAmong(ids []int32) int {
+	n := 0
+	for _, id := range ids {
+		if p.blocks[id].ref == 0 {
+			n++
+		}
+	}
+	return n
+}
