@@ -38,6 +38,9 @@ func newAccessLogger(l *slog.Logger, jsonFormat bool) accessLogger {
 }
 
 func (a *accessLogger) enabled(l slog.Level) bool {
+	if a.th != nil {
+		return l >= a.th.min
+	}
 	return a.h.Enabled(context.Background(), l)
 }
 

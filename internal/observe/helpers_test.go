@@ -271,3 +271,20 @@ func labels(kv ...string) map[string]string {
 	}
 	return m
 }
+
+func slogWith(h slog.Handler) *slog.Logger { return slog.New(h).With(TargetKey, TargetServer) }
+
+// serve sends one request through o with an empty mux plus /v1/models.
+func serve(o *Observer, method, target, body string) *httptest.ResponseRecorder {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {})
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	rec := httptest.NewRecorder()
+	o.Handler(mux).ServeHTTP(rec, httptest.NewRequest(method, target, rd))
+	return rec
+}
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }

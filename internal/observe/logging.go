@@ -46,8 +46,9 @@ const (
 // specific directive (longest matching target prefix) decides. Directives
 // that select spans or fields parse but never match, since slog has no spans.
 type Filter struct {
-	src  string
-	dirs []directive // most specific first
+	src    string
+	dirs   []directive // most specific first
+	lowest slog.Level  // the lowest level any directive enables
 }
 
 type directive struct {
@@ -76,6 +77,12 @@ func ParseFilter(s string) (*Filter, error) {
 			f.dirs[i] = d
 		} else {
 			f.dirs = append(f.dirs, d)
+		}
+	}
+	f.lowest = levelOff
+	for _, d := range f.dirs {
+		if !d.dynamic && d.level < f.lowest {
+			f.lowest = d.level
 		}
 	}
 	slices.SortStableFunc(f.dirs, func(a, b directive) int {
@@ -289,8 +296,11 @@ func (h *TracingHandler) ForTarget(target string) *TracingHandler {
 	return &h2
 }
 
-// Enabled implements slog.Handler.
-func (h *TracingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.min }
+// Enabled implements slog.Handler. A record may name its own target, so a
+// level some directive enables passes here and Handle decides exactly.
+func (h *TracingHandler) Enabled(_ context.Context, l slog.Level) bool {
+	return l >= h.min || (h.group == "" && l >= h.filter.lowest)
+}
 
 // WithAttrs implements slog.Handler; a TargetKey attribute sets the target.
 func (h *TracingHandler) WithAttrs(as []slog.Attr) slog.Handler {
