@@ -29,90 +29,103 @@ func genericKernels() map[Type]*typeKernels {
 	}
 }
 
-// f32View reinterprets little-endian float32 bytes in place (GGUF data is
-// little-endian, as are all the machines we target).
-func f32View(w []byte, n int) []float32 {
-	if n == 0 {
-		return nil
-	}
-	_ = w[4*n-1]
-	return unsafe.Slice((*float32)(unsafe.Pointer(&w[0])), n)
-}
+// The float kernels read the weights with encoding/binary (one plain load
+// each on little-endian machines) rather than reinterpreting the bytes, so
+// that weights need no alignment. They work in chunks of 8 through array
+// pointers, which leaves one bounds check per chunk; n is a multiple of 8 in
+// practice (model dimensions are multiples of 32), a tail is handled anyway.
 
-func u16View(w []byte, n int) []uint16 {
-	if n == 0 {
-		return nil
-	}
-	_ = w[2*n-1]
-	return unsafe.Slice((*uint16)(unsafe.Pointer(&w[0])), n)
+func f32le(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }
+func f16le(b []byte) float32 { return f16Table[binary.LittleEndian.Uint16(b)] }
+func bf16le(b []byte) float32 {
+	return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
 }
-
-// The float kernels work in chunks of 8 through array pointers, which
-// leaves one bounds check per chunk; n is a multiple of 8 in practice (model
-// dimensions are multiples of 32), a tail is handled anyway.
 
 func dotF32(w []byte, a *Act, n int) float32 {
-	x, y := f32View(w, n), a.F[:n]
+	w, y := w[:4*n], a.F[:n]
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+8 <= n; i += 8 {
-		xv, yv := (*[8]float32)(x[i:]), (*[8]float32)(y[i:])
-		s0 += xv[0]*yv[0] + xv[4]*yv[4]
-		s1 += xv[1]*yv[1] + xv[5]*yv[5]
-		s2 += xv[2]*yv[2] + xv[6]*yv[6]
-		s3 += xv[3]*yv[3] + xv[7]*yv[7]
+		x, yv := (*[32]byte)(w[4*i:]), (*[8]float32)(y[i:])
+		s0 += f32le(x[0:])*yv[0] + f32le(x[16:])*yv[4]
+		s1 += f32le(x[4:])*yv[1] + f32le(x[20:])*yv[5]
+		s2 += f32le(x[8:])*yv[2] + f32le(x[24:])*yv[6]
+		s3 += f32le(x[12:])*yv[3] + f32le(x[28:])*yv[7]
 	}
 	for ; i < n; i++ {
-		s0 += x[i] * y[i]
+		s0 += f32le(w[4*i:]) * y[i]
 	}
 	return (s0 + s1) + (s2 + s3)
 }
 
 func dotF16(w []byte, a *Act, n int) float32 {
-	x, y := u16View(w, n), a.F[:n]
-	t := f16Table
+	w, y := w[:2*n], a.F[:n]
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+8 <= n; i += 8 {
-		xv, yv := (*[8]uint16)(x[i:]), (*[8]float32)(y[i:])
-		s0 += t[xv[0]]*yv[0] + t[xv[4]]*yv[4]
-		s1 += t[xv[1]]*yv[1] + t[xv[5]]*yv[5]
-		s2 += t[xv[2]]*yv[2] + t[xv[6]]*yv[6]
-		s3 += t[xv[3]]*yv[3] + t[xv[7]]*yv[7]
+		x, yv := (*[16]byte)(w[2*i:]), (*[8]float32)(y[i:])
+		s0 += f16le(x[0:])*yv[0] + f16le(x[8:])*yv[4]
+		s1 += f16le(x[2:])*yv[1] + f16le(x[10:])*yv[5]
+		s2 += f16le(x[4:])*yv[2] + f16le(x[12:])*yv[6]
+		s3 += f16le(x[6:])*yv[3] + f16le(x[14:])*yv[7]
 	}
 	for ; i < n; i++ {
-		s0 += t[x[i]] * y[i]
+		s0 += f16le(w[2*i:]) * y[i]
 	}
 	return (s0 + s1) + (s2 + s3)
 }
 
-func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-
 func dotBF16(w []byte, a *Act, n int) float32 {
-	x, y := u16View(w, n), a.F[:n]
+	w, y := w[:2*n], a.F[:n]
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+8 <= n; i += 8 {
-		xv, yv := (*[8]uint16)(x[i:]), (*[8]float32)(y[i:])
-		s0 += bf16(xv[0])*yv[0] + bf16(xv[4])*yv[4]
-		s1 += bf16(xv[1])*yv[1] + bf16(xv[5])*yv[5]
-		s2 += bf16(xv[2])*yv[2] + bf16(xv[6])*yv[6]
-		s3 += bf16(xv[3])*yv[3] + bf16(xv[7])*yv[7]
+		x, yv := (*[16]byte)(w[2*i:]), (*[8]float32)(y[i:])
+		s0 += bf16le(x[0:])*yv[0] + bf16le(x[8:])*yv[4]
+		s1 += bf16le(x[2:])*yv[1] + bf16le(x[10:])*yv[5]
+		s2 += bf16le(x[4:])*yv[2] + bf16le(x[12:])*yv[6]
+		s3 += bf16le(x[6:])*yv[3] + bf16le(x[14:])*yv[7]
 	}
 	for ; i < n; i++ {
-		s0 += bf16(x[i]) * y[i]
+		s0 += bf16le(w[2*i:]) * y[i]
 	}
 	return (s0 + s1) + (s2 + s3)
 }
 
 // The float dot4 kernels decode each weight once for four activation rows.
+// With five slices live, loops with per-element decoding run short of
+// registers; a []float32 / []uint16 view of the weights keeps the loop
+// tight. The views need aligned weights (GGUF aligns tensor data to 32
+// bytes), misaligned rows take the plain loop.
+
+// f32View returns w as n float32 values, or nil when w is not 4-byte
+// aligned. Little-endian machines only, as GGUF is.
+func f32View(w []byte, n int) []float32 {
+	w = w[:4*n]
+	if n == 0 || uintptr(unsafe.Pointer(&w[0]))%4 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&w[0])), n)
+}
+
+// u16View is f32View for 16-bit values.
+func u16View(w []byte, n int) []uint16 {
+	w = w[:2*n]
+	if n == 0 || uintptr(unsafe.Pointer(&w[0]))%2 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&w[0])), n)
+}
 
 func dot4F32(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	x := f32View(w, n)
+	if x == nil {
+		dot4Plain(f32le, 4, w, a, n, out)
+		return
+	}
 	y0, y1, y2, y3 := a[0].F[:n], a[1].F[:n], a[2].F[:n], a[3].F[:n]
 	var s0, s1, s2, s3 float32
-	for i := 0; i < n; i++ {
-		v := x[i]
+	for i, v := range x {
 		s0 += v * y0[i]
 		s1 += v * y1[i]
 		s2 += v * y2[i]
@@ -123,11 +136,15 @@ func dot4F32(w []byte, a *[4]*Act, n int, out *[4]float32) {
 
 func dot4F16(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	x := u16View(w, n)
+	if x == nil {
+		dot4Plain(f16le, 2, w, a, n, out)
+		return
+	}
 	t := f16Table
 	y0, y1, y2, y3 := a[0].F[:n], a[1].F[:n], a[2].F[:n], a[3].F[:n]
 	var s0, s1, s2, s3 float32
-	for i := 0; i < n; i++ {
-		v := t[x[i]]
+	for i, h := range x {
+		v := t[h]
 		s0 += v * y0[i]
 		s1 += v * y1[i]
 		s2 += v * y2[i]
@@ -138,16 +155,31 @@ func dot4F16(w []byte, a *[4]*Act, n int, out *[4]float32) {
 
 func dot4BF16(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	x := u16View(w, n)
+	if x == nil {
+		dot4Plain(bf16le, 2, w, a, n, out)
+		return
+	}
 	y0, y1, y2, y3 := a[0].F[:n], a[1].F[:n], a[2].F[:n], a[3].F[:n]
 	var s0, s1, s2, s3 float32
-	for i := 0; i < n; i++ {
-		v := bf16(x[i])
+	for i, h := range x {
+		v := math.Float32frombits(uint32(h) << 16)
 		s0 += v * y0[i]
 		s1 += v * y1[i]
 		s2 += v * y2[i]
 		s3 += v * y3[i]
 	}
 	*out = [4]float32{s0, s1, s2, s3}
+}
+
+// dot4Plain is the float dot4 for misaligned weights.
+func dot4Plain(get func([]byte) float32, size int, w []byte, a *[4]*Act, n int, out *[4]float32) {
+	for k, ak := range a {
+		var s float32
+		for i, y := range ak.F[:n] {
+			s += get(w[size*i:]) * y
+		}
+		out[k] = s
+	}
 }
 
 // The dot4 kernels decode each weight block once into 32 integer levels q

@@ -370,3 +370,31 @@ func TestPoolNestedAndConcurrent(t *testing.T) {
 		t.Fatalf("covered %d, want %d", got, 4*50*16)
 	}
 }
+
+// TestFloatKernelsMisaligned: weights at odd addresses (a tensor inside an
+// in-memory file need not be aligned) give the same results.
+func TestFloatKernelsMisaligned(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 13))
+	const n = 100
+	for _, ty := range []Type{F32, F16, BF16} {
+		for name, table := range map[string]map[Type]*typeKernels{"generic": genericKernels(), "installed": dotTable} {
+			w := quantized(ty, randRow(r, n))
+			buf := make([]byte, len(w)+1)
+			odd := buf[1:]
+			copy(odd, w)
+			var acts [4]*Act
+			for k := range acts {
+				acts[k] = prepAct(ty, randRow(r, n))
+			}
+			var want, got [4]float32
+			table[ty].dot4(w, &acts, n, &want)
+			table[ty].dot4(odd, &acts, n, &got)
+			for k := range acts {
+				d := table[ty].dot(odd, acts[k], n)
+				if math.Abs(float64(got[k]-want[k])) > 1e-4 || math.Abs(float64(d-want[k])) > 1e-4 {
+					t.Errorf("%s %s row %d: aligned %g, misaligned dot4 %g, dot %g", name, ty, k, want[k], got[k], d)
+				}
+			}
+		}
+	}
+}
