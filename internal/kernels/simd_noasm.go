@@ -11,3 +11,6 @@ func SetSIMD(on bool) (was bool) { return false }
 
 // SIMD reports whether assembly kernels are in use: never here.
 func SIMD() bool { return false }
+
+// quantizeActAsm is nil: no assembly activation quantizer here.
+var quantizeActAsm func(x []float32, a *Act)

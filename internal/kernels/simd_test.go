@@ -321,6 +321,16 @@ func TestSIMDSpeed(t *testing.T) {
 	}
 	const cols, rows = 4096, 4
 	rng := rand.New(rand.NewPCG(9, 10))
+	{
+		x := make([]float32, cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		var a Act
+		g := best(func() { quantizeAct(x, &a) })
+		s := best(func() { simdQuantizeAct(x, &a) })
+		t.Logf("quantizeAct: asm %.3f ns/elem, go %.3f ns/elem", s/cols, g/cols)
+	}
 	var acts [4]*Act
 	for k := range acts {
 		acts[k] = simdRandAct(cols, rng)
@@ -360,5 +370,53 @@ func TestSIMDSpeed(t *testing.T) {
 			}
 		}
 		t.Log(line)
+	}
+}
+
+// TestSIMDQuantizeAct checks that the assembly activation quantizer gives
+// exactly quantizeAct's bytes, scales and sums, ties and zero blocks
+// included.
+func TestSIMDQuantizeAct(t *testing.T) {
+	skipNoSIMD(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{32, 64, 96, 576, 1536, 4096 + 32} {
+		for rep := 0; rep < 20; rep++ {
+			x := make([]float32, n)
+			scale := float32(math.Pow(10, float64(rng.IntN(8)-4)))
+			for i := range x {
+				x[i] = float32(rng.NormFloat64()) * scale
+			}
+			switch rep {
+			case 1: // a zero block
+				clear(x[:32])
+			case 2: // exact halves after scaling: amax 127 makes id 1
+				for i := range x {
+					x[i] = float32(rng.IntN(254)-127) + 0.5
+				}
+				for b := 0; b < n/32; b++ {
+					x[b*32] = 127
+				}
+			case 3: // values next to the rounding boundaries
+				for i := range x {
+					x[i] = math.Nextafter32(float32(rng.IntN(254)-127)+0.5, float32(math.Inf(rng.IntN(2)*2-1)))
+				}
+				for b := 0; b < n/32; b++ {
+					x[b*32] = 127
+				}
+			}
+			var want, got Act
+			quantizeAct(x, &want)
+			simdQuantizeAct(x, &got)
+			for i := range want.Qs {
+				if got.Qs[i] != want.Qs[i] {
+					t.Fatalf("n=%d rep=%d: q[%d] = %d, want %d (x %g, d %g)", n, rep, i, got.Qs[i], want.Qs[i], x[i], want.D[i/32])
+				}
+			}
+			for b := range want.D {
+				if got.D[b] != want.D[b] || got.S[b] != want.S[b] {
+					t.Fatalf("n=%d rep=%d block %d: d, S = %g, %g, want %g, %g", n, rep, b, got.D[b], got.S[b], want.D[b], want.S[b])
+				}
+			}
+		}
 	}
 }

@@ -1,0 +1,207 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// QACONST sets the constants: Y15 abs mask, Y14 sign mask, Y13 0.49999997,
+// Y12 the VPERMD order of the packed bytes, X11 127.0, X10 1.0.
+#define QACONST \
+	MOVL         $0x7fffffff, DX; \
+	VMOVD        DX, X15; \
+	VPBROADCASTD X15, Y15; \
+	VPCMPEQD     Y14, Y14, Y14; \
+	VPXOR        Y15, Y14, Y14; \
+	MOVL         $0x3effffff, DX; \
+	VMOVD        DX, X13; \
+	VPBROADCASTD X13, Y13; \
+	VMOVDQU      qaperm<>(SB), Y12; \
+	MOVL         $0x42fe0000, DX; \
+	VMOVD        DX, X11; \
+	MOVL         $0x3f800000, DX; \
+	VMOVD        DX, X10
+
+// QAMAX sets every lane of X4 to the largest |x| of the 32 floats at off(SI).
+#define QAMAX(off) \
+	VANDPS       off(SI), Y15, Y4; \
+	VANDPS       off+32(SI), Y15, Y5; \
+	VMAXPS       Y5, Y4, Y4; \
+	VANDPS       off+64(SI), Y15, Y5; \
+	VANDPS       off+96(SI), Y15, Y6; \
+	VMAXPS       Y6, Y5, Y5; \
+	VMAXPS       Y5, Y4, Y4; \
+	VEXTRACTF128 $1, Y4, X5; \
+	VMAXPS       X5, X4, X4; \
+	VPERMILPS    $0x4e, X4, X5; \
+	VMAXPS       X5, X4, X4; \
+	VPERMILPS    $0xb1, X4, X5; \
+	VMAXPS       X5, X4, X4
+
+// QROUND: yv = roundf(yv) as int32 (see above); yt is clobbered.
+#define QROUND(yv, yt) \
+	VANDPS     Y14, yv, yt; \
+	VORPS      Y13, yt, yt; \
+	VADDPS     yt, yv, yv; \
+	VCVTTPS2DQ yv, yv
+
+// QBLOCK quantizes the block at off(SI) with 1/d broadcast in Y6: 32 bytes
+// to qoff(DI); Y4 is left with 8 partial sums of the quants.
+#define QBLOCK(off, qoff) \
+	VMULPS    off(SI), Y6, Y0; \
+	VMULPS    off+32(SI), Y6, Y1; \
+	VMULPS    off+64(SI), Y6, Y2; \
+	VMULPS    off+96(SI), Y6, Y3; \
+	QROUND(Y0, Y4); \
+	QROUND(Y1, Y5); \
+	QROUND(Y2, Y4); \
+	QROUND(Y3, Y5); \
+	VPADDD    Y1, Y0, Y4; \
+	VPADDD    Y3, Y2, Y5; \
+	VPADDD    Y5, Y4, Y4; \
+	VPACKSSDW Y1, Y0, Y0; \
+	VPACKSSDW Y3, Y2, Y2; \
+	VPACKSSWB Y2, Y0, Y0; \
+	VPERMD    Y0, Y12, Y0; \
+	VMOVDQU   Y0, qoff(DI)
+
+// QSUM1 stores S = d*Σq of one block (partial sums in Y4, d in X8) at
+// soff(R9).
+#define QSUM1(soff) \
+	VEXTRACTI128 $1, Y4, X5; \
+	VPADDD       X5, X4, X4; \
+	VPSHUFD      $0x4e, X4, X5; \
+	VPADDD       X5, X4, X4; \
+	VPSHUFD      $0xb1, X4, X5; \
+	VPADDD       X5, X4, X4; \
+	VCVTDQ2PS    X4, X4; \
+	VMULSS       X8, X4, X4; \
+	VMOVSS       X4, soff(R9)
+
+// Per block of 32, exactly as quantizeAct: d = amax/127, id = 1/d (0 when
+// d is 0), q = roundf(x*id) (half away from zero: truncate x*id +
+// copysign(0.49999997, x*id), exact for |x*id| < 2^22), S = d*float(Σq).
+//
+// One block alone is a long dependency chain (maximum, two divisions,
+// rounding, packing), so the main kernel takes 8 blocks at a time: first
+// their maxima, scales and inverses as vectors (one division each for all
+// 8), then the 8 independent quantizations.
+
+// func quantizeActAVX2(x *float32, qs *int8, d, s *float32, nb int)
+// One block at a time, for the blocks left over by quantizeAct8AVX2.
+TEXT ·quantizeActAVX2(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), BX
+	MOVQ s+24(FP), R9
+	MOVQ nb+32(FP), CX
+	QACONST
+
+qaloop:
+	QAMAX(0)
+	VDIVSS       X11, X4, X8 // d
+	VMOVSS       X8, (BX)
+	VDIVSS       X8, X10, X6 // 1/d
+	VXORPS       X7, X7, X7
+	VCMPSS       $4, X7, X8, X7 // d != 0
+	VANDPS       X7, X6, X6
+	VBROADCASTSS X6, Y6
+	QBLOCK(0, 0)
+	QSUM1(0)
+	ADDQ         $128, SI
+	ADDQ         $32, DI
+	ADDQ         $4, BX
+	ADDQ         $4, R9
+	DECQ         CX
+	JNZ          qaloop
+	VZEROUPPER
+	RET
+
+// func quantizeAct8AVX2(x *float32, qs *int8, d, s *float32, ng int)
+// ng groups of 8 blocks. X9/X7 gather the maxima, ids-32(SP) the inverses;
+// Y7-Y9 gather the quant sums (VPHADDD tree).
+TEXT ·quantizeAct8AVX2(SB), NOSPLIT, $32-40
+	MOVQ x+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), BX
+	MOVQ s+24(FP), R9
+	MOVQ ng+32(FP), CX
+	QACONST
+
+qa8loop:
+	QAMAX(0)
+	VMOVAPS      X4, X9
+	QAMAX(128)
+	VBLENDPS     $2, X4, X9, X9
+	QAMAX(256)
+	VBLENDPS     $4, X4, X9, X9
+	QAMAX(384)
+	VBLENDPS     $8, X4, X9, X9
+	QAMAX(512)
+	VMOVAPS      X4, X7
+	QAMAX(640)
+	VBLENDPS     $2, X4, X7, X7
+	QAMAX(768)
+	VBLENDPS     $4, X4, X7, X7
+	QAMAX(896)
+	VBLENDPS     $8, X4, X7, X7
+	VINSERTF128  $1, X7, Y9, Y9
+	VBROADCASTSS X11, Y11
+	VDIVPS       Y11, Y9, Y8 // d
+	VMOVUPS      Y8, (BX)
+	VBROADCASTSS X10, Y10
+	VDIVPS       Y8, Y10, Y6 // 1/d
+	VXORPS       Y7, Y7, Y7
+	VCMPPS       $4, Y7, Y8, Y7 // d != 0
+	VANDPS       Y7, Y6, Y6
+	VMOVUPS      Y6, ids-32(SP)
+	VBROADCASTSS ids-32(SP), Y6
+	QBLOCK(0, 0)
+	VMOVDQA      Y4, Y7
+	VBROADCASTSS ids-28(SP), Y6
+	QBLOCK(128, 32)
+	VPHADDD      Y4, Y7, Y7
+	VBROADCASTSS ids-24(SP), Y6
+	QBLOCK(256, 64)
+	VMOVDQA      Y4, Y8
+	VBROADCASTSS ids-20(SP), Y6
+	QBLOCK(384, 96)
+	VPHADDD      Y4, Y8, Y8
+	VPHADDD      Y8, Y7, Y7
+	VBROADCASTSS ids-16(SP), Y6
+	QBLOCK(512, 128)
+	VMOVDQA      Y4, Y8
+	VBROADCASTSS ids-12(SP), Y6
+	QBLOCK(640, 160)
+	VPHADDD      Y4, Y8, Y8
+	VBROADCASTSS ids-8(SP), Y6
+	QBLOCK(768, 192)
+	VMOVDQA      Y4, Y9
+	VBROADCASTSS ids-4(SP), Y6
+	QBLOCK(896, 224)
+	VPHADDD      Y4, Y9, Y9
+	VPHADDD      Y9, Y8, Y8
+
+	// S = d*Σq for the 8 blocks: Y7 = [lows of 0-3 | highs of 0-3], Y8
+	// the same for 4-7.
+	VINSERTI128  $1, X8, Y7, Y9
+	VPERM2I128   $0x31, Y8, Y7, Y4
+	VPADDD       Y4, Y9, Y9
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       (BX), Y9, Y9
+	VMOVUPS      Y9, (R9)
+	ADDQ         $1024, SI
+	ADDQ         $256, DI
+	ADDQ         $32, BX
+	ADDQ         $32, R9
+	DECQ         CX
+	JNZ          qa8loop
+	VZEROUPPER
+	RET
+
+DATA qaperm<>+0(SB)/4, $0
+DATA qaperm<>+4(SB)/4, $4
+DATA qaperm<>+8(SB)/4, $1
+DATA qaperm<>+12(SB)/4, $5
+DATA qaperm<>+16(SB)/4, $2
+DATA qaperm<>+20(SB)/4, $6
+DATA qaperm<>+24(SB)/4, $3
+DATA qaperm<>+28(SB)/4, $7
+GLOBL qaperm<>(SB), RODATA|NOPTR, $32
