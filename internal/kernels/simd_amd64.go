@@ -29,8 +29,8 @@ var quantizeActAsm func(x []float32, a *Act)
 var (
 	simdQuantizeAct func(x []float32, a *Act)
 	simdMu          sync.Mutex
-	simdKernels = map[Type]*simdPair{}
-	simdOn      bool
+	simdKernels     = map[Type]*simdPair{}
+	simdOn          bool
 )
 
 func init() {
