@@ -233,7 +233,7 @@ func TestMatMulConcurrent(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	p := NewPool(2)
 	defer p.Close()
-	tm := newTestMatrix(t, r, Q4_K, 64, 256, 5)
+	tm := newTestMatrix(t, r, Q4_K, 256, 256, 5) // large enough to go parallel
 	tm.reference(5)
 	var wg sync.WaitGroup
 	for g := 0; g < 6; g++ {
@@ -242,7 +242,7 @@ func TestMatMulConcurrent(t *testing.T) {
 			defer wg.Done()
 			for it := 0; it < 20; it++ {
 				n := 1 + (g+it)%5
-				out := make([]float32, n*64)
+				out := make([]float32, n*256)
 				MatMul(p, out, tm.m, tm.input, n)
 				tm.check(t, out, n, "concurrent")
 			}

@@ -51,6 +51,10 @@ func (m *Matrix) Row(r int, dst []float32) {
 // cache while every input row passes over it (matrix-matrix products).
 const tileBytes = 256 << 10
 
+// serialWork is the number of multiply-adds below which a product runs on
+// the calling goroutine: waking the workers costs about a microsecond.
+const serialWork = 1 << 16
+
 // matmulJob is one MatMul call's state; jobs are pooled so that a call does
 // not allocate (the closure handed to Pool.For is built once per job).
 type matmulJob struct {
@@ -122,7 +126,11 @@ func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
 			j.quantize(0, n)
 		}
 	}
-	p.For(m.Rows, j.rowsFn)
+	if n*m.Rows*m.Cols < serialWork {
+		j.rows(0, m.Rows)
+	} else {
+		p.For(m.Rows, j.rowsFn)
+	}
 	for i := range j.acts {
 		j.acts[i].F = nil // do not keep the caller's input alive
 	}
