@@ -56,13 +56,12 @@
 // 16-31 times theirs] of one Q6_K block of 32: quants (0..63) in yq,
 // activations at ap, scales as int16 in ysc ([sc0-7 | sc0-7] or
 // [sc8-15 | sc8-15]) of which mp's VPSHUFB picks the block's pair.
-// (q-32) goes through the sign trick: |q-32| <= 32 keeps pairs in int16.
+// (q-32)*a pairs are q*a pairs less 32*a pairs (both within int16).
 #define Q6DOT(yq, ap, mp, ysc, P) \
-	VPSUBB     q6m32<>(SB), yq, yq; \
-	VPABSB     yq, Y6; \
-	VMOVDQU    ap, Y7; \
-	VPSIGNB    yq, Y7, Y7; \
-	VPMADDUBSW Y7, Y6, Y7; \
+	VPMADDUBSW ap, yq, Y7; \
+	VMOVDQU    q6m32<>(SB), Y6; \
+	VPMADDUBSW ap, Y6, Y6; \
+	VPSUBW     Y6, Y7, Y7; \
 	VPSHUFB    mp, ysc, Y8; \
 	VPMADDWD   Y8, Y7, P
 
