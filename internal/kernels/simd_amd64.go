@@ -52,7 +52,7 @@ func init() {
 	add(Q4_1, typeKernels{dot: dotQ4_1SIMD, dot4: dot4Of(dotQ4_1SIMD)})
 	add(Q5_0, typeKernels{dot: dotQ5_0SIMD, dot4: dot4Of(dotQ5_0SIMD)})
 	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Of(dotQ5_1SIMD)})
-	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Of(dotQ4_KSIMD)})
+	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Q4_KSIMD})
 	add(Q5_K, typeKernels{dot: dotQ5_KSIMD, dot4: dot4Of(dotQ5_KSIMD)})
 	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Of(dotQ6_KSIMD)})
 	if cpu.X86.HasF16C {
@@ -361,6 +361,25 @@ func dotQ4_KSIMD(w []byte, a *Act, n int) float32 {
 	qs, d := qargs(a, nsb*8)
 	_ = a.S[nsb*8-1]
 	return dotQ4_KAVX2(&w[0], qs, d, &a.S[0], nsb, &f16Table[0])
+}
+
+//go:noescape
+func dot4Q4_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, out *[4]float32)
+
+func dot4Q4_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nsb := n / 256
+	if nsb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	_ = w[nsb*144-1]
+	qs, d := q4args(a, nsb*8)
+	var s [4]*float32
+	for k := range a {
+		_ = a[k].S[nsb*8-1]
+		s[k] = &a[k].S[0]
+	}
+	dot4Q4_KAVX2(&w[0], &qs, &d, &s, nsb, &f16Table[0], out)
 }
 
 //go:noescape

@@ -98,6 +98,34 @@
 	VPHADDD Y1, Y12, Y12; \
 	VPHADDD Y12, Y9, B
 
+// KSCALES decodes the 6-bit scales and mins of the 8 sub-blocks of the
+// Q4_K/Q5_K super-block at SI (ggml's get_scale_min_k4 on 32-bit words):
+// R11 = the 8 scale bytes, R12 = the 8 min bytes. BX, DX, R13 clobbered.
+#define KSCALES \
+	MOVL 4(SI), R11; \
+	MOVL 8(SI), BX; \
+	MOVL 12(SI), DX; \
+	MOVL R11, R12; \
+	SHRL $6, R12; \
+	ANDL $0x03030303, R12; \
+	SHLL $4, R12; \
+	ANDL $0x3f3f3f3f, R11; \
+	MOVL DX, R13; \
+	ANDL $0x0f0f0f0f, R13; \
+	ORL  R13, R12; \
+	SHLQ $32, R12; \
+	ORQ  R12, R11; \
+	MOVL BX, R12; \
+	ANDL $0x3f3f3f3f, R12; \
+	SHRL $6, BX; \
+	ANDL $0x03030303, BX; \
+	SHLL $4, BX; \
+	SHRL $4, DX; \
+	ANDL $0x0f0f0f0f, DX; \
+	ORL  DX, BX; \
+	SHLQ $32, BX; \
+	ORQ  BX, R12
+
 // func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32) float32
 // Y0 accumulates d*sc*d_a*Σq*a, Y1 dmin*m*S.
 TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-52
@@ -114,32 +142,7 @@ TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-52
 	VXORPS  Y1, Y1, Y1
 
 q4kloop:
-	// The 6-bit scales and mins of the 8 sub-blocks (ggml's
-	// get_scale_min_k4, done on 32-bit words): R11 = scales, R12 = mins.
-	MOVL  4(SI), AX
-	MOVL  8(SI), BX
-	MOVL  12(SI), DX
-	MOVL  AX, R11
-	ANDL  $0x3f3f3f3f, R11
-	MOVL  AX, R12
-	SHRL  $6, R12
-	ANDL  $0x03030303, R12
-	SHLL  $4, R12
-	MOVL  DX, R13
-	ANDL  $0x0f0f0f0f, R13
-	ORL   R13, R12
-	SHLQ  $32, R12
-	ORQ   R12, R11
-	MOVL  BX, R12
-	ANDL  $0x3f3f3f3f, R12
-	SHRL  $6, BX
-	ANDL  $0x03030303, BX
-	SHLL  $4, BX
-	SHRL  $4, DX
-	ANDL  $0x0f0f0f0f, DX
-	ORL   DX, BX
-	SHLQ  $32, BX
-	ORQ   BX, R12
+	KSCALES // R11 = scales, R12 = mins
 
 	// Y2 = d*sc*d_a per sub-block; Y1 += dmin*m*S.
 	VMOVQ        R11, X2
@@ -198,32 +201,7 @@ TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-52
 	VXORPS  Y1, Y1, Y1
 
 q5kloop:
-	// The 6-bit scales and mins of the 8 sub-blocks (ggml's
-	// get_scale_min_k4, done on 32-bit words): R11 = scales, R12 = mins.
-	MOVL  4(SI), AX
-	MOVL  8(SI), BX
-	MOVL  12(SI), DX
-	MOVL  AX, R11
-	ANDL  $0x3f3f3f3f, R11
-	MOVL  AX, R12
-	SHRL  $6, R12
-	ANDL  $0x03030303, R12
-	SHLL  $4, R12
-	MOVL  DX, R13
-	ANDL  $0x0f0f0f0f, R13
-	ORL   R13, R12
-	SHLQ  $32, R12
-	ORQ   R12, R11
-	MOVL  BX, R12
-	ANDL  $0x3f3f3f3f, R12
-	SHRL  $6, BX
-	ANDL  $0x03030303, BX
-	SHLL  $4, BX
-	SHRL  $4, DX
-	ANDL  $0x0f0f0f0f, DX
-	ORL   DX, BX
-	SHLQ  $32, BX
-	ORQ   BX, R12
+	KSCALES // R11 = scales, R12 = mins
 
 	// Y2 = d*sc*d_a per sub-block; Y1 += dmin*m*S.
 	VMOVQ        R11, X2
@@ -372,6 +350,367 @@ q5kloop:
 	VHADDPS      X0, X0, X0
 	VZEROUPPER
 	MOVSS        X0, ret+48(FP)
+	RET
+
+// func dot4Q4_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, out *[4]float32)
+// The super-block is unpacked once into q-256(SP) (one nibble a byte, in
+// element order) and its scales into Y10 (d*sc) and Y11 (dmin*m); then each
+// row runs the Q4_K sums against it. Y0-Y3 accumulate the rows, AX is
+// 32*super-block index (offset into d and s; 8*AX into qs).
+TEXT ·dot4Q4_KAVX2(SB), NOSPLIT, $256-56
+	MOVQ    w+0(FP), SI
+	MOVQ    nsb+32(FP), CX
+	MOVQ    tab+40(FP), R8
+	XORQ    AX, AX
+	ONES16
+	MASK0F
+	VMOVDQU permsums<>(SB), Y13
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+
+q4kx4loop:
+	KSCALES
+	VMOVQ        R11, X10
+	VPMOVZXBD    X10, Y10
+	VCVTDQ2PS    Y10, Y10
+	MOVWLZX      (SI), DX
+	VBROADCASTSS (R8)(DX*4), Y12
+	VMULPS       Y12, Y10, Y10
+	VMOVQ        R12, X11
+	VPMOVZXBD    X11, Y11
+	VCVTDQ2PS    Y11, Y11
+	MOVWLZX      2(SI), DX
+	VBROADCASTSS (R8)(DX*4), Y12
+	VMULPS       Y12, Y11, Y11
+
+	VMOVDQU      16(SI), X4
+	VMOVDQU      32(SI), X5
+	VPAND        X14, X4, X6
+	VPAND        X14, X5, X7
+	VMOVDQU      X6, q-256(SP)
+	VMOVDQU      X7, q-240(SP)
+	VPSRLW       $4, X4, X4
+	VPSRLW       $4, X5, X5
+	VPAND        X14, X4, X4
+	VPAND        X14, X5, X5
+	VMOVDQU      X4, q-224(SP)
+	VMOVDQU      X5, q-208(SP)
+	VMOVDQU      48(SI), X4
+	VMOVDQU      64(SI), X5
+	VPAND        X14, X4, X6
+	VPAND        X14, X5, X7
+	VMOVDQU      X6, q-192(SP)
+	VMOVDQU      X7, q-176(SP)
+	VPSRLW       $4, X4, X4
+	VPSRLW       $4, X5, X5
+	VPAND        X14, X4, X4
+	VPAND        X14, X5, X5
+	VMOVDQU      X4, q-160(SP)
+	VMOVDQU      X5, q-144(SP)
+	VMOVDQU      80(SI), X4
+	VMOVDQU      96(SI), X5
+	VPAND        X14, X4, X6
+	VPAND        X14, X5, X7
+	VMOVDQU      X6, q-128(SP)
+	VMOVDQU      X7, q-112(SP)
+	VPSRLW       $4, X4, X4
+	VPSRLW       $4, X5, X5
+	VPAND        X14, X4, X4
+	VPAND        X14, X5, X5
+	VMOVDQU      X4, q-96(SP)
+	VMOVDQU      X5, q-80(SP)
+	VMOVDQU      112(SI), X4
+	VMOVDQU      128(SI), X5
+	VPAND        X14, X4, X6
+	VPAND        X14, X5, X7
+	VMOVDQU      X6, q-64(SP)
+	VMOVDQU      X7, q-48(SP)
+	VPSRLW       $4, X4, X4
+	VPSRLW       $4, X5, X5
+	VPAND        X14, X4, X4
+	VPAND        X14, X5, X5
+	VMOVDQU      X4, q-32(SP)
+	VMOVDQU      X5, q-16(SP)
+
+	// row 0
+	MOVQ         qs+8(FP), R9
+	MOVQ         0(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         0(R10), R10
+	MOVQ         s+24(FP), R12
+	MOVQ         0(R12), R12
+	VMOVDQU      q-256(SP), X4
+	VPMADDUBSW   0(R9), X4, X4
+	VMOVDQU      q-240(SP), X5
+	VPMADDUBSW   16(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-224(SP), X5
+	VPMADDUBSW   32(R9), X5, X5
+	VMOVDQU      q-208(SP), X12
+	VPMADDUBSW   48(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y6
+	VPMADDWD     Y15, Y6, Y6
+	VMOVDQU      q-192(SP), X4
+	VPMADDUBSW   64(R9), X4, X4
+	VMOVDQU      q-176(SP), X5
+	VPMADDUBSW   80(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-160(SP), X5
+	VPMADDUBSW   96(R9), X5, X5
+	VMOVDQU      q-144(SP), X12
+	VPMADDUBSW   112(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y7
+	VPMADDWD     Y15, Y7, Y7
+	VMOVDQU      q-128(SP), X4
+	VPMADDUBSW   128(R9), X4, X4
+	VMOVDQU      q-112(SP), X5
+	VPMADDUBSW   144(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-96(SP), X5
+	VPMADDUBSW   160(R9), X5, X5
+	VMOVDQU      q-80(SP), X12
+	VPMADDUBSW   176(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y8
+	VPMADDWD     Y15, Y8, Y8
+	VMOVDQU      q-64(SP), X4
+	VPMADDUBSW   192(R9), X4, X4
+	VMOVDQU      q-48(SP), X5
+	VPMADDUBSW   208(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-32(SP), X5
+	VPMADDUBSW   224(R9), X5, X5
+	VMOVDQU      q-16(SP), X12
+	VPMADDUBSW   240(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y9
+	VPMADDWD     Y15, Y9, Y9
+	VPHADDD      Y7, Y6, Y6
+	VPHADDD      Y9, Y8, Y8
+	VPHADDD      Y8, Y6, Y6
+	VPERMD       Y6, Y13, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(AX*1), Y10, Y12
+	VFMADD231PS  Y6, Y12, Y0
+	VMULPS       (R12)(AX*1), Y11, Y12
+	VSUBPS       Y12, Y0, Y0
+
+	// row 1
+	MOVQ         qs+8(FP), R9
+	MOVQ         8(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         8(R10), R10
+	MOVQ         s+24(FP), R12
+	MOVQ         8(R12), R12
+	VMOVDQU      q-256(SP), X4
+	VPMADDUBSW   0(R9), X4, X4
+	VMOVDQU      q-240(SP), X5
+	VPMADDUBSW   16(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-224(SP), X5
+	VPMADDUBSW   32(R9), X5, X5
+	VMOVDQU      q-208(SP), X12
+	VPMADDUBSW   48(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y6
+	VPMADDWD     Y15, Y6, Y6
+	VMOVDQU      q-192(SP), X4
+	VPMADDUBSW   64(R9), X4, X4
+	VMOVDQU      q-176(SP), X5
+	VPMADDUBSW   80(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-160(SP), X5
+	VPMADDUBSW   96(R9), X5, X5
+	VMOVDQU      q-144(SP), X12
+	VPMADDUBSW   112(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y7
+	VPMADDWD     Y15, Y7, Y7
+	VMOVDQU      q-128(SP), X4
+	VPMADDUBSW   128(R9), X4, X4
+	VMOVDQU      q-112(SP), X5
+	VPMADDUBSW   144(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-96(SP), X5
+	VPMADDUBSW   160(R9), X5, X5
+	VMOVDQU      q-80(SP), X12
+	VPMADDUBSW   176(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y8
+	VPMADDWD     Y15, Y8, Y8
+	VMOVDQU      q-64(SP), X4
+	VPMADDUBSW   192(R9), X4, X4
+	VMOVDQU      q-48(SP), X5
+	VPMADDUBSW   208(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-32(SP), X5
+	VPMADDUBSW   224(R9), X5, X5
+	VMOVDQU      q-16(SP), X12
+	VPMADDUBSW   240(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y9
+	VPMADDWD     Y15, Y9, Y9
+	VPHADDD      Y7, Y6, Y6
+	VPHADDD      Y9, Y8, Y8
+	VPHADDD      Y8, Y6, Y6
+	VPERMD       Y6, Y13, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(AX*1), Y10, Y12
+	VFMADD231PS  Y6, Y12, Y1
+	VMULPS       (R12)(AX*1), Y11, Y12
+	VSUBPS       Y12, Y1, Y1
+
+	// row 2
+	MOVQ         qs+8(FP), R9
+	MOVQ         16(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         16(R10), R10
+	MOVQ         s+24(FP), R12
+	MOVQ         16(R12), R12
+	VMOVDQU      q-256(SP), X4
+	VPMADDUBSW   0(R9), X4, X4
+	VMOVDQU      q-240(SP), X5
+	VPMADDUBSW   16(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-224(SP), X5
+	VPMADDUBSW   32(R9), X5, X5
+	VMOVDQU      q-208(SP), X12
+	VPMADDUBSW   48(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y6
+	VPMADDWD     Y15, Y6, Y6
+	VMOVDQU      q-192(SP), X4
+	VPMADDUBSW   64(R9), X4, X4
+	VMOVDQU      q-176(SP), X5
+	VPMADDUBSW   80(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-160(SP), X5
+	VPMADDUBSW   96(R9), X5, X5
+	VMOVDQU      q-144(SP), X12
+	VPMADDUBSW   112(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y7
+	VPMADDWD     Y15, Y7, Y7
+	VMOVDQU      q-128(SP), X4
+	VPMADDUBSW   128(R9), X4, X4
+	VMOVDQU      q-112(SP), X5
+	VPMADDUBSW   144(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-96(SP), X5
+	VPMADDUBSW   160(R9), X5, X5
+	VMOVDQU      q-80(SP), X12
+	VPMADDUBSW   176(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y8
+	VPMADDWD     Y15, Y8, Y8
+	VMOVDQU      q-64(SP), X4
+	VPMADDUBSW   192(R9), X4, X4
+	VMOVDQU      q-48(SP), X5
+	VPMADDUBSW   208(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-32(SP), X5
+	VPMADDUBSW   224(R9), X5, X5
+	VMOVDQU      q-16(SP), X12
+	VPMADDUBSW   240(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y9
+	VPMADDWD     Y15, Y9, Y9
+	VPHADDD      Y7, Y6, Y6
+	VPHADDD      Y9, Y8, Y8
+	VPHADDD      Y8, Y6, Y6
+	VPERMD       Y6, Y13, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(AX*1), Y10, Y12
+	VFMADD231PS  Y6, Y12, Y2
+	VMULPS       (R12)(AX*1), Y11, Y12
+	VSUBPS       Y12, Y2, Y2
+
+	// row 3
+	MOVQ         qs+8(FP), R9
+	MOVQ         24(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         24(R10), R10
+	MOVQ         s+24(FP), R12
+	MOVQ         24(R12), R12
+	VMOVDQU      q-256(SP), X4
+	VPMADDUBSW   0(R9), X4, X4
+	VMOVDQU      q-240(SP), X5
+	VPMADDUBSW   16(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-224(SP), X5
+	VPMADDUBSW   32(R9), X5, X5
+	VMOVDQU      q-208(SP), X12
+	VPMADDUBSW   48(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y6
+	VPMADDWD     Y15, Y6, Y6
+	VMOVDQU      q-192(SP), X4
+	VPMADDUBSW   64(R9), X4, X4
+	VMOVDQU      q-176(SP), X5
+	VPMADDUBSW   80(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-160(SP), X5
+	VPMADDUBSW   96(R9), X5, X5
+	VMOVDQU      q-144(SP), X12
+	VPMADDUBSW   112(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y7
+	VPMADDWD     Y15, Y7, Y7
+	VMOVDQU      q-128(SP), X4
+	VPMADDUBSW   128(R9), X4, X4
+	VMOVDQU      q-112(SP), X5
+	VPMADDUBSW   144(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-96(SP), X5
+	VPMADDUBSW   160(R9), X5, X5
+	VMOVDQU      q-80(SP), X12
+	VPMADDUBSW   176(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y8
+	VPMADDWD     Y15, Y8, Y8
+	VMOVDQU      q-64(SP), X4
+	VPMADDUBSW   192(R9), X4, X4
+	VMOVDQU      q-48(SP), X5
+	VPMADDUBSW   208(R9), X5, X5
+	VPADDW       X5, X4, X4
+	VMOVDQU      q-32(SP), X5
+	VPMADDUBSW   224(R9), X5, X5
+	VMOVDQU      q-16(SP), X12
+	VPMADDUBSW   240(R9), X12, X12
+	VPADDW       X12, X5, X5
+	VINSERTI128  $1, X5, Y4, Y9
+	VPMADDWD     Y15, Y9, Y9
+	VPHADDD      Y7, Y6, Y6
+	VPHADDD      Y9, Y8, Y8
+	VPHADDD      Y8, Y6, Y6
+	VPERMD       Y6, Y13, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(AX*1), Y10, Y12
+	VFMADD231PS  Y6, Y12, Y3
+	VMULPS       (R12)(AX*1), Y11, Y12
+	VSUBPS       Y12, Y3, Y3
+
+	ADDQ $144, SI
+	ADDQ $32, AX
+	DECQ CX
+	JNZ  q4kx4loop
+
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	MOVQ         out+48(FP), AX
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
 	RET
 
 DATA permsums<>+0(SB)/4, $0
