@@ -173,3 +173,28 @@ func BenchmarkPoolFor(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQuantize is the reference quantizers' speed (in-situ
+// quantization at load time), in input bytes per second.
+func BenchmarkQuantize(b *testing.B) {
+	x := randRow(rand.New(rand.NewPCG(14, 14)), 1<<16)
+	for _, t := range allTypes {
+		b.Run(t.String(), func(b *testing.B) {
+			dst := make([]byte, t.RowSize(len(x)))
+			b.SetBytes(int64(4 * len(x)))
+			for i := 0; i < b.N; i++ {
+				Quantize(t, x, dst)
+			}
+		})
+	}
+}
+
+// BenchmarkQuantizeAct is the per-call preparation of MatMul's input.
+func BenchmarkQuantizeAct(b *testing.B) {
+	x := randRow(rand.New(rand.NewPCG(15, 15)), 4096)
+	var a Act
+	b.SetBytes(int64(4 * len(x)))
+	for i := 0; i < b.N; i++ {
+		quantizeAct(x, &a)
+	}
+}

@@ -352,14 +352,20 @@ func quantQ8_0(x *[32]float32, blk *[34]byte) {
 	}
 }
 
-// roundf rounds half away from zero like C's roundf. The float64 sum is exact
-// for the magnitudes quantizers see, so truncation gives the right result.
+// roundf rounds half away from zero like C's roundf, without a branch (the
+// sign of activations is random). Adding ±0.5 in float64 is exact for any
+// float32, so truncation gives the right result.
 func roundf(v float32) int32 {
-	if v >= 0 {
-		return int32(float64(v) + 0.5)
-	}
-	return int32(float64(v) - 0.5)
+	f := float64(v)
+	half := math.Float64frombits(math.Float64bits(0.5) | math.Float64bits(f)&(1<<63))
+	return int32(f + half)
 }
 
-// nearestInt rounds half to even, like ggml's nearest_int (used by K-quants).
-func nearestInt(v float32) int32 { return int32(math.RoundToEven(float64(v))) }
+// nearestInt rounds half to even like ggml's nearest_int (used by the
+// K-quants): adding 1.5·2^23 leaves the rounded integer in the low mantissa
+// bits. Valid for |v| < 2^22, far above any level a quantizer computes. The
+// float32 conversion keeps the compiler from fusing a product into the add.
+func nearestInt(v float32) int32 {
+	f := float32(v) + 12582912
+	return int32(math.Float32bits(f)&0x7fffff) - 0x400000
+}

@@ -50,11 +50,8 @@ func fitScaleMin(x, w []float32, nmax int32, L []uint8) (scale, mn float32) {
 		if s <= 0 {
 			continue
 		}
-		var e float32
-		for i, v := range x {
-			diff := s*float32(Laux[i]) + m - v
-			e += w[i] * diff * diff
-		}
+		// Σw(s·l + m - x)² expanded, less the constant Σw·x².
+		e := s*s*sl2 + 2*s*m*sl + m*m*sw - 2*s*sxl - 2*m*sx
 		if e < bestErr {
 			bestErr = e
 			scale, mn = s, -m
