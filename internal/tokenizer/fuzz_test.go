@@ -51,7 +51,7 @@ func fuzzTokenizers(t testing.TB) []fuzzTok {
 			{"bpe-tekken", mustTok(t, bpeMeta("tekken", gpt2Merges, special...)), true},
 			{"bpe-deepseek-llm", mustTok(t, bpeMeta("deepseek-llm", gpt2Merges, special...)), true},
 		}
-		for _, name := range []string{"llama-spm", "gpt-2", "deepseek-coder"} {
+		for _, name := range []string{"llama-spm", "gpt-2", "deepseek-coder", "gpt-neox"} {
 			if p := sharedVocab(name); p != "" {
 				fuzzToks = append(fuzzToks, fuzzTok{name, loadVocab(t, p), true})
 			}

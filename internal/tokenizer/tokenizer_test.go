@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"mistralrs/internal/gguf"
@@ -344,4 +345,29 @@ func TestFromGGUFWriter(t *testing.T) {
 	if _, err := FromGGUF(f); err == nil || !strings.Contains(err.Error(), "bad.gguf") {
 		t.Errorf("error %v does not name the file", err)
 	}
+}
+
+// Encode is safe for concurrent use (scratch buffers are pooled).
+func TestEncodeConcurrent(t *testing.T) {
+	tok := mustTok(t, bpeMeta("llama-bpe", gpt2Merges, vtok{"<|eot_id|>", TypeControl, 0}))
+	inputs := []string{"Hello world", "the thing <|eot_id|> 12345", "é🦙中文 don't", strings.Repeat("ab ", 200)}
+	want := make([][]int32, len(inputs))
+	for i, s := range inputs {
+		want[i] = tok.Encode(s, true, true)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 50 {
+				i := (g + k) % len(inputs)
+				if got := tok.Encode(inputs[i], true, true); !slices.Equal(got, want[i]) {
+					t.Errorf("concurrent Encode(%q) = %v", inputs[i], got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

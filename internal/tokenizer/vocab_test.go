@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"mistralrs/internal/gguf"
@@ -61,8 +62,20 @@ func readVocabCases(t *testing.T, inp, out string) []vocabCase {
 	return cases
 }
 
+var (
+	vocabMu    sync.Mutex
+	vocabCache = map[string]*Tokenizer{}
+)
+
+// loadVocab loads a vocab file once per test binary (tokenizers are
+// immutable, so tests share them).
 func loadVocab(t testing.TB, path string) *Tokenizer {
 	t.Helper()
+	vocabMu.Lock()
+	defer vocabMu.Unlock()
+	if tok, ok := vocabCache[path]; ok {
+		return tok
+	}
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +85,7 @@ func loadVocab(t testing.TB, path string) *Tokenizer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	vocabCache[path] = tok
 	return tok
 }
 
@@ -215,4 +229,27 @@ func TestRealModelTokens(t *testing.T) {
 			t.Error("no generated text checked")
 		}
 	})
+}
+
+// Every in-scope vocab loads and round-trips text, also those without test
+// vectors (baichuan, gpt-neox).
+func TestVocabLoadAll(t *testing.T) {
+	dir := filepath.Join(testutil.SharedDir(t), "testdata", "vocab")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
+	const sample = "Hello, world! 12345 \n\n  Ünïcödé 🦙 中文 <|endoftext|> don't"
+	for _, p := range files {
+		f, err := gguf.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		model, _ := f.String("tokenizer.ggml.model")
+		f.Close()
+		if model != "llama" && model != "gpt2" {
+			continue
+		}
+		tok := loadVocab(t, p)
+		if got := tok.Decode(tok.Encode(sample, false, false)); got != sample {
+			t.Errorf("%s: round trip gave %q", filepath.Base(p), got)
+		}
+	}
 }
