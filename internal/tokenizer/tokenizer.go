@@ -416,6 +416,12 @@ func (t *Tokenizer) EOS() int32 { return t.eos }
 // EOT is the end-of-turn token, -1 when none.
 func (t *Tokenizer) EOT() int32 { return t.eot }
 
+// Unk is the unknown token, -1 when none.
+func (t *Tokenizer) Unk() int32 { return t.unk }
+
+// Pad is the padding token, -1 when none.
+func (t *Tokenizer) Pad() int32 { return t.pad }
+
 // AddBOS reports whether Encode with addSpecial prepends BOS.
 func (t *Tokenizer) AddBOS() bool { return t.addBOS }
 
@@ -424,6 +430,9 @@ func (t *Tokenizer) AddEOS() bool { return t.addEOS }
 
 // Model is tokenizer.ggml.model ("llama" or "gpt2").
 func (t *Tokenizer) Model() string { return t.model }
+
+// Pre is tokenizer.ggml.pre, the BPE pre-tokenizer type ("" when absent).
+func (t *Tokenizer) Pre() string { return t.preTyp }
 
 // IsEOG reports whether id ends generation: EOS, EOT, EOM and the
 // well-known end tokens of the vocab ("<|im_end|>", "<|eot_id|>", ...).

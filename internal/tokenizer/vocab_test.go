@@ -161,6 +161,12 @@ func TestVocabSpecials(t *testing.T) {
 				t.Errorf("%s: %q is not EOG", c.file, s)
 			}
 		}
+		if c.file == "llama-spm" && (tok.Unk() != 0 || tok.Pad() != -1 || tok.Model() != "llama") {
+			t.Errorf("llama-spm: unk %d pad %d model %q", tok.Unk(), tok.Pad(), tok.Model())
+		}
+		if c.file == "deepseek-llm" && (tok.Pad() != 100001 || tok.Unk() != -1 || tok.Pre() != "deepseek-llm") {
+			t.Errorf("deepseek-llm: pad %d unk %d pre %q", tok.Pad(), tok.Unk(), tok.Pre())
+		}
 		if tok.IsEOG(tok.BOS()) && tok.BOS() != tok.EOS() {
 			t.Errorf("%s: BOS is EOG", c.file)
 		}
