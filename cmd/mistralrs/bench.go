@@ -6,7 +6,9 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +28,7 @@ type benchFlags struct {
 	reps     int
 	jsonOut  bool
 	noWarmup bool
+	cpuProf  string
 }
 
 // benchResult carries llama-bench's JSON keys, so scripts read both tools.
@@ -68,6 +71,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	fl.IntVarP(&f.reps, "repetitions", "r", 5, "repetitions of each test")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON array (llama-bench keys) instead of a table")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the warm-up run of each test")
+	fl.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
 	return cmd
 }
 
@@ -78,6 +82,17 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	m, err := loadModel(f.file, "", cmd.ErrOrStderr())
 	if err != nil {
 		return err
+	}
+	if f.cpuProf != "" {
+		pf, err := os.Create(f.cpuProf)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	size, params, mainType := modelStats(m)
 	name := "demo"
