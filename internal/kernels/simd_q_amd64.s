@@ -13,10 +13,12 @@
 // to float and accumulated with the block's scale d_w*d_a. Weight scales
 // (halves) are read through f16Table (tab): a load instead of a VCVTPH2PS.
 //
-// Zen 1 splits 256-bit ops in two and runs VPMADDUBSW/VPMADDWD on one pipe;
-// Q4_0 therefore works in 128-bit halves: the two halves of a block (low
-// and high nibbles) are summed as int16 (no overflow: |pair| <= 2*15*127)
-// before one VPMADDWD, so a block costs 3 rather than 4 cycles of that pipe.
+// Zen 1 splits 256-bit ops in two and runs VPMADDUBSW/VPMADDWD on one pipe,
+// so 256-bit registers save nothing there, while 128-bit halves make the
+// per-block tail (convert, scale, FMA) half as wide: the kernels work on X
+// registers. Q4_0 also sums the two halves of a block (low and high
+// nibbles) as int16 (no overflow: |pair| <= 2*15*127) before one
+// VPMADDWD, so a block costs 3 rather than 4 cycles of that pipe.
 
 #define HSUM0 \
 	VEXTRACTF128 $1, Y0, X1; \
@@ -42,23 +44,27 @@
 	VMOVD        DX, X14; \
 	VPBROADCASTD X14, Y14
 
-// WSCALE sets ys to the broadcast weight scale (the half at hp).
-#define WSCALE(hp, ys) \
-	MOVWLZX      hp, DX; \
-	VBROADCASTSS (R8)(DX*4), ys
+// Q8HALF: xa = the 4 int32 sums of 16 weights at wp times the activations
+// at ap (|w| times a with w's signs).
+#define Q8HALF(wp, ap, xw, xa) \
+	VMOVDQU    wp, xw; \
+	VMOVDQU    ap, xa; \
+	VPSIGNB    xw, xa, xa; \
+	VPABSB     xw, xw; \
+	VPMADDUBSW xa, xw, xa; \
+	VPMADDWD   X15, xa, xa
 
-// Q8DOT: acc += bcast(d) * ysc * Σ w*a for the 32 signed weights at wp.
-#define Q8DOT(wp, ap, dp, yw, ya, ysc, yt, acc) \
-	VMOVDQU      wp, yw; \
-	VMOVDQU      ap, ya; \
-	VPSIGNB      yw, ya, ya; \
-	VPSIGNB      yw, yw, yw; \
-	VPMADDUBSW   ya, yw, ya; \
-	VPMADDWD     Y15, ya, ya; \
-	VCVTDQ2PS    ya, ya; \
-	VBROADCASTSS dp, yt; \
-	VMULPS       yt, ysc, ysc; \
-	VFMADD231PS  ya, ysc, acc
+// Q8DOT: acc += d_w*d_a * Σ w*a for the Q8_0 block at bp.
+#define Q8DOT(bp, ap, ap2, dp, xw, xa, xb, xs, xt, acc) \
+	Q8HALF(2+bp, ap, xw, xa); \
+	Q8HALF(18+bp, ap2, xw, xb); \
+	VPADDD       xb, xa, xa; \
+	VCVTDQ2PS    xa, xa; \
+	MOVWLZX      bp, DX; \
+	VBROADCASTSS (R8)(DX*4), xs; \
+	VBROADCASTSS dp, xt; \
+	VMULPS       xt, xs, xs; \
+	VFMADD231PS  xa, xs, acc
 
 // Four activation rows: R9-R12 their quants, BX, DI, R13, R14 their
 // scales, AX = 4*block index (quants at 8*AX, scales at AX), R8 f16Table.
@@ -83,16 +89,22 @@
 	VXORPS Y2, Y2, Y2; \
 	VXORPS Y3, Y3, Y3
 
-// Q8ROW: one row of dot4Q8_0: |w| in Y6, w in Y5, weight scale in Y4.
-#define Q8ROW(ap, dp, ya, yt, acc) \
-	VMOVDQU      ap, ya; \
-	VPSIGNB      Y5, ya, ya; \
-	VPMADDUBSW   ya, Y6, ya; \
-	VPMADDWD     Y15, ya, ya; \
-	VCVTDQ2PS    ya, ya; \
-	VBROADCASTSS dp, yt; \
-	VMULPS       yt, Y4, yt; \
-	VFMADD231PS  ya, yt, acc
+// Q8ROW: one row of dot4Q8_0: w in X4, X5 (halves), |w| in X6, X7, the
+// weight scale in X8.
+#define Q8ROW(ap, ap2, dp, xa, xb, xt, acc) \
+	VMOVDQU      ap, xa; \
+	VMOVDQU      ap2, xb; \
+	VPSIGNB      X4, xa, xa; \
+	VPSIGNB      X5, xb, xb; \
+	VPMADDUBSW   xa, X6, xa; \
+	VPMADDUBSW   xb, X7, xb; \
+	VPMADDWD     X15, xa, xa; \
+	VPMADDWD     X15, xb, xb; \
+	VPADDD       xb, xa, xa; \
+	VCVTDQ2PS    xa, xa; \
+	VBROADCASTSS dp, xt; \
+	VMULPS       xt, X8, xt; \
+	VFMADD231PS  xa, xt, acc
 
 #define STORE4 \
 	HSUM4; \
@@ -153,10 +165,8 @@ TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-44
 	JL     q8tail
 
 q8loop:
-	WSCALE((SI), Y4)
-	WSCALE(34(SI), Y9)
-	Q8DOT(2(SI), (DI), (BX), Y5, Y6, Y4, Y7, Y0)
-	Q8DOT(36(SI), 32(DI), 4(BX), Y10, Y11, Y9, Y12, Y1)
+	Q8DOT(0(SI), 0(DI), 16(DI), 0(BX), X4, X5, X6, X7, X8, X0)
+	Q8DOT(34(SI), 32(DI), 48(DI), 4(BX), X9, X10, X11, X12, X13, X1)
 	ADDQ $68, SI
 	ADDQ $64, DI
 	ADDQ $8, BX
@@ -166,8 +176,7 @@ q8loop:
 q8tail:
 	ADDQ $2, CX
 	JZ   q8done
-	WSCALE((SI), Y4)
-	Q8DOT(2(SI), (DI), (BX), Y5, Y6, Y4, Y7, Y0)
+	Q8DOT(0(SI), 0(DI), 16(DI), 0(BX), X4, X5, X6, X7, X8, X0)
 
 q8done:
 	VADDPS Y1, Y0, Y0
@@ -181,13 +190,16 @@ TEXT ·dot4Q8_0AVX2(SB), NOSPLIT, $0-48
 	LOAD4
 
 q8x4loop:
-	WSCALE((SI), Y4)
-	VMOVDQU 2(SI), Y5
-	VPSIGNB Y5, Y5, Y6
-	Q8ROW((R9)(AX*8), (BX)(AX*1), Y7, Y8, Y0)
-	Q8ROW((R10)(AX*8), (DI)(AX*1), Y9, Y10, Y1)
-	Q8ROW((R11)(AX*8), (R13)(AX*1), Y11, Y12, Y2)
-	Q8ROW((R12)(AX*8), (R14)(AX*1), Y13, Y14, Y3)
+	MOVWLZX      (SI), DX
+	VBROADCASTSS (R8)(DX*4), X8
+	VMOVDQU      2(SI), X4
+	VMOVDQU      18(SI), X5
+	VPABSB       X4, X6
+	VPABSB       X5, X7
+	Q8ROW((R9)(AX*8), 16(R9)(AX*8), (BX)(AX*1), X9, X10, X11, X0)
+	Q8ROW((R10)(AX*8), 16(R10)(AX*8), (DI)(AX*1), X9, X10, X11, X1)
+	Q8ROW((R11)(AX*8), 16(R11)(AX*8), (R13)(AX*1), X9, X10, X11, X2)
+	Q8ROW((R12)(AX*8), 16(R12)(AX*8), (R14)(AX*1), X9, X10, X11, X3)
 	ADDQ    $34, SI
 	ADDQ    $4, AX
 	DECQ    CX
