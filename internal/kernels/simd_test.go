@@ -371,6 +371,51 @@ func TestSIMDSpeed(t *testing.T) {
 		}
 		t.Log(line)
 	}
+
+	// Matrix-vector products over 64 MiB (past the caches): memory bound.
+	for _, typ := range types {
+		p := simdKernels[typ]
+		if p == nil {
+			continue
+		}
+		rs := typ.RowSize(cols)
+		nrows := (64 << 20) / rs
+		w := simdRandWeights(typ, nrows*cols, rng)
+		line := fmt.Sprintf("%-5s 64 MiB", typ)
+		for _, threads := range []int{1, 2} {
+			for _, four := range []bool{false, true} {
+				ns := math.Inf(1)
+				for rep := 0; rep < 8; rep++ {
+					t0 := time.Now()
+					var wg sync.WaitGroup
+					for th := 0; th < threads; th++ {
+						wg.Add(1)
+						go func(lo, hi int) {
+							defer wg.Done()
+							var out [4]float32
+							for r := lo; r < hi; r++ {
+								if four {
+									p.simd.dot4(w[r*rs:(r+1)*rs], &acts, cols, &out)
+								} else {
+									p.simd.dot(w[r*rs:(r+1)*rs], acts[0], cols)
+								}
+							}
+						}(nrows*th/threads, nrows*(th+1)/threads)
+					}
+					wg.Wait()
+					ns = min(ns, float64(time.Since(t0).Nanoseconds()))
+				}
+				flops := 2 * float64(nrows*cols)
+				if four {
+					flops *= 4
+					line += fmt.Sprintf("  t%d dot4 %6.2f GFLOP/s", threads, flops/ns)
+				} else {
+					line += fmt.Sprintf("  t%d dot %6.2f GB/s %6.2f GFLOP/s", threads, float64(nrows*rs)/ns, flops/ns)
+				}
+			}
+		}
+		t.Log(line)
+	}
 }
 
 // TestSIMDQuantizeAct checks that the assembly activation quantizer gives
