@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // refDot is the oracle: dequantize the weights, dot in float64 with the
@@ -396,5 +397,27 @@ func TestFloatKernelsMisaligned(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPoolRunsInParallel: with two threads, two chunks run at the same time
+// (each waits for the other to start).
+func TestPoolRunsInParallel(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	var started sync.WaitGroup
+	started.Add(2)
+	done := make(chan struct{})
+	go func() {
+		p.For(2, func(lo, hi int) {
+			started.Done()
+			started.Wait()
+		})
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the two chunks of a 2-thread loop did not run concurrently")
 	}
 }
