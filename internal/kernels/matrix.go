@@ -140,8 +140,14 @@ func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
 
 func (j *matmulJob) quantize(lo, hi int) {
 	cols := j.m.Cols
+	// The assembly quantizer, where there is one, gives quantizeAct's exact
+	// results; quantizeAct itself stays pure Go as the oracle.
+	q := quantizeAct
+	if quantizeActAsm != nil {
+		q = quantizeActAsm
+	}
 	for i := lo; i < hi; i++ {
-		quantizeAct(j.x[i*cols:(i+1)*cols], &j.acts[i])
+		q(j.x[i*cols:(i+1)*cols], &j.acts[i])
 	}
 }
 
