@@ -23,7 +23,7 @@ type simdPair struct {
 
 // quantizeActAsm is the assembly quantizeAct (bit-identical results) while
 // the assembly kernels are on, else nil; quantizeAct is meant to call it
-// when set (it is about 40 times faster than the Go loop).
+// when set (about 18 times faster than the Go loop on Zen 1).
 var quantizeActAsm func(x []float32, a *Act)
 
 var (
