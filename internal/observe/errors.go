@@ -92,13 +92,15 @@ func errorMessage(body []byte) string {
 	if len(body) == 0 {
 		return ""
 	}
-	if json.Valid(body) {
-		if m, ok := topLevelString(body, "message"); ok {
+	if raw, found, valid := scanTopLevel(body, "message"); valid {
+		if m, ok := jsonString(raw); found && ok {
 			return m
 		}
-		if e, ok := topLevelValue(body, "error"); ok {
-			if m, ok := topLevelString(e, "message"); ok {
-				return m
+		if e, found, _ := scanTopLevel(body, "error"); found {
+			if raw, found, _ := scanTopLevel(e, "message"); found {
+				if m, ok := jsonString(raw); ok {
+					return m
+				}
 			}
 		}
 	}

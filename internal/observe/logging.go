@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -379,11 +380,60 @@ func (h *TracingHandler) writeLine(t time.Time, level slog.Level, msg []byte) {
 func (h *TracingHandler) writeRaw(line []byte) { h.out.write(line) }
 
 // appendTime writes tracing's timestamp: RFC 3339, UTC, microseconds, Z.
+// Hand-formatted with the date and clock cached per second: AppendFormat
+// parses its layout on every call, which cost more than the rest of a line.
 func appendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
 		t = time.Now()
 	}
-	return t.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000Z")
+	sec := t.Unix()
+	c := tsCache.Load()
+	if c == nil || c.sec != sec {
+		c = &tsSecond{sec: sec}
+		u := t.UTC()
+		year, month, day := u.Date()
+		hour, minute, s := u.Clock()
+		p := appendDigits(c.text[:0], year, 4)
+		p = append(p, '-')
+		p = appendDigits(p, int(month), 2)
+		p = append(p, '-')
+		p = appendDigits(p, day, 2)
+		p = append(p, 'T')
+		p = appendDigits(p, hour, 2)
+		p = append(p, ':')
+		p = appendDigits(p, minute, 2)
+		p = append(p, ':')
+		p = appendDigits(p, s, 2)
+		c.n = len(p)
+		tsCache.Store(c)
+	}
+	b = append(b, c.text[:c.n]...)
+	b = append(b, '.')
+	b = appendDigits(b, t.Nanosecond()/1000, 6)
+	return append(b, 'Z')
+}
+
+type tsSecond struct {
+	sec  int64
+	text [24]byte
+	n    int
+}
+
+var tsCache atomic.Pointer[tsSecond]
+
+// appendDigits writes v (non-negative) zero-padded to width digits.
+func appendDigits(b []byte, v, width int) []byte {
+	var d [20]byte
+	i := len(d)
+	for v >= 10 || width > 1 {
+		i--
+		d[i] = byte('0' + v%10)
+		v /= 10
+		width--
+	}
+	i--
+	d[i] = byte('0' + v)
+	return append(b, d[i:]...)
 }
 
 func levelName(l slog.Level) string {

@@ -1,7 +1,6 @@
 package observe
 
 import (
-	"encoding/json"
 	"net/url"
 	"strings"
 )
@@ -93,10 +92,14 @@ func modelLabel(src ModelSource, res ModelResolver, body []byte, rawQuery string
 		if src == SourceModelID {
 			key = "model_id"
 		}
-		if !json.Valid(body) {
+		raw, found, valid := scanTopLevel(body, key)
+		if !valid {
 			return ModelUnknown
 		}
-		name, _ := topLevelString(body, key)
+		var name string
+		if found {
+			name, _ = jsonString(raw) // a non-string model counts as missing
+		}
 		if src == SourceBodyTrimmed {
 			name = strings.TrimSpace(name)
 		}
@@ -149,115 +152,3 @@ func firstQueryValue(raw, key string) string {
 	return ""
 }
 
-// topLevelString returns the value of key in the top-level object of valid
-// JSON if it is a string.
-func topLevelString(data []byte, key string) (string, bool) {
-	val, ok := topLevelValue(data, key)
-	if !ok || len(val) == 0 || val[0] != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(val, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
-// topLevelValue finds key in the top-level object of valid JSON and returns
-// its raw value. Keys match exactly (serde's rule; encoding/json would also
-// match "Model"), the last duplicate wins, and nothing is copied.
-func topLevelValue(data []byte, key string) ([]byte, bool) {
-	i := skipWS(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return nil, false
-	}
-	i++
-	var val []byte
-	found := false
-	for {
-		i = skipWS(data, i)
-		if i >= len(data) || data[i] == '}' {
-			break
-		}
-		if data[i] == ',' {
-			i++
-			continue
-		}
-		kStart := i
-		i = skipValue(data, i)
-		k := data[kStart:i]
-		i = skipWS(data, i)
-		i++ // ':'
-		i = skipWS(data, i)
-		vStart := i
-		i = skipValue(data, i)
-		if keyEquals(k, key) {
-			val, found = data[vStart:i], true
-		}
-	}
-	return val, found
-}
-
-func keyEquals(quoted []byte, key string) bool {
-	if len(quoted) < 2 {
-		return false
-	}
-	inner := quoted[1 : len(quoted)-1]
-	for _, c := range inner {
-		if c == '\\' {
-			var s string
-			return json.Unmarshal(quoted, &s) == nil && s == key
-		}
-	}
-	return string(inner) == key
-}
-
-func skipWS(d []byte, i int) int {
-	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value at i (input is valid).
-func skipValue(d []byte, i int) int {
-	if i >= len(d) {
-		return i
-	}
-	switch d[i] {
-	case '"':
-		for i++; i < len(d); i++ {
-			switch d[i] {
-			case '\\':
-				i++
-			case '"':
-				return i + 1
-			}
-		}
-		return i
-	case '{', '[':
-		depth := 0
-		for ; i < len(d); i++ {
-			switch d[i] {
-			case '"':
-				i = skipValue(d, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	}
-	for i < len(d) {
-		switch d[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	return i
-}

@@ -125,7 +125,7 @@ func (o *Observer) MetricsHandler() http.Handler {
 // register "GET /{$}" rather than "/" for the root, since "/" matches every
 // path in a ServeMux.
 func (o *Observer) Handler(mux *http.ServeMux) http.Handler {
-	var next http.Handler = &cors{next: mux, origins: o.origins}
+	var next http.Handler = &cors{next: &dispatch{mux: mux}, origins: o.origins}
 	next = &bodyLimit{next: next, o: o}
 	return &observeLayer{o: o, mux: mux, next: next}
 }
@@ -154,6 +154,11 @@ type reqState struct {
 	errMsg string // attached by the handler (SetError, WriteError)
 
 	series *startSeries // nil without metrics or for housekeeping
+
+	// The handler the mux chose, when it can be called without routing
+	// again (a pattern without wildcards, so no path values are needed).
+	handler http.Handler
+	pattern string
 }
 
 type ctxKey struct{}
@@ -190,7 +195,7 @@ func (l *observeLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &reqState{o: o, start: time.Now(), method: r.Method, contentLength: -1}
 	st.stream.st = st
 	src := SourceNone
-	st.route, src = l.route(r)
+	st.route, src = l.route(r, st)
 	st.path = r.URL.EscapedPath()
 	st.id = requestIDFrom(r.Header)
 	st.housekeeping = isHousekeeping(r.Method, st.route, st.path)
@@ -217,8 +222,6 @@ func (l *observeLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			st.buffered = true
 			st.contentLength = int64(len(body))
-			r.Body = &bufferedBody{Reader: bytes.NewReader(body)}
-			r.ContentLength = int64(len(body))
 		}
 	}
 	if st.model == "" {
@@ -240,6 +243,12 @@ func (l *observeLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st.rw = ResponseWriter{w: w, st: st}
 	st.ctx = context.WithValue(r.Context(), ctxKey{}, st)
 	r = r.WithContext(st.ctx)
+	if st.buffered {
+		// The handler reads the bytes the layer buffered (set on the copy:
+		// the caller's request is not modified).
+		r.Body = &bufferedBody{Reader: bytes.NewReader(body)}
+		r.ContentLength = int64(len(body))
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			// The handler panicked: account for the request, then let
@@ -273,13 +282,16 @@ func (l *observeLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // route returns the path label and the route's model source.
-func (l *observeLayer) route(r *http.Request) (string, ModelSource) {
+func (l *observeLayer) route(r *http.Request, st *reqState) (string, ModelSource) {
 	// CONNECT paths are not canonicalised and may redirect to a
 	// client-chosen path: never a label.
 	if r.Method == http.MethodConnect {
 		return Unmatched, SourceNone
 	}
-	_, pat := l.mux.Handler(r)
+	h, pat := l.mux.Handler(r)
+	if !strings.Contains(pat, "{") && r.RequestURI != "*" {
+		st.handler, st.pattern = h, pat
+	}
 	if pat == "" {
 		// 405: the path exists under another method and keeps its label.
 		r2 := *r
@@ -394,6 +406,20 @@ func (st *reqState) finish() {
 	} else {
 		st.o.access.fallback(st, c.status, c.duration, now)
 	}
+}
+
+// dispatch is the innermost layer: it calls the handler the mux chose during
+// routing, sparing a second route lookup, or lets the mux route when path
+// values are needed.
+type dispatch struct{ mux *http.ServeMux }
+
+func (d *dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if st := stateFrom(r.Context()); st != nil && st.handler != nil {
+		r.Pattern = st.pattern
+		st.handler.ServeHTTP(w, r)
+		return
+	}
+	d.mux.ServeHTTP(w, r)
 }
 
 // errBodyTooLarge reports a body over the limit.

@@ -1,7 +1,9 @@
 package observe
 
 import (
+	"encoding/binary"
 	"encoding/hex"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 
@@ -47,9 +49,15 @@ var idChar = func() (t [256]bool) {
 }()
 
 // NewRequestID returns `req_` followed by a random UUID v4 in simple form
-// (32 lowercase hex digits), as mistral.rs generates them.
+// (32 lowercase hex digits), as mistral.rs generates them. The bits come
+// from the runtime's ChaCha8 generator (securely seeded, per thread) rather
+// than a getrandom call per request: ids must be unique, not secret.
 func NewRequestID() string {
-	u := uuid.New()
+	var u uuid.UUID
+	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
 	var b [36]byte
 	copy(b[:], "req_")
 	hex.Encode(b[4:], u[:])
