@@ -151,4 +151,3 @@ func firstQueryValue(raw, key string) string {
 	}
 	return ""
 }
-
