@@ -40,6 +40,6 @@ func newRootCmd() *cobra.Command {
 	pf.CountVarP(&g.verbose, "verbose", "v", "log verbosity: -v debug, -vv trace")
 	pf.Uint64Var(&g.seed, "seed", 0, "random seed (sampling is reproducible with the same seed)")
 	pf.StringVarP(&g.logPath, "log", "l", "", "append every request, response and error to this file")
-	root.AddCommand(newRunCmd(g), newBenchCmd(g), newTokenizeCmd(g), newGenModelCmd())
+	root.AddCommand(newServeCmd(g), newFromConfigCmd(g), newRunCmd(g), newBenchCmd(g), newTokenizeCmd(g), newGenModelCmd())
 	return root
 }

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"mistralrs/internal/config"
+	"mistralrs/internal/demo"
+	"mistralrs/internal/observe"
+	"mistralrs/internal/server"
+)
+
+func newServeCmd(g *globalFlags) *cobra.Command {
+	cfg := config.Default()
+	cmd := &cobra.Command{
+		Use:   "serve [-m MODEL_ID] [-f FILE.gguf]",
+		Short: "Serve a model over an OpenAI-compatible HTTP API",
+		Long: "Serve a model over an OpenAI-compatible HTTP API (chat and text completions,\n" +
+			"streaming and not), with access logs, request ids and Prometheus metrics.\n" +
+			"-m names a local directory holding a GGUF model or a Hugging Face id found in the\n" +
+			"local Hugging Face cache; -f names GGUF files. Without either, the embedded demo\n" +
+			"model is served (it generates meaningless text).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Global.Verbose = g.verbose
+			cfg.Global.Log = g.logPath
+			if g.seedSet {
+				seed := g.seed
+				cfg.Global.Seed = &seed
+			}
+			warns := cfg.ApplyEnv(nil)
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			return serveConfig(cmd, cfg, warns)
+		},
+	}
+	config.BindServeFlags(cmd.Flags(), cfg)
+	return cmd
+}
+
+// serveConfig is the one server path of `serve` and `from-config`: logging,
+// models, listener, startup lines, then serving until SIGINT or SIGTERM.
+func serveConfig(cmd *cobra.Command, cfg *config.Config, warns []config.Warning) error {
+	rl, set := os.LookupEnv("RUST_LOG")
+	filter, filterErr := observe.ChooseFilter(cfg.Global.Verbose, rl, set)
+	slog.SetDefault(slog.New(observe.NewTracingHandler(cmd.OutOrStdout(), filter)))
+	log := observe.Logger(observe.TargetCLI)
+	if filterErr != nil {
+		log.Warn(filterErr.Error())
+	}
+	for _, w := range warns {
+		log.Warn("config: " + w.String())
+	}
+
+	opts, demoModel, err := server.OptionsFromConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if demoModel {
+		log.Warn(strings.TrimPrefix(demo.Warning, "warning: "))
+	}
+	if cfg.Global.Log != "" {
+		pl, err := observe.OpenPayloadLog(cfg.Global.Log)
+		if err != nil {
+			return err
+		}
+		defer pl.Close()
+		opts.PayloadLog = pl
+		log.Info("Logging requests and responses to " + cfg.Global.Log)
+	}
+	srv, err := server.New(opts)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port)))
+	if err != nil {
+		return err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	srvLog := observe.Logger(observe.TargetServer)
+	for _, line := range srv.StartupLines(cfg.Server.Host, port, accessLogDescription(&cfg.Server)) {
+		srvLog.Info(line)
+	}
+	srv.LogRoutes()
+
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := srv.Serve(ctx, ln); err != nil {
+		return err
+	}
+	srvLog.Info("Server stopped")
+	return nil
+}
+
+// accessLogDescription says which access log is in use, for the startup lines.
+func accessLogDescription(s *config.ServerConfig) string {
+	if s.DisableAccessLog {
+		return "disabled (--disable-access-log)"
+	}
+	d := "text format (request started / request completed lines)"
+	if s.AccessLogFormat == observe.FormatJSON {
+		d = "json format (one JSON object per line)"
+	}
+	if s.AccessLogHealth {
+		d += ", housekeeping requests included"
+	}
+	return d
+}

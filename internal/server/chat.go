@@ -1,0 +1,236 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"mistralrs/internal/chat"
+	"mistralrs/internal/engine"
+	"mistralrs/internal/observe"
+)
+
+// handleChat is POST /v1/chat/completions.
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	j, err := s.prepareChat(r, body)
+	if err != nil {
+		if !clientGone(r) {
+			s.writeRequestError(w, r, err)
+		}
+		return
+	}
+	defer j.job.release()
+	if j.stream {
+		s.streamChat(w, r, j)
+	} else {
+		s.completeChat(w, r, j)
+	}
+}
+
+// chatJob is a checked chat request.
+type chatJob struct {
+	job          *job
+	stream       bool
+	includeUsage bool
+	logprobs     bool
+}
+
+func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
+	var req chatRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return nil, err
+	}
+	entry, err := s.resolveModel(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	top := 0
+	if req.TopLogprobs != nil {
+		top = *req.TopLogprobs
+	}
+	g, err := req.settings(req.Logprobs, top, s.opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	msgs, raw, isRaw, err := req.messages()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkResponseFormat(req.ResponseFormat); err != nil {
+		return nil, err
+	}
+	opts := chat.Options{AddGenerationPrompt: true}
+	for _, t := range req.Tools {
+		opts.Tools = append(opts.Tools, t)
+	}
+	if len(req.ChatTemplateKwargs) > 0 || req.EnableThinking != nil {
+		opts.Vars = map[string]any{}
+		for k, v := range req.ChatTemplateKwargs {
+			opts.Vars[k] = v
+		}
+		if req.EnableThinking != nil {
+			opts.Vars["enable_thinking"] = *req.EnableThinking
+		}
+	}
+
+	j, err := s.newJob(r.Context(), entry, g)
+	if err != nil {
+		return nil, err
+	}
+	m := j.lm.model
+	var prompt []int32
+	if isRaw {
+		prompt = m.Tok.Encode(raw, true, true)
+	} else {
+		text, err := m.Template.RenderOptions(msgs, opts)
+		if err != nil {
+			j.release()
+			var ce *chat.Error
+			if errors.As(err, &ce) && ce.Raised {
+				return nil, badRequest("messages", "%s", err.Error())
+			}
+			return nil, err
+		}
+		// The template writes BOS itself where the model wants it.
+		prompt = m.Tok.Encode(text, false, true)
+	}
+	if err := j.setPrompt(prompt); err != nil {
+		j.release()
+		return nil, err
+	}
+	cj := &chatJob{job: j, stream: req.Stream, logprobs: req.Logprobs}
+	if req.StreamOptions != nil {
+		cj.includeUsage = req.StreamOptions.IncludeUsage
+	}
+	return cj, nil
+}
+
+// checkResponseFormat accepts plain text only: the engine cannot constrain
+// its output to JSON or a schema.
+func checkResponseFormat(raw json.RawMessage) error {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	var rf struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &rf); err != nil {
+		return badRequest("response_format", "response_format must be an object with a type")
+	}
+	if rf.Type != "text" {
+		return badRequest("response_format", "response_format type %q is not supported (only \"text\")", rf.Type)
+	}
+	return nil
+}
+
+func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, cj *chatJob) {
+	j := cj.job
+	tok := j.lm.model.Tok
+	var lps []tokenLogprob
+	res, err := j.lm.eng.Generate(r.Context(), j.req, func(o engine.Output) error {
+		if cj.logprobs && o.Logprob != nil && !j.isStopToken(o.Token) {
+			lps = append(lps, chatLogprob(tok, o.Logprob))
+		}
+		return nil
+	})
+	if err != nil {
+		s.writeRequestError(w, r, generateError(err))
+		return
+	}
+	if res.FinishReason == engine.FinishCanceled && clientGone(r) {
+		observe.WriteErrorMessage(w, r, statusClientClosed, "client closed the request")
+		return
+	}
+	text := res.Text
+	reason := res.FinishReason
+	choice := chatChoiceJSON{Index: 0, Message: &chatMessageJSON{Role: "assistant", Content: &text}, FinishReason: &reason}
+	if cj.logprobs {
+		if lps == nil {
+			lps = []tokenLogprob{}
+		}
+		choice.Logprobs = &chatLogprobs{Content: lps}
+	}
+	resp := chatCompletionJSON{
+		ID: j.id, Object: "chat.completion", Created: j.created, Model: j.entry.spec.ID,
+		SystemFingerprint: systemFingerprint, Choices: []chatChoiceJSON{choice}, Usage: usage(res),
+	}
+	_ = s.opts.PayloadLog.Response(resp)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, cj *chatJob) {
+	j := cj.job
+	tok := j.lm.model.Tok
+	st := observe.StreamFromContext(r.Context())
+	sw := startSSE(w)
+	chunk := func(choices []chatChoiceJSON, u *usageJSON) chatCompletionJSON {
+		return chatCompletionJSON{ID: j.id, Object: "chat.completion.chunk", Created: j.created, Model: j.entry.spec.ID,
+			SystemFingerprint: systemFingerprint, Choices: choices, Usage: u}
+	}
+	send := func(v chatCompletionJSON) error {
+		_ = s.opts.PayloadLog.Response(v)
+		return sw.data(v)
+	}
+	res, err := generateStreaming(r.Context(), j.lm.eng, j.req, sw, s.opts.KeepAlive, func(o engine.Output) error {
+		st.TokenStep(o.Time)
+		var lp *chatLogprobs
+		if cj.logprobs && o.Logprob != nil && !j.isStopToken(o.Token) {
+			lp = &chatLogprobs{Content: []tokenLogprob{chatLogprob(tok, o.Logprob)}}
+		}
+		if o.Text == "" && lp == nil {
+			return nil
+		}
+		text := o.Text
+		return send(chunk([]chatChoiceJSON{{Index: 0, Delta: &chatMessageJSON{Role: "assistant", Content: &text}, Logprobs: lp}}, nil))
+	})
+	s.finishStream(r, sw, st, res, err, func(reason string, u *usageJSON) (bool, error) {
+		empty := ""
+		last := chunk([]chatChoiceJSON{{Index: 0, Delta: &chatMessageJSON{Role: "assistant", Content: &empty}, FinishReason: &reason}}, nil)
+		if !cj.includeUsage {
+			// mistral.rs puts the usage on the final chunk.
+			last.Usage = u
+		}
+		if err := send(last); err != nil {
+			return false, err
+		}
+		if cj.includeUsage {
+			// OpenAI's stream_options.include_usage: one more chunk, no choices.
+			return true, send(chunk([]chatChoiceJSON{}, u))
+		}
+		return true, nil
+	})
+}
+
+// finishStream ends a stream after the engine is done: the final chunks
+// (written by last, which reports whether they carried the usage), or the
+// error event; then [DONE]. A client that left gets nothing more.
+func (s *Server) finishStream(r *http.Request, sw *sseWriter, st *observe.Stream, res *engine.Result, err error,
+	last func(reason string, u *usageJSON) (bool, error)) {
+	if err != nil {
+		msg := generateError(err).Error()
+		st.Error(msg)
+		_ = s.opts.PayloadLog.Error(msg)
+		_ = sw.streamError(msg)
+		return
+	}
+	if sw.err != nil || (res.FinishReason == engine.FinishCanceled && clientGone(r)) {
+		return
+	}
+	u := usage(res)
+	sent, err := last(res.FinishReason, u)
+	if err != nil {
+		return
+	}
+	if sent {
+		st.SetUsage(accessUsage(u))
+	}
+	if sw.done() == nil {
+		st.Done()
+	}
+}

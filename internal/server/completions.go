@@ -1,0 +1,235 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"mistralrs/internal/engine"
+	"mistralrs/internal/observe"
+	"mistralrs/internal/sampler"
+	"mistralrs/internal/tokenizer"
+)
+
+// handleCompletions is POST /v1/completions.
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	cj, err := s.prepareCompletion(r, body)
+	if err != nil {
+		if !clientGone(r) {
+			s.writeRequestError(w, r, err)
+		}
+		return
+	}
+	defer cj.job.release()
+	if cj.stream {
+		s.streamCompletion(w, r, cj)
+	} else {
+		s.complete(w, r, cj)
+	}
+}
+
+// completionJob is a checked completions request.
+type completionJob struct {
+	job          *job
+	stream       bool
+	includeUsage bool
+	logprobs     bool
+	echo         string // the prompt text when echo is set
+}
+
+// completionPrompt is the prompt field: a string, or token ids, or a list
+// holding one of them (one prompt per request).
+type completionPrompt struct {
+	text   string
+	tokens []int32
+	isText bool
+}
+
+func parsePrompt(raw json.RawMessage) (*completionPrompt, error) {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || string(b) == "null" {
+		return nil, badRequest("prompt", "prompt is required")
+	}
+	var text string
+	if json.Unmarshal(b, &text) == nil {
+		return &completionPrompt{text: text, isText: true}, nil
+	}
+	var toks []int32
+	if json.Unmarshal(b, &toks) == nil {
+		return &completionPrompt{tokens: toks}, nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(b, &list) == nil {
+		if len(list) != 1 {
+			return nil, badRequest("prompt", "prompt lists of %d prompts are not supported: send one prompt per request", len(list))
+		}
+		return parsePrompt(list[0])
+	}
+	return nil, badRequest("prompt", "prompt must be a string, an array of token ids, or a list holding one of them")
+}
+
+func (s *Server) prepareCompletion(r *http.Request, body []byte) (*completionJob, error) {
+	var req completionRequest
+	if err := decodeJSON(body, &req); err != nil {
+		return nil, err
+	}
+	entry, err := s.resolveModel(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	if req.BestOf != nil && *req.BestOf != 1 {
+		return nil, badRequest("best_of", "best_of = %d is not supported (only 1)", *req.BestOf)
+	}
+	if req.Suffix != nil && *req.Suffix != "" {
+		return nil, badRequest("suffix", "suffix is not supported")
+	}
+	logprobs, top := false, 0
+	if req.Logprobs != nil {
+		if *req.Logprobs < 0 || *req.Logprobs > sampler.MaxTopLogprobs {
+			return nil, badRequest("logprobs", "logprobs must be between 0 and %d, got %d", sampler.MaxTopLogprobs, *req.Logprobs)
+		}
+		logprobs, top = true, *req.Logprobs
+	}
+	g, err := req.settings(logprobs, top, s.opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	p, err := parsePrompt(req.Prompt)
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.newJob(r.Context(), entry, g)
+	if err != nil {
+		return nil, err
+	}
+	tok := j.lm.model.Tok
+	prompt := p.tokens
+	if p.isText {
+		prompt = tok.Encode(p.text, true, true)
+	}
+	if err := j.setPrompt(prompt); err != nil {
+		j.release()
+		return nil, err
+	}
+	cj := &completionJob{job: j, stream: req.Stream, logprobs: logprobs}
+	if req.StreamOptions != nil {
+		cj.includeUsage = req.StreamOptions.IncludeUsage
+	}
+	if req.Echo {
+		cj.echo = p.text
+		if !p.isText {
+			cj.echo = tok.Decode(p.tokens)
+		}
+	}
+	return cj, nil
+}
+
+// completionLogprobs accumulates the legacy logprobs object.
+type completionLogprobs struct {
+	lp     completionLogprob
+	offset int
+}
+
+func newCompletionLogprobs(offset int) *completionLogprobs {
+	return &completionLogprobs{offset: offset, lp: completionLogprob{
+		Tokens: []string{}, TokenLogprobs: []float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}}
+}
+
+func (c *completionLogprobs) add(tok *tokenizer.Tokenizer, ch *sampler.Choice) {
+	text, _ := tokenText(tok, ch.Token)
+	c.lp.Tokens = append(c.lp.Tokens, text)
+	c.lp.TokenLogprobs = append(c.lp.TokenLogprobs, logprob(ch.Logprob))
+	top := make(map[string]float64, len(ch.Top))
+	for _, t := range ch.Top {
+		tt, _ := tokenText(tok, t.Token)
+		if _, dup := top[tt]; !dup {
+			top[tt] = logprob(t.Logprob)
+		}
+	}
+	c.lp.TopLogprobs = append(c.lp.TopLogprobs, top)
+	c.lp.TextOffset = append(c.lp.TextOffset, c.offset)
+	c.offset += len(text)
+}
+
+func (s *Server) complete(w http.ResponseWriter, r *http.Request, cj *completionJob) {
+	j := cj.job
+	tok := j.lm.model.Tok
+	var lps *completionLogprobs
+	if cj.logprobs {
+		lps = newCompletionLogprobs(len(cj.echo))
+	}
+	res, err := j.lm.eng.Generate(r.Context(), j.req, func(o engine.Output) error {
+		if lps != nil && o.Logprob != nil && !j.isStopToken(o.Token) {
+			lps.add(tok, o.Logprob)
+		}
+		return nil
+	})
+	if err != nil {
+		s.writeRequestError(w, r, generateError(err))
+		return
+	}
+	if res.FinishReason == engine.FinishCanceled && clientGone(r) {
+		observe.WriteErrorMessage(w, r, statusClientClosed, "client closed the request")
+		return
+	}
+	reason := res.FinishReason
+	choice := completionChoiceJSON{Index: 0, Text: cj.echo + res.Text, FinishReason: &reason}
+	if lps != nil {
+		choice.Logprobs = &lps.lp
+	}
+	resp := completionJSON{
+		ID: j.id, Object: "text_completion", Created: j.created, Model: j.entry.spec.ID,
+		SystemFingerprint: systemFingerprint, Choices: []completionChoiceJSON{choice}, Usage: usage(res),
+	}
+	_ = s.opts.PayloadLog.Response(resp)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, cj *completionJob) {
+	j := cj.job
+	tok := j.lm.model.Tok
+	st := observe.StreamFromContext(r.Context())
+	sw := startSSE(w)
+	chunk := func(choices []completionChoiceJSON, u *usageJSON) completionJSON {
+		return completionJSON{ID: j.id, Object: "text_completion", Created: j.created, Model: j.entry.spec.ID,
+			SystemFingerprint: systemFingerprint, Choices: choices, Usage: u}
+	}
+	send := func(v completionJSON) error {
+		_ = s.opts.PayloadLog.Response(v)
+		return sw.data(v)
+	}
+	echo := cj.echo
+	offset := len(echo)
+	res, err := generateStreaming(r.Context(), j.lm.eng, j.req, sw, s.opts.KeepAlive, func(o engine.Output) error {
+		st.TokenStep(o.Time)
+		var lp *completionLogprob
+		if cj.logprobs && o.Logprob != nil && !j.isStopToken(o.Token) {
+			l := newCompletionLogprobs(offset)
+			l.add(tok, o.Logprob)
+			lp = &l.lp
+		}
+		text := echo + o.Text
+		if text == "" && lp == nil {
+			return nil
+		}
+		echo = ""
+		offset += len(o.Text)
+		return send(chunk([]completionChoiceJSON{{Index: 0, Text: text, Logprobs: lp}}, nil))
+	})
+	s.finishStream(r, sw, st, res, err, func(reason string, u *usageJSON) (bool, error) {
+		text := echo // an echo not sent yet (no token produced text)
+		if err := send(chunk([]completionChoiceJSON{{Index: 0, Text: text, FinishReason: &reason}}, nil)); err != nil {
+			return false, err
+		}
+		if cj.includeUsage {
+			// Completions chunks carry no usage (as in mistral.rs) unless
+			// stream_options.include_usage asks for OpenAI's usage chunk.
+			return true, send(chunk([]completionChoiceJSON{}, u))
+		}
+		return false, nil
+	})
+}

@@ -1,0 +1,51 @@
+package server
+
+import (
+	"strings"
+
+	"mistralrs/internal/config"
+	"mistralrs/internal/demo"
+	"mistralrs/internal/engine"
+	"mistralrs/internal/observe"
+)
+
+// OptionsFromConfig turns a validated configuration (from the serve flags or
+// a from-config TOML file: both arrive here) into server options: the model
+// files are found on disk now, and loaded by New. With no model named, the
+// embedded demo model is served and demoModel is true.
+func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err error) {
+	oo := observe.DefaultOptions()
+	oo.AccessLog = !cfg.Server.DisableAccessLog
+	oo.AccessLogFormat = cfg.Server.AccessLogFormat
+	oo.AccessLogHealth = cfg.Server.AccessLogHealth
+	oo.RequestIDHeader = !cfg.Server.DisableRequestIDHeader
+	oo.Metrics = !cfg.Server.DisableMetrics
+	opts = Options{
+		Observe:   &oo,
+		KeepAlive: cfg.Server.KeepAliveInterval,
+		Seed:      cfg.Global.Seed,
+		Threads:   cfg.Runtime.Threads,
+	}
+	if cfg.DemoModel() {
+		opts.Models = []ModelSpec{{ID: demo.ID, Load: demo.Load}}
+		return opts, true, nil
+	}
+	for i, mc := range cfg.Models {
+		src, err := config.ResolveModel(mc, nil)
+		if err != nil {
+			return Options{}, false, err
+		}
+		// Served under model_id as written (so default_model_id and requests
+		// name it as the file does), else under the file's name.
+		id := src.ID
+		lo := engine.LoadOptions{ID: id, ChatTemplatePath: cfg.ChatTemplateFor(i)}
+		path := src.Files[0]
+		opts.Models = append(opts.Models, ModelSpec{
+			ID:   id,
+			Path: strings.Join(src.Files, ";"),
+			Load: func() (*engine.Model, error) { return engine.Load(path, lo) },
+		})
+	}
+	opts.DefaultModel = opts.Models[cfg.DefaultModelIndex()].ID
+	return opts, false, nil
+}

@@ -1,0 +1,158 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"mistralrs/internal/engine"
+	"mistralrs/internal/observe"
+	"mistralrs/internal/sampler"
+	"mistralrs/internal/tokenizer"
+)
+
+// statusClientClosed is the status logged for a non-streaming request whose
+// client left before the answer (nginx's 499); nobody receives it.
+const statusClientClosed = 499
+
+// job is one checked generation request, bound to a loaded model.
+type job struct {
+	s       *Server
+	entry   *modelEntry
+	lm      *loadedModel
+	release func()
+	req     *engine.Request
+	id      string
+	created int64
+}
+
+// resolveModel finds the request's model (404 if we do not serve it).
+func (s *Server) resolveModel(name string) (*modelEntry, error) {
+	e, ok := s.models.lookup(name)
+	if !ok {
+		return nil, &requestError{status: http.StatusNotFound, param: "model", msg: s.models.unknownModelError(name)}
+	}
+	return e, nil
+}
+
+// newJob loads (if needed) and holds the model for one request.
+func (s *Server) newJob(ctx context.Context, e *modelEntry, g *genSettings) (*job, error) {
+	lm, release, err := e.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &job{
+		s: s, entry: e, lm: lm, release: release,
+		req: &engine.Request{Sampling: g.params, MaxTokens: g.maxTokens, Stop: g.stop, IgnoreEOS: g.ignoreEOS},
+		id:  strconv.FormatUint(s.seq.Add(1)-1, 10), created: time.Now().Unix(),
+	}, nil
+}
+
+// setPrompt checks that the prompt fits the model.
+func (j *job) setPrompt(tokens []int32) error {
+	if len(tokens) == 0 {
+		return badRequest("", "the prompt is empty after tokenization")
+	}
+	if n := j.lm.eng.ContextLength(); len(tokens) >= n {
+		return badRequest("", "the prompt has %d tokens, which does not fit the model's context length of %d tokens", len(tokens), n)
+	}
+	vocab := int32(j.lm.model.Tok.VocabSize())
+	for _, t := range tokens {
+		if t < 0 || t >= vocab {
+			return badRequest("prompt", "token id %d is outside the vocabulary (0..%d)", t, vocab-1)
+		}
+	}
+	j.req.Prompt = tokens
+	return nil
+}
+
+// isStopToken reports whether tok ended the generation as a stop token (it
+// is not part of the text and gets no logprobs entry, as in OpenAI's API).
+func (j *job) isStopToken(tok int32) bool {
+	if !j.req.IgnoreEOS && j.lm.model.Tok.IsEOG(tok) {
+		return true
+	}
+	for _, s := range j.req.StopTokens {
+		if s == tok {
+			return true
+		}
+	}
+	return false
+}
+
+// usage is the usage object of a finished generation, with mistral.rs's
+// timing fields.
+func usage(res *engine.Result) *usageJSON {
+	prompt, compl := res.PromptTime.Seconds(), res.DecodeTime.Seconds()
+	total := prompt + compl
+	rate := func(n int, sec float64) float64 {
+		if sec <= 0 {
+			return 0
+		}
+		return float64(n) / sec
+	}
+	return &usageJSON{
+		CompletionTokens:       res.CompletionTokens,
+		PromptTokens:           res.PromptTokens,
+		TotalTokens:            res.PromptTokens + res.CompletionTokens,
+		AvgTokPerSec:           rate(res.PromptTokens+res.CompletionTokens, total),
+		AvgPromptTokPerSec:     rate(res.PromptTokens, prompt),
+		AvgComplTokPerSec:      rate(res.CompletionTokens, compl),
+		TotalTimeSec:           total,
+		TotalPromptTimeSec:     prompt,
+		TotalCompletionTimeSec: compl,
+	}
+}
+
+// accessUsage is what the access log shows of a stream's usage.
+func accessUsage(u *usageJSON) observe.Usage {
+	return observe.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+		PrefillTokPerSec: u.AvgPromptTokPerSec, DecodeTokPerSec: u.AvgComplTokPerSec}
+}
+
+// tokenText is a token's text as it appears in the output, and its bytes.
+func tokenText(tok *tokenizer.Tokenizer, id int32) (string, []int) {
+	b := tok.TokenBytes(id)
+	ints := make([]int, len(b))
+	for i, c := range b {
+		ints[i] = int(c)
+	}
+	return string(b), ints
+}
+
+// logprob converts a float32 logprob for JSON (which has no -Inf).
+func logprob(v float32) float64 {
+	f := float64(v)
+	if math.IsInf(f, -1) || math.IsNaN(f) {
+		return -9999
+	}
+	return f
+}
+
+func chatLogprob(tok *tokenizer.Tokenizer, c *sampler.Choice) tokenLogprob {
+	text, b := tokenText(tok, c.Token)
+	e := tokenLogprob{Token: text, Logprob: logprob(c.Logprob), Bytes: b, TopLogprobs: []topLogprob{}}
+	for _, t := range c.Top {
+		tt, tb := tokenText(tok, t.Token)
+		e.TopLogprobs = append(e.TopLogprobs, topLogprob{Token: tt, Logprob: logprob(t.Logprob), Bytes: tb})
+	}
+	return e
+}
+
+// generateErrorStatus maps an engine error to a status: the engine rejects
+// requests only for what the handlers already checked, so anything left is
+// a server error.
+func generateError(err error) error {
+	var re *requestError
+	if errors.As(err, &re) {
+		return err
+	}
+	return fmt.Errorf("generation failed: %w", err)
+}
+
+// clientGone reports whether the request's client has left.
+func clientGone(r *http.Request) bool { return r.Context().Err() != nil }

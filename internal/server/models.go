@@ -1,0 +1,276 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"mistralrs/internal/engine"
+)
+
+// Model status values of GET /v1/models and the model-management routes.
+const (
+	StatusLoaded        = "loaded"
+	StatusUnloaded      = "unloaded"
+	StatusReloading     = "reloading"
+	StatusNotFound      = "not_found"
+	StatusInternalError = "internal_error"
+)
+
+// ModelSpec is one model the server serves: its id and how to load it (again,
+// after an unload).
+type ModelSpec struct {
+	ID   string
+	Path string // where it comes from, for logs ("" for the embedded demo model)
+	Load func() (*engine.Model, error)
+}
+
+// models is the registry of served models. Each model has its own engine;
+// an unloaded model frees its engine and weights and is loaded again by
+// /v1/models/reload or by the next request that names it (as mistral.rs
+// reloads on access).
+type models struct {
+	entries []*modelEntry
+	byID    map[string]*modelEntry
+	def     *modelEntry
+	newEng  func(id string, m *engine.Model) (*engine.Engine, *engineStats)
+	log     *slog.Logger
+}
+
+type modelEntry struct {
+	spec ModelSpec
+	reg  *models
+
+	mu      sync.Mutex
+	cur     *loadedModel  // nil unless loaded
+	loading chan struct{} // non-nil while a (re)load runs; closed when it ends
+	stats   *engineStats  // of the current or last engine (throughput line)
+}
+
+// loadedModel is one engine on one loaded model. Requests hold a reference
+// while they generate, so an unload frees it only when the last one ends.
+type loadedModel struct {
+	model   *engine.Model
+	eng     *engine.Engine
+	refs    int  // guarded by the entry's mu
+	retired bool // unloaded: freed when refs drops to 0
+}
+
+func (l *loadedModel) free() {
+	l.eng.Close()
+	if l.model.File != nil {
+		_ = l.model.File.Close()
+	}
+}
+
+// DefaultModel implements observe.ModelResolver.
+func (r *models) DefaultModel() string {
+	if r.def == nil {
+		return ""
+	}
+	return r.def.spec.ID
+}
+
+// KnownModel implements observe.ModelResolver: any configured model, loaded or not.
+func (r *models) KnownModel(name string) bool {
+	_, ok := r.byID[name]
+	return ok
+}
+
+// lookup resolves a request's model field: "" and "default" select the default model.
+func (r *models) lookup(name string) (*modelEntry, bool) {
+	if name == "" || name == "default" {
+		return r.def, r.def != nil
+	}
+	e, ok := r.byID[name]
+	return e, ok
+}
+
+// ids lists the served ids, sorted, for error messages.
+func (r *models) ids() []string {
+	out := make([]string, 0, len(r.entries))
+	for _, e := range r.entries {
+		out = append(out, e.spec.ID)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// unknownModelError is the message of the 404 for a model we do not serve.
+func (r *models) unknownModelError(name string) string {
+	return fmt.Sprintf("Requested model '%s' is not available. Available models: %s. Use 'default' to use the default model.",
+		name, strings.Join(r.ids(), ", "))
+}
+
+func (e *modelEntry) status() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.statusLocked()
+}
+
+func (e *modelEntry) statusLocked() string {
+	switch {
+	case e.loading != nil:
+		return StatusReloading
+	case e.cur != nil:
+		return StatusLoaded
+	}
+	return StatusUnloaded
+}
+
+// acquire returns the model's engine for one request, loading the model if
+// it was unloaded; release must be called when the request is done with it.
+func (e *modelEntry) acquire(ctx context.Context) (l *loadedModel, release func(), err error) {
+	for {
+		e.mu.Lock()
+		if e.cur != nil {
+			l := e.cur
+			l.refs++
+			e.mu.Unlock()
+			return l, func() { e.release(l) }, nil
+		}
+		ch := e.loading
+		e.mu.Unlock()
+		if ch == nil {
+			if _, err := e.load(); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+func (e *modelEntry) release(l *loadedModel) {
+	e.mu.Lock()
+	l.refs--
+	free := l.retired && l.refs == 0
+	e.mu.Unlock()
+	if free {
+		l.free()
+	}
+}
+
+// load loads the model unless it is loaded or loading; it reports the status
+// it found or reached: loaded (now or already), or reloading (another load
+// is running).
+func (e *modelEntry) load() (string, error) {
+	e.mu.Lock()
+	if e.cur != nil {
+		e.mu.Unlock()
+		return StatusLoaded, nil
+	}
+	if e.loading != nil {
+		e.mu.Unlock()
+		return StatusReloading, nil
+	}
+	ch := make(chan struct{})
+	e.loading = ch
+	e.mu.Unlock()
+
+	start := time.Now()
+	m, err := e.spec.Load()
+	var l *loadedModel
+	var stats *engineStats
+	if err == nil {
+		var eng *engine.Engine
+		eng, stats = e.reg.newEng(e.spec.ID, m)
+		l = &loadedModel{model: m, eng: eng}
+	}
+
+	e.mu.Lock()
+	e.loading = nil
+	if l != nil {
+		e.cur = l
+		e.stats = stats
+	}
+	close(ch)
+	e.mu.Unlock()
+	if err != nil {
+		return StatusInternalError, fmt.Errorf("loading model %s: %w", e.spec.ID, err)
+	}
+	e.reg.log.Info(fmt.Sprintf("Model %s loaded in %.2fs", e.spec.ID, time.Since(start).Seconds()))
+	return StatusLoaded, nil
+}
+
+// unload frees the model's engine (at once, or when its last request ends).
+// A load in progress is waited for first.
+func (e *modelEntry) unload() string {
+	for {
+		e.mu.Lock()
+		if ch := e.loading; ch != nil {
+			e.mu.Unlock()
+			<-ch
+			continue
+		}
+		l := e.cur
+		e.cur = nil
+		free := false
+		if l != nil {
+			l.retired = true
+			free = l.refs == 0
+		}
+		e.mu.Unlock()
+		if free {
+			l.free()
+		}
+		if l != nil {
+			e.reg.log.Info("Model " + e.spec.ID + " unloaded")
+		}
+		return StatusUnloaded
+	}
+}
+
+// close unloads every model (server shutdown).
+func (r *models) close() {
+	for _, e := range r.entries {
+		e.unload()
+	}
+}
+
+// newModels builds the registry and loads every model, in order.
+func newModels(specs []ModelSpec, defaultID string, log *slog.Logger,
+	newEng func(id string, m *engine.Model) (*engine.Engine, *engineStats)) (*models, error) {
+	if len(specs) == 0 {
+		return nil, errors.New("no models to serve")
+	}
+	r := &models{byID: map[string]*modelEntry{}, newEng: newEng, log: log}
+	for _, s := range specs {
+		if s.ID == "" || s.Load == nil {
+			return nil, fmt.Errorf("model spec %q: id and loader are required", s.ID)
+		}
+		if _, dup := r.byID[s.ID]; dup {
+			return nil, fmt.Errorf("model id %q is used twice", s.ID)
+		}
+		e := &modelEntry{spec: s, reg: r}
+		r.entries = append(r.entries, e)
+		r.byID[s.ID] = e
+	}
+	r.def = r.entries[0]
+	if defaultID != "" {
+		d, ok := r.byID[defaultID]
+		if !ok {
+			return nil, fmt.Errorf("default model %q is not among the models (%s)", defaultID, strings.Join(r.ids(), ", "))
+		}
+		r.def = d
+	}
+	for _, e := range r.entries {
+		if e.spec.Path != "" {
+			log.Info(fmt.Sprintf("Loading model %s from %s", e.spec.ID, e.spec.Path))
+		}
+		if _, err := e.load(); err != nil {
+			r.close()
+			return nil, err
+		}
+	}
+	return r, nil
+}

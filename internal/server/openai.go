@@ -1,0 +1,383 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"mistralrs/internal/chat"
+	"mistralrs/internal/sampler"
+)
+
+// Request and response shapes of the OpenAI API (as mistral.rs serves it).
+// Unknown request fields are ignored, as there.
+
+// samplingFields are the sampling settings shared by chat and completions.
+type samplingFields struct {
+	Model               string             `json:"model"`
+	MaxTokens           *int               `json:"max_tokens"`
+	MaxCompletionTokens *int               `json:"max_completion_tokens"`
+	N                   *int               `json:"n"`
+	Temperature         *float64           `json:"temperature"`
+	TopP                *float64           `json:"top_p"`
+	TopK                *int               `json:"top_k"`
+	MinP                *float64           `json:"min_p"`
+	PresencePenalty     *float64           `json:"presence_penalty"`
+	FrequencyPenalty    *float64           `json:"frequency_penalty"`
+	RepetitionPenalty   *float64           `json:"repetition_penalty"`
+	Stop                stopField          `json:"stop"`
+	Seed                *int64             `json:"seed"`
+	LogitBias           map[string]float64 `json:"logit_bias"`
+	Stream              bool               `json:"stream"`
+	StreamOptions       *streamOptions     `json:"stream_options"`
+	IgnoreEOS           bool               `json:"ignore_eos"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// stopField is "stop": a string or a list of strings.
+type stopField []string
+
+func (s *stopField) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*s = nil
+		return nil
+	}
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*s = stopField{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return errors.New("must be a string or an array of strings")
+	}
+	*s = many
+	return nil
+}
+
+// strings returns the non-empty stop strings.
+func (s stopField) strings() []string {
+	var out []string
+	for _, v := range s {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// chatRequest is the body of POST /v1/chat/completions.
+type chatRequest struct {
+	samplingFields
+	Messages           json.RawMessage            `json:"messages"`
+	Logprobs           bool                       `json:"logprobs"`
+	TopLogprobs        *int                       `json:"top_logprobs"`
+	Tools              []json.RawMessage          `json:"tools"`
+	ToolChoice         json.RawMessage            `json:"tool_choice"`
+	ResponseFormat     json.RawMessage            `json:"response_format"`
+	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
+	EnableThinking     *bool                      `json:"enable_thinking"`
+}
+
+// completionRequest is the body of POST /v1/completions.
+type completionRequest struct {
+	samplingFields
+	Prompt   json.RawMessage `json:"prompt"`
+	Echo     bool            `json:"echo"`
+	Suffix   *string         `json:"suffix"`
+	BestOf   *int            `json:"best_of"`
+	Logprobs *int            `json:"logprobs"`
+}
+
+// chatMessage is one message of a chat request.
+type chatMessage struct {
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	Name             string          `json:"name"`
+	ToolCalls        []toolCall      `json:"tool_calls"`
+	ToolCallID       string          `json:"tool_call_id"`
+	ReasoningContent string          `json:"reasoning_content"`
+}
+
+type toolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// requestError is a client mistake: 400 unless status says otherwise.
+type requestError struct {
+	status int
+	param  string
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(param, format string, args ...any) *requestError {
+	return &requestError{status: 400, param: param, msg: fmt.Sprintf(format, args...)}
+}
+
+// decodeJSON decodes a request body, turning syntax and type errors into 400s
+// that name the offending field.
+func decodeJSON(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badRequest("", "request body is empty; expected a JSON object")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return badRequest("", "invalid JSON in request body at byte %d: %v", se.Offset, se)
+		case errors.As(err, &te):
+			if te.Field != "" {
+				return badRequest(te.Field, "invalid type for field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+			}
+			return badRequest("", "request body must be a JSON object, got JSON %s", te.Value)
+		}
+		return badRequest("", "invalid request body: %v", err)
+	}
+	return nil
+}
+
+// messages parses the messages field: an array of messages, or (mistral.rs
+// extension) a string used as the raw prompt, without the chat template.
+func (r *chatRequest) messages() (msgs []chat.Message, raw string, isRaw bool, err error) {
+	b := bytes.TrimSpace(r.Messages)
+	if len(b) == 0 || string(b) == "null" {
+		return nil, "", false, badRequest("messages", "messages is required")
+	}
+	if b[0] == '"' {
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return nil, "", false, badRequest("messages", "messages: %v", err)
+		}
+		if raw == "" {
+			return nil, "", false, badRequest("messages", "messages must not be empty")
+		}
+		return nil, raw, true, nil
+	}
+	var in []chatMessage
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, "", false, badRequest("messages", "messages must be an array of message objects: %v", err)
+	}
+	if len(in) == 0 {
+		return nil, "", false, badRequest("messages", "messages must not be empty")
+	}
+	for i, m := range in {
+		if m.Role == "" {
+			return nil, "", false, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role is required", i)
+		}
+		cm := chat.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, ReasoningContent: m.ReasoningContent}
+		if err := setContent(&cm, m.Content); err != nil {
+			return nil, "", false, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %v", i, err)
+		}
+		for _, tc := range m.ToolCalls {
+			cm.ToolCalls = append(cm.ToolCalls, chat.ToolCall{ID: tc.ID, Type: tc.Type,
+				Function: chat.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+		}
+		msgs = append(msgs, cm)
+	}
+	return msgs, "", false, nil
+}
+
+// setContent accepts a string, null (assistant tool calls) or an array of
+// content parts; only text parts carry anything for a text model.
+func setContent(m *chat.Message, raw json.RawMessage) error {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	if b[0] == '"' {
+		return json.Unmarshal(b, &m.Content)
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return errors.New("must be a string or an array of content parts")
+	}
+	m.Parts = []chat.ContentPart{}
+	for _, p := range parts {
+		if p.Type != "text" {
+			return fmt.Errorf("content part type %q is not supported by a text model", p.Type)
+		}
+		m.Parts = append(m.Parts, chat.ContentPart{Type: p.Type, Text: p.Text})
+	}
+	return nil
+}
+
+// genSettings are the checked, engine-ready settings of a request.
+type genSettings struct {
+	params    sampler.Params
+	maxTokens int // 0: up to the context length
+	stop      []string
+	ignoreEOS bool
+}
+
+// settings checks the sampling fields; logprobs and topLogprobs come from
+// the endpoint's own fields. globalSeed applies when the request has none.
+func (f *samplingFields) settings(logprobs bool, topLogprobs int, globalSeed *uint64) (*genSettings, error) {
+	g := &genSettings{params: sampler.DefaultParams(), stop: f.Stop.strings(), ignoreEOS: f.IgnoreEOS}
+	max := f.MaxTokens
+	if f.MaxCompletionTokens != nil {
+		max = f.MaxCompletionTokens
+	}
+	if max != nil {
+		if *max < 1 {
+			return nil, badRequest("max_tokens", "max_tokens must be at least 1, got %d", *max)
+		}
+		g.maxTokens = *max
+	}
+	if f.N != nil && *f.N != 1 {
+		if *f.N < 1 {
+			return nil, badRequest("n", "n must be at least 1, got %d", *f.N)
+		}
+		return nil, badRequest("n", "n = %d is not supported: this server generates one choice per request (n = 1)", *f.N)
+	}
+	p := &g.params
+	if f.Temperature != nil {
+		p.Temperature = float32(*f.Temperature)
+	}
+	if f.TopP != nil {
+		p.TopP = float32(*f.TopP)
+	}
+	if f.TopK != nil {
+		p.TopK = *f.TopK
+	}
+	if f.MinP != nil {
+		p.MinP = float32(*f.MinP)
+	}
+	if f.PresencePenalty != nil {
+		p.PresencePenalty = float32(*f.PresencePenalty)
+	}
+	if f.FrequencyPenalty != nil {
+		p.FrequencyPenalty = float32(*f.FrequencyPenalty)
+	}
+	if f.RepetitionPenalty != nil {
+		p.RepetitionPenalty = float32(*f.RepetitionPenalty)
+	}
+	if f.Seed != nil {
+		s := uint64(*f.Seed)
+		p.Seed = &s
+	} else if globalSeed != nil {
+		s := *globalSeed
+		p.Seed = &s
+	}
+	if len(f.LogitBias) > 0 {
+		p.LogitBias = make(map[int32]float32, len(f.LogitBias))
+		for k, v := range f.LogitBias {
+			id, err := strconv.ParseInt(k, 10, 32)
+			if err != nil {
+				return nil, badRequest("logit_bias", "logit_bias: key %q is not a token id", k)
+			}
+			p.LogitBias[int32(id)] = float32(v)
+		}
+	}
+	p.Logprobs = logprobs
+	p.TopLogprobs = topLogprobs
+	if err := p.Validate(); err != nil {
+		return nil, badRequest(paramOf(err.Error()), "%s", err.Error())
+	}
+	return g, nil
+}
+
+// paramOf takes the field name that sampler.Params.Validate's messages start with.
+func paramOf(msg string) string {
+	if i := strings.IndexAny(msg, " :"); i > 0 {
+		return msg[:i]
+	}
+	return ""
+}
+
+// Response shapes.
+
+type usageJSON struct {
+	CompletionTokens       int     `json:"completion_tokens"`
+	PromptTokens           int     `json:"prompt_tokens"`
+	TotalTokens            int     `json:"total_tokens"`
+	AvgTokPerSec           float64 `json:"avg_tok_per_sec"`
+	AvgPromptTokPerSec     float64 `json:"avg_prompt_tok_per_sec"`
+	AvgComplTokPerSec      float64 `json:"avg_compl_tok_per_sec"`
+	TotalTimeSec           float64 `json:"total_time_sec"`
+	TotalPromptTimeSec     float64 `json:"total_prompt_time_sec"`
+	TotalCompletionTimeSec float64 `json:"total_completion_time_sec"`
+}
+
+type chatMessageJSON struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+}
+
+type chatChoiceJSON struct {
+	Index        int              `json:"index"`
+	Message      *chatMessageJSON `json:"message,omitempty"`
+	Delta        *chatMessageJSON `json:"delta,omitempty"`
+	FinishReason *string          `json:"finish_reason"`
+	Logprobs     *chatLogprobs    `json:"logprobs"`
+}
+
+type chatLogprobs struct {
+	Content []tokenLogprob `json:"content"`
+}
+
+type tokenLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float64      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []topLogprob `json:"top_logprobs"`
+}
+
+type topLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type chatCompletionJSON struct {
+	ID                string           `json:"id"`
+	Object            string           `json:"object"`
+	Created           int64            `json:"created"`
+	Model             string           `json:"model"`
+	SystemFingerprint string           `json:"system_fingerprint"`
+	Choices           []chatChoiceJSON `json:"choices"`
+	Usage             *usageJSON       `json:"usage,omitempty"`
+}
+
+type completionChoiceJSON struct {
+	Index        int                `json:"index"`
+	Text         string             `json:"text"`
+	FinishReason *string            `json:"finish_reason"`
+	Logprobs     *completionLogprob `json:"logprobs"`
+}
+
+// completionLogprob is the legacy completions logprobs object.
+type completionLogprob struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+type completionJSON struct {
+	ID                string                 `json:"id"`
+	Object            string                 `json:"object"`
+	Created           int64                  `json:"created"`
+	Model             string                 `json:"model"`
+	SystemFingerprint string                 `json:"system_fingerprint"`
+	Choices           []completionChoiceJSON `json:"choices"`
+	Usage             *usageJSON             `json:"usage,omitempty"`
+}
+
+// systemFingerprint is what mistral.rs reports.
+const systemFingerprint = "local"

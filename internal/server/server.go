@@ -1,0 +1,236 @@
+// Package server is the OpenAI-compatible HTTP server of `mistralrs serve`
+// and `mistralrs from-config`: the routes of mistral.rs's router (chat and
+// text completions, streaming and not; model listing and management; health,
+// metrics, Swagger UI and the OpenAPI document) over one engine per model,
+// wrapped in the observability layer of package observe.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"mistralrs/internal/engine"
+	"mistralrs/internal/observe"
+)
+
+// Defaults of the server's timings.
+const (
+	DefaultKeepAlive          = 10 * time.Second // KEEP_ALIVE_INTERVAL
+	DefaultThroughputInterval = 5 * time.Second  // the engine's periodic log line
+	DefaultShutdownTimeout    = 30 * time.Second // how long running streams may finish on SIGINT/SIGTERM
+)
+
+// Options configure a Server.
+type Options struct {
+	// Models are served in this order; each gets its own engine.
+	Models []ModelSpec
+	// DefaultModel is the id requests without a model (or with "default")
+	// go to; empty: the first model.
+	DefaultModel string
+	// Observe configures the observability layer; its Models resolver is
+	// set by the server. The zero value means observe.DefaultOptions().
+	Observe *observe.Options
+	// KeepAlive is the SSE keep-alive interval (0: DefaultKeepAlive).
+	KeepAlive time.Duration
+	// Seed seeds sampling for requests that carry no seed (--seed).
+	Seed *uint64
+	// Threads is the forward-pass thread count of each engine (0: one per core).
+	Threads int
+	// PayloadLog, when set, records every request, response and error (-l).
+	PayloadLog *observe.PayloadLog
+	// Logger receives the server's own lines (startup, model loading); nil
+	// means observe.Logger(observe.TargetServer). EngineLogger receives the
+	// periodic throughput line; nil means observe.Logger(observe.TargetEngine).
+	Logger       *slog.Logger
+	EngineLogger *slog.Logger
+	// ThroughputInterval is the period of the throughput line (0: DefaultThroughputInterval).
+	ThroughputInterval time.Duration
+	// ShutdownTimeout bounds how long Serve waits for running requests once
+	// its context ends (0: DefaultShutdownTimeout).
+	ShutdownTimeout time.Duration
+}
+
+// Server serves the models over HTTP.
+type Server struct {
+	opts      Options
+	obs       *observe.Observer
+	models    *models
+	mux       *http.ServeMux
+	handler   http.Handler
+	routes    []route
+	log       *slog.Logger
+	engineLog *slog.Logger
+	created   int64 // unix seconds, the `created` of /v1/models
+	seq       atomic.Uint64
+	metricsOn bool
+}
+
+// New loads every model and builds the handler.
+func New(opts Options) (*Server, error) {
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.ThroughputInterval <= 0 {
+		opts.ThroughputInterval = DefaultThroughputInterval
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	s := &Server{opts: opts, log: opts.Logger, engineLog: opts.EngineLogger, created: time.Now().Unix()}
+	if s.log == nil {
+		s.log = observe.Logger(observe.TargetServer)
+	}
+	if s.engineLog == nil {
+		s.engineLog = observe.Logger(observe.TargetEngine)
+	}
+	oo := observe.DefaultOptions()
+	if opts.Observe != nil {
+		oo = *opts.Observe
+	}
+	s.metricsOn = oo.Metrics
+
+	// The observer must exist before the engines so they report from the start.
+	var reg *models
+	oo.Models = resolverFunc{func() *models { return reg }}
+	obs, err := observe.New(oo)
+	if err != nil {
+		return nil, err
+	}
+	s.obs = obs
+	newEng := func(id string, m *engine.Model) (*engine.Engine, *engineStats) {
+		eng := engine.New(m, opts.Threads)
+		var next engine.Observer = engine.NopObserver{}
+		if em := obs.Engine(); em != nil {
+			next = em
+		}
+		stats := newEngineStats(next)
+		eng.SetObserver(stats)
+		return eng, stats
+	}
+	reg, err = newModels(opts.Models, opts.DefaultModel, s.log, newEng)
+	if err != nil {
+		return nil, err
+	}
+	s.models = reg
+	s.mux = http.NewServeMux()
+	s.routes = s.routeTable()
+	for _, rt := range s.routes {
+		s.mux.Handle(rt.method+" "+rt.pattern, rt.handler)
+	}
+	s.handler = obs.Handler(s.mux)
+	return s, nil
+}
+
+// resolverFunc lets the observer ask the registry, which is built after it.
+type resolverFunc struct{ get func() *models }
+
+func (r resolverFunc) DefaultModel() string {
+	if m := r.get(); m != nil {
+		return m.DefaultModel()
+	}
+	return ""
+}
+
+func (r resolverFunc) KnownModel(name string) bool {
+	if m := r.get(); m != nil {
+		return m.KnownModel(name)
+	}
+	return false
+}
+
+// Handler is the whole server: routes inside the observability layer.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Observer returns the observability layer (metrics registry, engine metrics).
+func (s *Server) Observer() *observe.Observer { return s.obs }
+
+// DefaultModel returns the default model's id.
+func (s *Server) DefaultModel() string { return s.models.DefaultModel() }
+
+// Close frees every model. Call it after Serve returned.
+func (s *Server) Close() {
+	s.models.close()
+}
+
+// Serve answers requests on ln until ctx ends, then shuts down gracefully:
+// it stops accepting, lets running requests and streams finish for up to
+// ShutdownTimeout, then closes what is left (their sequences are canceled).
+// It returns nil after a shutdown, or the error that stopped serving.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	tctx, stopThroughput := context.WithCancel(context.Background())
+	defer stopThroughput()
+	go s.logThroughput(tctx, s.opts.ThroughputInterval)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("Shutting down: no new connections; waiting for running requests to finish")
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn(fmt.Sprintf("Requests still running after %v; closing them", s.opts.ShutdownTimeout))
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// RootURL is the URL clients use to reach a server listening on host:port:
+// the unspecified addresses are shown as localhost, as mistral.rs does.
+func RootURL(host string, port int) string {
+	switch host {
+	case "0.0.0.0", "":
+		host = "localhost"
+	case "::", "[::]":
+		host = "[::1]"
+	default:
+		if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+			host = "[" + host + "]"
+		}
+	}
+	return "http://" + host + ":" + strconv.Itoa(port)
+}
+
+// StartupLines are the info lines printed once the server listens.
+func (s *Server) StartupLines(host string, port int, accessLog string) []string {
+	root := RootURL(host, port)
+	hostPort := net.JoinHostPort(host, strconv.Itoa(port))
+	lines := []string{
+		"Server listening on http://" + hostPort,
+		"OpenAI-compatible API: " + root + "/v1",
+		"Swagger UI docs: " + root + "/docs",
+	}
+	if s.metricsOn {
+		lines = append(lines, "Prometheus metrics: "+root+"/metrics")
+	} else {
+		lines = append(lines, "Prometheus metrics: disabled (GET /metrics answers 503)")
+	}
+	lines = append(lines, "Access log: "+accessLog)
+	lines = append(lines, fmt.Sprintf("Default model: %s (GET %s/v1/models lists every model and its status)", s.DefaultModel(), root))
+	return lines
+}
+
+// LogRoutes prints every route at debug level, as mistral.rs does.
+func (s *Server) LogRoutes() {
+	for _, rt := range s.routes {
+		s.log.Debug(fmt.Sprintf("  Route: %s, Methods: %s", rt.docPath(), rt.method))
+	}
+}

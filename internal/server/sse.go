@@ -1,0 +1,142 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"mistralrs/internal/engine"
+)
+
+// sseWriter writes a server-sent event stream: unnamed `data:` events and
+// `:` comment frames (keep-alives), each flushed at once.
+type sseWriter struct {
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	last time.Time // last frame written
+	err  error     // first write failure: the client is gone
+	buf  []byte
+}
+
+// startSSE sends the stream's header block.
+func startSSE(w http.ResponseWriter) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Del("Content-Length")
+	w.WriteHeader(http.StatusOK)
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), last: time.Now()}
+	sw.flush()
+	return sw
+}
+
+func (s *sseWriter) frame(b []byte) error {
+	if s.err != nil {
+		return s.err
+	}
+	if _, err := s.w.Write(b); err != nil {
+		s.err = err
+		return err
+	}
+	s.flush()
+	s.last = time.Now()
+	return s.err
+}
+
+func (s *sseWriter) flush() {
+	if err := s.rc.Flush(); err != nil && s.err == nil {
+		s.err = err
+	}
+}
+
+// data sends v as one `data:` event.
+func (s *sseWriter) data(v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.buf = append(s.buf[:0], "data: "...)
+	s.buf = append(s.buf, body...)
+	s.buf = append(s.buf, "\n\n"...)
+	return s.frame(s.buf)
+}
+
+// done sends the closing `data: [DONE]` event.
+func (s *sseWriter) done() error { return s.frame([]byte("data: [DONE]\n\n")) }
+
+// keepAlive sends an empty comment frame, as axum's KeepAlive does.
+func (s *sseWriter) keepAlive() error { return s.frame([]byte(":\n\n")) }
+
+// streamError sends the OpenAI-style error event that ends a failed stream.
+func (s *sseWriter) streamError(msg string) error {
+	type apiErr struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	}
+	if err := s.data(struct {
+		Error apiErr `json:"error"`
+	}{apiErr{Message: msg, Type: "server_error"}}); err != nil {
+		return err
+	}
+	return s.done()
+}
+
+// generateStreaming runs req on its own goroutine and hands each output to
+// onOut on the calling goroutine, which owns the writer; while no frame was
+// written for keepAlive it sends comment frames. A failed write (the client
+// went away) or the end of ctx cancels the generation; the engine then
+// finishes it with reason canceled. It returns when the engine is done with
+// the sequence.
+func generateStreaming(ctx context.Context, eng *engine.Engine, req *engine.Request, sw *sseWriter,
+	keepAlive time.Duration, onOut func(engine.Output) error) (*engine.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	outs := make(chan engine.Output, 256)
+	type result struct {
+		res *engine.Result
+		err error
+	}
+	fin := make(chan result, 1)
+	go func() {
+		res, err := eng.Generate(ctx, req, func(o engine.Output) error {
+			select {
+			case outs <- o:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		close(outs)
+		fin <- result{res, err}
+	}()
+
+	ka := time.NewTimer(keepAlive)
+	defer ka.Stop()
+	for {
+		select {
+		case o, ok := <-outs:
+			if !ok {
+				r := <-fin
+				return r.res, r.err
+			}
+			if sw.err != nil {
+				continue // draining after the client left
+			}
+			if err := onOut(o); err != nil {
+				cancel()
+			}
+		case <-ka.C:
+			if sw.err == nil {
+				if idle := time.Since(sw.last); idle >= keepAlive {
+					if err := sw.keepAlive(); err != nil {
+						cancel()
+					}
+				}
+			}
+			ka.Reset(max(keepAlive-time.Since(sw.last), time.Millisecond))
+		}
+	}
+}
