@@ -465,3 +465,31 @@ func TestSIMDQuantizeAct(t *testing.T) {
 		}
 	}
 }
+
+// TestSIMDNoAlloc checks that the kernels allocate nothing: they run once
+// per weight row.
+func TestSIMDNoAlloc(t *testing.T) {
+	skipNoSIMD(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	const n = 512
+	var acts [4]*Act
+	for k := range acts {
+		acts[k] = simdRandAct(n, rng)
+	}
+	for typ, p := range simdKernels {
+		w := simdRandWeights(typ, n, rng)
+		var out [4]float32
+		if a := testing.AllocsPerRun(10, func() {
+			p.simd.dot(w, acts[0], n)
+			p.simd.dot4(w, &acts, n, &out)
+		}); a != 0 {
+			t.Errorf("%s: %v allocations per dot and dot4", typ, a)
+		}
+	}
+	x := make([]float32, n)
+	var a Act
+	simdQuantizeAct(x, &a)
+	if allocs := testing.AllocsPerRun(10, func() { simdQuantizeAct(x, &a) }); allocs != 0 {
+		t.Errorf("quantizeAct: %v allocations", allocs)
+	}
+}
