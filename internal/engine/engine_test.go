@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"mistralrs/internal/demo"
@@ -185,56 +184,36 @@ func equal(a, b []int32) bool {
 	return true
 }
 
-type recorder struct {
-	engine.NopObserver
-	mu        sync.Mutex
-	tokens    int
-	lookups   int
-	completed map[string]int
-	capacity  int
-	states    [][2]int
-}
-
-func (r *recorder) TokensProcessed(n int) { r.mu.Lock(); r.tokens += n; r.mu.Unlock() }
-func (r *recorder) PrefixCacheLookup()    { r.mu.Lock(); r.lookups++; r.mu.Unlock() }
-func (r *recorder) Capacity(n int)        { r.capacity = n }
-func (r *recorder) SchedulerState(running, waiting int) {
-	r.mu.Lock()
-	r.states = append(r.states, [2]int{running, waiting})
-	r.mu.Unlock()
-}
-func (r *recorder) SequenceCompleted(reason string) {
-	r.mu.Lock()
-	r.completed[reason]++
-	r.mu.Unlock()
-}
-
 func TestObserverEvents(t *testing.T) {
 	e := newDemo(t)
-	rec := &recorder{completed: map[string]int{}}
+	rec := newRecorder()
 	e.SetObserver(rec)
-	if rec.capacity != 1 {
-		t.Errorf("capacity %d, want 1", rec.capacity)
+	if rec.capacity != 32 {
+		t.Errorf("capacity %d, want 32 (--max-seqs)", rec.capacity)
 	}
 	prompt := e.Model.Tok.Encode("observe me", true, false)
 	res, _ := collect(t, e, &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 6, IgnoreEOS: true})
 	// Every prompt token is computed once, then one token per decode step; the
 	// last sampled token is never fed back.
+	rec.mu.Lock()
 	if want := len(prompt) + res.CompletionTokens - 1; rec.tokens != want {
 		t.Errorf("tokens processed %d, want %d", rec.tokens, want)
 	}
 	if rec.lookups != 1 || rec.completed["length"] != 1 {
 		t.Errorf("lookups %d, completed %v", rec.lookups, rec.completed)
 	}
-	if last := rec.states[len(rec.states)-1]; last != [2]int{0, 0} {
-		t.Errorf("final scheduler state %v, want idle", last)
+	if rec.running != 0 || rec.waiting != 0 || rec.blocksUsed != 0 || rec.blocksTotal == 0 {
+		t.Errorf("final state running %d waiting %d blocks %d/%d, want idle", rec.running, rec.waiting, rec.blocksUsed, rec.blocksTotal)
 	}
+	rec.mu.Unlock()
 	n := 0
 	collectErr := func(engine.Output) error { n++; return errors.New("gone") }
 	if _, err := e.Generate(context.Background(), &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 6}, collectErr); err != nil {
 		t.Fatal(err)
 	}
+	rec.mu.Lock()
 	if rec.completed["canceled"] != 1 {
 		t.Errorf("completed %v, want one canceled", rec.completed)
 	}
+	rec.mu.Unlock()
 }

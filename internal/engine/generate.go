@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"mistralrs/internal/kernels"
-	"mistralrs/internal/model"
+	"mistralrs/internal/kvcache"
 	"mistralrs/internal/sampler"
 )
 
@@ -21,9 +20,11 @@ const (
 	FinishError    = "error"
 )
 
-// prefillChunk bounds how many prompt tokens go through one forward pass, so
-// that scratch memory stays bounded for long prompts.
-const prefillChunk = 512
+// Rejection reasons (mistral.rs's mistralrs_sequences_rejected_total labels).
+const (
+	RejectOverCapacity   = "over_total_capacity"
+	RejectCacheExhausted = "cache_exhausted"
+)
 
 // Request is one generation.
 type Request struct {
@@ -40,7 +41,7 @@ type Output struct {
 	Token   int32
 	Text    string // may be empty (partial UTF-8 or a possible stop-string prefix held back)
 	Logprob *sampler.Choice
-	Time    time.Time
+	Time    time.Time // when the engine step that produced the token ended
 }
 
 // Result summarises a finished generation.
@@ -50,197 +51,361 @@ type Result struct {
 	FinishReason     string
 	PromptTokens     int
 	CompletionTokens int
-	PromptTime       time.Duration // prefill, until the first token was sampled
+	CachedTokens     int           // prompt tokens whose KV came from the prefix cache
+	PromptTime       time.Duration // from the request's arrival until its first token was sampled
 	DecodeTime       time.Duration // from the first to the last token
 }
 
-// Engine generates text with one model. Generations run one at a time; the
-// continuous-batching scheduler replaces this lock.
+// RequestError is a request the engine refuses before running it: the
+// server answers it with a 400-class status. Reason is a rejection reason
+// (RejectOverCapacity) or empty for plain validation errors.
+type RequestError struct {
+	Reason string
+	Msg    string
+}
+
+func (e *RequestError) Error() string { return e.Msg }
+
+// ErrClosed is returned by Generate once the engine is closed.
+var ErrClosed = errors.New("engine closed")
+
+// Options configure an engine's scheduler and KV cache. NewWithOptions
+// takes zero values of the limits as their defaults (see DefaultOptions);
+// PrefixCacheN 0 turns the prefix cache off.
+type Options struct {
+	Threads int // worker threads (0: one per core)
+
+	MaxSeqs                     int // sequences scheduled at once (--max-seqs)
+	MaxNumBatchedTokens         int // tokens in one engine step (--max-num-batched-tokens)
+	MaxDecodeStepsBeforePrefill int // steps a waiting prompt that does not fit the KV cache may be passed over (--max-decode-steps-before-prefill)
+
+	PagedAttn string // "auto" or "" (on here), "on", "off": contiguous per-sequence caches
+	BlockSize int    // positions per KV block (--pa-block-size)
+	// Paged KV pool size: at most one applies, with mistral.rs's TOML
+	// precedence (fraction, then context length, then memory). None: a
+	// fraction of DefaultMemoryFraction.
+	MemoryMB       int
+	ContextLen     int     // in tokens, shared by all sequences
+	MemoryFraction float64 // of physical memory, in (0, 1]
+
+	PrefixCacheN int  // non-paged: finished caches kept for reuse; paged: 0 turns block reuse off
+	NoKVCache    bool // recompute the whole sequence for every token (also no prefix cache)
+}
+
+// DefaultMemoryFraction is the paged KV budget when no size is given, as
+// mistral.rs's Utilization(0.9).
+const DefaultMemoryFraction = 0.9
+
+// DefaultOptions are mistral.rs's defaults.
+func DefaultOptions() Options {
+	return Options{
+		MaxSeqs: 32, MaxNumBatchedTokens: 4096, MaxDecodeStepsBeforePrefill: 8,
+		PagedAttn: "auto", BlockSize: 32, PrefixCacheN: 16,
+	}
+}
+
+// Engine generates text with one model. Requests submitted by concurrent
+// Generate calls are batched by a scheduler goroutine: every engine step is
+// one forward pass over the decode tokens of the running sequences and
+// chunks of the prompts being prefilled.
 type Engine struct {
 	Model *Model
 	Pool  *kernels.Pool
 
-	obs     Observer
-	mu      sync.Mutex
-	waiting atomic.Int64 // generations queued behind the running one
-	logits  []float32
+	opts  Options
+	paged bool
+	kv    *kvcache.Pool // nil unless paged
+
+	mu     sync.Mutex
+	obs    Observer
+	inbox  []*seq // submitted, not yet seen by the scheduler
+	closed bool
+	nextID uint64
+	wake   chan struct{}
+	done   chan struct{}
+
+	stats stepStats
 }
 
-// New makes an engine on m with its own worker pool of the given size
-// (0: one per core).
+// New makes an engine on m with the default options and a worker pool of
+// the given size (0: one per core).
 func New(m *Model, threads int) *Engine {
-	return &Engine{Model: m, Pool: kernels.NewPool(threads), obs: NopObserver{}}
+	o := DefaultOptions()
+	o.Threads = threads
+	e, err := NewWithOptions(m, o)
+	if err != nil {
+		// The defaults size the pool from the model alone; failing here
+		// means the model's shapes are broken, which Load rejects.
+		panic(err)
+	}
+	return e
 }
 
-// SetObserver makes the engine report to obs (before any generation) and
-// publishes its capacity, the sequences it schedules at once.
+// NewWithOptions makes an engine on m configured by o.
+func NewWithOptions(m *Model, o Options) (*Engine, error) {
+	d := DefaultOptions()
+	if o.MaxSeqs <= 0 {
+		o.MaxSeqs = d.MaxSeqs
+	}
+	if o.MaxNumBatchedTokens <= 0 {
+		o.MaxNumBatchedTokens = d.MaxNumBatchedTokens
+	}
+	if o.MaxDecodeStepsBeforePrefill <= 0 {
+		o.MaxDecodeStepsBeforePrefill = d.MaxDecodeStepsBeforePrefill
+	}
+	if o.BlockSize <= 0 {
+		o.BlockSize = d.BlockSize
+	}
+	if o.PrefixCacheN < 0 {
+		return nil, fmt.Errorf("prefix cache size %d is negative", o.PrefixCacheN)
+	}
+	e := &Engine{Model: m, opts: o, obs: NopObserver{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	switch o.PagedAttn {
+	case "", "auto", "on":
+		e.paged = !o.NoKVCache
+	case "off":
+	default:
+		return nil, fmt.Errorf("paged attention mode %q: want auto, on or off", o.PagedAttn)
+	}
+	if e.paged {
+		cfg := m.Net.Config
+		n, err := poolBlocks(o, cfg.Layers, cfg.KDim(), cfg.VDim(), cfg.ContextLen)
+		if err != nil {
+			return nil, err
+		}
+		e.kv = kvcache.NewPool(cfg.Layers, cfg.KDim(), cfg.VDim(), o.BlockSize, n)
+	}
+	e.Pool = kernels.NewPool(o.Threads)
+	s := newScheduler(e)
+	go s.run()
+	return e, nil
+}
+
+// SetObserver makes the engine report to obs (call it before any
+// generation) and publishes its capacity, the sequences it schedules at
+// once, and the idle state.
 func (e *Engine) SetObserver(obs Observer) {
 	if obs == nil {
 		obs = NopObserver{}
 	}
+	e.mu.Lock()
 	e.obs = obs
+	e.mu.Unlock()
 	obs.Capacity(e.Capacity())
 	obs.SchedulerState(0, 0)
+	if e.kv != nil {
+		obs.KVCacheBlocks(0, e.kv.Total())
+	}
 }
 
-// Capacity is the number of sequences the engine runs at once.
-func (e *Engine) Capacity() int { return 1 }
+func (e *Engine) observer() Observer {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.obs
+}
 
-// Close stops the worker pool.
-func (e *Engine) Close() { e.Pool.Close() }
+// Capacity is the number of sequences the engine runs at once (--max-seqs).
+func (e *Engine) Capacity() int { return e.opts.MaxSeqs }
+
+// Options returns the engine's settings with defaults filled in.
+func (e *Engine) Options() Options { return e.opts }
+
+// Paged reports whether the engine uses the paged KV cache.
+func (e *Engine) Paged() bool { return e.paged }
+
+// KVCacheBlocks returns the paged pool's used and total blocks (0, 0 when
+// not paged). Cached blocks no sequence uses count as free.
+func (e *Engine) KVCacheBlocks() (used, total int) {
+	if e.kv == nil {
+		return 0, 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats.blocksUsed, e.kv.Total()
+}
+
+// Close cancels what is still running, stops the scheduler and the worker
+// pool. Generate fails with ErrClosed afterwards.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.closed = true
+	e.mu.Unlock()
+	e.signal()
+	<-e.done
+	e.Pool.Close()
+}
+
+func (e *Engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
 
 // ContextLength is the longest sequence the model accepts.
 func (e *Engine) ContextLength() int { return e.Model.Net.Config.ContextLen }
 
-// Generate runs req to completion, calling emit for every sampled token. An
-// error from emit, or ctx ending, cancels the generation (reason canceled).
+// Generate runs req to completion, calling emit (on the caller's goroutine)
+// for every sampled token. An error from emit, or ctx ending, cancels the
+// generation (reason canceled): the sequence leaves the batch at the next
+// step and its KV blocks are freed; emit is not called again and the
+// Result holds only the tokens emitted.
 func (e *Engine) Generate(ctx context.Context, req *Request, emit func(Output) error) (*Result, error) {
 	if len(req.Prompt) == 0 {
-		return nil, errors.New("empty prompt")
+		return nil, &RequestError{Msg: "empty prompt"}
 	}
 	if err := req.Sampling.Validate(); err != nil {
-		return nil, err
+		return nil, &RequestError{Msg: err.Error()}
 	}
 	ctxLen := e.ContextLength()
 	if len(req.Prompt) >= ctxLen {
-		return nil, fmt.Errorf("prompt of %d tokens does not fit the context length %d", len(req.Prompt), ctxLen)
+		return nil, &RequestError{Msg: fmt.Sprintf("prompt of %d tokens does not fit the context length %d", len(req.Prompt), ctxLen)}
+	}
+	vocab := int32(e.Model.Net.Config.Vocab)
+	for _, t := range req.Prompt {
+		if t < 0 || t >= vocab {
+			return nil, &RequestError{Msg: fmt.Sprintf("prompt token %d outside the vocabulary (size %d)", t, vocab)}
+		}
 	}
 	maxTokens := ctxLen - len(req.Prompt)
 	if req.MaxTokens > 0 && req.MaxTokens < maxTokens {
 		maxTokens = req.MaxTokens
 	}
+	if emit == nil {
+		emit = func(Output) error { return nil }
+	}
 
-	obs := e.obs
+	obs := e.observer()
 	obs.PrefixCacheLookup()
-	obs.PendingAdmission(int(e.waiting.Add(1)))
+	if e.kv != nil && len(req.Prompt) > e.kv.Tokens() {
+		obs.SequenceRejected(RejectOverCapacity)
+		return nil, &RequestError{Reason: RejectOverCapacity, Msg: fmt.Sprintf(
+			"prompt of %d tokens is longer than the whole KV cache (%d blocks of %d tokens)", len(req.Prompt), e.kv.Total(), e.kv.BlockSize())}
+	}
+
+	sq := newSeq(e, req, maxTokens)
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	waiting := int(e.waiting.Add(-1))
-	obs.PendingAdmission(waiting)
-	obs.SchedulerState(1, waiting)
-	res, err := e.generate(ctx, req, maxTokens, emit)
-	reason := FinishError
-	if err == nil {
-		reason = res.FinishReason
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrClosed
 	}
-	obs.SequenceCompleted(reason)
-	obs.SchedulerState(0, int(e.waiting.Load()))
-	return res, err
-}
+	e.nextID++
+	sq.id = e.nextID
+	e.inbox = append(e.inbox, sq)
+	pending := len(e.inbox)
+	e.mu.Unlock()
+	obs.PendingAdmission(pending)
+	e.signal()
 
-// generate runs one sequence; the caller holds e.mu.
-func (e *Engine) generate(ctx context.Context, req *Request, maxTokens int, emit func(Output) error) (*Result, error) {
-	obs := e.obs
-	net := e.Model.Net
-	vocab := net.Config.Vocab
-	if cap(e.logits) < vocab {
-		e.logits = make([]float32, vocab)
-	}
-	logits := e.logits[:vocab]
-	cache := model.NewContiguousCache(net.Config, len(req.Prompt)+maxTokens)
-	smp := sampler.New(req.Sampling)
-	stops := sampler.NewStopMatcher(req.Stop)
-	dec := e.Model.Tok.NewDecoder()
-
-	res := &Result{PromptTokens: len(req.Prompt), FinishReason: FinishLength}
-	history := append(make([]int32, 0, len(req.Prompt)+maxTokens), req.Prompt...)
-	start := time.Now()
-
-	// Prefill in chunks; only the last chunk asks for logits.
-	for pos := 0; pos < len(req.Prompt); pos += prefillChunk {
-		end := min(pos+prefillChunk, len(req.Prompt))
-		in := &model.SeqInput{Tokens: req.Prompt[pos:end], Pos: pos, Cache: cache}
-		if end == len(req.Prompt) {
-			in.Logits = logits
-		}
-		if err := net.Forward(e.Pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
-			return nil, err
-		}
-		obs.TokensProcessed(end - pos)
-		if err := ctx.Err(); err != nil {
-			res.FinishReason = FinishCanceled
-			return res, nil
+	// Deliver outputs until the scheduler finishes the sequence.
+	var (
+		delivered int
+		text      []byte
+		canceled  bool
+		batch     []Output
+	)
+	cancel := func() {
+		if !canceled {
+			canceled = true
+			sq.cancel.Store(true)
+			e.signal()
 		}
 	}
-
-	var text []byte
-	var firstTok time.Time
-	for n := 0; n < maxTokens; n++ {
-		choice := smp.Sample(logits, history)
-		now := time.Now()
-		if n == 0 {
-			firstTok = now
-			res.PromptTime = now.Sub(start)
+	ctxDone := ctx.Done()
+	for {
+		select {
+		case <-sq.box.notify:
+		case <-ctxDone:
+			ctxDone = nil
+			cancel()
+			continue
 		}
-		tok := choice.Token
-		history = append(history, tok)
-		res.Tokens = append(res.Tokens, tok)
-		res.CompletionTokens++
-
-		if e.isStopToken(req, tok) {
-			res.FinishReason = FinishStop
-			piece := stops.Flush()
-			text = append(text, piece...)
-			if err := emit(Output{Token: tok, Text: piece, Logprob: logprobOf(req, &choice), Time: now}); err != nil {
-				res.FinishReason = FinishCanceled
+		var fin *final
+		batch, fin = sq.box.take(batch[:0])
+		for _, o := range batch {
+			if canceled {
+				break
 			}
-			break
-		}
-		piece, stopped := stops.Push(dec.Add(tok))
-		if !stopped && n == maxTokens-1 {
-			// Last token: nothing more can complete a character or a stop string.
-			tail, stoppedTail := stops.Push(dec.Flush())
-			piece += tail
-			stopped = stoppedTail
-			if !stopped {
-				piece += stops.Flush()
+			delivered++
+			text = append(text, o.Text...)
+			if err := emit(o); err != nil || ctx.Err() != nil {
+				cancel()
 			}
 		}
-		text = append(text, piece...)
-		if err := emit(Output{Token: tok, Text: piece, Logprob: logprobOf(req, &choice), Time: now}); err != nil {
-			res.FinishReason = FinishCanceled
-			break
+		if fin == nil {
+			continue
 		}
-		if stopped {
-			res.FinishReason = FinishStop
-			break
+		if fin.err != nil {
+			return nil, fin.err
 		}
-		if ctx.Err() != nil {
-			res.FinishReason = FinishCanceled
-			break
+		res := fin.res
+		if canceled {
+			// The caller saw only what was delivered. The reason stays the
+			// engine's (and the metrics'): canceled, unless the sequence
+			// had finished before the cancellation reached the scheduler.
+			res.Tokens = res.Tokens[:min(delivered, len(res.Tokens))]
+			res.CompletionTokens = len(res.Tokens)
+			res.Text = string(text)
 		}
-		if n == maxTokens-1 {
-			break
-		}
-		in := &model.SeqInput{Tokens: history[len(history)-1:], Pos: len(history) - 1, Cache: cache, Logits: logits}
-		if err := net.Forward(e.Pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
-			return nil, err
-		}
-		obs.TokensProcessed(1)
+		return res, nil
 	}
-	if !firstTok.IsZero() {
-		res.DecodeTime = time.Since(firstTok)
-	}
-	res.Text = string(text)
-	return res, nil
 }
 
-func (e *Engine) isStopToken(req *Request, tok int32) bool {
-	if !req.IgnoreEOS && e.Model.Tok.IsEOG(tok) {
-		return true
-	}
-	for _, s := range req.StopTokens {
-		if s == tok {
-			return true
-		}
-	}
-	return false
+// outbox hands a sequence's outputs from the scheduler to its Generate call
+// without ever blocking the scheduler.
+type outbox struct {
+	mu     sync.Mutex
+	outs   []Output
+	fin    *final
+	notify chan struct{}
 }
 
-func logprobOf(req *Request, c *sampler.Choice) *sampler.Choice {
-	if !req.Sampling.Logprobs {
-		return nil
+type final struct {
+	res *Result
+	err error
+}
+
+func (b *outbox) push(o Output) {
+	b.mu.Lock()
+	b.outs = append(b.outs, o)
+	b.mu.Unlock()
+	b.poke()
+}
+
+func (b *outbox) finish(f *final) {
+	b.mu.Lock()
+	b.fin = f
+	b.mu.Unlock()
+	b.poke()
+}
+
+func (b *outbox) poke() {
+	select {
+	case b.notify <- struct{}{}:
+	default:
 	}
-	cp := *c
-	return &cp
+}
+
+func (b *outbox) take(dst []Output) ([]Output, *final) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	dst = append(dst, b.outs...)
+	clear(b.outs)
+	b.outs = b.outs[:0]
+	return dst, b.fin
+}
+
+// stepStats measure the scheduler (benchmarks, tests).
+type stepStats struct {
+	steps      int64
+	stepNanos  int64 // whole steps
+	fwdNanos   int64 // inside Forward
+	schedNanos int64 // choosing the batch
+	blocksUsed int
+	maxRunning int
+	preempted  int64
 }

@@ -1,6 +1,8 @@
 package kvcache
 
 import (
+	"slices"
+
 	"mistralrs/internal/model"
 )
 
@@ -31,7 +33,7 @@ func (s *PrefixStore) Add(tokens []int32, cache *model.ContiguousCache) (evicted
 	if s.n == 0 || cache.Len() == 0 {
 		return 0
 	}
-	tokens = tokens[:min(len(tokens), cache.Len())]
+	tokens = slices.Clone(tokens[:min(len(tokens), cache.Len())])
 	s.entries = append(s.entries, prefixEntry{tokens: tokens, cache: cache})
 	if over := len(s.entries) - s.n; over > 0 {
 		clear(s.entries[:over])

@@ -1,0 +1,530 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"mistralrs/internal/demo"
+	"mistralrs/internal/engine"
+	"mistralrs/internal/gguf"
+	"mistralrs/internal/kernels"
+	"mistralrs/internal/model"
+	"mistralrs/internal/sampler"
+)
+
+// recorder is an Observer keeping everything the engine reports.
+type recorder struct {
+	mu          sync.Mutex
+	tokens      int
+	lookups     int
+	hits        int
+	evictions   int
+	completed   map[string]int
+	rejected    map[string]int
+	capacity    int
+	running     int
+	waiting     int
+	maxRunning  int
+	blocksUsed  int
+	blocksTotal int
+	maxBlocks   int
+	preempted   int
+	pending     int
+}
+
+func newRecorder() *recorder {
+	return &recorder{completed: map[string]int{}, rejected: map[string]int{}}
+}
+
+func (r *recorder) lock() func() { r.mu.Lock(); return r.mu.Unlock }
+
+func (r *recorder) TokensProcessed(n int)      { defer r.lock()(); r.tokens += n }
+func (r *recorder) PrefixCacheLookup()         { defer r.lock()(); r.lookups++ }
+func (r *recorder) PrefixCacheHit()            { defer r.lock()(); r.hits++ }
+func (r *recorder) PrefixCacheEvictions(n int) { defer r.lock()(); r.evictions += n }
+func (r *recorder) SequenceCompleted(s string) { defer r.lock()(); r.completed[s]++ }
+func (r *recorder) SequenceRejected(s string)  { defer r.lock()(); r.rejected[s]++ }
+func (r *recorder) Preempted()                 { defer r.lock()(); r.preempted++ }
+func (r *recorder) PendingAdmission(n int)     { defer r.lock()(); r.pending = n }
+func (r *recorder) Capacity(n int)             { defer r.lock()(); r.capacity = n }
+func (r *recorder) SchedulerState(running, waiting int) {
+	defer r.lock()()
+	r.running, r.waiting = running, waiting
+	r.maxRunning = max(r.maxRunning, running)
+}
+func (r *recorder) KVCacheBlocks(used, total int) {
+	defer r.lock()()
+	r.blocksUsed, r.blocksTotal = used, total
+	r.maxBlocks = max(r.maxBlocks, used)
+}
+
+var (
+	tinyOnce  sync.Once
+	tinyModel *engine.Model
+	tinyErr   error
+)
+
+// tiny returns a small random model with Q6_K weights. Its kernels give a
+// token's row the same bits whatever else is in the batch (dot4 is four
+// dots), so greedy outputs must match exactly between batch shapes.
+func tiny(t testing.TB) *engine.Model {
+	t.Helper()
+	tinyOnce.Do(func() {
+		w, err := demo.RandomModel(model.RandomConfig{
+			Arch: "llama", Layers: 2, Embd: 256, FF: 512, Heads: 4, KVHeads: 2,
+			Vocab: 384, ContextLen: 2048, Type: kernels.Q6_K, Seed: 7,
+		})
+		if err != nil {
+			tinyErr = err
+			return
+		}
+		var buf bytesBuffer
+		if _, err := w.WriteTo(&buf); err != nil {
+			tinyErr = err
+			return
+		}
+		f, err := gguf.Parse("tiny", buf.b)
+		if err != nil {
+			tinyErr = err
+			return
+		}
+		tinyModel, tinyErr = engine.FromFile(f, engine.LoadOptions{ID: "tiny"})
+	})
+	if tinyErr != nil {
+		t.Fatal(tinyErr)
+	}
+	return tinyModel
+}
+
+type bytesBuffer struct{ b []byte }
+
+func (w *bytesBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+
+func newEngine(t testing.TB, m *engine.Model, o engine.Options) (*engine.Engine, *recorder) {
+	t.Helper()
+	if o.Threads == 0 {
+		o.Threads = 2
+	}
+	e, err := engine.NewWithOptions(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	rec := newRecorder()
+	e.SetObserver(rec)
+	return e, rec
+}
+
+func opts(mod func(*engine.Options)) engine.Options {
+	o := engine.DefaultOptions()
+	o.BlockSize = 16
+	if mod != nil {
+		mod(&o)
+	}
+	return o
+}
+
+// requests are 16 prompts of different lengths, some sharing a long
+// prefix, half greedy and half seeded sampling.
+func requests(n, maxTokens, maxLen int) []*engine.Request {
+	rng := rand.New(rand.NewPCG(3, 4))
+	shared := make([]int32, 70)
+	for i := range shared {
+		shared[i] = int32(rng.IntN(256))
+	}
+	var reqs []*engine.Request
+	for i := range n {
+		var p []int32
+		if i%3 == 0 {
+			p = append(p, shared[:min(40+i, maxLen/2)]...)
+		}
+		for range 1 + rng.IntN(maxLen*(i+1)/n) {
+			p = append(p, int32(rng.IntN(256)))
+		}
+		s := sampler.Params{Temperature: 0, TopP: 1, RepetitionPenalty: 1}
+		if i%2 == 1 {
+			seed := uint64(i)
+			s = sampler.Params{Temperature: 0.9, TopP: 0.95, TopK: 40, RepetitionPenalty: 1.1, Seed: &seed}
+		}
+		reqs = append(reqs, &engine.Request{Prompt: p, Sampling: s, MaxTokens: maxTokens, IgnoreEOS: true})
+	}
+	return reqs
+}
+
+// runConcurrently submits all requests at once and returns their results.
+func runConcurrently(t testing.TB, e *engine.Engine, reqs []*engine.Request) []*engine.Result {
+	t.Helper()
+	res := make([]*engine.Result, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			var n int
+			res[i], errs[i] = e.Generate(context.Background(), r, func(o engine.Output) error {
+				n++
+				if o.Time.IsZero() {
+					return errors.New("output without a time")
+				}
+				return nil
+			})
+			if errs[i] == nil && n != res[i].CompletionTokens {
+				errs[i] = fmt.Errorf("%d outputs for %d tokens", n, res[i].CompletionTokens)
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	return res
+}
+
+func runAlone(t testing.TB, e *engine.Engine, reqs []*engine.Request) []*engine.Result {
+	t.Helper()
+	var out []*engine.Result
+	for _, r := range reqs {
+		out = append(out, runConcurrently(t, e, []*engine.Request{r})...)
+	}
+	return out
+}
+
+// checkIdle verifies that an idle engine holds no KV block and its pool
+// is consistent.
+func checkIdle(t testing.TB, e *engine.Engine, rec *recorder) {
+	t.Helper()
+	if err := e.CheckKV(); err != nil {
+		t.Fatal(err)
+	}
+	defer rec.lock()()
+	if rec.running != 0 || rec.waiting != 0 || rec.blocksUsed != 0 {
+		t.Errorf("idle engine: running %d waiting %d blocks used %d", rec.running, rec.waiting, rec.blocksUsed)
+	}
+	if used, _ := e.KVCacheBlocks(); used != 0 {
+		t.Errorf("idle engine holds %d blocks", used)
+	}
+}
+
+// The same requests give the same tokens alone and in a batch of 16, with
+// chunked prefill, prefix-cache hits, preemptions, without paging and
+// without a KV cache.
+func TestBatchedOutputMatchesAlone(t *testing.T) {
+	m := tiny(t)
+	// The race detector slows the pure-Go kernels tenfold: shorter prompts
+	// and generations there.
+	reqs := requests(16, 20, 200)
+	if raceEnabled {
+		reqs = requests(16, 6, 60)
+	}
+	ref, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxSeqs = 1; o.PrefixCacheN = 0 }))
+	want := runAlone(t, ref, reqs)
+
+	cases := []struct {
+		name        string
+		opts        engine.Options
+		warm        bool // run every request alone first: the batch hits the prefix cache
+		wantPreempt bool
+	}{
+		{name: "paged", opts: opts(nil)},
+		{name: "paged-chunked-prefill", opts: opts(func(o *engine.Options) { o.MaxNumBatchedTokens = 40 })},
+		{name: "paged-prefix-hits", opts: opts(nil), warm: true},
+		{name: "paged-preemption", opts: opts(func(o *engine.Options) { o.ContextLen = 400; o.MaxDecodeStepsBeforePrefill = 2 }), wantPreempt: true},
+		{name: "paged-preemption-prefix-hits", opts: opts(func(o *engine.Options) { o.ContextLen = 400 }), warm: true, wantPreempt: true},
+		{name: "contiguous", opts: opts(func(o *engine.Options) { o.PagedAttn = "off" })},
+		{name: "contiguous-prefix-hits", opts: opts(func(o *engine.Options) { o.PagedAttn = "off"; o.MaxNumBatchedTokens = 64 }), warm: true},
+		{name: "no-kv-cache", opts: opts(func(o *engine.Options) { o.NoKVCache = true })},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			reqs, want := reqs, want
+			if c.opts.NoKVCache {
+				// It recomputes every sequence for every token: keep it small.
+				reqs, want = reqs[:5], want[:5]
+			}
+			e, rec := newEngine(t, m, c.opts)
+			if c.warm {
+				runAlone(t, e, reqs)
+			}
+			got := runConcurrently(t, e, reqs)
+			for i := range reqs {
+				if !slices.Equal(got[i].Tokens, want[i].Tokens) {
+					t.Errorf("request %d (prompt %d tokens): batched %v\nalone %v", i, len(reqs[i].Prompt), got[i].Tokens, want[i].Tokens)
+				}
+				if got[i].Text != want[i].Text || got[i].FinishReason != engine.FinishLength {
+					t.Errorf("request %d: text %q reason %s, alone %q", i, got[i].Text, got[i].FinishReason, want[i].Text)
+				}
+			}
+			checkIdle(t, e, rec)
+			defer rec.lock()()
+			if rec.maxRunning < 2 {
+				t.Errorf("at most %d sequences ran at once", rec.maxRunning)
+			}
+			if c.wantPreempt != (rec.preempted > 0) {
+				t.Errorf("%d preemptions", rec.preempted)
+			}
+			if c.warm && rec.hits < len(reqs)/2 {
+				t.Errorf("%d prefix-cache hits for %d repeated prompts", rec.hits, len(reqs))
+			}
+			if rec.completed[engine.FinishLength] != len(reqs)*(1+btoi(c.warm)) || rec.lookups != rec.completed[engine.FinishLength] {
+				t.Errorf("completed %v, lookups %d", rec.completed, rec.lookups)
+			}
+			t.Logf("max running %d, preemptions %d, hits %d, evictions %d, max blocks %d/%d",
+				rec.maxRunning, rec.preempted, rec.hits, rec.evictions, rec.maxBlocks, rec.blocksTotal)
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func longPrompt(n int, seed uint64) []int32 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	p := make([]int32, n)
+	for i := range p {
+		p[i] = int32(rng.IntN(256))
+	}
+	return p
+}
+
+// A second request with the same long prompt reuses its KV blocks.
+func TestPrefixCacheHit(t *testing.T) {
+	for _, mode := range []string{"on", "off"} {
+		t.Run("paged-"+mode, func(t *testing.T) {
+			e, rec := newEngine(t, tiny(t), opts(func(o *engine.Options) { o.PagedAttn = mode }))
+			plen := 600
+			if raceEnabled {
+				plen = 200
+			}
+			req := &engine.Request{Prompt: longPrompt(plen, 1), Sampling: greedy(), MaxTokens: 4, IgnoreEOS: true}
+			first := runAlone(t, e, []*engine.Request{req})[0]
+			rec.mu.Lock()
+			tokens1, hits1 := rec.tokens, rec.hits
+			rec.mu.Unlock()
+			second := runAlone(t, e, []*engine.Request{req})[0]
+			defer rec.lock()()
+			if hits1 != 0 || rec.hits != 1 || rec.lookups != 2 {
+				t.Errorf("hits %d then %d, lookups %d", hits1, rec.hits, rec.lookups)
+			}
+			want := (plen - 1) / 16 * 16 // whole blocks before the last token
+			if mode == "off" {
+				want = plen - 1
+			}
+			if second.CachedTokens != want || first.CachedTokens != 0 {
+				t.Errorf("cached tokens %d then %d, want 0 then %d", first.CachedTokens, second.CachedTokens, want)
+			}
+			if !slices.Equal(first.Tokens, second.Tokens) {
+				t.Errorf("tokens differ: %v vs %v", first.Tokens, second.Tokens)
+			}
+			processed := rec.tokens - tokens1
+			wantProcessed := plen - want + 3
+			if mode == "off" {
+				wantProcessed = plen + 3 // the default scheduler counts the cached prefix too
+			}
+			if processed != wantProcessed {
+				t.Errorf("second request processed %d tokens, want %d", processed, wantProcessed)
+			}
+			t.Logf("time to first token: %v, then %v with the prefix cached", first.PromptTime, second.PromptTime)
+		})
+	}
+}
+
+func TestPrefixCacheEvictions(t *testing.T) {
+	t.Run("paged", func(t *testing.T) {
+		e, rec := newEngine(t, tiny(t), opts(func(o *engine.Options) { o.ContextLen = 320 }))
+		a := &engine.Request{Prompt: longPrompt(160, 1), Sampling: greedy(), MaxTokens: 8, IgnoreEOS: true}
+		b := &engine.Request{Prompt: longPrompt(300, 2), Sampling: greedy(), MaxTokens: 4, IgnoreEOS: true}
+		runAlone(t, e, []*engine.Request{a, b})
+		// b needs 19 of the 20 blocks: it evicts 9 of a's 10 cached
+		// blocks, the last ones first.
+		rec.mu.Lock()
+		if rec.evictions != 9 || rec.hits != 0 {
+			t.Errorf("evictions %d hits %d, want 9 and 0", rec.evictions, rec.hits)
+		}
+		rec.mu.Unlock()
+		// a finds its first block; its 10 others evict 9 of b's.
+		runAlone(t, e, []*engine.Request{a})
+		defer rec.lock()()
+		if rec.evictions != 18 || rec.hits != 1 {
+			t.Errorf("evictions %d hits %d, want 18 and 1", rec.evictions, rec.hits)
+		}
+	})
+	t.Run("contiguous", func(t *testing.T) {
+		e, rec := newEngine(t, tiny(t), opts(func(o *engine.Options) { o.PagedAttn = "off"; o.PrefixCacheN = 2 }))
+		var reqs []*engine.Request
+		for i := range 4 {
+			reqs = append(reqs, &engine.Request{Prompt: longPrompt(20, uint64(i)), Sampling: greedy(), MaxTokens: 2, IgnoreEOS: true})
+		}
+		runAlone(t, e, reqs)
+		defer rec.lock()()
+		if rec.evictions != 2 || rec.hits != 0 {
+			t.Errorf("evictions %d hits %d, want 2 and 0", rec.evictions, rec.hits)
+		}
+	})
+	t.Run("disabled", func(t *testing.T) {
+		e, rec := newEngine(t, tiny(t), opts(func(o *engine.Options) { o.PrefixCacheN = 0 }))
+		req := &engine.Request{Prompt: longPrompt(100, 1), Sampling: greedy(), MaxTokens: 2, IgnoreEOS: true}
+		runAlone(t, e, []*engine.Request{req, req})
+		defer rec.lock()()
+		if rec.hits != 0 || rec.lookups != 2 {
+			t.Errorf("hits %d lookups %d, want 0 and 2 (lookups count even when off)", rec.hits, rec.lookups)
+		}
+	})
+}
+
+func TestRejectPromptLongerThanPool(t *testing.T) {
+	e, rec := newEngine(t, tiny(t), opts(func(o *engine.Options) { o.ContextLen = 320 }))
+	_, err := e.Generate(context.Background(), &engine.Request{Prompt: longPrompt(321, 1), Sampling: greedy()}, nil)
+	var re *engine.RequestError
+	if !errors.As(err, &re) || re.Reason != engine.RejectOverCapacity {
+		t.Fatalf("error %v, want a %s rejection", err, engine.RejectOverCapacity)
+	}
+	// A prompt that fits the pool exactly runs; it ends when the pool is full.
+	res, err := e.Generate(context.Background(), &engine.Request{Prompt: longPrompt(318, 1), Sampling: greedy(), MaxTokens: 10, IgnoreEOS: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FinishReason != engine.FinishLength || res.CompletionTokens != 3 {
+		t.Errorf("reason %s after %d tokens, want length after 3", res.FinishReason, res.CompletionTokens)
+	}
+	checkIdle(t, e, rec)
+	defer rec.lock()()
+	if rec.rejected[engine.RejectOverCapacity] != 1 || rec.lookups != 2 || rec.completed[engine.FinishLength] != 1 {
+		t.Errorf("rejected %v lookups %d completed %v", rec.rejected, rec.lookups, rec.completed)
+	}
+}
+
+func TestCancelFreesBlocks(t *testing.T) {
+	e, rec := newEngine(t, tiny(t), opts(nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	res, err := e.Generate(ctx, &engine.Request{Prompt: longPrompt(100, 1), Sampling: greedy(), MaxTokens: 1000, IgnoreEOS: true},
+		func(engine.Output) error {
+			n++
+			if n == 5 {
+				cancel()
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FinishReason != engine.FinishCanceled || res.CompletionTokens != 5 || n != 5 {
+		t.Errorf("reason %s, %d tokens, %d outputs; want canceled after 5", res.FinishReason, res.CompletionTokens, n)
+	}
+	checkIdle(t, e, rec)
+	defer rec.lock()()
+	if rec.completed[engine.FinishCanceled] != 1 {
+		t.Errorf("completed %v", rec.completed)
+	}
+}
+
+// Random arrivals, cancellations and preemptions on a small pool: every
+// request ends, each is counted once, and the pool is whole afterwards.
+func TestNoBlockLeaks(t *testing.T) {
+	n, maxLen := 48, 200
+	if raceEnabled {
+		n, maxLen = 24, 60
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	m := tiny(t)
+	for _, mode := range []string{"on", "off"} {
+		t.Run("paged-"+mode, func(t *testing.T) {
+			e, rec := newEngine(t, m, opts(func(o *engine.Options) {
+				o.PagedAttn = mode
+				o.ContextLen = 2 * maxLen
+				o.MaxSeqs = 8
+				o.MaxNumBatchedTokens = 96
+				o.MaxDecodeStepsBeforePrefill = 3
+			}))
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			reasons := map[string]int{}
+			for range n {
+				delay := time.Duration(rng.IntN(30)) * time.Millisecond
+				prompt := longPrompt(1+rng.IntN(maxLen), uint64(rng.IntN(6))) // some prompts repeat: prefix hits
+				stopAfter := rng.IntN(40)                                     // 0: never cancel
+				cancelCtx := rng.IntN(3) == 0
+				req := &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 1 + rng.IntN(30), IgnoreEOS: true}
+				wg.Go(func() {
+					time.Sleep(delay)
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					k := 0
+					res, err := e.Generate(ctx, req, func(engine.Output) error {
+						k++
+						if k == stopAfter {
+							if cancelCtx {
+								cancel()
+								return nil
+							}
+							return errors.New("client gone")
+						}
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					reasons[res.FinishReason]++
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			checkIdle(t, e, rec)
+			defer rec.lock()()
+			total := 0
+			for _, v := range rec.completed {
+				total += v
+			}
+			if total != n || rec.lookups != n || rec.completed[engine.FinishCanceled] != reasons[engine.FinishCanceled] {
+				t.Errorf("completed %v (callers saw %v), lookups %d, want %d each", rec.completed, reasons, rec.lookups, n)
+			}
+			t.Logf("completed %v, preemptions %d, hits %d, evictions %d, max running %d", rec.completed, rec.preempted, rec.hits, rec.evictions, rec.maxRunning)
+		})
+	}
+}
+
+func TestOptions(t *testing.T) {
+	m := tiny(t)
+	bad := []engine.Options{
+		opts(func(o *engine.Options) { o.PagedAttn = "maybe" }),
+		opts(func(o *engine.Options) { o.MemoryFraction = 1.5 }),
+		opts(func(o *engine.Options) { o.MemoryMB = -1 }),
+		opts(func(o *engine.Options) { o.PrefixCacheN = -1 }),
+	}
+	for i, o := range bad {
+		if e, err := engine.NewWithOptions(m, o); err == nil {
+			e.Close()
+			t.Errorf("options %d accepted", i)
+		}
+	}
+	// Budgets: fraction wins over context length wins over memory.
+	e, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MemoryMB = 1; o.ContextLen = 160 }))
+	if _, total := e.KVCacheBlocks(); total != 10 {
+		t.Errorf("context budget of 160 tokens: %d blocks, want 10", total)
+	}
+	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryMB = 1 }))
+	// 2 layers × 16 positions × (128+128) floats × 4 bytes = 32 KiB per block
+	if _, total := e.KVCacheBlocks(); total != 32 {
+		t.Errorf("1 MB budget: %d blocks, want 32", total)
+	}
+	e, rec := newEngine(t, m, opts(func(o *engine.Options) { o.PagedAttn = "off" }))
+	if _, total := e.KVCacheBlocks(); total != 0 || e.Paged() {
+		t.Errorf("paged off: %d blocks", total)
+	}
+	if rec.capacity != 32 || e.Capacity() != 32 {
+		t.Errorf("capacity %d", rec.capacity)
+	}
+}

@@ -1,0 +1,28 @@
+package engine
+
+import "time"
+
+// CheckKV verifies the paged pool's invariants; call it only while the
+// engine is idle (every Generate returned).
+func (e *Engine) CheckKV() error {
+	if e.kv == nil {
+		return nil
+	}
+	return e.kv.Check()
+}
+
+// StepStats returns the scheduler's step counters: steps, time in steps,
+// time inside Forward and time choosing batches.
+func (e *Engine) StepStats() (steps int64, step, forward, sched time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := &e.stats
+	return s.steps, time.Duration(s.stepNanos), time.Duration(s.fwdNanos), time.Duration(s.schedNanos)
+}
+
+// ResetStepStats zeroes the step counters.
+func (e *Engine) ResetStepStats() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stats.steps, e.stats.stepNanos, e.stats.fwdNanos, e.stats.schedNanos = 0, 0, 0, 0
+}
