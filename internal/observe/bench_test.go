@@ -122,3 +122,54 @@ func BenchmarkMetricsRender10k(b *testing.B) {
 	}
 	reportCPU(b, c0)
 }
+
+// HTTP throughput over loopback on GET /v1/models: the bare mux against the
+// full stack with everything on (access log formatted to a discarded
+// writer, metrics, request ids), in one run. The ratio is reported.
+func BenchmarkThroughputModels(b *testing.B) {
+	run := func(b *testing.B, wrap bool) float64 {
+		th := NewTracingHandler(io.Discard, nil)
+		opts := DefaultOptions()
+		opts.Logger = slog.New(th)
+		o, _ := New(opts)
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"default","object":"model"}]}`))
+		})
+		var h http.Handler = mux
+		if wrap {
+			h = o.Handler(mux)
+		}
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		tr := &http.Transport{MaxIdleConnsPerHost: 64}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr}
+		url := srv.URL + "/v1/models"
+		b.ReportAllocs()
+		b.SetParallelism(4)
+		start := time.Now()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				resp, err := client.Get(url)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+		rps := float64(b.N) / time.Since(start).Seconds()
+		b.ReportMetric(rps, "req/s")
+		return rps
+	}
+	var bare, observed float64
+	b.Run("bare", func(b *testing.B) { bare = run(b, false) })
+	b.Run("observed", func(b *testing.B) { observed = run(b, true) })
+	if bare > 0 {
+		b.Logf("observed/bare throughput: %.1f%%", 100*observed/bare)
+	}
+}

@@ -246,7 +246,9 @@ func (l *observeLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if st.buffered {
 		// The handler reads the bytes the layer buffered (set on the copy:
 		// the caller's request is not modified).
-		r.Body = &bufferedBody{Reader: bytes.NewReader(body)}
+		bb := &bufferedBody{}
+		bb.Reset(body)
+		r.Body = bb
 		r.ContentLength = int64(len(body))
 	}
 	defer func() {
@@ -460,9 +462,9 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 }
 
 // bufferedBody hands the buffered body back to the handler.
-type bufferedBody struct{ *bytes.Reader }
+type bufferedBody struct{ bytes.Reader }
 
-func (bufferedBody) Close() error { return nil }
+func (*bufferedBody) Close() error { return nil }
 
 // bodyLimit caps what a handler can read from the body (the layer's own
 // buffered bodies are already within the limit). A declared length over the
