@@ -103,7 +103,7 @@ func BenchmarkMetricsRender10k(b *testing.B) {
 	for i := 0; i < 2500; i++ { // 4 families × 2500 label sets = 10,000 series
 		s := hm.start("POST", "/v1/chat/completions", "model-"+strconv.Itoa(i))
 		s.inflight.Inc()
-		s.bodyBytes.Observe(float64(i))
+		s.observeBodyBytes(float64(i))
 		d := s.status(200).done()
 		d.requests.Inc()
 		d.duration.observe(0.1, "", time.Now())

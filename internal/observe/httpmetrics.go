@@ -76,7 +76,9 @@ type startSeries struct {
 	h                   *httpMetrics
 	method, path, model string
 	inflight            prometheus.Gauge
-	bodyBytes           prometheus.Observer
+
+	bodyOnce  sync.Once // created at the first known body size
+	bodyBytes prometheus.Observer
 
 	mu   sync.Mutex
 	done atomic.Pointer[map[int]*doneSeries]
@@ -117,8 +119,7 @@ func (h *httpMetrics) start(method, path, model string) *startSeries {
 	}
 	s := &startSeries{
 		h: h, method: method, path: path, model: model,
-		inflight:  h.inflight.WithLabelValues(method, path, model),
-		bodyBytes: h.bodyBytes.WithLabelValues(method, path, model),
+		inflight: h.inflight.WithLabelValues(method, path, model),
 	}
 	empty := map[int]*doneSeries{}
 	s.done.Store(&empty)
@@ -129,6 +130,11 @@ func (h *httpMetrics) start(method, path, model string) *startSeries {
 	m[string(k)] = s
 	h.starts.Store(&m)
 	return s
+}
+
+func (s *startSeries) observeBodyBytes(n float64) {
+	s.bodyOnce.Do(func() { s.bodyBytes = s.h.bodyBytes.WithLabelValues(s.method, s.path, s.model) })
+	s.bodyBytes.Observe(n)
 }
 
 func (s *startSeries) status(code int) *doneSeries {

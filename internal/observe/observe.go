@@ -147,6 +147,7 @@ type reqState struct {
 	housekeeping  bool
 	logAccess     bool
 	buffered      bool // body read by the layer (r.Body replaced)
+	finished      bool
 
 	rw     ResponseWriter
 	sse    bool
@@ -236,7 +237,7 @@ func (l *observeLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.series = o.metrics.http.start(st.method, st.route, st.model)
 		st.series.inflight.Inc()
 		if st.contentLength >= 0 {
-			st.series.bodyBytes.Observe(float64(st.contentLength))
+			st.series.observeBodyBytes(float64(st.contentLength))
 		}
 	}
 
@@ -362,7 +363,7 @@ func (st *reqState) onHeader(rw *ResponseWriter, code int) {
 		st.o.access.streamAccepted(st, status, now.Sub(st.start), now)
 		var ds *doneSeries
 		if st.series != nil {
-			ds = st.series.status(code).sse()
+			ds = st.series.status(code)
 		}
 		st.stream.arm(ds)
 	}
@@ -370,6 +371,10 @@ func (st *reqState) onHeader(rw *ResponseWriter, code int) {
 
 // finish does the completion accounting once (spec §4.4).
 func (st *reqState) finish() {
+	if st.finished {
+		return
+	}
+	st.finished = true
 	now := time.Now()
 	c := completion{status: statusText(st.rw.status), duration: now.Sub(st.start)}
 	errMsg, usage, hasUsage, done := st.stream.finish()

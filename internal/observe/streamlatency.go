@@ -28,7 +28,7 @@ type Stream struct {
 	sse bool // the response turned out to be SSE (TTFT/ITL armed if metrics are on)
 	end bool // the handler returned; later calls are ignored
 
-	series  *doneSeries // TTFT/ITL series when armed with metrics
+	series  *doneSeries // the response's series when armed with metrics
 	steps   int
 	last    time.Time
 	pending []time.Time // steps reported before the SSE header was written
@@ -76,10 +76,11 @@ func (s *Stream) TokenStep(t time.Time) {
 // record turns a step into a sample; s.mu is held.
 func (s *Stream) record(t time.Time) {
 	if s.series != nil {
+		ds := s.series.sse()
 		if s.steps == 0 {
-			s.series.ttft.observe(max(t.Sub(s.st.start).Seconds(), 0), s.st.id, t)
+			ds.ttft.observe(max(t.Sub(s.st.start).Seconds(), 0), s.st.id, t)
 		} else {
-			s.series.itl.Observe(max(t.Sub(s.last).Seconds(), 0))
+			ds.itl.Observe(max(t.Sub(s.last).Seconds(), 0))
 		}
 	}
 	s.steps++

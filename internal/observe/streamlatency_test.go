@@ -43,8 +43,10 @@ func TestStreamLatency(t *testing.T) {
 	if got := bucketBounds(itl.GetHistogram()); !reflect.DeepEqual(got, ITLBuckets) || len(got) != 19 {
 		t.Errorf("ITL buckets %v", got)
 	}
-	// Non-streamed responses make no streaming-latency series.
+	// Non-streamed responses, and streams without a token step, make no
+	// streaming-latency series.
 	e.do("POST", "/v1/chat/completions", `{"model":"llama-3.2-1b"}`)
+	e.do("POST", "/v1/chat/completions", `{"model":"my-alias","stream":true,"steps":0}`)
 	fams = e.scrape(t)
 	if n := len(fams["mistralrs_time_to_first_token_seconds"].Metric); n != 1 {
 		t.Errorf("%d TTFT series", n)
