@@ -54,7 +54,7 @@ func init() {
 	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Of(dotQ5_1SIMD)})
 	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Q4_KSIMD})
 	add(Q5_K, typeKernels{dot: dotQ5_KSIMD, dot4: dot4Of(dotQ5_KSIMD)})
-	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Of(dotQ6_KSIMD)})
+	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Q6_KSIMD})
 	if cpu.X86.HasF16C {
 		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD})
 	}
@@ -436,4 +436,18 @@ func quantizeActSIMD(x []float32, a *Act) {
 	if b < nb {
 		quantizeActAVX2(&x[b*32], &a.Qs[b*32], &a.D[b], &a.S[b], nb-b)
 	}
+}
+
+//go:noescape
+func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, nsb int, tab *float32, out *[4]float32)
+
+func dot4Q6_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	nsb := n / 256
+	if nsb == 0 {
+		*out = [4]float32{}
+		return
+	}
+	_ = w[nsb*210-1]
+	qs, d := q4args(a, nsb*8)
+	dot4Q6_KAVX2(&w[0], &qs, &d, nsb, &f16Table[0], out)
 }

@@ -713,6 +713,351 @@ q4kx4loop:
 	VZEROUPPER
 	RET
 
+// func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, nsb int, tab *float32, out *[4]float32)
+// As dot4Q4_K: the super-block's quants less 32 (element order) go to
+// q-256(SP) once, its scales to Y10/Y11 and d to Y12; then each row. Here
+// the activations are the unsigned operand of VPMADDUBSW, as a+128 (pairs
+// within int16: 2*255*32), and the 128*Σ(q-32) this adds, which depends on
+// the weights only, is computed once per super-block (Y15, one int32 per
+// block of 32, scaled like the sums) and subtracted from each row's sums.
+// Y0-Y3 accumulate the rows, Y14 holds 0x80 bytes, AX = 32*super-block
+// index.
+TEXT ·dot4Q6_KAVX2(SB), NOSPLIT, $256-48
+	MOVQ         w+0(FP), SI
+	MOVQ         nsb+24(FP), CX
+	MOVQ         tab+32(FP), R8
+	XORQ         AX, AX
+	MOVL         $0x80808080, DX
+	VMOVD        DX, X14
+	VPBROADCASTD X14, Y14
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+
+q6kx4loop:
+	VPMOVSXBW    192(SI), Y10
+	VPERM2I128   $0x11, Y10, Y10, Y11
+	VINSERTI128  $1, X10, Y10, Y10
+	MOVWLZX      208(SI), DX
+	VBROADCASTSS (R8)(DX*4), Y12
+
+	VMOVDQU      128(SI), Y4
+	VMOVDQU      0(SI), Y5
+	VMOVDQU      32(SI), Y6
+	VPSLLW       $4, Y4, Y7
+	VPAND        q6m30<>(SB), Y7, Y7
+	VPAND        q6m0f<>(SB), Y5, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBB       q6m32<>(SB), Y7, Y7
+	VMOVDQU      Y7, q-256(SP)
+	VPSLLW       $2, Y4, Y7
+	VPAND        q6m30<>(SB), Y7, Y7
+	VPAND        q6m0f<>(SB), Y6, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBB       q6m32<>(SB), Y7, Y7
+	VMOVDQU      Y7, q-224(SP)
+	VPAND        q6m30<>(SB), Y4, Y7
+	VPSRLW       $4, Y5, Y8
+	VPAND        q6m0f<>(SB), Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBB       q6m32<>(SB), Y7, Y7
+	VMOVDQU      Y7, q-192(SP)
+	VPSRLW       $2, Y4, Y7
+	VPAND        q6m30<>(SB), Y7, Y7
+	VPSRLW       $4, Y6, Y8
+	VPAND        q6m0f<>(SB), Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBB       q6m32<>(SB), Y7, Y7
+	VMOVDQU      Y7, q-160(SP)
+	VMOVDQU      160(SI), Y4
+	VMOVDQU      64(SI), Y5
+	VMOVDQU      96(SI), Y6
+	VPSLLW       $4, Y4, Y7
+	VPAND        q6m30<>(SB), Y7, Y7
+	VPAND        q6m0f<>(SB), Y5, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBB       q6m32<>(SB), Y7, Y7
+	VMOVDQU      Y7, q-128(SP)
+	VPSLLW       $2, Y4, Y7
+	VPAND        q6m30<>(SB), Y7, Y7
+	VPAND        q6m0f<>(SB), Y6, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBB       q6m32<>(SB), Y7, Y7
+	VMOVDQU      Y7, q-96(SP)
+	VPAND        q6m30<>(SB), Y4, Y7
+	VPSRLW       $4, Y5, Y8
+	VPAND        q6m0f<>(SB), Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBB       q6m32<>(SB), Y7, Y7
+	VMOVDQU      Y7, q-64(SP)
+	VPSRLW       $2, Y4, Y7
+	VPAND        q6m30<>(SB), Y7, Y7
+	VPSRLW       $4, Y6, Y8
+	VPAND        q6m0f<>(SB), Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPSUBB       q6m32<>(SB), Y7, Y7
+	VMOVDQU      Y7, q-32(SP)
+
+	// Y15 = 128*Σ sc*(q-32) per block
+	VPMADDUBSW   q-256(SP), Y14, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y8
+	VPMADDUBSW   q-224(SP), Y14, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPHADDD      Y9, Y8, Y8
+	VPMADDUBSW   q-192(SP), Y14, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPMADDUBSW   q-160(SP), Y14, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPHADDD      Y13, Y9, Y9
+	VPHADDD      Y9, Y8, Y8
+	VPMADDUBSW   q-128(SP), Y14, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPMADDUBSW   q-96(SP), Y14, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPHADDD      Y13, Y9, Y9
+	VPMADDUBSW   q-64(SP), Y14, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPMADDUBSW   q-32(SP), Y14, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y4
+	VPHADDD      Y4, Y13, Y13
+	VPHADDD      Y13, Y9, Y9
+	VINSERTI128  $1, X9, Y8, Y13
+	VPERM2I128   $0x31, Y9, Y8, Y4
+	VPADDD       Y4, Y13, Y13
+	VMOVDQA      Y13, Y15
+
+	// row 0
+	MOVQ         qs+8(FP), R9
+	MOVQ         0(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         0(R10), R10
+	VPXOR        0(R9), Y14, Y5
+	VPMADDUBSW   q-256(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y8
+	VPXOR        32(R9), Y14, Y5
+	VPMADDUBSW   q-224(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPHADDD      Y9, Y8, Y8
+	VPXOR        64(R9), Y14, Y5
+	VPMADDUBSW   q-192(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPXOR        96(R9), Y14, Y5
+	VPMADDUBSW   q-160(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPHADDD      Y13, Y9, Y9
+	VPHADDD      Y9, Y8, Y8
+	VPXOR        128(R9), Y14, Y5
+	VPMADDUBSW   q-128(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPXOR        160(R9), Y14, Y5
+	VPMADDUBSW   q-96(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPHADDD      Y13, Y9, Y9
+	VPXOR        192(R9), Y14, Y5
+	VPMADDUBSW   q-64(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPXOR        224(R9), Y14, Y5
+	VPMADDUBSW   q-32(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y4
+	VPHADDD      Y4, Y13, Y13
+	VPHADDD      Y13, Y9, Y9
+	VINSERTI128  $1, X9, Y8, Y13
+	VPERM2I128   $0x31, Y9, Y8, Y4
+	VPADDD       Y4, Y13, Y13
+	VPSUBD       Y15, Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       (R10)(AX*1), Y12, Y4
+	VFMADD231PS  Y13, Y4, Y0
+
+	// row 1
+	MOVQ         qs+8(FP), R9
+	MOVQ         8(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         8(R10), R10
+	VPXOR        0(R9), Y14, Y5
+	VPMADDUBSW   q-256(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y8
+	VPXOR        32(R9), Y14, Y5
+	VPMADDUBSW   q-224(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPHADDD      Y9, Y8, Y8
+	VPXOR        64(R9), Y14, Y5
+	VPMADDUBSW   q-192(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPXOR        96(R9), Y14, Y5
+	VPMADDUBSW   q-160(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPHADDD      Y13, Y9, Y9
+	VPHADDD      Y9, Y8, Y8
+	VPXOR        128(R9), Y14, Y5
+	VPMADDUBSW   q-128(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPXOR        160(R9), Y14, Y5
+	VPMADDUBSW   q-96(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPHADDD      Y13, Y9, Y9
+	VPXOR        192(R9), Y14, Y5
+	VPMADDUBSW   q-64(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPXOR        224(R9), Y14, Y5
+	VPMADDUBSW   q-32(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y4
+	VPHADDD      Y4, Y13, Y13
+	VPHADDD      Y13, Y9, Y9
+	VINSERTI128  $1, X9, Y8, Y13
+	VPERM2I128   $0x31, Y9, Y8, Y4
+	VPADDD       Y4, Y13, Y13
+	VPSUBD       Y15, Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       (R10)(AX*1), Y12, Y4
+	VFMADD231PS  Y13, Y4, Y1
+
+	// row 2
+	MOVQ         qs+8(FP), R9
+	MOVQ         16(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         16(R10), R10
+	VPXOR        0(R9), Y14, Y5
+	VPMADDUBSW   q-256(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y8
+	VPXOR        32(R9), Y14, Y5
+	VPMADDUBSW   q-224(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPHADDD      Y9, Y8, Y8
+	VPXOR        64(R9), Y14, Y5
+	VPMADDUBSW   q-192(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPXOR        96(R9), Y14, Y5
+	VPMADDUBSW   q-160(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPHADDD      Y13, Y9, Y9
+	VPHADDD      Y9, Y8, Y8
+	VPXOR        128(R9), Y14, Y5
+	VPMADDUBSW   q-128(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPXOR        160(R9), Y14, Y5
+	VPMADDUBSW   q-96(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPHADDD      Y13, Y9, Y9
+	VPXOR        192(R9), Y14, Y5
+	VPMADDUBSW   q-64(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPXOR        224(R9), Y14, Y5
+	VPMADDUBSW   q-32(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y4
+	VPHADDD      Y4, Y13, Y13
+	VPHADDD      Y13, Y9, Y9
+	VINSERTI128  $1, X9, Y8, Y13
+	VPERM2I128   $0x31, Y9, Y8, Y4
+	VPADDD       Y4, Y13, Y13
+	VPSUBD       Y15, Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       (R10)(AX*1), Y12, Y4
+	VFMADD231PS  Y13, Y4, Y2
+
+	// row 3
+	MOVQ         qs+8(FP), R9
+	MOVQ         24(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         24(R10), R10
+	VPXOR        0(R9), Y14, Y5
+	VPMADDUBSW   q-256(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y8
+	VPXOR        32(R9), Y14, Y5
+	VPMADDUBSW   q-224(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPHADDD      Y9, Y8, Y8
+	VPXOR        64(R9), Y14, Y5
+	VPMADDUBSW   q-192(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPXOR        96(R9), Y14, Y5
+	VPMADDUBSW   q-160(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y10, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPHADDD      Y13, Y9, Y9
+	VPHADDD      Y9, Y8, Y8
+	VPXOR        128(R9), Y14, Y5
+	VPMADDUBSW   q-128(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y9
+	VPXOR        160(R9), Y14, Y5
+	VPMADDUBSW   q-96(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPHADDD      Y13, Y9, Y9
+	VPXOR        192(R9), Y14, Y5
+	VPMADDUBSW   q-64(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y13
+	VPXOR        224(R9), Y14, Y5
+	VPMADDUBSW   q-32(SP), Y5, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y11, Y7
+	VPMADDWD     Y7, Y5, Y4
+	VPHADDD      Y4, Y13, Y13
+	VPHADDD      Y13, Y9, Y9
+	VINSERTI128  $1, X9, Y8, Y13
+	VPERM2I128   $0x31, Y9, Y8, Y4
+	VPADDD       Y4, Y13, Y13
+	VPSUBD       Y15, Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       (R10)(AX*1), Y12, Y4
+	VFMADD231PS  Y13, Y4, Y3
+
+	ADDQ $210, SI
+	ADDQ $32, AX
+	DECQ CX
+	JNZ  q6kx4loop
+
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	MOVQ         out+40(FP), AX
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
 DATA permsums<>+0(SB)/4, $0
 DATA permsums<>+4(SB)/4, $4
 DATA permsums<>+8(SB)/4, $1
@@ -801,3 +1146,9 @@ GLOBL q6shuf<>(SB), RODATA|NOPTR, $128
 DATA q5kx10<>+0(SB)/8, $0x1010101010101010
 DATA q5kx10<>+8(SB)/8, $0x1010101010101010
 GLOBL q5kx10<>(SB), RODATA|NOPTR, $16
+
+DATA q6m0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q6m0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q6m0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q6m0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q6m0f<>(SB), RODATA|NOPTR, $32
