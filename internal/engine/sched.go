@@ -97,6 +97,7 @@ type scheduler struct {
 	tokens    int   // processed this step, as reported
 	preempted bool  // this step preempted a sequence
 	evictions int64 // pool evictions reported so far
+	cursor    int   // where the next step's decodes start when the budget is short
 	sampleFn  func(lo, hi int)
 }
 
@@ -341,8 +342,14 @@ func (s *scheduler) schedule() {
 	s.tokens = 0
 	s.preempted = false
 
-	// Running sequences: decodes before prefill chunks, oldest first.
-	s.order = append(s.order[:0], s.running...)
+	// Running sequences: decodes before prefill chunks, oldest first. When
+	// the token budget cannot take every decode, the start rotates so that
+	// each gets its turn.
+	s.order = s.order[:0]
+	if len(s.running) > 0 {
+		c := s.cursor % len(s.running)
+		s.order = append(append(s.order, s.running[c:]...), s.running[:c]...)
+	}
 	for pass := range 2 {
 		for _, sq := range s.order {
 			need := len(sq.tokens) - sq.computed
@@ -351,6 +358,9 @@ func (s *scheduler) schedule() {
 			}
 			n := min(need, budget)
 			if n == 0 {
+				if pass == 0 {
+					s.cursor += len(s.batch)
+				}
 				break
 			}
 			if !s.reserve(sq, sq.computed+n, &budget) {
