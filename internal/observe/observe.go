@@ -354,7 +354,7 @@ func (o *Observer) corsHeaders(h http.Header, r *http.Request) {
 func (st *reqState) onHeader(rw *ResponseWriter, code int) {
 	h := rw.w.Header()
 	if st.o.opts.RequestIDHeader {
-		h[RequestIDHeader] = []string{st.id}
+		h[HeaderRequestID] = []string{st.id}
 	}
 	if ct := h["Content-Type"]; len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream") {
 		st.sse = true

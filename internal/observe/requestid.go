@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// RequestIDHeader is the request and response header carrying the request id.
-const RequestIDHeader = "X-Request-Id"
+// HeaderRequestID is the request and response header carrying the request id.
+const HeaderRequestID = "X-Request-Id"
 
 // MaxRequestIDLen bounds an accepted incoming request id.
 const MaxRequestIDLen = 128
@@ -66,7 +66,7 @@ func NewRequestID() string {
 
 // requestIDFrom honours a valid incoming id, else generates one.
 func requestIDFrom(h http.Header) string {
-	if v := h[RequestIDHeader]; len(v) > 0 && ValidRequestID(v[0]) {
+	if v := h[HeaderRequestID]; len(v) > 0 && ValidRequestID(v[0]) {
 		return v[0]
 	}
 	return NewRequestID()
