@@ -178,9 +178,11 @@ func (s *scheduler) run() {
 // reap finishes the sequences whose Generate call gave up.
 func (s *scheduler) reap() {
 	s.order = s.order[:0]
-	for _, sq := range slices.Concat(s.running, s.waiting) {
-		if sq.cancel.Load() {
-			s.order = append(s.order, sq)
+	for _, q := range [2][]*seq{s.running, s.waiting} {
+		for _, sq := range q {
+			if sq.cancel.Load() {
+				s.order = append(s.order, sq)
+			}
 		}
 	}
 	for _, sq := range s.order {

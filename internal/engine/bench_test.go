@@ -1,0 +1,141 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"mistralrs/internal/demo"
+	"mistralrs/internal/engine"
+)
+
+// benchModel is the model of the throughput benchmarks: the file named by
+// MISTRALRS_BENCH_MODEL (for example the 134M Q8_0 llama that
+// `mistralrs gen-model -o /tmp/m.gguf --type Q8_0` writes), else the
+// embedded demo model.
+func benchModel(b *testing.B) *engine.Model {
+	b.Helper()
+	if path := os.Getenv("MISTRALRS_BENCH_MODEL"); path != "" {
+		m, err := engine.Load(path, engine.LoadOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { m.File.Close() })
+		return m
+	}
+	m, err := demo.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+// benchThreads is MISTRALRS_BENCH_THREADS, default 2 (the issue's setting).
+func benchThreads(b *testing.B) int {
+	if s := os.Getenv("MISTRALRS_BENCH_THREADS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	return 2
+}
+
+// BenchmarkDecodeStreams measures aggregate decode throughput with 1, 4
+// and 16 concurrent streams: decoded tokens of all streams over the time
+// from the first stream's first token to the last stream's last token.
+//
+//	go test ./internal/engine -run - -bench DecodeStreams -benchtime 3x
+//	go run ./cmd/mistralrs gen-model -o /tmp/m.gguf --type Q8_0
+//	MISTRALRS_BENCH_MODEL=/tmp/m.gguf go test ./internal/engine -run - -bench DecodeStreams -benchtime 2x
+func BenchmarkDecodeStreams(b *testing.B) {
+	m := benchModel(b)
+	gen := 64
+	if s := os.Getenv("MISTRALRS_BENCH_TOKENS"); s != "" {
+		gen, _ = strconv.Atoi(s)
+	}
+	for _, streams := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
+			o := engine.DefaultOptions()
+			o.Threads = benchThreads(b)
+			e, err := engine.NewWithOptions(m, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			var tokens int
+			var decode time.Duration
+			e.ResetStepStats()
+			for range b.N {
+				var mu sync.Mutex
+				var first, last time.Time
+				n := 0
+				var wg sync.WaitGroup
+				for s := range streams {
+					// Distinct short prompts: no prefix sharing.
+					prompt := []int32{int32(1 + s), int32(2 + s), int32(3 + s), int32(4 + s), int32(5 + s), int32(6 + s), int32(7 + s), int32(8 + s)}
+					wg.Go(func() {
+						k := 0
+						_, err := e.Generate(context.Background(), &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: gen, IgnoreEOS: true},
+							func(out engine.Output) error {
+								mu.Lock()
+								defer mu.Unlock()
+								if k == 0 && (first.IsZero() || out.Time.Before(first)) {
+									first = out.Time
+								}
+								if k > 0 {
+									n++
+								}
+								if out.Time.After(last) {
+									last = out.Time
+								}
+								k++
+								return nil
+							})
+						if err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+				tokens += n
+				decode += last.Sub(first)
+			}
+			steps, _, fwd, _ := e.StepStats()
+			b.ReportMetric(float64(tokens)/decode.Seconds(), "tok/s")
+			b.ReportMetric(float64(fwd.Microseconds())/1000/float64(steps), "forward-ms/step")
+		})
+	}
+}
+
+// BenchmarkSchedulerOverhead reports the engine's own time per step with
+// 32 running sequences, outside the forward pass: choosing the batch
+// (sched-µs/step) and everything else a step does besides Forward, such as
+// sampling, detokenizing and stop matching (overhead-µs/step).
+func BenchmarkSchedulerOverhead(b *testing.B) {
+	m := tiny(b)
+	o := engine.DefaultOptions()
+	o.Threads = benchThreads(b)
+	o.BlockSize = 16
+	e, err := engine.NewWithOptions(m, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	reqs := requests(32, 48, 120)
+	runConcurrently(b, e, reqs) // warm up
+	e.ResetStepStats()
+	b.ResetTimer()
+	for range b.N {
+		runConcurrently(b, e, reqs)
+	}
+	steps, step, fwd, sched := e.StepStats()
+	b.ReportMetric(float64((step-fwd).Microseconds())/float64(steps), "overhead-µs/step")
+	b.ReportMetric(float64(sched.Microseconds())/float64(steps), "sched-µs/step")
+	b.ReportMetric(float64(fwd.Microseconds())/float64(steps), "forward-µs/step")
+}
