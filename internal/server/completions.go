@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"unicode/utf8"
 
 	"mistralrs/internal/engine"
 	"mistralrs/internal/observe"
@@ -140,20 +141,34 @@ func newCompletionLogprobs(offset int) *completionLogprobs {
 }
 
 func (c *completionLogprobs) add(tok *tokenizer.Tokenizer, ch *sampler.Choice) {
-	text, _ := tokenText(tok, ch.Token)
-	c.lp.Tokens = append(c.lp.Tokens, text)
+	b := tok.TokenBytes(ch.Token)
+	c.lp.Tokens = append(c.lp.Tokens, legacyToken(b))
 	c.lp.TokenLogprobs = append(c.lp.TokenLogprobs, logprob(ch.Logprob))
 	top := make(map[string]float64, len(ch.Top))
 	for _, t := range ch.Top {
-		tt, _ := tokenText(tok, t.Token)
-		if _, dup := top[tt]; !dup {
-			top[tt] = logprob(t.Logprob)
-		}
+		top[legacyToken(tok.TokenBytes(t.Token))] = logprob(t.Logprob)
 	}
 	c.lp.TopLogprobs = append(c.lp.TopLogprobs, top)
 	c.lp.TextOffset = append(c.lp.TextOffset, c.offset)
-	c.offset += len(text)
+	c.offset += len(b)
 }
+
+// legacyToken is a token's text in the legacy logprobs object, whose
+// top_logprobs are keyed by it: bytes that are not valid UTF-8 (part of a
+// character) are written "bytes:\xNN…", as OpenAI does, so that distinct
+// tokens never share a key.
+func legacyToken(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	out := []byte("bytes:")
+	for _, c := range b {
+		out = append(out, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
+	}
+	return string(out)
+}
+
+const hexDigits = "0123456789abcdef"
 
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, cj *completionJob) {
 	j := cj.job

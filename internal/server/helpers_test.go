@@ -26,8 +26,8 @@ import (
 	"mistralrs/internal/engine"
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
-	"mistralrs/internal/observe"
 	mdl "mistralrs/internal/model"
+	"mistralrs/internal/observe"
 )
 
 // logBuf collects log lines; safe for concurrent writers.
@@ -331,3 +331,5 @@ func writeTemplate(t *testing.T, src string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func newRequest(method, url string) (*http.Request, error) { return http.NewRequest(method, url, nil) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -141,13 +142,35 @@ func decodeJSON(body []byte, v any) error {
 			return badRequest("", "invalid JSON in request body at byte %d: %v", se.Offset, se)
 		case errors.As(err, &te):
 			if te.Field != "" {
-				return badRequest(te.Field, "invalid type for field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+				// Fields of the embedded samplingFields are top-level fields.
+				field := strings.TrimPrefix(te.Field, "samplingFields.")
+				return badRequest(field, "invalid type for field %q: expected %s, got JSON %s", field, jsonType(te.Type.Kind()), te.Value)
 			}
 			return badRequest("", "request body must be a JSON object, got JSON %s", te.Value)
 		}
 		return badRequest("", "invalid request body: %v", err)
 	}
 	return nil
+}
+
+// jsonType names a Go kind in JSON terms for error messages.
+func jsonType(k reflect.Kind) string {
+	switch k {
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return k.String()
 }
 
 // messages parses the messages field: an array of messages, or (mistral.rs

@@ -1,0 +1,122 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// apiError is the OpenAI error body.
+type apiError struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	} `json:"error"`
+}
+
+func TestErrorResponses(t *testing.T) {
+	ts := startServer(t)
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	cases := []struct {
+		name, path, body string
+		status           int
+		param, contains  string
+	}{
+		{"malformed JSON", "/v1/chat/completions", `{"model":"tiny",`, 400, "", "invalid JSON"},
+		{"not an object", "/v1/chat/completions", `[1,2]`, 400, "", "JSON object"},
+		{"wrong type", "/v1/chat/completions", `{"temperature":"hot",` + msgs + `}`, 400, "temperature", "temperature"},
+		{"empty body", "/v1/completions", ``, 400, "", "empty"},
+		{"unknown model", "/v1/chat/completions", `{"model":"gpt-9",` + msgs + `}`, 404, "model", "Requested model 'gpt-9' is not available. Available models: tiny."},
+		{"unknown model (completions)", "/v1/completions", `{"model":"nope","prompt":"x"}`, 404, "model", "'nope'"},
+		{"negative max_tokens", "/v1/chat/completions", `{"max_tokens":-1,` + msgs + `}`, 400, "max_tokens", "max_tokens must be at least 1"},
+		{"zero max_tokens", "/v1/completions", `{"max_tokens":0,"prompt":"x"}`, 400, "max_tokens", "at least 1"},
+		{"temperature out of range", "/v1/chat/completions", `{"temperature":3,` + msgs + `}`, 400, "temperature", "temperature must be between 0 and 2"},
+		{"top_p out of range", "/v1/chat/completions", `{"top_p":0,` + msgs + `}`, 400, "top_p", "top_p"},
+		{"penalty out of range", "/v1/completions", `{"presence_penalty":5,"prompt":"x"}`, 400, "presence_penalty", "presence_penalty"},
+		{"top_logprobs without logprobs", "/v1/chat/completions", `{"top_logprobs":2,` + msgs + `}`, 400, "top_logprobs", "requires logprobs"},
+		{"n > 1", "/v1/chat/completions", `{"n":2,` + msgs + `}`, 400, "n", "n = 2 is not supported"},
+		{"no messages", "/v1/chat/completions", `{"model":"tiny"}`, 400, "messages", "messages is required"},
+		{"empty messages", "/v1/chat/completions", `{"messages":[]}`, 400, "messages", "must not be empty"},
+		{"image content", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, 400, "messages[0].content", "not supported"},
+		{"json response format", "/v1/chat/completions", `{"response_format":{"type":"json_object"},` + msgs + `}`, 400, "response_format", "not supported"},
+		{"bad logit bias", "/v1/chat/completions", `{"logit_bias":{"x":1},` + msgs + `}`, 400, "logit_bias", "not a token id"},
+		{"prompt too long", "/v1/completions", `{"prompt":"` + strings.Repeat("a", 600) + `"}`, 400, "", "context length of 512"},
+		{"token outside vocabulary", "/v1/completions", `{"prompt":[1,99999]}`, 400, "prompt", "outside the vocabulary"},
+		{"two prompts", "/v1/completions", `{"prompt":["a","b"]}`, 400, "prompt", "one prompt per request"},
+		{"best_of", "/v1/completions", `{"prompt":"a","best_of":3}`, 400, "best_of", "not supported"},
+		{"management without model_id", "/v1/models/status", `{}`, 400, "model_id", "model_id is required"},
+		{"management malformed", "/v1/models/unload", `{`, 400, "", "invalid JSON"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			id := "err-" + strings.Map(func(r rune) rune {
+				if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+					return r
+				}
+				return '-'
+			}, c.name)
+			resp, body := ts.post(c.path, c.body, "X-Request-Id", id)
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("content type %q", ct)
+			}
+			var e apiError
+			if err := json.Unmarshal(body, &e); err != nil {
+				t.Fatalf("not an OpenAI error body: %s", body)
+			}
+			wantType := "invalid_request_error"
+			if !strings.Contains(e.Error.Message, c.contains) || e.Error.Type != wantType {
+				t.Errorf("error %+v, want message containing %q", e.Error, c.contains)
+			}
+			if got := ""; e.Error.Param != nil {
+				got = *e.Error.Param
+				if got != c.param {
+					t.Errorf("param %q, want %q", got, c.param)
+				}
+			} else if c.param != "" {
+				t.Errorf("param null, want %q", c.param)
+			}
+			if c.status == 404 && (e.Error.Code == nil || *e.Error.Code != "model_not_found") {
+				t.Errorf("404 code %v", e.Error.Code)
+			}
+			// The access log carries the message, quoted.
+			line := ts.log.waitLines(t, 1, "request completed: request_id="+id+" ")[0]
+			q, _ := json.Marshal(e.Error.Message)
+			if !strings.Contains(line, " status="+strconv.Itoa(c.status)+" ") || !strings.Contains(line, " error=") ||
+				!strings.Contains(line, strings.Trim(string(q), `"`)[:min(20, len(q)-2)]) {
+				t.Errorf("access line %q lacks the status or message %s", line, q)
+			}
+		})
+	}
+}
+
+func TestBodyTooLarge(t *testing.T) {
+	ts := startServer(t)
+	// Declared length over the limit: answered before the body is read.
+	big := strings.NewReader(`{"messages":"` + strings.Repeat("a", 50<<20) + `"}`)
+	req, _ := http.NewRequest("POST", ts.url+"/v1/chat/completions", big)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", "too-big")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e apiError
+	if resp.StatusCode != 413 || json.NewDecoder(resp.Body).Decode(&e) != nil || e.Error.Message == "" {
+		t.Fatalf("status %d, error %+v", resp.StatusCode, e)
+	}
+	if resp.Header.Get("X-Request-Id") != "too-big" {
+		t.Errorf("413 without the request id: %v", resp.Header)
+	}
+	line := ts.log.waitLines(t, 1, "request completed: request_id=too-big ")[0]
+	if !strings.Contains(line, "status=413") || !strings.Contains(line, "model=unknown") || !strings.Contains(line, `error="request body too large"`) {
+		t.Errorf("access line %q", line)
+	}
+}
