@@ -9,6 +9,25 @@ import (
 	"mistralrs/internal/observe"
 )
 
+// EngineOptions are the scheduler and KV cache settings of cfg ([runtime]
+// and [paged_attn], shared by every model).
+func EngineOptions(cfg *config.Config) engine.Options {
+	r, p := &cfg.Runtime, &cfg.PagedAttn
+	o := engine.Options{
+		Threads:                     r.Threads,
+		MaxSeqs:                     r.MaxSeqs,
+		MaxNumBatchedTokens:         r.MaxNumBatchedTokens,
+		MaxDecodeStepsBeforePrefill: r.MaxDecodeStepsBeforePrefill,
+		PrefixCacheN:                r.PrefixCacheN,
+		NoKVCache:                   r.NoKVCache,
+		PagedAttn:                   p.Mode,
+		BlockSize:                   p.BlockSize,
+	}
+	b := p.Budget()
+	o.MemoryMB, o.ContextLen, o.MemoryFraction = b.MemoryMB, b.ContextLen, b.Fraction
+	return o
+}
+
 // OptionsFromConfig turns a validated configuration (from the serve flags or
 // a from-config TOML file: both arrive here) into server options: the model
 // files are found on disk now, and loaded by New. With no model named, the
@@ -24,7 +43,7 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		Observe:   &oo,
 		KeepAlive: cfg.Server.KeepAliveInterval,
 		Seed:      cfg.Global.Seed,
-		Threads:   cfg.Runtime.Threads,
+		Engine:    EngineOptions(cfg),
 	}
 	if cfg.DemoModel() {
 		opts.Models = []ModelSpec{{ID: demo.ID, Load: demo.Load}}

@@ -143,13 +143,20 @@ func chatLogprob(tok *tokenizer.Tokenizer, c *sampler.Choice) tokenLogprob {
 	return e
 }
 
-// generateErrorStatus maps an engine error to a status: the engine rejects
-// requests only for what the handlers already checked, so anything left is
-// a server error.
+// generateError maps an engine error to the request error the client gets:
+// a request the engine refuses is the client's (400), a closed engine means
+// the model went away (503), anything else is a server error.
 func generateError(err error) error {
 	var re *requestError
 	if errors.As(err, &re) {
 		return err
+	}
+	var ee *engine.RequestError
+	if errors.As(err, &ee) {
+		return &requestError{status: http.StatusBadRequest, msg: ee.Msg}
+	}
+	if errors.Is(err, engine.ErrClosed) {
+		return &requestError{status: http.StatusServiceUnavailable, msg: "the model was unloaded while the request waited; retry"}
 	}
 	return fmt.Errorf("generation failed: %w", err)
 }

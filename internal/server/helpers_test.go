@@ -149,7 +149,7 @@ func startServer(t *testing.T, opts ...testOpt) *testServer {
 	o := Options{
 		Models:       []ModelSpec{tinySpec(t, "tiny", tinyConfig, engine.LoadOptions{})},
 		Observe:      &oo,
-		Threads:      1,
+		Engine:       engine.Options{Threads: 1},
 		Logger:       slog.New(h.ForTarget(observe.TargetServer)),
 		EngineLogger: slog.New(h.ForTarget(observe.TargetEngine)),
 	}

@@ -38,7 +38,7 @@ type models struct {
 	entries []*modelEntry
 	byID    map[string]*modelEntry
 	def     *modelEntry
-	newEng  func(id string, m *engine.Model) (*engine.Engine, *engineStats)
+	newEng  func(id string, m *engine.Model) (*engine.Engine, *engineStats, error)
 	log     *slog.Logger
 }
 
@@ -183,8 +183,12 @@ func (e *modelEntry) load() (string, error) {
 	var stats *engineStats
 	if err == nil {
 		var eng *engine.Engine
-		eng, stats = e.reg.newEng(e.spec.ID, m)
-		l = &loadedModel{model: m, eng: eng}
+		eng, stats, err = e.reg.newEng(e.spec.ID, m)
+		if err == nil {
+			l = &loadedModel{model: m, eng: eng}
+		} else if m.File != nil {
+			_ = m.File.Close()
+		}
 	}
 
 	e.mu.Lock()
@@ -239,7 +243,7 @@ func (r *models) close() {
 
 // newModels builds the registry and loads every model, in order.
 func newModels(specs []ModelSpec, defaultID string, log *slog.Logger,
-	newEng func(id string, m *engine.Model) (*engine.Engine, *engineStats)) (*models, error) {
+	newEng func(id string, m *engine.Model) (*engine.Engine, *engineStats, error)) (*models, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no models to serve")
 	}

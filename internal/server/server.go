@@ -41,8 +41,9 @@ type Options struct {
 	KeepAlive time.Duration
 	// Seed seeds sampling for requests that carry no seed (--seed).
 	Seed *uint64
-	// Threads is the forward-pass thread count of each engine (0: one per core).
-	Threads int
+	// Engine configures each model's engine (scheduler, KV cache, threads);
+	// zero values are engine.DefaultOptions' defaults.
+	Engine engine.Options
 	// PayloadLog, when set, records every request, response and error (-l).
 	PayloadLog *observe.PayloadLog
 	// Logger receives the server's own lines (startup, model loading); nil
@@ -104,15 +105,18 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.obs = obs
-	newEng := func(id string, m *engine.Model) (*engine.Engine, *engineStats) {
-		eng := engine.New(m, opts.Threads)
+	newEng := func(id string, m *engine.Model) (*engine.Engine, *engineStats, error) {
+		eng, err := engine.NewWithOptions(m, opts.Engine)
+		if err != nil {
+			return nil, nil, err
+		}
 		var next engine.Observer = engine.NopObserver{}
 		if em := obs.Engine(); em != nil {
 			next = em
 		}
 		stats := newEngineStats(next)
 		eng.SetObserver(stats)
-		return eng, stats
+		return eng, stats, nil
 	}
 	reg, err = newModels(opts.Models, opts.DefaultModel, s.log, newEng)
 	if err != nil {
