@@ -296,7 +296,7 @@ func TestBatchedOutputMatchesAlone(t *testing.T) {
 		{name: "paged", opts: opts(nil)},
 		{name: "paged-chunked-prefill", opts: opts(func(o *engine.Options) { o.MaxNumBatchedTokens = 40 })},
 		{name: "paged-prefix-hits", opts: opts(nil), warm: true},
-		{name: "paged-budget-below-running", opts: opts(func(o *engine.Options) { o.MaxNumBatchedTokens = 5 })},
+		{name: "paged-tiny-token-budget", opts: opts(func(o *engine.Options) { o.MaxNumBatchedTokens = 5 })},
 		{name: "paged-preemption", opts: opts(func(o *engine.Options) { o.ContextLen = 400; o.MaxDecodeStepsBeforePrefill = 2 }), wantPreempt: true},
 		{name: "paged-preemption-prefix-hits", opts: opts(func(o *engine.Options) { o.ContextLen = 400 }), warm: true, wantPreempt: true},
 		{name: "contiguous", opts: opts(func(o *engine.Options) { o.PagedAttn = "off" })},
@@ -588,5 +588,29 @@ func TestOptions(t *testing.T) {
 	}
 	if rec.capacity != 32 || e.Capacity() != 32 {
 		t.Errorf("capacity %d", rec.capacity)
+	}
+}
+
+func TestCloseEndsGenerations(t *testing.T) {
+	m := tiny(t)
+	e, err := engine.NewWithOptions(m, opts(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		var once sync.Once
+		_, err := e.Generate(context.Background(), &engine.Request{Prompt: longPrompt(10, 1), Sampling: greedy(), MaxTokens: 1500, IgnoreEOS: true},
+			func(engine.Output) error { once.Do(func() { close(started) }); return nil })
+		errc <- err
+	}()
+	<-started
+	e.Close()
+	if err := <-errc; !errors.Is(err, engine.ErrClosed) {
+		t.Errorf("running generation got %v, want ErrClosed", err)
+	}
+	if _, err := e.Generate(context.Background(), &engine.Request{Prompt: []int32{1}, Sampling: greedy()}, nil); !errors.Is(err, engine.ErrClosed) {
+		t.Errorf("generation after close got %v", err)
 	}
 }

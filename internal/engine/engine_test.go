@@ -101,7 +101,7 @@ func TestGenerateStopToken(t *testing.T) {
 
 func TestGenerateCancel(t *testing.T) {
 	e := newDemo(t)
-	req := &engine.Request{Prompt: e.Model.Tok.Encode("x", true, false), Sampling: greedy(), MaxTokens: 50, IgnoreEOS: true}
+	req := &engine.Request{Prompt: e.Model.Tok.Encode("x", true, false), Sampling: greedy(), MaxTokens: 1000, IgnoreEOS: true}
 	n := 0
 	res, err := e.Generate(context.Background(), req, func(engine.Output) error {
 		n++
@@ -208,7 +208,8 @@ func TestObserverEvents(t *testing.T) {
 	rec.mu.Unlock()
 	n := 0
 	collectErr := func(engine.Output) error { n++; return errors.New("gone") }
-	if _, err := e.Generate(context.Background(), &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 6}, collectErr); err != nil {
+	// Long enough that the cancellation reaches the scheduler before the end.
+	if _, err := e.Generate(context.Background(), &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 1000, IgnoreEOS: true}, collectErr); err != nil {
 		t.Fatal(err)
 	}
 	rec.mu.Lock()

@@ -97,7 +97,6 @@ type scheduler struct {
 	tokens    int   // processed this step, as reported
 	preempted bool  // this step preempted a sequence
 	evictions int64 // pool evictions reported so far
-	cursor    int   // where the next step's decodes start when the budget is short
 	sampleFn  func(lo, hi int)
 }
 
@@ -344,14 +343,10 @@ func (s *scheduler) schedule() {
 	s.tokens = 0
 	s.preempted = false
 
-	// Running sequences: decodes before prefill chunks, oldest first. When
-	// the token budget cannot take every decode, the start rotates so that
-	// each gets its turn.
-	s.order = s.order[:0]
-	if len(s.running) > 0 {
-		c := s.cursor % len(s.running)
-		s.order = append(append(s.order, s.running[c:]...), s.running[:c]...)
-	}
+	// Running sequences: decodes before prefill chunks, oldest first. (A
+	// sequence is admitted only with budget left after every running one
+	// got a token, so decodes never outnumber the budget.)
+	s.order = append(s.order[:0], s.running...)
 	for pass := range 2 {
 		for _, sq := range s.order {
 			need := len(sq.tokens) - sq.computed
@@ -360,9 +355,6 @@ func (s *scheduler) schedule() {
 			}
 			n := min(need, budget)
 			if n == 0 {
-				if pass == 0 {
-					s.cursor += len(s.batch)
-				}
 				break
 			}
 			if !s.reserve(sq, sq.computed+n, &budget) {
@@ -391,14 +383,17 @@ func (s *scheduler) schedule() {
 			i++ // let a smaller prompt behind it use the blocks
 			continue
 		}
-		// Starved: make room by preempting running sequences younger than
-		// it, youngest first; nobody passes it meanwhile.
-		for !s.admit(sq, &budget) {
-			v := s.youngest(sq.id)
-			if v == nil {
-				break
+		// Starved: nobody passes it any more, and if preempting the running
+		// sequences younger than it frees enough blocks, they go back to
+		// the queue, youngest first.
+		if s.freeable(sq.id) >= s.need(sq, budget) {
+			for !s.admit(sq, &budget) {
+				v := s.youngest(sq.id)
+				if v == nil {
+					break
+				}
+				s.preempt(v, &budget)
 			}
-			s.preempt(v, &budget)
 		}
 		if sq.running {
 			continue
@@ -429,26 +424,56 @@ func (s *scheduler) reserve(sq *seq, n int, budget *int) bool {
 	return true
 }
 
+// fit returns the cached blocks a waiting sequence can start from, the
+// tokens it would compute in this step and the free blocks that takes.
+func (s *scheduler) fit(sq *seq, budget int) (hit []int32, n, need int) {
+	if s.prefix {
+		// Whole blocks before the last token: that one is always computed,
+		// for its logits.
+		limit := (len(sq.tokens) - 1) / s.bs
+		s.hashTo(sq, limit)
+		hit = s.kv.Match(sq.hashes[:limit])
+	}
+	cached := len(hit) * s.bs
+	n = min(len(sq.tokens)-cached, budget)
+	// Taking back a cached block nobody uses removes it from the free ones.
+	need = (cached+n+s.bs-1)/s.bs - len(hit) + s.kv.FreeAmong(hit)
+	return hit, n, need
+}
+
+func (s *scheduler) need(sq *seq, budget int) int {
+	_, _, need := s.fit(sq, budget)
+	return need
+}
+
+// freeable is the number of blocks free once the running sequences younger
+// than the one with id older are preempted (blocks they share with older
+// ones stay in use).
+func (s *scheduler) freeable(older uint64) int {
+	n := s.kv.Free()
+	for _, sq := range s.running {
+		if sq.id > older {
+			for _, b := range sq.paged.Blocks() {
+				if s.kv.Refs(b) == 1 {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // admit starts sq if the pool has room for its first chunk (after any
 // cached prefix), taking it out of the waiting queue.
 func (s *scheduler) admit(sq *seq, budget *int) bool {
 	e := s.e
 	cached := 0
 	if s.kv != nil {
-		var hit []int32
-		if s.prefix {
-			// Whole blocks before the last token: that one is always
-			// computed, for its logits.
-			limit := (len(sq.tokens) - 1) / s.bs
-			s.hashTo(sq, limit)
-			hit = s.kv.Match(sq.hashes[:limit])
-		}
-		cached = len(hit) * s.bs
-		n := min(len(sq.tokens)-cached, *budget)
-		need := (cached+n+s.bs-1)/s.bs - len(hit) + s.kv.FreeAmong(hit)
+		hit, n, need := s.fit(sq, *budget)
 		if need > s.kv.Free() {
 			return false
 		}
+		cached = len(hit) * s.bs
 		if sq.paged == nil {
 			sq.paged = s.kv.NewSeq()
 		}
