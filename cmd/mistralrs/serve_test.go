@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"mistralrs/internal/demo"
+	"mistralrs/internal/kernels"
+	"mistralrs/internal/model"
+)
+
+// syncBuf collects a child's output.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// childServer is the command running in a child process (this test binary).
+type childServer struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	out  *syncBuf
+	url  string
+	done chan error
+}
+
+func startCommand(t *testing.T, port int, args ...string) *childServer {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "MISTRALRS_TEST_MAIN=1", "RUST_LOG=")
+	out := &syncBuf{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &childServer{t: t, cmd: cmd, out: out, url: "http://127.0.0.1:" + strconv.Itoa(port), done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	want := "Server listening on http://127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		select {
+		case err := <-s.done:
+			t.Fatalf("exited (%v) before listening:\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q:\n%s", want, out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s
+}
+
+func (s *childServer) post(path, body string) (int, string) {
+	s.t.Helper()
+	resp, err := http.Post(s.url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+func (s *childServer) get(path string) (int, string) {
+	s.t.Helper()
+	resp, err := http.Get(s.url + path)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+// stop sends sig and expects a clean exit.
+func (s *childServer) stop(sig syscall.Signal) string {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			s.t.Fatalf("exit after %v: %v\n%s", sig, err, s.out.String())
+		}
+	case <-time.After(20 * time.Second):
+		s.t.Fatalf("no exit after %v:\n%s", sig, s.out.String())
+	}
+	return s.out.String()
+}
+
+func TestServeDemoModel(t *testing.T) {
+	port := freePort(t)
+	s := startCommand(t, port, "serve", "--host", "127.0.0.1", "-p", strconv.Itoa(port), "--threads", "1", "--max-seqs", "4")
+	code, body := s.post("/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":3}`)
+	if code != 200 || !strings.Contains(body, `"model":"demo"`) {
+		t.Errorf("chat: %d %s", code, body)
+	}
+	if code, body := s.get("/v1/models"); code != 200 || !strings.Contains(body, `"id":"demo"`) {
+		t.Errorf("models: %d %s", code, body)
+	}
+	if code, body := s.get("/metrics"); code != 200 || !strings.Contains(body, "mistralrs_sequences_capacity 4") {
+		t.Errorf("metrics: %d (capacity line missing)", code)
+	}
+	out := s.stop(syscall.SIGTERM)
+	root := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for _, want := range []string{
+		" WARN mistralrs_cli: no model given, using the embedded demo model",
+		" INFO mistralrs_server_core: Server listening on " + root,
+		" INFO mistralrs_server_core: OpenAI-compatible API: " + root + "/v1",
+		" INFO mistralrs_server_core: Swagger UI docs: " + root + "/docs",
+		" INFO mistralrs_server_core: Prometheus metrics: " + root + "/metrics",
+		" INFO mistralrs_server_core: Access log: text format",
+		" INFO mistralrs_server_core::metrics: request completed: request_id=req_",
+		"route=/v1/chat/completions model=demo status=200 duration_ms=",
+		"Server stopped",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// writeModel writes a tiny random GGUF model.
+func writeModel(t *testing.T, path string, seed uint64) {
+	t.Helper()
+	w, err := demo.RandomModel(model.RandomConfig{Arch: "llama", Layers: 1, Embd: 32, FF: 64, Heads: 2, Vocab: 300,
+		ContextLen: 256, Type: kernels.F32, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFromConfigServesEveryModel(t *testing.T) {
+	dir := t.TempDir()
+	alpha, beta := filepath.Join(dir, "alpha.gguf"), filepath.Join(dir, "beta.gguf")
+	writeModel(t, alpha, 1)
+	writeModel(t, beta, 2)
+	port := freePort(t)
+	conf := filepath.Join(dir, "models.toml")
+	toml := fmt.Sprintf(`command = "serve"
+default_model_id = %q
+
+[server]
+host = "127.0.0.1"
+port = %d
+access_log_format = "json"
+prot = 1
+
+[runtime]
+threads = 1
+
+[[models]]
+model_id = %q
+
+[[models]]
+model_id = %q
+`, beta, port, alpha, beta)
+	if err := os.WriteFile(conf, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startCommand(t, port, "from-config", "-f", conf)
+	code, body := s.get("/v1/models")
+	var list struct {
+		Data []struct{ ID, Status string } `json:"data"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list.Data) != 3 ||
+		list.Data[1].ID != alpha || list.Data[2].ID != beta || list.Data[1].Status != "loaded" {
+		t.Fatalf("models: %d %s", code, body)
+	}
+	code, body = s.post("/v1/completions", `{"prompt":"hi","max_tokens":2}`)
+	if code != 200 || !strings.Contains(body, fmt.Sprintf(`"model":%q`, beta)) {
+		t.Errorf("default model: %d %s", code, body)
+	}
+	code, body = s.post("/v1/completions", fmt.Sprintf(`{"model":%q,"prompt":"hi","max_tokens":2}`, alpha))
+	if code != 200 || !strings.Contains(body, fmt.Sprintf(`"model":%q`, alpha)) {
+		t.Errorf("alpha: %d %s", code, body)
+	}
+	out := s.stop(syscall.SIGINT)
+	if !strings.Contains(out, "WARN") || !strings.Contains(out, "server.prot") {
+		t.Errorf("no warning about the unknown key:\n%s", out)
+	}
+	if !strings.Contains(out, `{"time":`) || !strings.Contains(out, `"event":"request_completed"`) {
+		t.Errorf("no JSON access lines:\n%s", out)
+	}
+}
+
+func TestFromConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := execute(t, "", "from-config", "-f", filepath.Join(dir, "config.yaml")); err == nil || err.Error() != "mistralrs-cli config files must be .toml" {
+		t.Errorf("non-TOML file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.toml")
+	writeModel(t, filepath.Join(dir, "m.gguf"), 1)
+	os.WriteFile(bad, []byte(fmt.Sprintf("command = \"serve\"\n[server]\nport = 0\n[[models]]\nmodel_id = %q\n", filepath.Join(dir, "m.gguf"))), 0o644)
+	if _, _, err := execute(t, "", "from-config", "-f", bad); err == nil || !strings.Contains(err.Error(), "server.port") {
+		t.Errorf("bad port: %v", err)
+	}
+	if _, _, err := execute(t, "", "serve", "--port", "70000"); err == nil || !strings.Contains(err.Error(), "--port") {
+		t.Errorf("serve with a bad port: %v", err)
+	}
+	if _, _, err := execute(t, "", "serve", "-m", filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("serve with a missing model: %v", err)
+	}
+}
