@@ -20,9 +20,17 @@ type dotFunc func(w []byte, a *Act, n int) float32
 // weight row is read from memory once for four inputs (prefill, batches).
 type dot4Func func(w []byte, a *[4]*Act, n int, out *[4]float32)
 
+// dotRowsFunc sets out[r] to the dot product of weight row r with one
+// activation row for the rows consecutive rows (n elements each) at the
+// start of w: a matrix-vector product whose loop over rows runs inside the
+// kernel, which saves a call per row (about a sixth of a 768-wide Q8_0 row's
+// time).
+type dotRowsFunc func(w []byte, rows int, a *Act, n int, out []float32)
+
 type typeKernels struct {
-	dot  dotFunc
-	dot4 dot4Func // nil: dot is called four times
+	dot     dotFunc
+	dot4    dot4Func    // nil: dot is called four times
+	dotRows dotRowsFunc // nil: dot is called per row
 }
 
 // dotTable holds the kernels of each type. The pure-Go versions are
@@ -30,3 +38,12 @@ type typeKernels struct {
 // init function); assembly versions replace them in init functions of the
 // _amd64 files when the CPU has the features they need.
 var dotTable = genericKernels()
+
+// dotRowsOf runs dot over rows rows of rb bytes: the dotRows of kernels
+// that have none of their own.
+func dotRowsOf(dot dotFunc, rb int, w []byte, rows int, a *Act, n int, out []float32) {
+	out = out[:rows]
+	for r := range out {
+		out[r] = dot(w[r*rb:(r+1)*rb], a, n)
+	}
+}

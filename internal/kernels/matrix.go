@@ -159,7 +159,7 @@ type dot4Args struct {
 func (j *matmulJob) rows(lo, hi int) {
 	m, n, out := j.m, j.n, j.out
 	rb := m.RowBytes()
-	dot, dot4 := j.kern.dot, j.kern.dot4
+	dot, dot4, dotRows := j.kern.dot, j.kern.dot4, j.kern.dotRows
 	tile := hi - lo
 	if n >= 4 {
 		tile = max(1, tileBytes/rb)
@@ -187,6 +187,10 @@ func (j *matmulJob) rows(lo, hi int) {
 		for ; i < n; i++ {
 			a := &j.acts[i]
 			o := out[i*m.Rows : (i+1)*m.Rows]
+			if dotRows != nil {
+				dotRows(m.Data[t0*rb:t1*rb], t1-t0, a, m.Cols, o[t0:t1])
+				continue
+			}
 			for r := t0; r < t1; r++ {
 				o[r] = dot(m.Data[r*rb:(r+1)*rb], a, m.Cols)
 			}

@@ -43,20 +43,20 @@ func init() {
 			e = &typeKernels{}
 			dotTable[t] = e
 		}
-		simdKernels[t] = &simdPair{generic: typeKernels{dot: e.dot, dot4: e.dot4}, simd: k}
+		simdKernels[t] = &simdPair{generic: *e, simd: k}
 	}
-	add(F32, typeKernels{dot: dotF32SIMD, dot4: dot4F32SIMD})
-	add(BF16, typeKernels{dot: dotBF16SIMD, dot4: dot4BF16SIMD})
-	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD})
-	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD})
-	add(Q4_1, typeKernels{dot: dotQ4_1SIMD, dot4: dot4Of(dotQ4_1SIMD)})
-	add(Q5_0, typeKernels{dot: dotQ5_0SIMD, dot4: dot4Of(dotQ5_0SIMD)})
-	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Of(dotQ5_1SIMD)})
-	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Q4_KSIMD})
-	add(Q5_K, typeKernels{dot: dotQ5_KSIMD, dot4: dot4Of(dotQ5_KSIMD)})
-	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Q6_KSIMD})
+	add(F32, typeKernels{dot: dotF32SIMD, dot4: dot4F32SIMD, dotRows: dotRowsF32SIMD})
+	add(BF16, typeKernels{dot: dotBF16SIMD, dot4: dot4BF16SIMD, dotRows: dotRowsBF16SIMD})
+	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD, dotRows: dotRowsQ8_0SIMD})
+	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD, dotRows: dotRowsQ4_0SIMD})
+	add(Q4_1, typeKernels{dot: dotQ4_1SIMD, dot4: dot4Of(dotQ4_1SIMD), dotRows: dotRowsQ4_1SIMD})
+	add(Q5_0, typeKernels{dot: dotQ5_0SIMD, dot4: dot4Of(dotQ5_0SIMD), dotRows: dotRowsQ5_0SIMD})
+	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Of(dotQ5_1SIMD), dotRows: dotRowsQ5_1SIMD})
+	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Q4_KSIMD, dotRows: dotRowsQ4_KSIMD})
+	add(Q5_K, typeKernels{dot: dotQ5_KSIMD, dot4: dot4Of(dotQ5_KSIMD), dotRows: dotRowsQ5_KSIMD})
+	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Q6_KSIMD, dotRows: dotRowsQ6_KSIMD})
 	if cpu.X86.HasF16C {
-		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD})
+		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD, dotRows: dotRowsF16SIMD})
 	}
 	simdQuantizeAct = quantizeActSIMD
 	SetSIMD(os.Getenv("MISTRALRS_NOASM") == "")
@@ -90,7 +90,7 @@ func SetSIMD(on bool) (was bool) {
 			k = p.simd
 		}
 		e := dotTable[t]
-		e.dot, e.dot4 = k.dot, k.dot4
+		*e = k
 	}
 	return was
 }
@@ -122,13 +122,13 @@ func tailF16(w []byte, x []float32) float32 {
 }
 
 //go:noescape
-func dotF32AVX2(w, x *float32, n int) float32
+func dotF32AVX2(w, x *float32, n, rows int, out *float32)
 
 //go:noescape
 func dot4F32AVX2(w *float32, x *[4]*float32, n int, out *[4]float32)
 
 //go:noescape
-func dotF16AVX2(w *byte, x *float32, n int) float32
+func dotF16AVX2(w *byte, x *float32, n, rows int, out *float32)
 
 //go:noescape
 func dot4F16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)
@@ -139,12 +139,26 @@ func dotF32SIMD(w []byte, a *Act, n int) float32 {
 	if m > 0 {
 		_ = w[4*n-1]
 		_ = a.F[n-1]
-		s = dotF32AVX2((*float32)(unsafe.Pointer(&w[0])), &a.F[0], m)
+		dotF32AVX2((*float32)(unsafe.Pointer(&w[0])), &a.F[0], m, 1, &s)
 	}
 	if m < n {
 		s += tailF32(w[4*m:], a.F[m:n])
 	}
 	return s
+}
+
+// The float dotRows kernels need rows of a multiple of 8 elements (the
+// assembly walks the weights straight through); other lengths loop over dot.
+
+func dotRowsF32SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	if n%8 != 0 || rows == 0 {
+		dotRowsOf(dotF32SIMD, 4*n, w, rows, a, n, out)
+		return
+	}
+	_ = w[rows*4*n-1]
+	_ = a.F[n-1]
+	_ = out[rows-1]
+	dotF32AVX2((*float32)(unsafe.Pointer(&w[0])), &a.F[0], n, rows, &out[0])
 }
 
 func dot4F32SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
@@ -172,12 +186,23 @@ func dotF16SIMD(w []byte, a *Act, n int) float32 {
 	if m > 0 {
 		_ = w[2*n-1]
 		_ = a.F[n-1]
-		s = dotF16AVX2(&w[0], &a.F[0], m)
+		dotF16AVX2(&w[0], &a.F[0], m, 1, &s)
 	}
 	if m < n {
 		s += tailF16(w[2*m:], a.F[m:n])
 	}
 	return s
+}
+
+func dotRowsF16SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	if n%8 != 0 || rows == 0 {
+		dotRowsOf(dotF16SIMD, 2*n, w, rows, a, n, out)
+		return
+	}
+	_ = w[rows*2*n-1]
+	_ = a.F[n-1]
+	_ = out[rows-1]
+	dotF16AVX2(&w[0], &a.F[0], n, rows, &out[0])
 }
 
 func dot4F16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
@@ -200,7 +225,7 @@ func dot4F16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 }
 
 //go:noescape
-func dotBF16AVX2(w *byte, x *float32, n int) float32
+func dotBF16AVX2(w *byte, x *float32, n, rows int, out *float32)
 
 //go:noescape
 func dot4BF16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)
@@ -219,12 +244,23 @@ func dotBF16SIMD(w []byte, a *Act, n int) float32 {
 	if m > 0 {
 		_ = w[2*n-1]
 		_ = a.F[n-1]
-		s = dotBF16AVX2(&w[0], &a.F[0], m)
+		dotBF16AVX2(&w[0], &a.F[0], m, 1, &s)
 	}
 	if m < n {
 		s += tailBF16(w[2*m:], a.F[m:n])
 	}
 	return s
+}
+
+func dotRowsBF16SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	if n%8 != 0 || rows == 0 {
+		dotRowsOf(dotBF16SIMD, 2*n, w, rows, a, n, out)
+		return
+	}
+	_ = w[rows*2*n-1]
+	_ = a.F[n-1]
+	_ = out[rows-1]
+	dotBF16AVX2(&w[0], &a.F[0], n, rows, &out[0])
 }
 
 func dot4BF16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
@@ -252,13 +288,13 @@ func dot4BF16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 // tab is f16Table: the kernels read weight scales (halves) through it.
 
 //go:noescape
-func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int, tab *float32) float32
+func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int, tab *float32, rows int, out *float32)
 
 //go:noescape
 func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, out *[4]float32)
 
 //go:noescape
-func dotQ4_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
+func dotQ4_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 
 //go:noescape
 func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, out *[4]float32)
@@ -279,13 +315,21 @@ func q4args(a *[4]*Act, nb int) (qs [4]*int8, d [4]*float32) {
 }
 
 func dotQ8_0SIMD(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ8_0SIMD(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ8_0SIMD(w []byte, rows int, a *Act, n int, out []float32) {
 	nb := n / 32
-	if nb == 0 {
-		return 0
+	if nb == 0 || rows == 0 {
+		clear(out[:rows])
+		return
 	}
-	_ = w[nb*34-1]
+	_ = w[rows*nb*34-1]
+	_ = out[rows-1]
 	qs, d := qargs(a, nb)
-	return dotQ8_0AVX2(&w[0], qs, d, nb, &f16Table[0])
+	dotQ8_0AVX2(&w[0], qs, d, nb, &f16Table[0], rows, &out[0])
 }
 
 func dot4Q8_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
@@ -300,14 +344,9 @@ func dot4Q8_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 }
 
 func dotQ4_0SIMD(w []byte, a *Act, n int) float32 {
-	nb := n / 32
-	if nb == 0 {
-		return 0
-	}
-	_ = w[nb*18-1]
-	qs, d := qargs(a, nb)
-	_ = a.S[nb-1]
-	return dotQ4_0AVX2(&w[0], qs, d, &a.S[0], nb, &f16Table[0])
+	var o [1]float32
+	dotRowsQ4_0SIMD(w, 1, a, n, o[:])
+	return o[0]
 }
 
 func dot4Q4_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
@@ -322,45 +361,96 @@ func dot4Q4_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 }
 
 //go:noescape
-func dotQ4_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
+func dotQ4_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 
 //go:noescape
-func dotQ5_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
+func dotQ5_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 
 //go:noescape
-func dotQ5_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
+func dotQ5_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 
-// dotS runs a kernel that takes the activation sums S, on nb blocks of
-// bsize bytes.
-func dotS(k func(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32, bsize int, w []byte, a *Act, n int) float32 {
-	nb := n / 32
-	if nb == 0 {
-		return 0
+// sArgs checks rows rows of nb blocks (of 32 elements, or super-blocks of
+// 256 with nsub = 8 activation blocks each) of bsize bytes for a kernel that
+// takes the activation sums S, and returns the activation pointers; ok is
+// false (out cleared) when there is nothing to compute. The kernels are
+// called directly by their wrappers: a call through a function value would
+// make the arguments escape.
+func sArgs(w []byte, rows int, a *Act, nb, nsub, bsize int, out []float32) (qs *int8, d, s *float32, ok bool) {
+	if nb == 0 || rows == 0 {
+		clear(out[:rows])
+		return nil, nil, nil, false
 	}
-	_ = w[nb*bsize-1]
-	qs, d := qargs(a, nb)
-	_ = a.S[nb-1]
-	return k(&w[0], qs, d, &a.S[0], nb, &f16Table[0])
+	_ = w[rows*nb*bsize-1]
+	_ = out[rows-1]
+	qs, d = qargs(a, nb*nsub)
+	_ = a.S[nb*nsub-1]
+	return qs, d, &a.S[0], true
 }
 
-func dotQ4_1SIMD(w []byte, a *Act, n int) float32 { return dotS(dotQ4_1AVX2, 20, w, a, n) }
-func dotQ5_0SIMD(w []byte, a *Act, n int) float32 { return dotS(dotQ5_0AVX2, 22, w, a, n) }
-func dotQ5_1SIMD(w []byte, a *Act, n int) float32 { return dotS(dotQ5_1AVX2, 24, w, a, n) }
+func dotRowsQ4_0SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 32
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 18, out); ok {
+		dotQ4_0AVX2(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+func dotRowsQ4_1SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 32
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 20, out); ok {
+		dotQ4_1AVX2(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+func dotRowsQ5_0SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 32
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 22, out); ok {
+		dotQ5_0AVX2(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+func dotRowsQ5_1SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 32
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 24, out); ok {
+		dotQ5_1AVX2(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+// The dot kernels are their dotRows on one row.
+
+func dotQ4_1SIMD(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ4_1SIMD(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotQ5_0SIMD(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ5_0SIMD(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotQ5_1SIMD(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ5_1SIMD(w, 1, a, n, o[:])
+	return o[0]
+}
 
 // K-quants take nsb super-blocks of 256.
 
 //go:noescape
-func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32) float32
+func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
 
 func dotQ4_KSIMD(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ4_KSIMD(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ4_KSIMD(w []byte, rows int, a *Act, n int, out []float32) {
 	nsb := n / 256
-	if nsb == 0 {
-		return 0
+	if qs, d, s, ok := sArgs(w, rows, a, nsb, 8, 144, out); ok {
+		dotQ4_KAVX2(&w[0], qs, d, s, nsb, &f16Table[0], rows, &out[0])
 	}
-	_ = w[nsb*144-1]
-	qs, d := qargs(a, nsb*8)
-	_ = a.S[nsb*8-1]
-	return dotQ4_KAVX2(&w[0], qs, d, &a.S[0], nsb, &f16Table[0])
 }
 
 //go:noescape
@@ -383,30 +473,40 @@ func dot4Q4_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 }
 
 //go:noescape
-func dotQ6_KAVX2(w *byte, qs *int8, d *float32, nsb int, tab *float32) float32
+func dotQ6_KAVX2(w *byte, qs *int8, d *float32, nsb int, tab *float32, rows int, out *float32)
 
 func dotQ6_KSIMD(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ6_KSIMD(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ6_KSIMD(w []byte, rows int, a *Act, n int, out []float32) {
 	nsb := n / 256
-	if nsb == 0 {
-		return 0
+	if nsb == 0 || rows == 0 {
+		clear(out[:rows])
+		return
 	}
-	_ = w[nsb*210-1]
+	_ = w[rows*nsb*210-1]
+	_ = out[rows-1]
 	qs, d := qargs(a, nsb*8)
-	return dotQ6_KAVX2(&w[0], qs, d, nsb, &f16Table[0])
+	dotQ6_KAVX2(&w[0], qs, d, nsb, &f16Table[0], rows, &out[0])
 }
 
 //go:noescape
-func dotQ5_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32) float32
+func dotQ5_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
 
 func dotQ5_KSIMD(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ5_KSIMD(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ5_KSIMD(w []byte, rows int, a *Act, n int, out []float32) {
 	nsb := n / 256
-	if nsb == 0 {
-		return 0
+	if qs, d, s, ok := sArgs(w, rows, a, nsb, 8, 176, out); ok {
+		dotQ5_KAVX2(&w[0], qs, d, s, nsb, &f16Table[0], rows, &out[0])
 	}
-	_ = w[nsb*176-1]
-	qs, d := qargs(a, nsb*8)
-	_ = a.S[nsb*8-1]
-	return dotQ5_KAVX2(&w[0], qs, d, &a.S[0], nsb, &f16Table[0])
 }
 
 //go:noescape

@@ -17,10 +17,14 @@
 	VEXTRACTF128 $1, Y0, X1; \
 	VADDPS       X1, X0, X0
 
-// func dotF32AVX2(w, x *float32, n int) float32
-// n is a multiple of 8.
-TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
+// func dotF32AVX2(w, x *float32, n int, rows int, out *float32)
+// n is a multiple of 8; rows consecutive weight rows (matrix-vector
+// products loop here rather than in Go).
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-40
 	MOVQ   w+0(FP), SI
+	MOVQ   out+32(FP), AX
+
+f32row:
 	MOVQ   x+8(FP), DI
 	MOVQ   n+16(FP), CX
 	VXORPS Y0, Y0, Y0
@@ -61,8 +65,11 @@ f32done:
 	VADDPS Y3, Y2, Y2
 	VADDPS Y2, Y0, Y0
 	HSUM0
+	MOVSS  X0, (AX)
+	ADDQ   $4, AX
+	DECQ   rows+24(FP)
+	JNZ    f32row
 	VZEROUPPER
-	MOVSS  X0, ret+24(FP)
 	RET
 
 // func dot4F32AVX2(w *float32, x *[4]*float32, n int, out *[4]float32)
@@ -123,10 +130,14 @@ f32x4done:
 	VZEROUPPER
 	RET
 
-// func dotF16AVX2(w *byte, x *float32, n int) float32
-// n is a multiple of 8.
-TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+// func dotF16AVX2(w *byte, x *float32, n int, rows int, out *float32)
+// n is a multiple of 8; rows consecutive weight rows (matrix-vector
+// products loop here rather than in Go).
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-40
 	MOVQ   w+0(FP), SI
+	MOVQ   out+32(FP), AX
+
+f16row:
 	MOVQ   x+8(FP), DI
 	MOVQ   n+16(FP), CX
 	VXORPS Y0, Y0, Y0
@@ -167,8 +178,11 @@ f16done:
 	VADDPS Y3, Y2, Y2
 	VADDPS Y2, Y0, Y0
 	HSUM0
+	MOVSS  X0, (AX)
+	ADDQ   $4, AX
+	DECQ   rows+24(FP)
+	JNZ    f16row
 	VZEROUPPER
-	MOVSS  X0, ret+24(FP)
 	RET
 
 // func dot4F16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)
@@ -229,10 +243,14 @@ f16x4done:
 	VZEROUPPER
 	RET
 
-// func dotBF16AVX2(w *byte, x *float32, n int) float32
-// n is a multiple of 8. A bfloat16 is the top half of a float32.
-TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+// func dotBF16AVX2(w *byte, x *float32, n int, rows int, out *float32)
+// n is a multiple of 8; rows consecutive weight rows (matrix-vector
+// products loop here rather than in Go). A bfloat16 is the top half of a float32.
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-40
 	MOVQ   w+0(FP), SI
+	MOVQ   out+32(FP), AX
+
+bf16row:
 	MOVQ   x+8(FP), DI
 	MOVQ   n+16(FP), CX
 	VXORPS Y0, Y0, Y0
@@ -278,8 +296,11 @@ bf16done:
 	VADDPS Y3, Y2, Y2
 	VADDPS Y2, Y0, Y0
 	HSUM0
+	MOVSS  X0, (AX)
+	ADDQ   $4, AX
+	DECQ   rows+24(FP)
+	JNZ    bf16row
 	VZEROUPPER
-	MOVSS  X0, ret+24(FP)
 	RET
 
 // func dot4BF16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)

@@ -126,20 +126,24 @@
 	SHLQ $32, BX; \
 	ORQ  BX, R12
 
-// func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32) float32
+// func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
+// rows consecutive weight rows, as dotQ8_0AVX2.
 // Y0 accumulates d*sc*d_a*Σq*a, Y1 dmin*m*S.
-TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-52
+TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-64
 	MOVQ    w+0(FP), SI
-	MOVQ    qs+8(FP), DI
-	MOVQ    d+16(FP), R9
-	MOVQ    s+24(FP), R10
-	MOVQ    nsb+32(FP), CX
 	MOVQ    tab+40(FP), R8
+	MOVQ    out+56(FP), AX
 	ONES16
 	MASK0F
 	VMOVDQU permsums<>(SB), Y13
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
+
+q4krow:
+	MOVQ   qs+8(FP), DI
+	MOVQ   d+16(FP), R9
+	MOVQ   s+24(FP), R10
+	MOVQ   nsb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
 
 q4kloop:
 	KSCALES // R11 = scales, R12 = mins
@@ -179,26 +183,33 @@ q4kloop:
 	VADDPS       X1, X0, X0
 	VHADDPS      X0, X0, X0
 	VHADDPS      X0, X0, X0
+	MOVSS        X0, (AX)
+	ADDQ         $4, AX
+	DECQ         rows+48(FP)
+	JNZ          q4krow
 	VZEROUPPER
-	MOVSS        X0, ret+48(FP)
 	RET
 
 // Q5_K: as Q4_K with a fifth bit per quant from qh (32 bytes before qs).
 
-// func dotQ5_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32) float32
+// func dotQ5_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
+// rows consecutive weight rows, as dotQ8_0AVX2.
 // Y0 accumulates d*sc*d_a*Σq*a, Y1 dmin*m*S.
-TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-52
+TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-64
 	MOVQ    w+0(FP), SI
-	MOVQ    qs+8(FP), DI
-	MOVQ    d+16(FP), R9
-	MOVQ    s+24(FP), R10
-	MOVQ    nsb+32(FP), CX
 	MOVQ    tab+40(FP), R8
+	MOVQ    out+56(FP), AX
 	ONES16
 	MASK0F
 	VMOVDQU permsums<>(SB), Y13
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
+
+q5krow:
+	MOVQ   qs+8(FP), DI
+	MOVQ   d+16(FP), R9
+	MOVQ   s+24(FP), R10
+	MOVQ   nsb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
 
 q5kloop:
 	KSCALES // R11 = scales, R12 = mins
@@ -348,8 +359,11 @@ q5kloop:
 	VADDPS       X1, X0, X0
 	VHADDPS      X0, X0, X0
 	VHADDPS      X0, X0, X0
+	MOVSS        X0, (AX)
+	ADDQ         $4, AX
+	DECQ         rows+48(FP)
+	JNZ          q5krow
 	VZEROUPPER
-	MOVSS        X0, ret+48(FP)
 	RET
 
 // func dot4Q4_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, out *[4]float32)
@@ -1068,16 +1082,20 @@ DATA permsums<>+24(SB)/4, $3
 DATA permsums<>+28(SB)/4, $7
 GLOBL permsums<>(SB), RODATA|NOPTR, $32
 
-// func dotQ6_KAVX2(w *byte, qs *int8, d *float32, nsb int, tab *float32) float32
+// func dotQ6_KAVX2(w *byte, qs *int8, d *float32, nsb int, tab *float32, rows int, out *float32)
+// rows consecutive weight rows, as dotQ8_0AVX2.
 // Y0 accumulates; Y10/Y11 hold the scales of the two halves, Y13 the first
 // half's sums.
-TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-44
+TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-56
 	MOVQ   w+0(FP), SI
+	MOVQ   tab+32(FP), R8
+	MOVQ   out+48(FP), AX
+	MASK0F
+
+q6krow:
 	MOVQ   qs+8(FP), DI
 	MOVQ   d+16(FP), R9
 	MOVQ   nsb+24(FP), CX
-	MOVQ   tab+32(FP), R8
-	MASK0F
 	VXORPS Y0, Y0, Y0
 
 q6kloop:
@@ -1107,8 +1125,11 @@ q6kloop:
 	VADDPS       X1, X0, X0
 	VHADDPS      X0, X0, X0
 	VHADDPS      X0, X0, X0
+	MOVSS        X0, (AX)
+	ADDQ         $4, AX
+	DECQ         rows+40(FP)
+	JNZ          q6krow
 	VZEROUPPER
-	MOVSS        X0, ret+40(FP)
 	RET
 
 DATA q6m30<>+0(SB)/8, $0x3030303030303030

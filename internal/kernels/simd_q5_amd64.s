@@ -65,16 +65,20 @@
 	VCVTDQ2PS   xl, xl; \
 	VFMADD231PS xl, xs, acc
 
-// func dotQ4_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
-TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-52
+// func dotQ4_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+// rows consecutive weight rows, as dotQ8_0AVX2.
+TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-64
 	MOVQ   w+0(FP), SI
+	MOVQ   tab+40(FP), R8
+	MOVQ   out+56(FP), AX
+	ONES16
+	MASK0F
+
+q4_1row:
 	MOVQ   qs+8(FP), DI
 	MOVQ   d+16(FP), BX
 	MOVQ   s+24(FP), R9
 	MOVQ   nb+32(FP), CX
-	MOVQ   tab+40(FP), R8
-	ONES16
-	MASK0F
 	VXORPS X0, X0, X0
 	VXORPS X1, X1, X1
 	VXORPS X13, X13, X13
@@ -104,6 +108,7 @@ q4_1tail:
 	WORDS(0(DI), 16(DI), X4, X5)
 	SCALE(0(SI), 2(SI), 0(BX), 0(R9), X6, X7)
 	ACC(X4, X6, X0)
+	ADDQ $20, SI
 
 q4_1done:
 	VADDPS      X1, X0, X0
@@ -112,20 +117,27 @@ q4_1done:
 	MOVL        $0x3f800000, DX // 1.0
 	VMOVD       DX, X1
 	VFMADD231SS X13, X1, X0
+	MOVSS       X0, (AX)
+	ADDQ        $4, AX
+	DECQ        rows+48(FP)
+	JNZ         q4_1row
 	VZEROUPPER
-	MOVSS       X0, ret+48(FP)
 	RET
 
-// func dotQ5_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
-TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-52
+// func dotQ5_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+// rows consecutive weight rows, as dotQ8_0AVX2.
+TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-64
 	MOVQ   w+0(FP), SI
+	MOVQ   tab+40(FP), R8
+	MOVQ   out+56(FP), AX
+	ONES16
+	MASK0F
+
+q5_0row:
 	MOVQ   qs+8(FP), DI
 	MOVQ   d+16(FP), BX
 	MOVQ   s+24(FP), R9
 	MOVQ   nb+32(FP), CX
-	MOVQ   tab+40(FP), R8
-	ONES16
-	MASK0F
 	VXORPS X0, X0, X0
 	VXORPS X1, X1, X1
 	VXORPS X13, X13, X13
@@ -158,6 +170,7 @@ q5_0tail:
 	WORDS(0(DI), 16(DI), X4, X5)
 	SCALE(0(SI), 0(SI), 0(BX), 0(R9), X6, X7)
 	ACC(X4, X6, X0)
+	ADDQ $22, SI
 
 q5_0done:
 	VADDPS      X1, X0, X0
@@ -166,20 +179,27 @@ q5_0done:
 	MOVL        $0xc1800000, DX // -16.0
 	VMOVD       DX, X1
 	VFMADD231SS X13, X1, X0
+	MOVSS       X0, (AX)
+	ADDQ        $4, AX
+	DECQ        rows+48(FP)
+	JNZ         q5_0row
 	VZEROUPPER
-	MOVSS       X0, ret+48(FP)
 	RET
 
-// func dotQ5_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
-TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-52
+// func dotQ5_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+// rows consecutive weight rows, as dotQ8_0AVX2.
+TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-64
 	MOVQ   w+0(FP), SI
+	MOVQ   tab+40(FP), R8
+	MOVQ   out+56(FP), AX
+	ONES16
+	MASK0F
+
+q5_1row:
 	MOVQ   qs+8(FP), DI
 	MOVQ   d+16(FP), BX
 	MOVQ   s+24(FP), R9
 	MOVQ   nb+32(FP), CX
-	MOVQ   tab+40(FP), R8
-	ONES16
-	MASK0F
 	VXORPS X0, X0, X0
 	VXORPS X1, X1, X1
 	VXORPS X13, X13, X13
@@ -212,6 +232,7 @@ q5_1tail:
 	WORDS(0(DI), 16(DI), X4, X5)
 	SCALE(0(SI), 2(SI), 0(BX), 0(R9), X6, X7)
 	ACC(X4, X6, X0)
+	ADDQ $24, SI
 
 q5_1done:
 	VADDPS      X1, X0, X0
@@ -220,8 +241,11 @@ q5_1done:
 	MOVL        $0x3f800000, DX // 1.0
 	VMOVD       DX, X1
 	VFMADD231SS X13, X1, X0
+	MOVSS       X0, (AX)
+	ADDQ        $4, AX
+	DECQ        rows+48(FP)
+	JNZ         q5_1row
 	VZEROUPPER
-	MOVSS       X0, ret+48(FP)
 	RET
 
 DATA q5lo<>+0(SB)/8, $0x0000000000000000

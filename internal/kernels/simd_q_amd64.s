@@ -20,12 +20,6 @@
 // nibbles) as int16 (no overflow: |pair| <= 2*15*127) before one
 // VPMADDWD, so a block costs 3 rather than 4 cycles of that pipe.
 
-#define HSUM0 \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS       X1, X0, X0; \
-	VHADDPS      X0, X0, X0; \
-	VHADDPS      X0, X0, X0
-
 #define HSUM4 \
 	VHADDPS      Y1, Y0, Y0; \
 	VHADDPS      Y3, Y2, Y2; \
@@ -151,16 +145,22 @@
 	VMULPS       xt, X8, xt; \
 	VFMADD231PS  xa, xt, acc
 
-// func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int, tab *float32) float32
-TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-44
-	MOVQ   w+0(FP), SI
+// func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int, tab *float32, rows int, out *float32)
+// rows consecutive weight rows against one activation row (matrix-vector
+// products loop here rather than in Go: a call costs about as much as a
+// sixth of a 768-wide row).
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ tab+32(FP), R8
+	MOVQ out+48(FP), AX
+	ONES16
+
+q8row:
 	MOVQ   qs+8(FP), DI
 	MOVQ   d+16(FP), BX
 	MOVQ   nb+24(FP), CX
-	MOVQ   tab+32(FP), R8
-	ONES16
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
 	SUBQ   $2, CX
 	JL     q8tail
 
@@ -177,12 +177,17 @@ q8tail:
 	ADDQ $2, CX
 	JZ   q8done
 	Q8DOT(0(SI), 0(DI), 16(DI), 0(BX), X4, X5, X6, X7, X8, X0)
+	ADDQ $34, SI
 
 q8done:
-	VADDPS Y1, Y0, Y0
-	HSUM0
+	VADDPS  X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS   X0, (AX)
+	ADDQ    $4, AX
+	DECQ    rows+40(FP)
+	JNZ     q8row
 	VZEROUPPER
-	MOVSS  X0, ret+40(FP)
 	RET
 
 // func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, out *[4]float32)
@@ -207,17 +212,21 @@ q8x4loop:
 	STORE4
 	RET
 
-// func dotQ4_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32) float32
-// Works in X registers only; X0, X1 accumulate, X13 sums d_w*S.
-TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-52
-	MOVQ   w+0(FP), SI
+// func dotQ4_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+// Works in X registers only; X0, X1 accumulate, X13 sums d_w*S. rows
+// consecutive weight rows as dotQ8_0AVX2.
+TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ tab+40(FP), R8
+	MOVQ out+56(FP), AX
+	ONES16
+	MASK0F
+
+q4row:
 	MOVQ   qs+8(FP), DI
 	MOVQ   d+16(FP), BX
 	MOVQ   s+24(FP), R9
 	MOVQ   nb+32(FP), CX
-	MOVQ   tab+40(FP), R8
-	ONES16
-	MASK0F
 	VXORPS X0, X0, X0
 	VXORPS X1, X1, X1
 	VXORPS X13, X13, X13
@@ -238,6 +247,7 @@ q4tail:
 	ADDQ $2, CX
 	JZ   q4done
 	Q4DOT((SI), 2(SI), (DI), 16(DI), (BX), (R9), X4, X5, X6, X7, X0)
+	ADDQ $18, SI
 
 q4done:
 	VADDPS      X1, X0, X0
@@ -246,8 +256,11 @@ q4done:
 	MOVL        $0xc1000000, DX // -8.0
 	VMOVD       DX, X1
 	VFMADD231SS X13, X1, X0
+	MOVSS       X0, (AX)
+	ADDQ        $4, AX
+	DECQ        rows+48(FP)
+	JNZ         q4row
 	VZEROUPPER
-	MOVSS       X0, ret+48(FP)
 	RET
 
 // func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, out *[4]float32)

@@ -174,6 +174,45 @@ func TestSIMDDot4(t *testing.T) {
 	}
 }
 
+// TestSIMDDotRows checks the multi-row kernels: each row's result is
+// exactly the one-row dot's (the same assembly), odd row counts and one row
+// included, and nothing past rows is written.
+func TestSIMDDotRows(t *testing.T) {
+	skipNoSIMD(t)
+	rng := rand.New(rand.NewPCG(15, 16))
+	for typ, p := range simdKernels {
+		if p.simd.dotRows == nil {
+			continue
+		}
+		t.Run(typ.String(), func(t *testing.T) {
+			lengths := simdLengths(typ)
+			for _, n := range lengths[:len(lengths)-1] {
+				rb := typ.RowSize(n)
+				a := simdRandAct(n, rng)
+				for _, rows := range []int{1, 2, 3, 5, 8} {
+					w := simdRandWeights(typ, rows*n, rng)
+					out := make([]float32, rows+1)
+					out[rows] = 42
+					p.simd.dotRows(w, rows, a, n, out)
+					if out[rows] != 42 {
+						t.Fatalf("n=%d rows=%d: wrote past the rows", n, rows)
+					}
+					for r := 0; r < rows; r++ {
+						row := w[r*rb : (r+1)*rb]
+						if one := p.simd.dot(row, a, n); out[r] != one {
+							t.Fatalf("n=%d rows=%d row %d: dotRows %g, dot %g", n, rows, r, out[r], one)
+						}
+						want, mag := simdOracle(typ, row, a, n)
+						if !simdClose(float64(out[r]), want, mag) {
+							t.Fatalf("n=%d rows=%d row %d: dotRows %g, oracle %g (mag %g)", n, rows, r, out[r], want, mag)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestSIMDInstalled checks that the assembly kernels are the ones in
 // dotTable (an init order mistake would silently leave the generic ones)
 // and that SetSIMD switches back and forth.
@@ -372,6 +411,28 @@ func TestSIMDSpeed(t *testing.T) {
 		t.Log(line)
 	}
 
+	// 768-wide rows (the small models' width), 64 KiB of them: a loop of
+	// dot calls against one dotRows call.
+	for _, typ := range types {
+		p := simdKernels[typ]
+		if p == nil || p.simd.dotRows == nil {
+			continue
+		}
+		const n = 768
+		rs := typ.RowSize(n)
+		nrows := (64 << 10) / rs
+		w := simdRandWeights(typ, nrows*n, rng)
+		a := simdRandAct(n, rng)
+		out := make([]float32, nrows)
+		loop := best(func() {
+			for r := 0; r < nrows; r++ {
+				out[r] = p.simd.dot(w[r*rs:(r+1)*rs], a, n)
+			}
+		})
+		rows := best(func() { p.simd.dotRows(w, nrows, a, n, out) })
+		t.Logf("%-5s 768-wide rows: dot loop %6.2f GB/s, dotRows %6.2f GB/s", typ, float64(nrows*rs)/loop, float64(nrows*rs)/rows)
+	}
+
 	// Matrix-vector products over 64 MiB (past the caches): memory bound.
 	for _, typ := range types {
 		p := simdKernels[typ]
@@ -482,8 +543,9 @@ func TestSIMDNoAlloc(t *testing.T) {
 		if a := testing.AllocsPerRun(10, func() {
 			p.simd.dot(w, acts[0], n)
 			p.simd.dot4(w, &acts, n, &out)
+			p.simd.dotRows(w, 1, acts[0], n, out[:])
 		}); a != 0 {
-			t.Errorf("%s: %v allocations per dot and dot4", typ, a)
+			t.Errorf("%s: %v allocations per dot, dot4 and dotRows", typ, a)
 		}
 	}
 	x := make([]float32, n)
