@@ -278,3 +278,33 @@ func readAll(rd *bufio.Reader) (string, error) {
 	_, err := rd.WriteTo(&b)
 	return b.String(), err
 }
+
+// An unload while a stream runs frees the model only when the stream ends;
+// the stream finishes normally.
+func TestUnloadDuringStream(t *testing.T) {
+	ts := slowServer(t)
+	resp := ts.openStream(t, "held", map[string]any{"prompt": "abc", "max_tokens": 40, "ignore_eos": true})
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	first, err := rd.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := manage(t, ts, "unload", "slow"); s.Status != StatusUnloaded {
+		t.Fatalf("unload %+v", s)
+	}
+	rest, err := readAll(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := sseEvents(t, []byte(first+rest))
+	if data[len(data)-1] != "[DONE]" || !strings.Contains(data[len(data)-2], `"finish_reason":"length"`) {
+		t.Fatalf("stream: %q", data[len(data)-2:])
+	}
+	if s := manage(t, ts, "status", "slow"); s.Status != StatusUnloaded {
+		t.Errorf("status %+v", s)
+	}
+	if r, b := ts.post("/v1/completions", map[string]any{"prompt": "x", "max_tokens": 1}); r.StatusCode != 200 {
+		t.Errorf("after unload: %d %s", r.StatusCode, b)
+	}
+}
