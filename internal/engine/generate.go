@@ -296,9 +296,8 @@ func (e *Engine) Generate(ctx context.Context, req *Request, emit func(Output) e
 	e.nextID++
 	sq.id = e.nextID
 	e.inbox = append(e.inbox, sq)
-	pending := len(e.inbox)
+	obs.PendingAdmission(len(e.inbox))
 	e.mu.Unlock()
-	obs.PendingAdmission(pending)
 	e.signal()
 
 	// Deliver outputs until the scheduler finishes the sequence.

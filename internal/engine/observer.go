@@ -1,35 +1,48 @@
 package engine
 
 // Observer receives what the engine does, for metrics. The engine calls it
-// from its own goroutines; implementations must be safe for concurrent use
-// and cheap (they run on the hot path). Counts follow the semantics of
-// mistral.rs's engine metrics (see docs/observability.md).
+// from its scheduler goroutine and from Generate callers; implementations
+// must be safe for concurrent use and cheap (they run on the hot path).
+// Counts follow the semantics of mistral.rs's engine metrics (spec §6.4,
+// §10.1, §10.3).
 type Observer interface {
-	// TokensProcessed adds prompt tokens computed in a prefill step and one
-	// per sequence in a decode step.
+	// TokensProcessed adds, once per engine step, the tokens that step
+	// computed: prompt chunks (paged: without the cached prefix; contiguous
+	// caches: a prompt's cached prefix is counted too, once) and one per
+	// decoding sequence.
 	TokensProcessed(n int)
-	// PrefixCacheLookup counts one new sequence looked up in the prefix cache
-	// (also when prefix caching is off).
+	// PrefixCacheLookup counts one new sequence, when its request arrives
+	// (also when prefix caching is off, and before any rejection).
 	PrefixCacheLookup()
-	// PrefixCacheHit counts a sequence that reused cached KV (once per sequence).
+	// PrefixCacheHit counts a sequence that started from cached KV, at most
+	// once per sequence (a preempted sequence resuming from its own cached
+	// blocks counts if it had not before).
 	PrefixCacheHit()
-	// PrefixCacheEvictions counts cache entries evicted.
+	// PrefixCacheEvictions counts cache entries evicted: paged, cached
+	// blocks reused for new data; contiguous, finished caches dropped past
+	// --prefix-cache-n (or all of them after a forward error).
 	PrefixCacheEvictions(n int)
-	// SchedulerState reports queue lengths after each scheduling decision.
+	// SchedulerState reports the running and waiting queue lengths after
+	// each scheduling decision and when the engine goes idle.
 	SchedulerState(running, waiting int)
 	// SequenceCompleted counts a finished sequence by reason: stop, length,
-	// canceled, tool_calls, error.
+	// canceled, error (tool_calls once tool calling exists). Once per
+	// sequence; rejected sequences are not counted here.
 	SequenceCompleted(reason string)
 	// SequenceRejected counts a sequence refused before it ran:
 	// over_total_capacity, cache_exhausted.
 	SequenceRejected(reason string)
-	// KVCacheBlocks reports the paged KV cache's used and total blocks.
+	// KVCacheBlocks reports the paged KV cache's used and total blocks with
+	// every SchedulerState (paged mode only); cached blocks that no
+	// sequence uses count as free.
 	KVCacheBlocks(used, total int)
 	// Preempted counts a running sequence sent back to the waiting queue.
 	Preempted()
-	// PendingAdmission reports requests received but not yet scheduled.
+	// PendingAdmission reports requests received but not yet seen by the
+	// scheduler.
 	PendingAdmission(n int)
-	// Capacity reports the maximum number of concurrently scheduled sequences.
+	// Capacity reports the maximum number of concurrently scheduled
+	// sequences (--max-seqs), once, from SetObserver.
 	Capacity(n int)
 }
 

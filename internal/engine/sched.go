@@ -148,13 +148,14 @@ func (s *scheduler) run() {
 		s.obs = e.obs
 		inbox, closed := e.inbox, e.closed
 		e.inbox = nil
-		e.mu.Unlock()
 		if len(inbox) > 0 {
+			// Under the lock, so that it cannot overtake Generate's report.
 			s.obs.PendingAdmission(0)
-			// Arrivals are in id order, after everything already waiting
-			// except preempted sequences, which keep their place by age.
-			s.waiting = append(s.waiting, inbox...)
 		}
+		e.mu.Unlock()
+		// Arrivals are in id order, after everything already waiting
+		// (preempted sequences keep their place by age).
+		s.waiting = append(s.waiting, inbox...)
 		if closed {
 			for _, sq := range slices.Concat(s.running, s.waiting) {
 				s.finish(sq, FinishCanceled, ErrClosed)
@@ -221,7 +222,7 @@ func (s *scheduler) step() {
 	if err != nil {
 		// Like mistral.rs's pipeline error path: the batch fails and the
 		// non-paged prefix cache is dropped.
-		for _, sq := range s.batch {
+		for _, sq := range append(s.order[:0], s.batch...) {
 			s.finish(sq, FinishError, err)
 		}
 		if n := s.dropPrefixCache(); n > 0 {
