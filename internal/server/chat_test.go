@@ -255,3 +255,20 @@ func TestChatToolsReachTheTemplate(t *testing.T) {
 		t.Errorf("prompt tokens with tools %d, without %d", got, without)
 	}
 }
+
+// The global --seed makes requests without a seed reproducible.
+func TestGlobalSeed(t *testing.T) {
+	ts := startServer(t, func(o *Options) { o.Seed = ptr(uint64(5)) })
+	sample := func() string {
+		p := chatParams(16)
+		p.Temperature = openai.Float(1)
+		r, err := ts.client.Chat.Completions.New(context.Background(), p, option.WithJSONSet("ignore_eos", true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Choices[0].Message.Content
+	}
+	if a, b := sample(), sample(); a != b {
+		t.Errorf("global seed: %q vs %q", a, b)
+	}
+}
