@@ -405,6 +405,4 @@ type stepStats struct {
 	fwdNanos   int64 // inside Forward
 	schedNanos int64 // choosing the batch
 	blocksUsed int
-	maxRunning int
-	preempted  int64
 }

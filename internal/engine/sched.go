@@ -272,7 +272,6 @@ func (s *scheduler) step() {
 	st.stepNanos += int64(t3.Sub(t0))
 	st.fwdNanos += int64(t2.Sub(t1))
 	st.schedNanos += int64(t1.Sub(t0))
-	st.maxRunning = max(st.maxRunning, len(s.running))
 	e.mu.Unlock()
 }
 
@@ -550,9 +549,6 @@ func (s *scheduler) preempt(sq *seq, budget *int) {
 	s.waiting = slices.Insert(s.waiting, i, sq)
 	s.preempted = true
 	s.obs.Preempted()
-	s.e.mu.Lock()
-	s.e.stats.preempted++
-	s.e.mu.Unlock()
 }
 
 func cmpID(a, b uint64) int {
