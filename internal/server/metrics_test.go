@@ -201,3 +201,25 @@ func TestMetricsDisabledAndJSONAccessLog(t *testing.T) {
 		t.Errorf("json line %v", obj)
 	}
 }
+
+// OpenMetrics scrapes carry the request id as an exemplar on the request
+// duration and TTFT histograms.
+func TestOpenMetricsExemplars(t *testing.T) {
+	ts := startServer(t)
+	ts.streamChat(t, "exemplar-1", map[string]any{"messages": []map[string]string{{"role": "user", "content": "x"}}, "max_tokens": 2})
+	resp, body := ts.get("/metrics", "Accept", "application/openmetrics-text; version=1.0.0")
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/openmetrics-text") {
+		t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
+	}
+	for _, fam := range []string{"mistralrs_time_to_first_token_seconds_bucket", "http_request_duration_seconds_bucket"} {
+		found := false
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, fam+"{") && strings.Contains(line, `# {request_id="exemplar-1"}`) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no exemplar with the request id on %s", fam)
+		}
+	}
+}
