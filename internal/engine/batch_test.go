@@ -582,6 +582,10 @@ func TestOptions(t *testing.T) {
 	if _, total := e.KVCacheBlocks(); total != 32 {
 		t.Errorf("1 MB budget: %d blocks, want 32", total)
 	}
+	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryFraction = 0.9; o.MemoryMB = 1 }))
+	if _, total := e.KVCacheBlocks(); total < 2048/16 || total > 2*32*2048/16 {
+		t.Errorf("memory fraction 0.9: %d blocks, want one to 64 contexts of 128", total)
+	}
 	e, rec := newEngine(t, m, opts(func(o *engine.Options) { o.PagedAttn = "off" }))
 	if _, total := e.KVCacheBlocks(); total != 0 || e.Paged() {
 		t.Errorf("paged off: %d blocks", total)

@@ -82,8 +82,10 @@ type Options struct {
 	PagedAttn string // "auto" or "" (on here), "on", "off": contiguous per-sequence caches
 	BlockSize int    // positions per KV block (--pa-block-size)
 	// Paged KV pool size: at most one applies, with mistral.rs's TOML
-	// precedence (fraction, then context length, then memory). None: a
-	// fraction of DefaultMemoryFraction.
+	// precedence (fraction, then context length, then memory); none is
+	// DefaultMemoryFraction. A fraction f gives f × physical memory less
+	// the memory in use, at least one full context and at most MaxSeqs
+	// full contexts twice over. Block memory is allocated when first used.
 	MemoryMB       int
 	ContextLen     int     // in tokens, shared by all sequences
 	MemoryFraction float64 // of physical memory, in (0, 1]

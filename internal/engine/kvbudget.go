@@ -12,34 +12,21 @@ import (
 
 // poolBlocks sizes the paged KV pool from o's budget: fraction of physical
 // memory over context length over megabytes, as mistral.rs's TOML builder
-// resolves them. Block memory is allocated as blocks are first used, so a
-// large budget is a ceiling, not an up-front cost.
+// resolves them; none is the default fraction. Block memory is allocated as
+// blocks are first used, so a large budget is a ceiling, not an up-front
+// cost.
 func poolBlocks(o Options, layers, kdim, vdim, ctxLen int) (int, error) {
 	bs := o.BlockSize
 	blockBytes := kvcache.BlockBytes(layers, kdim, vdim, bs)
+	perSeq := int64((ctxLen + bs - 1) / bs)
 	var n int64
 	switch {
-	case o.MemoryFraction != 0:
-		if !(o.MemoryFraction > 0 && o.MemoryFraction <= 1) {
-			return 0, fmt.Errorf("KV cache memory fraction %g: must be in (0, 1]", o.MemoryFraction)
-		}
-		total, avail, err := physicalMemory()
-		if err != nil {
-			return 0, fmt.Errorf("KV cache memory fraction: %w", err)
-		}
-		// As mistral.rs's Utilization: the fraction of all memory, less what others use.
-		budget := int64(o.MemoryFraction*float64(total)) - (total - avail)
-		if budget < blockBytes {
-			return 0, fmt.Errorf("KV cache memory fraction %g leaves no memory: %d MiB in use of %d MiB",
-				o.MemoryFraction, (total-avail)>>20, total>>20)
-		}
-		n = budget / blockBytes
-	case o.ContextLen != 0:
+	case o.ContextLen != 0 && o.MemoryFraction == 0:
 		if o.ContextLen < 0 {
 			return 0, fmt.Errorf("KV cache context length %d is negative", o.ContextLen)
 		}
 		n = int64((o.ContextLen + bs - 1) / bs)
-	case o.MemoryMB != 0:
+	case o.MemoryMB != 0 && o.MemoryFraction == 0:
 		if o.MemoryMB < 0 {
 			return 0, fmt.Errorf("KV cache memory %d MB is negative", o.MemoryMB)
 		}
@@ -48,14 +35,23 @@ func poolBlocks(o Options, layers, kdim, vdim, ctxLen int) (int, error) {
 			return 0, fmt.Errorf("KV cache memory of %d MB is smaller than one block (%d bytes)", o.MemoryMB, blockBytes)
 		}
 	default:
-		// The default fraction, bounded by what the scheduler can use: every
-		// running sequence at full context, and as much again kept as prefix
-		// cache. Without a readable memory size, that bound alone.
-		per := int64((ctxLen + bs - 1) / bs)
-		n = 2 * int64(o.MaxSeqs) * per
+		f := o.MemoryFraction
+		if f == 0 {
+			f = DefaultMemoryFraction
+		}
+		if !(f > 0 && f <= 1) {
+			return 0, fmt.Errorf("KV cache memory fraction %g: must be in (0, 1]", f)
+		}
+		// A fraction is bounded by what the scheduler can use: every
+		// running sequence at full context, and as much again kept as
+		// prefix cache. (Past that, blocks would only cost bookkeeping.)
+		n = 2 * int64(o.MaxSeqs) * perSeq
 		if total, avail, err := physicalMemory(); err == nil {
-			budget := int64(DefaultMemoryFraction*float64(total)) - (total - avail)
-			n = max(min(n, budget/blockBytes), per)
+			// As mistral.rs's Utilization: the fraction of all memory,
+			// less what is in use. A busy machine still gets room for one
+			// sequence of full context rather than no server at all.
+			budget := int64(f*float64(total)) - (total - avail)
+			n = max(min(n, budget/blockBytes), perSeq)
 		}
 	}
 	if n > 1<<31-2 {
