@@ -182,3 +182,32 @@ func TestGenModelThenRun(t *testing.T) {
 		t.Error("unsupported type accepted")
 	}
 }
+
+// The reference F32 model's greedy text (llama.cpp, ../shared/testdata/reference) printed alone,
+// its leading space included: --raw output continues the prompt.
+func TestRunRawGreedyReference(t *testing.T) {
+	dir := testutil.SharedFile(t, "testdata/reference/reference.json")
+	data, err := os.ReadFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Prompt string `json:"prompt"`
+		Models map[string]struct {
+			File       string `json:"file"`
+			GreedyText string `json:"greedy_32_text"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal(data, &ref); err != nil {
+		t.Fatal(err)
+	}
+	m := ref.Models["tiny-f32"]
+	out, _, err := execute(t, "", "run", "-f", filepath.Join(filepath.Dir(dir), m.File), "--raw", "--prompt", ref.Prompt,
+		"--temperature", "0", "--max-tokens", "32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != m.GreedyText {
+		t.Errorf("stdout = %q\nwant     %q", out, m.GreedyText)
+	}
+}

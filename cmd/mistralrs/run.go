@@ -117,7 +117,7 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags) error {
 			// The template writes BOS itself where the model wants it.
 			prompt = m.Tok.Encode(text, false, true)
 		}
-		req := &engine.Request{Prompt: prompt, Sampling: params, MaxTokens: f.maxTokens}
+		req := &engine.Request{Prompt: prompt, Sampling: params, MaxTokens: f.maxTokens, Continuation: f.raw}
 		res, err := eng.Generate(ctx, req, func(o engine.Output) error {
 			_, err := io.WriteString(stdout, o.Text)
 			return err

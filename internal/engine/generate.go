@@ -34,6 +34,10 @@ type Request struct {
 	Stop       []string // stop strings, never emitted
 	StopTokens []int32  // extra stop token ids besides the model's end-of-generation tokens
 	IgnoreEOS  bool
+	// Continuation: the output continues the prompt's text (raw completions),
+	// so a SentencePiece leading space of the first token is kept. Chat
+	// answers start a new message and drop it, as Hugging Face decoding does.
+	Continuation bool
 }
 
 // Output is one generated token and the text it made safe to emit.

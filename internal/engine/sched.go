@@ -60,7 +60,11 @@ func newSeq(e *Engine, req *Request, maxTokens int) *seq {
 		promptLen: len(req.Prompt),
 		smp:       sampler.New(req.Sampling),
 		stops:     sampler.NewStopMatcher(req.Stop),
-		dec:       e.Model.Tok.NewDecoder(),
+	}
+	if req.Continuation {
+		s.dec = e.Model.Tok.NewContinuationDecoder()
+	} else {
+		s.dec = e.Model.Tok.NewDecoder()
 	}
 	s.box.notify = make(chan struct{}, 1)
 	return s

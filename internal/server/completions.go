@@ -116,6 +116,7 @@ func (s *Server) prepareCompletion(r *http.Request, body []byte) (*completionJob
 	if p.isText {
 		prompt = tok.Encode(p.text, true, true)
 	}
+	j.req.Continuation = true // a completion continues the prompt's text
 	if err := j.setPrompt(prompt); err != nil {
 		j.release()
 		return nil, err
