@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
@@ -29,6 +30,7 @@ type benchFlags struct {
 	jsonOut  bool
 	noWarmup bool
 	cpuProf  string
+	load     loadFlags
 }
 
 // benchResult carries llama-bench's JSON keys, so scripts read both tools.
@@ -53,13 +55,21 @@ type benchResult struct {
 func newBenchCmd(g *globalFlags) *cobra.Command {
 	f := &benchFlags{}
 	cmd := &cobra.Command{
-		Use:   "bench -f model.gguf [-p 512] [-n 128] [-t THREADS] [-r 5]",
+		Use:   "bench -f model.gguf [-p 512] [-n 128] [-t THREADS] [-r 5] | bench --url URL --concurrency N",
 		Short: "Measure prefill (pp) and decode (tg) tokens/s, like llama-bench",
 		Long: "Measures prompt processing (ppN: N prompt tokens in one forward pass) and text\n" +
 			"generation (tgN: N tokens one at a time) throughput, as mean ± sd over repetitions.\n" +
-			"Lists (-p 64,512) run every combination. --json prints llama-bench compatible JSON.",
+			"Lists (-p 64,512) run every combination. --json prints llama-bench compatible JSON.\n\n" +
+			"With --url it load-tests a running server instead, like vLLM's bench serve: --concurrency\n" +
+			"streamed chat requests at a time, reporting TTFT, inter-token and end-to-end latency\n" +
+			"percentiles and token throughput.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.load.url != "" {
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+				defer stop()
+				return runLoad(ctx, &f.load, f.jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			return runBench(cmd, f)
 		},
 	}
@@ -72,6 +82,13 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON array (llama-bench keys) instead of a table")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the warm-up run of each test")
 	fl.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
+	fl.StringVar(&f.load.url, "url", "", "load-test a running server at this URL instead (streamed chat completions)")
+	fl.StringVar(&f.load.model, "model", "default", "with --url: the model to ask for")
+	fl.IntVar(&f.load.concurrency, "concurrency", 1, "with --url: requests in flight at once")
+	fl.IntVar(&f.load.requests, "num-requests", 16, "with --url: requests to send in all")
+	fl.IntVar(&f.load.inputWords, "input-words", 64, "with --url: random words in each prompt")
+	fl.IntVar(&f.load.maxTokens, "max-tokens", 64, "with --url: tokens to generate per request (EOS ignored)")
+	fl.Uint64Var(&f.load.seed, "prompt-seed", 1, "with --url: seed of the random prompts")
 	return cmd
 }
 

@@ -248,3 +248,39 @@ func TestFromConfigErrors(t *testing.T) {
 		t.Errorf("serve with a missing model: %v", err)
 	}
 }
+
+// bench --url drives a real server: every request completes, token counts add
+// up and the latency percentiles are ordered.
+func TestBenchLoadAgainstServer(t *testing.T) {
+	port := freePort(t)
+	s := startCommand(t, port, "serve", "--host", "127.0.0.1", "-p", strconv.Itoa(port), "--threads", "1")
+	out, _, err := execute(t, "", "bench", "--url", s.url, "--concurrency", "3", "--num-requests", "5",
+		"--max-tokens", "4", "--input-words", "8", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep loadReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Completed != 5 || rep.Failed != 0 || rep.TotalOutputTokens != 20 || rep.TotalInputTokens == 0 {
+		t.Errorf("report: %+v", rep)
+	}
+	for _, p := range []map[string]float64{rep.TTFTMs, rep.ITLMs, rep.E2ELMs} {
+		if p["median"] <= 0 || p["median"] > p["p99"] {
+			t.Errorf("percentiles out of order: %v", p)
+		}
+	}
+	if rep.E2ELMs["median"] < rep.TTFTMs["median"] {
+		t.Errorf("end-to-end %v shorter than TTFT %v", rep.E2ELMs, rep.TTFTMs)
+	}
+	text, _, err := execute(t, "", "bench", "--url", s.url, "--num-requests", "1", "--max-tokens", "2")
+	if err != nil || !strings.Contains(text, "Median TTFT (ms):") || !strings.Contains(text, "Successful requests:               1") {
+		t.Errorf("text report (%v):\n%s", err, text)
+	}
+	// A server that is not there: requests fail, the report says so.
+	bad, _, err := execute(t, "", "bench", "--url", "http://127.0.0.1:1", "--num-requests", "2", "--json")
+	if err != nil || !strings.Contains(bad, `"failed": 2`) {
+		t.Errorf("unreachable server (%v): %s", err, bad)
+	}
+}
