@@ -95,6 +95,7 @@ func (l *lockedBuffer) String() string {
 // buildBinary builds cmd/mistralrs into dir.
 func buildBinary(t testing.TB, root, dir string) string {
 	t.Helper()
+	trackSources(t, root)
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(goTool); err != nil {
 		goTool = "go"
@@ -106,6 +107,28 @@ func buildBinary(t testing.TB, root, dir string) string {
 		t.Fatalf("go build ./cmd/mistralrs: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// trackSources stats every Go source file of the module and go.mod/go.sum, so `go test`'s result
+// cache (which records the files a test touches) reruns this test when the server's code changes;
+// the binary is built by a child process, which the cache does not see.
+func trackSources(t testing.TB, root string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && (strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum") {
+			_, err = os.Stat(path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitHTTP polls url until it answers 200 or the deadline passes.
