@@ -38,7 +38,7 @@ func TestAccessLogTextLines(t *testing.T) {
 		"TS  INFO mistralrs_server_core::metrics: request started: request_id=id2 method=GET route=/v1/models path=/v1/models model=none",
 		"TS  INFO mistralrs_server_core::metrics: request completed: request_id=id2 method=GET route=/v1/models model=none status=200 duration_ms=D",
 		"TS  INFO mistralrs_server_core::metrics: request started: request_id=id3 method=GET route=<unmatched> path=/nope/x model=none",
-		`TS  INFO mistralrs_server_core::metrics: request completed: request_id=id3 method=GET route=<unmatched> model=none status=404 duration_ms=D error="404 page not found"`,
+		`TS  INFO mistralrs_server_core::metrics: request completed: request_id=id3 method=GET route=<unmatched> model=none status=404 duration_ms=D error="no route for GET /nope/x"`,
 	})
 }
 

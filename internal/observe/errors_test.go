@@ -139,3 +139,38 @@ func TestWriteError(t *testing.T) {
 		t.Error("ErrorType")
 	}
 }
+
+// The mux's own 404 and 405 answers come out as OpenAI-style JSON errors.
+func TestUnmatchedRoutesAnswerJSON(t *testing.T) {
+	o, err := New(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {})
+	h := o.Handler(mux)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		msg, allow   string
+	}{
+		{"GET", "/nope", 404, "no route for GET /nope", ""},
+		{"GET", "/v1/chat/completions", 405, "method GET is not allowed for /v1/chat/completions (allowed: POST)", "POST"},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		var v struct {
+			Error struct{ Message, Type string } `json:"error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+			t.Fatalf("%s %s: body %q is not JSON: %v", tc.method, tc.path, rec.Body.String(), err)
+		}
+		if rec.Code != tc.status || v.Error.Message != tc.msg || v.Error.Type != "invalid_request_error" ||
+			rec.Header().Get("Content-Type") != "application/json" || rec.Header().Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d %v %q allow=%q", tc.method, tc.path, rec.Code, rec.Header(), rec.Body.String(), rec.Header().Get("Allow"))
+		}
+		if rec.Header().Get(HeaderRequestID) == "" {
+			t.Errorf("%s %s: no request id header", tc.method, tc.path)
+		}
+	}
+}

@@ -423,11 +423,49 @@ type dispatch struct{ mux *http.ServeMux }
 func (d *dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if st := stateFrom(r.Context()); st != nil && st.handler != nil {
 		r.Pattern = st.pattern
+		if st.pattern == "" {
+			// The mux's own 404/405 answer in plain text; clients of an
+			// OpenAI-style API expect every error as JSON.
+			w = &jsonFallback{ResponseWriter: w, r: r}
+		}
 		st.handler.ServeHTTP(w, r)
 		return
 	}
 	d.mux.ServeHTTP(w, r)
 }
+
+// jsonFallback turns the ServeMux's plain-text 404 and 405 responses into
+// OpenAI-style JSON errors (the Allow header of a 405 is kept).
+type jsonFallback struct {
+	http.ResponseWriter
+	r        *http.Request
+	replaced bool
+}
+
+func (j *jsonFallback) WriteHeader(code int) {
+	var msg string
+	switch code {
+	case http.StatusNotFound:
+		msg = fmt.Sprintf("no route for %s %s", j.r.Method, j.r.URL.Path)
+	case http.StatusMethodNotAllowed:
+		msg = fmt.Sprintf("method %s is not allowed for %s (allowed: %s)", j.r.Method, j.r.URL.Path, j.Header().Get("Allow"))
+	default:
+		j.ResponseWriter.WriteHeader(code)
+		return
+	}
+	j.replaced = true
+	j.Header().Del("X-Content-Type-Options")
+	WriteErrorMessage(j.ResponseWriter, j.r, code, msg)
+}
+
+func (j *jsonFallback) Write(b []byte) (int, error) {
+	if j.replaced {
+		return len(b), nil // the plain-text body, already replaced
+	}
+	return j.ResponseWriter.Write(b)
+}
+
+func (j *jsonFallback) Unwrap() http.ResponseWriter { return j.ResponseWriter }
 
 // errBodyTooLarge reports a body over the limit.
 var errBodyTooLarge = errors.New("request body too large")
