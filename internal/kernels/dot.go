@@ -27,10 +27,16 @@ type dot4Func func(w []byte, a *[4]*Act, n int, out *[4]float32)
 // time).
 type dotRowsFunc func(w []byte, rows int, a *Act, n int, out []float32)
 
+// dot4RowsFunc is dot4 over rows consecutive weight rows (n elements each)
+// at the start of w: row r's product with activation row k goes to
+// out[k*stride + r] (stride >= rows).
+type dot4RowsFunc func(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int)
+
 type typeKernels struct {
-	dot     dotFunc
-	dot4    dot4Func    // nil: dot is called four times
-	dotRows dotRowsFunc // nil: dot is called per row
+	dot      dotFunc
+	dot4     dot4Func     // nil: dot is called four times
+	dotRows  dotRowsFunc  // nil: dot is called per row
+	dot4Rows dot4RowsFunc // nil: dot4 is called per row
 }
 
 // dotTable holds the kernels of each type. The pure-Go versions are
@@ -45,5 +51,12 @@ func dotRowsOf(dot dotFunc, rb int, w []byte, rows int, a *Act, n int, out []flo
 	out = out[:rows]
 	for r := range out {
 		out[r] = dot(w[r*rb:(r+1)*rb], a, n)
+	}
+}
+
+// clearRows4 zeroes the outputs of a dot4Rows call.
+func clearRows4(rows int, out []float32, stride int) {
+	for k := 0; k < 4; k++ {
+		clear(out[k*stride : k*stride+rows])
 	}
 }

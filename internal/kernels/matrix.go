@@ -159,7 +159,7 @@ type dot4Args struct {
 func (j *matmulJob) rows(lo, hi int) {
 	m, n, out := j.m, j.n, j.out
 	rb := m.RowBytes()
-	dot, dot4, dotRows := j.kern.dot, j.kern.dot4, j.kern.dotRows
+	dot, dot4, dotRows, dot4Rows := j.kern.dot, j.kern.dot4, j.kern.dotRows, j.kern.dot4Rows
 	tile := hi - lo
 	if n >= 4 {
 		tile = max(1, tileBytes/rb)
@@ -175,6 +175,10 @@ func (j *matmulJob) rows(lo, hi int) {
 		if g != nil {
 			for ; i+4 <= n; i += 4 {
 				g.a = [4]*Act{&j.acts[i], &j.acts[i+1], &j.acts[i+2], &j.acts[i+3]}
+				if dot4Rows != nil {
+					dot4Rows(m.Data[t0*rb:t1*rb], t1-t0, &g.a, m.Cols, out[i*m.Rows+t0:], m.Rows)
+					continue
+				}
 				for r := t0; r < t1; r++ {
 					dot4(m.Data[r*rb:(r+1)*rb], &g.a, m.Cols, &g.o)
 					out[i*m.Rows+r] = g.o[0]

@@ -127,7 +127,7 @@
 	ORQ  BX, R12
 
 // func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-// rows consecutive weight rows, as dotQ8_0AVX2.
+// rows consecutive weight rows, as dotQ4_0AVX2.
 // Y0 accumulates d*sc*d_a*Σq*a, Y1 dmin*m*S.
 TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-64
 	MOVQ    w+0(FP), SI
@@ -193,7 +193,7 @@ q4kloop:
 // Q5_K: as Q4_K with a fifth bit per quant from qh (32 bytes before qs).
 
 // func dotQ5_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-// rows consecutive weight rows, as dotQ8_0AVX2.
+// rows consecutive weight rows, as dotQ4_0AVX2.
 // Y0 accumulates d*sc*d_a*Σq*a, Y1 dmin*m*S.
 TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-64
 	MOVQ    w+0(FP), SI
@@ -1083,7 +1083,7 @@ DATA permsums<>+28(SB)/4, $7
 GLOBL permsums<>(SB), RODATA|NOPTR, $32
 
 // func dotQ6_KAVX2(w *byte, qs *int8, d *float32, nsb int, tab *float32, rows int, out *float32)
-// rows consecutive weight rows, as dotQ8_0AVX2.
+// rows consecutive weight rows, as dotQ4_0AVX2.
 // Y0 accumulates; Y10/Y11 hold the scales of the two halves, Y13 the first
 // half's sums.
 TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-56

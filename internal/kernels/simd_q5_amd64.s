@@ -66,7 +66,7 @@
 	VFMADD231PS xl, xs, acc
 
 // func dotQ4_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-// rows consecutive weight rows, as dotQ8_0AVX2.
+// rows consecutive weight rows, as dotQ4_0AVX2.
 TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-64
 	MOVQ   w+0(FP), SI
 	MOVQ   tab+40(FP), R8
@@ -125,7 +125,7 @@ q4_1done:
 	RET
 
 // func dotQ5_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-// rows consecutive weight rows, as dotQ8_0AVX2.
+// rows consecutive weight rows, as dotQ4_0AVX2.
 TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-64
 	MOVQ   w+0(FP), SI
 	MOVQ   tab+40(FP), R8
@@ -187,7 +187,7 @@ q5_0done:
 	RET
 
 // func dotQ5_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-// rows consecutive weight rows, as dotQ8_0AVX2.
+// rows consecutive weight rows, as dotQ4_0AVX2.
 TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-64
 	MOVQ   w+0(FP), SI
 	MOVQ   tab+40(FP), R8

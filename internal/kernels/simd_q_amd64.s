@@ -5,8 +5,8 @@
 // Blocks of 32 weights against blocks of 32 int8 activations.
 //
 // The int8 products use VPMADDUBSW, which wants one unsigned operand. Q8_0
-// makes the weights non-negative and moves their signs onto the activations
-// (VPSIGNB); Q4_0 uses its nibbles (0..15) as they are and subtracts
+// (simd_q8_amd64.s) makes the weights non-negative and moves their signs
+// onto the activations (VPSIGNB); Q4_0 uses its nibbles (0..15) as they are and subtracts
 // 8*d*S afterwards (S = d_a*Σa is part of the activations), except in dot4
 // where the correction would need four more registers and the sign trick is
 // used on nibble-8. Pair sums are widened by VPMADDWD with ones, converted
@@ -19,6 +19,8 @@
 // registers. Q4_0 also sums the two halves of a block (low and high
 // nibbles) as int16 (no overflow: |pair| <= 2*15*127) before one
 // VPMADDWD, so a block costs 3 rather than 4 cycles of that pipe.
+
+#define PFDIST 1024
 
 #define HSUM4 \
 	VHADDPS      Y1, Y0, Y0; \
@@ -37,28 +39,6 @@
 	MOVL         $0x0f0f0f0f, DX; \
 	VMOVD        DX, X14; \
 	VPBROADCASTD X14, Y14
-
-// Q8HALF: xa = the 4 int32 sums of 16 weights at wp times the activations
-// at ap (|w| times a with w's signs).
-#define Q8HALF(wp, ap, xw, xa) \
-	VMOVDQU    wp, xw; \
-	VMOVDQU    ap, xa; \
-	VPSIGNB    xw, xa, xa; \
-	VPABSB     xw, xw; \
-	VPMADDUBSW xa, xw, xa; \
-	VPMADDWD   X15, xa, xa
-
-// Q8DOT: acc += d_w*d_a * Σ w*a for the Q8_0 block at bp.
-#define Q8DOT(bp, ap, ap2, dp, xw, xa, xb, xs, xt, acc) \
-	Q8HALF(2+bp, ap, xw, xa); \
-	Q8HALF(18+bp, ap2, xw, xb); \
-	VPADDD       xb, xa, xa; \
-	VCVTDQ2PS    xa, xa; \
-	MOVWLZX      bp, DX; \
-	VBROADCASTSS (R8)(DX*4), xs; \
-	VBROADCASTSS dp, xt; \
-	VMULPS       xt, xs, xs; \
-	VFMADD231PS  xa, xs, acc
 
 // Four activation rows: R9-R12 their quants, BX, DI, R13, R14 their
 // scales, AX = 4*block index (quants at 8*AX, scales at AX), R8 f16Table.
@@ -82,23 +62,6 @@
 	VXORPS Y1, Y1, Y1; \
 	VXORPS Y2, Y2, Y2; \
 	VXORPS Y3, Y3, Y3
-
-// Q8ROW: one row of dot4Q8_0: w in X4, X5 (halves), |w| in X6, X7, the
-// weight scale in X8.
-#define Q8ROW(ap, ap2, dp, xa, xb, xt, acc) \
-	VMOVDQU      ap, xa; \
-	VMOVDQU      ap2, xb; \
-	VPSIGNB      X4, xa, xa; \
-	VPSIGNB      X5, xb, xb; \
-	VPMADDUBSW   xa, X6, xa; \
-	VPMADDUBSW   xb, X7, xb; \
-	VPMADDWD     X15, xa, xa; \
-	VPMADDWD     X15, xb, xb; \
-	VPADDD       xb, xa, xa; \
-	VCVTDQ2PS    xa, xa; \
-	VBROADCASTSS dp, xt; \
-	VMULPS       xt, X8, xt; \
-	VFMADD231PS  xa, xt, acc
 
 #define STORE4 \
 	HSUM4; \
@@ -145,76 +108,11 @@
 	VMULPS       xt, X8, xt; \
 	VFMADD231PS  xa, xt, acc
 
-// func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int, tab *float32, rows int, out *float32)
-// rows consecutive weight rows against one activation row (matrix-vector
-// products loop here rather than in Go: a call costs about as much as a
-// sixth of a 768-wide row).
-TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-56
-	MOVQ w+0(FP), SI
-	MOVQ tab+32(FP), R8
-	MOVQ out+48(FP), AX
-	ONES16
-
-q8row:
-	MOVQ   qs+8(FP), DI
-	MOVQ   d+16(FP), BX
-	MOVQ   nb+24(FP), CX
-	VXORPS X0, X0, X0
-	VXORPS X1, X1, X1
-	SUBQ   $2, CX
-	JL     q8tail
-
-q8loop:
-	Q8DOT(0(SI), 0(DI), 16(DI), 0(BX), X4, X5, X6, X7, X8, X0)
-	Q8DOT(34(SI), 32(DI), 48(DI), 4(BX), X9, X10, X11, X12, X13, X1)
-	ADDQ $68, SI
-	ADDQ $64, DI
-	ADDQ $8, BX
-	SUBQ $2, CX
-	JGE  q8loop
-
-q8tail:
-	ADDQ $2, CX
-	JZ   q8done
-	Q8DOT(0(SI), 0(DI), 16(DI), 0(BX), X4, X5, X6, X7, X8, X0)
-	ADDQ $34, SI
-
-q8done:
-	VADDPS  X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	MOVSS   X0, (AX)
-	ADDQ    $4, AX
-	DECQ    rows+40(FP)
-	JNZ     q8row
-	VZEROUPPER
-	RET
-
-// func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, out *[4]float32)
-TEXT ·dot4Q8_0AVX2(SB), NOSPLIT, $0-48
-	LOAD4
-
-q8x4loop:
-	MOVWLZX      (SI), DX
-	VBROADCASTSS (R8)(DX*4), X8
-	VMOVDQU      2(SI), X4
-	VMOVDQU      18(SI), X5
-	VPABSB       X4, X6
-	VPABSB       X5, X7
-	Q8ROW((R9)(AX*8), 16(R9)(AX*8), (BX)(AX*1), X9, X10, X11, X0)
-	Q8ROW((R10)(AX*8), 16(R10)(AX*8), (DI)(AX*1), X9, X10, X11, X1)
-	Q8ROW((R11)(AX*8), 16(R11)(AX*8), (R13)(AX*1), X9, X10, X11, X2)
-	Q8ROW((R12)(AX*8), 16(R12)(AX*8), (R14)(AX*1), X9, X10, X11, X3)
-	ADDQ    $34, SI
-	ADDQ    $4, AX
-	DECQ    CX
-	JNZ     q8x4loop
-	STORE4
-	RET
-
 // func dotQ4_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 // Works in X registers only; X0, X1 accumulate, X13 sums d_w*S. rows
-// consecutive weight rows as dotQ8_0AVX2.
+// consecutive weight rows against one activation row (matrix-vector
+// products loop here rather than in Go: a call costs about as much as a
+// sixth of a 768-wide row).
 TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ tab+40(FP), R8
@@ -234,6 +132,7 @@ q4row:
 	JL     q4tail
 
 q4loop:
+	PREFETCHT0 PFDIST(SI)
 	Q4DOT((SI), 2(SI), (DI), 16(DI), (BX), (R9), X4, X5, X6, X7, X0)
 	Q4DOT(18(SI), 20(SI), 32(DI), 48(DI), 4(BX), 4(R9), X8, X9, X10, X11, X1)
 	ADDQ $36, SI

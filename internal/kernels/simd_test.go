@@ -213,6 +213,108 @@ func TestSIMDDotRows(t *testing.T) {
 	}
 }
 
+// TestSIMDDot4Rows checks the multi-row four-input kernels against dot4 row
+// by row (exactly: dot4 is the one-row case) and the oracle, and that they
+// write only their rows of the strided output.
+func TestSIMDDot4Rows(t *testing.T) {
+	skipNoSIMD(t)
+	rng := rand.New(rand.NewPCG(17, 18))
+	for typ, p := range simdKernels {
+		if p.simd.dot4Rows == nil {
+			continue
+		}
+		t.Run(typ.String(), func(t *testing.T) {
+			lengths := simdLengths(typ)
+			for _, n := range lengths[:len(lengths)-1] {
+				rb := typ.RowSize(n)
+				var acts [4]*Act
+				for k := range acts {
+					acts[k] = simdRandAct(n, rng)
+				}
+				for _, rows := range []int{1, 2, 3, 5, 8} {
+					w := simdRandWeights(typ, rows*n, rng)
+					stride := rows + 1
+					out := make([]float32, 4*stride)
+					for i := range out {
+						out[i] = 42
+					}
+					p.simd.dot4Rows(w, rows, &acts, n, out, stride)
+					for r := 0; r < rows; r++ {
+						row := w[r*rb : (r+1)*rb]
+						var o [4]float32
+						p.simd.dot4(row, &acts, n, &o)
+						for k := range acts {
+							got := out[k*stride+r]
+							if got != o[k] {
+								t.Fatalf("n=%d rows=%d row %d act %d: dot4Rows %g, dot4 %g", n, rows, r, k, got, o[k])
+							}
+							want, mag := simdOracle(typ, row, acts[k], n)
+							if !simdClose(float64(got), want, mag) {
+								t.Fatalf("n=%d rows=%d row %d act %d: dot4Rows %g, oracle %g (mag %g)", n, rows, r, k, got, want, mag)
+							}
+						}
+					}
+					for k := range acts {
+						if out[k*stride+rows] != 42 {
+							t.Fatalf("n=%d rows=%d: wrote past the rows of input %d", n, rows, k)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// simdInvariant lists the types whose assembly kernels compute every
+// output with the same float operations whatever the kernel (dot, dotRows,
+// dot4, dot4Rows): MatMul gives the same bits for a row alone or in a
+// batch.
+var simdInvariant = []Type{Q8_0, Q4_1, Q5_0, Q5_1, Q5_K}
+
+// TestSIMDBatchInvariant checks that MatMul's results for an input row do
+// not depend on how many rows it is batched with (and which kernels that
+// picks), nor on the pool.
+func TestSIMDBatchInvariant(t *testing.T) {
+	skipNoSIMD(t)
+	if !SIMD() {
+		t.Skip("assembly kernels turned off (MISTRALRS_NOASM)")
+	}
+	rng := rand.New(rand.NewPCG(19, 20))
+	p := NewPool(2)
+	defer p.Close()
+	for _, typ := range simdInvariant {
+		const rows = 37
+		cols := 512
+		m, err := NewMatrix(typ, rows, cols, simdRandWeights(typ, rows*cols, rng))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 11
+		x := make([]float32, n*cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		one := make([]float32, rows)
+		all := make([]float32, n*rows)
+		for _, pool := range []*Pool{nil, p} {
+			for _, batch := range []int{n, 4, 5, 8} {
+				for i0 := 0; i0 < n; i0 += batch {
+					b := min(batch, n-i0)
+					MatMul(pool, all[i0*rows:], m, x[i0*cols:(i0+b)*cols], b)
+				}
+				for i := 0; i < n; i++ {
+					MatMul(nil, one, m, x[i*cols:(i+1)*cols], 1)
+					for r := range one {
+						if one[r] != all[i*rows+r] {
+							t.Fatalf("%s batch %d: input %d row %d: %g alone, %g batched", typ, batch, i, r, one[r], all[i*rows+r])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestSIMDInstalled checks that the assembly kernels are the ones in
 // dotTable (an init order mistake would silently leave the generic ones)
 // and that SetSIMD switches back and forth.
@@ -544,8 +646,11 @@ func TestSIMDNoAlloc(t *testing.T) {
 			p.simd.dot(w, acts[0], n)
 			p.simd.dot4(w, &acts, n, &out)
 			p.simd.dotRows(w, 1, acts[0], n, out[:])
+			if p.simd.dot4Rows != nil {
+				p.simd.dot4Rows(w, 1, &acts, n, out[:], 1)
+			}
 		}); a != 0 {
-			t.Errorf("%s: %v allocations per dot, dot4 and dotRows", typ, a)
+			t.Errorf("%s: %v allocations per dot, dot4, dotRows and dot4Rows", typ, a)
 		}
 	}
 	x := make([]float32, n)
