@@ -1,9 +1,14 @@
 package kernels
 
+import "math"
+
 // quantizeAct fills a.Qs, a.D and a.S from x (len(x) a multiple of 32) as
-// ggml's quantize_row_q8_0 does, except that the block scale stays float32:
-// it never touches memory in bulk, so the extra precision is free. The
-// slices are reused when they have the capacity.
+// llama.cpp quantizes activations for its dot products on x86
+// (quantize_row_q8_0, AVX2): q = x·(127/amax) rounded to nearest even, and
+// the block scale d = amax/127 rounded to fp16, as a block_q8_0 stores it.
+// The products then agree with llama.cpp's to float rounding (the
+// unrounded scale would differ from it by up to 2^-11 relative per block).
+// The slices are reused when they have the capacity.
 func quantizeAct(x []float32, a *Act) {
 	n := len(x)
 	nb := n / 32
@@ -18,11 +23,14 @@ func quantizeAct(x []float32, a *Act) {
 		for _, v := range blk {
 			amax = max(amax, abs32(v))
 		}
-		d := amax / 127
-		id := inv(d)
+		d := FP16ToFP32(FP32ToFP16(amax / 127))
+		var id float32
+		if amax != 0 {
+			id = 127 / amax
+		}
 		var sum int32
 		for j, v := range blk {
-			qi := roundf(v * id)
+			qi := int32(math.RoundToEven(float64(v * id)))
 			q[j] = int8(qi)
 			sum += qi
 		}

@@ -2,22 +2,15 @@
 
 #include "textflag.h"
 
-// QACONST sets the constants: Y15 abs mask, Y14 sign mask, Y13 0.49999997,
-// Y12 the VPERMD order of the packed bytes, X11 127.0, X10 1.0.
+// QACONST sets the constants: Y15 abs mask, Y12 the VPERMD order of the
+// packed bytes, X11 127.0.
 #define QACONST \
 	MOVL         $0x7fffffff, DX; \
 	VMOVD        DX, X15; \
 	VPBROADCASTD X15, Y15; \
-	VPCMPEQD     Y14, Y14, Y14; \
-	VPXOR        Y15, Y14, Y14; \
-	MOVL         $0x3effffff, DX; \
-	VMOVD        DX, X13; \
-	VPBROADCASTD X13, Y13; \
 	VMOVDQU      qaperm<>(SB), Y12; \
 	MOVL         $0x42fe0000, DX; \
-	VMOVD        DX, X11; \
-	MOVL         $0x3f800000, DX; \
-	VMOVD        DX, X10
+	VMOVD        DX, X11
 
 // QAMAX sets every lane of X4 to the largest |x| of the 32 floats at off(SI).
 #define QAMAX(off) \
@@ -35,12 +28,10 @@
 	VPERMILPS    $0xb1, X4, X5; \
 	VMAXPS       X5, X4, X4
 
-// QROUND: yv = roundf(yv) as int32 (see above); yt is clobbered.
-#define QROUND(yv, yt) \
-	VANDPS     Y14, yv, yt; \
-	VORPS      Y13, yt, yt; \
-	VADDPS     yt, yv, yv; \
-	VCVTTPS2DQ yv, yv
+// QROUND: yv = yv rounded to the nearest int32, ties to even (MXCSR's
+// default rounding, which Go keeps).
+#define QROUND(yv) \
+	VCVTPS2DQ yv, yv
 
 // QBLOCK quantizes the block at off(SI) with 1/d broadcast in Y6: 32 bytes
 // to qoff(DI); Y4 is left with 8 partial sums of the quants.
@@ -49,10 +40,10 @@
 	VMULPS    off+32(SI), Y6, Y1; \
 	VMULPS    off+64(SI), Y6, Y2; \
 	VMULPS    off+96(SI), Y6, Y3; \
-	QROUND(Y0, Y4); \
-	QROUND(Y1, Y5); \
-	QROUND(Y2, Y4); \
-	QROUND(Y3, Y5); \
+	QROUND(Y0); \
+	QROUND(Y1); \
+	QROUND(Y2); \
+	QROUND(Y3); \
 	VPADDD    Y1, Y0, Y4; \
 	VPADDD    Y3, Y2, Y5; \
 	VPADDD    Y5, Y4, Y4; \
@@ -75,9 +66,9 @@
 	VMULSS       X8, X4, X4; \
 	VMOVSS       X4, soff(R9)
 
-// Per block of 32, exactly as quantizeAct: d = amax/127, id = 1/d (0 when
-// d is 0), q = roundf(x*id) (half away from zero: truncate x*id +
-// copysign(0.49999997, x*id), exact for |x*id| < 2^22), S = d*float(Σq).
+// Per block of 32, exactly as quantizeAct: d = amax/127 rounded to fp16
+// (VCVTPS2PH, round to nearest even, as FP32ToFP16), id = 127/amax (0 when
+// amax is 0), q = x*id rounded to nearest even, S = d*float(Σq).
 //
 // One block alone is a long dependency chain (maximum, two divisions,
 // rounding, packing), so the main kernel takes 8 blocks at a time: first
@@ -97,10 +88,12 @@ TEXT ·quantizeActAVX2(SB), NOSPLIT, $0-40
 qaloop:
 	QAMAX(0)
 	VDIVSS       X11, X4, X8 // d
+	VCVTPS2PH    $0, X8, X8
+	VCVTPH2PS    X8, X8
 	VMOVSS       X8, (BX)
-	VDIVSS       X8, X10, X6 // 1/d
+	VDIVSS       X4, X11, X6 // 127/amax
 	VXORPS       X7, X7, X7
-	VCMPSS       $4, X7, X8, X7 // d != 0
+	VCMPSS       $4, X7, X4, X7 // amax != 0
 	VANDPS       X7, X6, X6
 	VBROADCASTSS X6, Y6
 	QBLOCK(0, 0)
@@ -145,11 +138,12 @@ qa8loop:
 	VINSERTF128  $1, X7, Y9, Y9
 	VBROADCASTSS X11, Y11
 	VDIVPS       Y11, Y9, Y8 // d
+	VCVTPS2PH    $0, Y8, X8
+	VCVTPH2PS    X8, Y8
 	VMOVUPS      Y8, (BX)
-	VBROADCASTSS X10, Y10
-	VDIVPS       Y8, Y10, Y6 // 1/d
+	VDIVPS       Y9, Y11, Y6 // 127/amax
 	VXORPS       Y7, Y7, Y7
-	VCMPPS       $4, Y7, Y8, Y7 // d != 0
+	VCMPPS       $4, Y7, Y9, Y7 // amax != 0
 	VANDPS       Y7, Y6, Y6
 	VMOVUPS      Y6, ids-32(SP)
 	VBROADCASTSS ids-32(SP), Y6

@@ -58,7 +58,9 @@ func init() {
 	if cpu.X86.HasF16C {
 		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD, dotRows: dotRowsF16SIMD})
 	}
-	simdQuantizeAct = quantizeActSIMD
+	if cpu.X86.HasF16C { // the block scales are rounded to fp16
+		simdQuantizeAct = quantizeActSIMD
+	}
 	SetSIMD(os.Getenv("MISTRALRS_NOASM") == "")
 }
 

@@ -128,7 +128,7 @@
 
 // func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
 // rows consecutive weight rows, as dotQ4_0AVX2.
-// Y0 accumulates d*sc*d_a*Σq*a, Y1 dmin*m*S.
+// Y0 accumulates d*sc*d_a*Σq*a - dmin*m*S, super-block by super-block.
 TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-64
 	MOVQ    w+0(FP), SI
 	MOVQ    tab+40(FP), R8
@@ -143,12 +143,12 @@ q4krow:
 	MOVQ   s+24(FP), R10
 	MOVQ   nsb+32(FP), CX
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 
 q4kloop:
 	KSCALES // R11 = scales, R12 = mins
 
-	// Y2 = d*sc*d_a per sub-block; Y1 += dmin*m*S.
+	// Y2 = d*sc*d_a per sub-block, Y1 = dmin*m*S: the operations (and
+	// their order) of dot4Q4_KAVX2, so that the two agree bit for bit.
 	VMOVQ        R11, X2
 	VPMOVZXBD    X2, Y2
 	VCVTDQ2PS    Y2, Y2
@@ -156,13 +156,13 @@ q4kloop:
 	VBROADCASTSS (R8)(DX*4), Y3
 	VMULPS       Y3, Y2, Y2
 	VMULPS       (R9), Y2, Y2
-	VMOVQ        R12, X3
-	VPMOVZXBD    X3, Y3
-	VCVTDQ2PS    Y3, Y3
-	VMULPS       (R10), Y3, Y3
+	VMOVQ        R12, X1
+	VPMOVZXBD    X1, Y1
+	VCVTDQ2PS    Y1, Y1
 	MOVWLZX      2(SI), DX
 	VBROADCASTSS (R8)(DX*4), Y4
-	VFMADD231PS  Y3, Y4, Y1
+	VMULPS       Y4, Y1, Y1
+	VMULPS       (R10), Y1, Y1
 
 	Q4KPAIR(16(SI), 32(SI), (DI), 16(DI), 32(DI), 48(DI), X7, Y7)
 	Q4KPAIR(48(SI), 64(SI), 64(DI), 80(DI), 96(DI), 112(DI), X8, Y8)
@@ -170,6 +170,7 @@ q4kloop:
 	Q4KPAIR(112(SI), 128(SI), 192(DI), 208(DI), 224(DI), 240(DI), X10, Y10)
 	SUMS8
 	VFMADD231PS Y7, Y2, Y0
+	VSUBPS      Y1, Y0, Y0
 
 	ADDQ $144, SI
 	ADDQ $256, DI
@@ -178,11 +179,12 @@ q4kloop:
 	DECQ CX
 	JNZ  q4kloop
 
-	VSUBPS       Y1, Y0, Y0
+	// The lane sums in dot4's order (its HSUM): pairs, pairs of pairs,
+	// then the two halves.
+	VHADDPS      Y0, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
 	MOVSS        X0, (AX)
 	ADDQ         $4, AX
 	DECQ         rows+48(FP)
@@ -1121,10 +1123,11 @@ q6kloop:
 	DECQ CX
 	JNZ  q6kloop
 
+	// The lane sums in dot4's order (see dotQ4_KAVX2).
+	VHADDPS      Y0, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
 	MOVSS        X0, (AX)
 	ADDQ         $4, AX
 	DECQ         rows+40(FP)

@@ -73,7 +73,10 @@ func TestReferenceModels(t *testing.T) {
 	if err := json.Unmarshal(raw, &ref); err != nil {
 		t.Fatal(err)
 	}
-	tolerances := map[string]float64{"tiny-f32": 1e-4, "tiny-f16": 1e-3, "tiny-q8_0": 5e-2, "tiny-q4_0": 5e-2}
+	// The quantized models agree to float rounding since the activations are
+	// quantized as llama.cpp does (fp16 block scales): measured 6e-8 (Q8_0)
+	// and 1.2e-7 (Q4_0), with and without the assembly kernels.
+	tolerances := map[string]float64{"tiny-f32": 1e-4, "tiny-f16": 1e-3, "tiny-q8_0": 1e-6, "tiny-q4_0": 1e-6}
 	pool := kernels.NewPool(2)
 	defer pool.Close()
 	for name, r := range ref.Models {
@@ -116,7 +119,7 @@ func TestReferenceModels(t *testing.T) {
 					same++
 				}
 				t.Logf("greedy: first %d of %d tokens equal", same, len(gen))
-				if name == "tiny-f32" && same != len(gen) {
+				if (name == "tiny-f32" || name == "tiny-q8_0") && same != len(gen) {
 					t.Errorf("greedy tokens %v, want %v", gen, r.Greedy)
 				}
 			}
