@@ -31,6 +31,7 @@ var (
 	simdMu          sync.Mutex
 	simdKernels     = map[Type]*simdPair{}
 	simdOn          bool
+	simdVec         bool // DotF32 and Axpy use assembly (with simdOn)
 )
 
 func init() {
@@ -86,6 +87,7 @@ func SetSIMD(on bool) (was bool) {
 	if simdOn {
 		quantizeActAsm = simdQuantizeAct
 	}
+	simdVec = simdOn
 	for t, p := range simdKernels {
 		k := p.generic
 		if simdOn {
@@ -569,4 +571,40 @@ func dot4Q6_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	_ = w[nsb*210-1]
 	qs, d := q4args(a, nsb*8)
 	dot4Q6_KAVX2(&w[0], &qs, &d, nsb, &f16Table[0], out)
+}
+
+//go:noescape
+func dotVecAVX2(a, b *float32, n int) float32
+
+//go:noescape
+func axpyAVX2(alpha float32, x, y *float32, n int)
+
+// DotF32 returns Σ a[i]*b[i] over len(a); b must be at least as long.
+func DotF32(a, b []float32) float32 {
+	n := len(a)
+	if !simdVec || n < 8 {
+		return dotF32Go(a, b)
+	}
+	b = b[:n]
+	m := n &^ 7
+	s := dotVecAVX2(&a[0], &b[0], m)
+	for i := m; i < n; i++ {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// Axpy sets y[i] += alpha*x[i] over len(y); x must be at least as long.
+func Axpy(alpha float32, x, y []float32) {
+	n := len(y)
+	if !simdVec || n < 8 {
+		axpyGo(alpha, x, y)
+		return
+	}
+	x = x[:n]
+	m := n &^ 7
+	axpyAVX2(alpha, &x[0], &y[0], m)
+	for i := m; i < n; i++ {
+		y[i] += alpha * x[i]
+	}
 }

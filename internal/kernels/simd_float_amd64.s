@@ -363,3 +363,71 @@ bf16x4done:
 	VMOVUPS X0, (AX)
 	VZEROUPPER
 	RET
+
+// func dotVecAVX2(a, b *float32, n int) float32
+// n is a multiple of 8. Attention's scores: short vectors (a head, 64 to
+// 128 values), so two accumulators and no row loop.
+TEXT ·dotVecAVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	SUBQ   $16, CX
+	JL     dvtail
+
+dvloop:
+	VMOVUPS     (SI), Y2
+	VMOVUPS     32(SI), Y3
+	VFMADD231PS (DI), Y2, Y0
+	VFMADD231PS 32(DI), Y3, Y1
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JGE         dvloop
+
+dvtail:
+	ADDQ        $16, CX
+	JZ          dvdone
+	VMOVUPS     (SI), Y2
+	VFMADD231PS (DI), Y2, Y0
+
+dvdone:
+	VADDPS Y1, Y0, Y0
+	HSUM0
+	VZEROUPPER
+	MOVSS  X0, ret+24(FP)
+	RET
+
+// func axpyAVX2(alpha float32, x, y *float32, n int)
+// y += alpha*x; n is a multiple of 8.
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
+	VBROADCASTSS alpha+0(FP), Y0
+	MOVQ         x+8(FP), SI
+	MOVQ         y+16(FP), DI
+	MOVQ         n+24(FP), CX
+	SUBQ         $16, CX
+	JL           axtail
+
+axloop:
+	VMOVUPS     (DI), Y1
+	VMOVUPS     32(DI), Y2
+	VFMADD231PS (SI), Y0, Y1
+	VFMADD231PS 32(SI), Y0, Y2
+	VMOVUPS     Y1, (DI)
+	VMOVUPS     Y2, 32(DI)
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JGE         axloop
+
+axtail:
+	ADDQ        $16, CX
+	JZ          axdone
+	VMOVUPS     (DI), Y1
+	VFMADD231PS (SI), Y0, Y1
+	VMOVUPS     Y1, (DI)
+
+axdone:
+	VZEROUPPER
+	RET

@@ -14,3 +14,9 @@ func SIMD() bool { return false }
 
 // quantizeActAsm is nil: no assembly activation quantizer here.
 var quantizeActAsm func(x []float32, a *Act)
+
+// DotF32 returns Σ a[i]*b[i] over len(a); b must be at least as long.
+func DotF32(a, b []float32) float32 { return dotF32Go(a, b) }
+
+// Axpy sets y[i] += alpha*x[i] over len(y); x must be at least as long.
+func Axpy(alpha float32, x, y []float32) { axpyGo(alpha, x, y) }
