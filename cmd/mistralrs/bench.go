@@ -149,7 +149,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 			}
 			r := benchResult{
 				ModelFilename: name, ModelType: typeName, ModelSize: size, ModelNParams: params,
-				Backends: "CPU", NThreads: nThreads, NPrompt: t.pp, NGen: t.tg,
+				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: t.pp, NGen: t.tg,
 				TestTime: time.Now().UTC().Format(time.RFC3339),
 			}
 			for i := 0; i < f.reps; i++ {

@@ -99,6 +99,15 @@ func SetSIMD(on bool) (was bool) {
 	return was
 }
 
+// Backend names the kernels in use for reports (llama-bench's backends
+// column): "CPU AVX2" with the assembly kernels, "CPU Go" without.
+func Backend() string {
+	if SIMD() {
+		return "CPU AVX2"
+	}
+	return "CPU Go"
+}
+
 // SIMD reports whether the assembly kernels are in use.
 func SIMD() bool {
 	simdMu.Lock()

@@ -20,3 +20,6 @@ func DotF32(a, b []float32) float32 { return dotF32Go(a, b) }
 
 // Axpy sets y[i] += alpha*x[i] over len(y); x must be at least as long.
 func Axpy(alpha float32, x, y []float32) { axpyGo(alpha, x, y) }
+
+// Backend names the kernels in use for reports: the pure-Go ones here.
+func Backend() string { return "CPU Go" }

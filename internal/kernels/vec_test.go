@@ -70,3 +70,10 @@ func BenchmarkAttentionVec(b *testing.B) {
 		})
 	}
 }
+
+func TestBackend(t *testing.T) {
+	b := Backend()
+	if SIMD() && b != "CPU AVX2" || !SIMD() && b != "CPU Go" {
+		t.Errorf("Backend() = %q with SIMD() = %v", b, SIMD())
+	}
+}
