@@ -19,13 +19,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := s.prepareChat(r, body)
 	if err != nil {
-		if clientGone(r) {
-			// Left while the model was loading: nobody reads this, but the
-			// access log and metrics say what happened.
-			observe.WriteErrorMessage(w, r, statusClientClosed, "client closed the request")
-			return
-		}
-		s.writeRequestError(w, r, err)
+		s.writePrepareError(w, r, err)
 		return
 	}
 	defer j.job.release()
@@ -34,6 +28,17 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.completeChat(w, r, j)
 	}
+}
+
+// writePrepareError answers a request that failed before generation.
+func (s *Server) writePrepareError(w http.ResponseWriter, r *http.Request, err error) {
+	if clientGone(r) {
+		// Left while the model was loading: nobody reads this, but the
+		// access log and metrics say what happened.
+		observe.WriteErrorMessage(w, r, statusClientClosed, "client closed the request")
+		return
+	}
+	s.writeRequestError(w, r, err)
 }
 
 // chatJob is a checked chat request.

@@ -20,13 +20,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	cj, err := s.prepareCompletion(r, body)
 	if err != nil {
-		if clientGone(r) {
-			// Left while the model was loading: nobody reads this, but the
-			// access log and metrics say what happened.
-			observe.WriteErrorMessage(w, r, statusClientClosed, "client closed the request")
-			return
-		}
-		s.writeRequestError(w, r, err)
+		s.writePrepareError(w, r, err)
 		return
 	}
 	defer cj.job.release()
