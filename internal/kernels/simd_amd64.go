@@ -49,7 +49,7 @@ func init() {
 	add(F32, typeKernels{dot: dotF32SIMD, dot4: dot4F32SIMD, dotRows: dotRowsF32SIMD})
 	add(BF16, typeKernels{dot: dotBF16SIMD, dot4: dot4BF16SIMD, dotRows: dotRowsBF16SIMD})
 	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD, dotRows: dotRowsQ8_0SIMD, dot4Rows: dot4RowsQ8_0SIMD})
-	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD, dotRows: dotRowsQ4_0SIMD})
+	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD, dotRows: dotRowsQ4_0SIMD, dot4Rows: dot4RowsQ4_0SIMD})
 	add(Q4_1, typeKernels{dot: dotQ4_1SIMD, dot4: dot4Of(dotQ4_1SIMD), dotRows: dotRowsQ4_1SIMD})
 	add(Q5_0, typeKernels{dot: dotQ5_0SIMD, dot4: dot4Of(dotQ5_0SIMD), dotRows: dotRowsQ5_0SIMD})
 	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Of(dotQ5_1SIMD), dotRows: dotRowsQ5_1SIMD})
@@ -310,7 +310,7 @@ func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, r
 func dotQ4_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 
 //go:noescape
-func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, out *[4]float32)
+func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 
 // qargs checks one activation row for nb blocks and returns its pointers.
 func qargs(a *Act, nb int) (*int8, *float32) {
@@ -380,14 +380,27 @@ func dotQ4_0SIMD(w []byte, a *Act, n int) float32 {
 }
 
 func dot4Q4_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nb := n / 32
-	if nb == 0 {
-		*out = [4]float32{}
+	dot4RowsQ4_0SIMD(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ4_0SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if rows == 0 {
 		return
 	}
-	_ = w[nb*18-1]
+	checkRows4(rows, out, stride)
+	nb := n / 32
+	if nb == 0 {
+		clearRows4(rows, out, stride)
+		return
+	}
+	_ = w[rows*nb*18-1]
 	qs, d := q4args(a, nb)
-	dot4Q4_0AVX2(&w[0], &qs, &d, nb, &f16Table[0], out)
+	var s [4]*float32
+	for k := range a {
+		_ = a[k].S[nb-1]
+		s[k] = &a[k].S[0]
+	}
+	dot4Q4_0AVX2(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
 }
 
 //go:noescape

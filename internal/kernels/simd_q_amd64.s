@@ -2,192 +2,255 @@
 
 #include "textflag.h"
 
-// Blocks of 32 weights against blocks of 32 int8 activations.
-//
-// The int8 products use VPMADDUBSW, which wants one unsigned operand. Q8_0
-// (simd_q8_amd64.s) makes the weights non-negative and moves their signs
-// onto the activations (VPSIGNB); Q4_0 uses its nibbles (0..15) as they are and subtracts
-// 8*d*S afterwards (S = d_a*Σa is part of the activations), except in dot4
-// where the correction would need four more registers and the sign trick is
-// used on nibble-8. Pair sums are widened by VPMADDWD with ones, converted
-// to float and accumulated with the block's scale d_w*d_a. Weight scales
-// (halves) are read through f16Table (tab): a load instead of a VCVTPH2PS.
-//
-// Zen 1 splits 256-bit ops in two and runs VPMADDUBSW/VPMADDWD on one pipe,
-// so 256-bit registers save nothing there, while 128-bit halves make the
-// per-block tail (convert, scale, FMA) half as wide: the kernels work on X
-// registers. Q4_0 also sums the two halves of a block (low and high
-// nibbles) as int16 (no overflow: |pair| <= 2*15*127) before one
-// VPMADDWD, so a block costs 3 rather than 4 cycles of that pipe.
+// Q4_0 kernels. The nibbles (0..15) are VPMADDUBSW's unsigned operand as
+// they are, against the activations; the low and high halves of a block
+// are summed as int16 (no overflow: |pair| <= 2*15*127) before one
+// VPMADDWD, so a block costs 3 cycles of the pipe that runs both. The -8
+// offset is applied as a float correction with S = d_a*Σa (part of the
+// activations): per block, acc = fma(float(X), d_w*d_a, acc) then acc =
+// fma(d_w, -8*S, acc) with X = Σ nibble*a. Every kernel does exactly this
+// per output (the four-way ones in the lanes of one register after a
+// transposition of four blocks' sums, as the Q8_0 kernels), so MatMul's
+// results do not depend on the batch.
 
-#define PFDIST 1024
-
-#define HSUM4 \
-	VHADDPS      Y1, Y0, Y0; \
-	VHADDPS      Y3, Y2, Y2; \
-	VHADDPS      Y2, Y0, Y0; \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS       X1, X0, X0
-
-// ONES16 sets Y15 to int16 ones.
-#define ONES16 \
-	VPCMPEQW Y15, Y15, Y15; \
-	VPSRLW   $15, Y15, Y15
-
-// MASK0F sets Y14 to 0x0f bytes.
-#define MASK0F \
+// Q4CONST sets X15 to int16 ones, X14 to 0x0f bytes and X4 to -8.0.
+#define Q4CONST \
+	VPCMPEQW     X15, X15, X15; \
+	VPSRLW       $15, X15, X15; \
 	MOVL         $0x0f0f0f0f, DX; \
 	VMOVD        DX, X14; \
-	VPBROADCASTD X14, Y14
+	VPBROADCASTD X14, X14; \
+	MOVL         $0xc1000000, DX; \
+	VMOVD        DX, X4; \
+	VBROADCASTSS X4, X4
 
-// Four activation rows: R9-R12 their quants, BX, DI, R13, R14 their
-// scales, AX = 4*block index (quants at 8*AX, scales at AX), R8 f16Table.
-#define LOAD4 \
-	MOVQ w+0(FP), SI; \
-	MOVQ qs+8(FP), AX; \
-	MOVQ 0(AX), R9; \
-	MOVQ 8(AX), R10; \
-	MOVQ 16(AX), R11; \
-	MOVQ 24(AX), R12; \
-	MOVQ d+16(FP), AX; \
-	MOVQ 0(AX), BX; \
-	MOVQ 8(AX), DI; \
-	MOVQ 16(AX), R13; \
-	MOVQ 24(AX), R14; \
-	MOVQ nb+24(FP), CX; \
-	MOVQ tab+32(FP), R8; \
-	XORQ AX, AX; \
-	ONES16; \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3
+// Q4T4: X0 = [ΣX0, ΣX2, ΣX10, ΣX12] (lane sums); X1, X3 are clobbered.
+#define Q4T4 \
+	VPUNPCKLDQ  X2, X0, X1; \
+	VPUNPCKHDQ  X2, X0, X0; \
+	VPADDD      X1, X0, X0; \
+	VPUNPCKLDQ  X12, X10, X3; \
+	VPUNPCKHDQ  X12, X10, X10; \
+	VPADDD      X3, X10, X10; \
+	VPUNPCKLQDQ X10, X0, X1; \
+	VPUNPCKHQDQ X10, X0, X0; \
+	VPADDD      X1, X0, X0
 
-#define STORE4 \
-	HSUM4; \
-	MOVQ    out+40(FP), AX; \
-	VMOVUPS X0, (AX); \
-	VZEROUPPER
-
-// Q4WORDS sets xl to the 8 int16 sums of nibble*a of the Q4_0 quants at qp
-// (low nibbles against a0p, high against a1p); xh is clobbered.
-#define Q4WORDS(qp, a0p, a1p, xl, xh) \
-	VMOVDQU    qp, xl; \
-	VPSRLW     $4, xl, xh; \
-	VPAND      X14, xl, xl; \
-	VPAND      X14, xh, xh; \
-	VPMADDUBSW a0p, xl, xl; \
-	VPMADDUBSW a1p, xh, xh; \
-	VPADDW     xh, xl, xl
-
-// Q4DOT: acc += d_w*d_a * Σ nibble*a and corr += d_w*S (X13) for one block.
-#define Q4DOT(wp, qp, a0p, a1p, dp, sp, xl, xh, xs, xt, acc) \
-	Q4WORDS(qp, a0p, a1p, xl, xh); \
-	MOVWLZX      wp, DX; \
-	VBROADCASTSS (R8)(DX*4), xs; \
-	VFMADD231SS  sp, xs, X13; \
-	VBROADCASTSS dp, xt; \
-	VMULPS       xt, xs, xs; \
-	VPMADDWD     X15, xl, xl; \
-	VCVTDQ2PS    xl, xl; \
-	VFMADD231PS  xl, xs, acc
-
-// Q4ROW: one row of dot4Q4_0 (X registers): nibble-8 in X4 (low) and X5
-// (high), their magnitudes in X6, X7, the weight scale in X8.
-#define Q4ROW(a0p, a1p, dp, xa, xb, xt, acc) \
-	VMOVDQU      a0p, xa; \
-	VMOVDQU      a1p, xb; \
-	VPSIGNB      X4, xa, xa; \
-	VPSIGNB      X5, xb, xb; \
-	VPMADDUBSW   xa, X6, xa; \
-	VPMADDUBSW   xb, X7, xb; \
-	VPADDW       xb, xa, xa; \
-	VPMADDWD     X15, xa, xa; \
-	VCVTDQ2PS    xa, xa; \
-	VBROADCASTSS dp, xt; \
-	VMULPS       xt, X8, xt; \
-	VFMADD231PS  xa, xt, acc
+// Q4W: the 4 int32 partial sums p of Σ nibble*a of one weight block
+// (quants at qp) against the activation block at (DI); t is clobbered.
+#define Q4W(qp, p, t) \
+	VMOVDQU    qp, p; \
+	VPSRLW     $4, p, t; \
+	VPAND      X14, p, p; \
+	VPAND      X14, t, t; \
+	VPMADDUBSW (DI), p, p; \
+	VPMADDUBSW 16(DI), t, t; \
+	VPADDW     t, p, p; \
+	VPMADDWD   X15, p, p
 
 // func dotQ4_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-// Works in X registers only; X0, X1 accumulate, X13 sums d_w*S. rows
-// consecutive weight rows against one activation row (matrix-vector
+// rows consecutive weight rows against one activation row (matrix-vector
 // products loop here rather than in Go: a call costs about as much as a
-// sixth of a 768-wide row).
+// sixth of a 768-wide row): four rows at a time (X13 accumulates their
+// outputs), the last rows%4 one by one. R13 is the row size, R9 three
+// rows, R15 the prefetch pointer.
 TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), SI
-	MOVQ tab+40(FP), R8
-	MOVQ out+56(FP), AX
-	ONES16
-	MASK0F
+	MOVQ  w+0(FP), SI
+	MOVQ  tab+40(FP), R8
+	MOVQ  out+56(FP), AX
+	MOVQ  nb+32(FP), R13
+	IMULQ $18, R13
+	LEAQ  (R13)(R13*2), R9
+	Q4CONST
+	SUBQ  $4, rows+48(FP)
+	JL    q4one
 
-q4row:
+q4four:
 	MOVQ   qs+8(FP), DI
 	MOVQ   d+16(FP), BX
-	MOVQ   s+24(FP), R9
+	MOVQ   s+24(FP), R10
 	MOVQ   nb+32(FP), CX
-	VXORPS X0, X0, X0
-	VXORPS X1, X1, X1
 	VXORPS X13, X13, X13
-	SUBQ   $2, CX
-	JL     q4tail
+	LEAQ   (SI)(R9*1), R15
+	ADDQ   R13, R15
 
-q4loop:
-	PREFETCHT0 PFDIST(SI)
-	Q4DOT((SI), 2(SI), (DI), 16(DI), (BX), (R9), X4, X5, X6, X7, X0)
-	Q4DOT(18(SI), 20(SI), 32(DI), 48(DI), 4(BX), 4(R9), X8, X9, X10, X11, X1)
-	ADDQ $36, SI
-	ADDQ $64, DI
-	ADDQ $8, BX
-	ADDQ $8, R9
-	SUBQ $2, CX
-	JGE  q4loop
+q4fourloop:
+	// X8 = the four rows' d_w, X7 = d_w*d_a, X6 = -8*S.
+	MOVWLZX      (SI), DX
+	MOVWLZX      (SI)(R13*1), R11
+	MOVWLZX      (SI)(R13*2), R12
+	MOVWLZX      (SI)(R9*1), R14
+	VMOVSS       (R8)(DX*4), X8
+	VINSERTPS    $0x10, (R8)(R11*4), X8, X8
+	VINSERTPS    $0x20, (R8)(R12*4), X8, X8
+	VINSERTPS    $0x30, (R8)(R14*4), X8, X8
+	VBROADCASTSS (BX), X7
+	VMULPS       X7, X8, X7
+	VBROADCASTSS (R10), X6
+	VMULPS       X4, X6, X6
 
-q4tail:
-	ADDQ $2, CX
+	// Four short rows at once do not look like a stream to the hardware
+	// prefetcher: fetch the next four rows' 72 bytes a block ahead.
+	PREFETCHT0   (R15)
+	PREFETCHT0   64(R15)
+	ADDQ         $72, R15
+
+	Q4W(2(SI), X0, X1)
+	Q4W(2(SI)(R13*1), X2, X1)
+	Q4W(2(SI)(R13*2), X10, X1)
+	Q4W(2(SI)(R9*1), X12, X1)
+	Q4T4
+	VCVTDQ2PS    X0, X0
+	VFMADD231PS  X7, X0, X13
+	VFMADD231PS  X6, X8, X13
+	ADDQ         $18, SI
+	ADDQ         $32, DI
+	ADDQ         $4, BX
+	ADDQ         $4, R10
+	DECQ         CX
+	JNZ          q4fourloop
+
+	VMOVUPS X13, (AX)
+	ADDQ    $16, AX
+	ADDQ    R9, SI                  // SI is at the end of the first row
+	SUBQ    $4, rows+48(FP)
+	JGE     q4four
+
+q4one:
+	ADDQ $4, rows+48(FP)
 	JZ   q4done
-	Q4DOT((SI), 2(SI), (DI), 16(DI), (BX), (R9), X4, X5, X6, X7, X0)
-	ADDQ $18, SI
+
+q4onerow:
+	MOVQ   qs+8(FP), DI
+	MOVQ   d+16(FP), BX
+	MOVQ   s+24(FP), R10
+	MOVQ   nb+32(FP), CX
+	VXORPS X13, X13, X13
+
+q4oneloop:
+	Q4W(2(SI), X0, X1)
+	VPSHUFD     $0x4e, X0, X1
+	VPADDD      X1, X0, X0
+	VPSHUFD     $0xb1, X0, X1
+	VPADDD      X1, X0, X0
+	VCVTDQ2PS   X0, X0
+	MOVWLZX     (SI), DX
+	VMOVSS      (R8)(DX*4), X8
+	VMULSS      (BX), X8, X7
+	VMULSS      (R10), X4, X6
+	VFMADD231SS X7, X0, X13
+	VFMADD231SS X6, X8, X13
+	ADDQ        $18, SI
+	ADDQ        $32, DI
+	ADDQ        $4, BX
+	ADDQ        $4, R10
+	DECQ        CX
+	JNZ         q4oneloop
+
+	VMOVSS X13, (AX)
+	ADDQ   $4, AX
+	DECQ   rows+48(FP)
+	JNZ    q4onerow
 
 q4done:
-	VADDPS      X1, X0, X0
-	VHADDPS     X0, X0, X0
-	VHADDPS     X0, X0, X0
-	MOVL        $0xc1000000, DX // -8.0
-	VMOVD       DX, X1
-	VFMADD231SS X13, X1, X0
-	MOVSS       X0, (AX)
-	ADDQ        $4, AX
-	DECQ        rows+48(FP)
-	JNZ         q4row
 	VZEROUPPER
 	RET
 
-// func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, out *[4]float32)
-TEXT ·dot4Q4_0AVX2(SB), NOSPLIT, $0-48
-	LOAD4
-	MASK0F
-	MOVL         $0x08080808, DX
-	VMOVD        DX, X9
-	VPBROADCASTD X9, X9
+// Q4A: one activation row's block (quant halves at a0, a1) against the
+// weight block's low nibbles in X5 and high nibbles in X9: p = partial
+// sums, t is clobbered.
+#define Q4A(a0, a1, p, t) \
+	VPMADDUBSW a0, X5, p; \
+	VPMADDUBSW a1, X9, t; \
+	VPADDW     t, p, p; \
+	VPMADDWD   X15, p, p
+
+// Q4GATHER sets x to the four activation rows' sums S for block index
+// AX/4 (pointers to their arrays in the frame, s0-s3).
+#define Q4GATHER(x) \
+	MOVQ      s0-32(SP), DX; \
+	VMOVSS    (DX)(AX*1), x; \
+	MOVQ      s1-24(SP), DX; \
+	VINSERTPS $0x10, (DX)(AX*1), x, x; \
+	MOVQ      s2-16(SP), DX; \
+	VINSERTPS $0x20, (DX)(AX*1), x, x; \
+	MOVQ      s3-8(SP), DX; \
+	VINSERTPS $0x30, (DX)(AX*1), x, x
+
+// func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+// rows consecutive weight rows against four activation rows: row r's
+// output for activation row k goes to out[k*stride + r]. R9-R12 point to
+// the activation quants, BX, DI, R13, R14 to their scales, the frame holds
+// the pointers to their sums S; AX = 4*block index (quants at 8*AX, scales
+// and sums at AX). X13 accumulates the four outputs.
+TEXT ·dot4Q4_0AVX2(SB), NOSPLIT, $32-72
+	MOVQ w+0(FP), SI
+	MOVQ s+24(FP), AX
+	MOVQ 0(AX), DX
+	MOVQ DX, s0-32(SP)
+	MOVQ 8(AX), DX
+	MOVQ DX, s1-24(SP)
+	MOVQ 16(AX), DX
+	MOVQ DX, s2-16(SP)
+	MOVQ 24(AX), DX
+	MOVQ DX, s3-8(SP)
+	MOVQ qs+8(FP), AX
+	MOVQ 0(AX), R9
+	MOVQ 8(AX), R10
+	MOVQ 16(AX), R11
+	MOVQ 24(AX), R12
+	MOVQ d+16(FP), AX
+	MOVQ 0(AX), BX
+	MOVQ 8(AX), DI
+	MOVQ 16(AX), R13
+	MOVQ 24(AX), R14
+	MOVQ tab+40(FP), R8
+	MOVQ stride+64(FP), R15
+	SHLQ $2, R15
+	Q4CONST
+
+q4x4row:
+	MOVQ   nb+32(FP), CX
+	XORQ   AX, AX
+	VXORPS X13, X13, X13
 
 q4x4loop:
+	// X8 = d_w, X7 = d_a*d_w (four rows), X6 = -8*S (four rows).
 	MOVWLZX      (SI), DX
 	VBROADCASTSS (R8)(DX*4), X8
-	VMOVDQU      2(SI), X4
-	VPSRLW       $4, X4, X5
-	VPAND        X14, X4, X4
+	VMOVSS       (BX)(AX*1), X7
+	VINSERTPS    $0x10, (DI)(AX*1), X7, X7
+	VINSERTPS    $0x20, (R13)(AX*1), X7, X7
+	VINSERTPS    $0x30, (R14)(AX*1), X7, X7
+	VMULPS       X8, X7, X7
+	Q4GATHER(X6)
+	VMULPS       X4, X6, X6
+
+	VMOVDQU      2(SI), X5
+	VPSRLW       $4, X5, X9
 	VPAND        X14, X5, X5
-	VPSUBB       X9, X4, X4
-	VPSUBB       X9, X5, X5
-	VPABSB       X4, X6
-	VPABSB       X5, X7
-	Q4ROW((R9)(AX*8), 16(R9)(AX*8), (BX)(AX*1), X10, X11, X12, X0)
-	Q4ROW((R10)(AX*8), 16(R10)(AX*8), (DI)(AX*1), X10, X11, X12, X1)
-	Q4ROW((R11)(AX*8), 16(R11)(AX*8), (R13)(AX*1), X10, X11, X12, X2)
-	Q4ROW((R12)(AX*8), 16(R12)(AX*8), (R14)(AX*1), X10, X11, X12, X3)
+	VPAND        X14, X9, X9
+	Q4A((R9)(AX*8), 16(R9)(AX*8), X0, X1)
+	Q4A((R10)(AX*8), 16(R10)(AX*8), X2, X1)
+	Q4A((R11)(AX*8), 16(R11)(AX*8), X10, X1)
+	Q4A((R12)(AX*8), 16(R12)(AX*8), X12, X1)
+	Q4T4
+	VCVTDQ2PS    X0, X0
+	VFMADD231PS  X7, X0, X13
+	VFMADD231PS  X6, X8, X13
 	ADDQ         $18, SI
 	ADDQ         $4, AX
 	DECQ         CX
 	JNZ          q4x4loop
-	STORE4
+
+	MOVQ       out+56(FP), DX
+	VMOVSS     X13, (DX)
+	VEXTRACTPS $1, X13, (DX)(R15*1)
+	VEXTRACTPS $2, X13, (DX)(R15*2)
+	LEAQ       (DX)(R15*2), DX
+	VEXTRACTPS $3, X13, (DX)(R15*1)
+	ADDQ       $4, out+56(FP)
+	DECQ       rows+48(FP)
+	JNZ        q4x4row
+	VZEROUPPER
 	RET
