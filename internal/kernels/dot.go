@@ -60,3 +60,15 @@ func clearRows4(rows int, out []float32, stride int) {
 		clear(out[k*stride : k*stride+rows])
 	}
 }
+
+// dot4RowsOf runs dot4 over rows rows of rb bytes: the dot4Rows of kernels
+// that have none of their own (or lengths theirs does not take).
+func dot4RowsOf(dot4 dot4Func, rb int, w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	var o [4]float32
+	for r := 0; r < rows; r++ {
+		dot4(w[r*rb:(r+1)*rb], a, n, &o)
+		for k := range o {
+			out[k*stride+r] = o[k]
+		}
+	}
+}

@@ -46,18 +46,18 @@ func init() {
 		}
 		simdKernels[t] = &simdPair{generic: *e, simd: k}
 	}
-	add(F32, typeKernels{dot: dotF32SIMD, dot4: dot4F32SIMD, dotRows: dotRowsF32SIMD})
-	add(BF16, typeKernels{dot: dotBF16SIMD, dot4: dot4BF16SIMD, dotRows: dotRowsBF16SIMD})
+	add(F32, typeKernels{dot: dotF32SIMD, dot4: dot4F32SIMD, dotRows: dotRowsF32SIMD, dot4Rows: dot4RowsF32SIMD})
+	add(BF16, typeKernels{dot: dotBF16SIMD, dot4: dot4BF16SIMD, dotRows: dotRowsBF16SIMD, dot4Rows: dot4RowsBF16SIMD})
 	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD, dotRows: dotRowsQ8_0SIMD, dot4Rows: dot4RowsQ8_0SIMD})
 	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD, dotRows: dotRowsQ4_0SIMD, dot4Rows: dot4RowsQ4_0SIMD})
 	add(Q4_1, typeKernels{dot: dotQ4_1SIMD, dot4: dot4Of(dotQ4_1SIMD), dotRows: dotRowsQ4_1SIMD})
 	add(Q5_0, typeKernels{dot: dotQ5_0SIMD, dot4: dot4Of(dotQ5_0SIMD), dotRows: dotRowsQ5_0SIMD})
 	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Of(dotQ5_1SIMD), dotRows: dotRowsQ5_1SIMD})
-	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Q4_KSIMD, dotRows: dotRowsQ4_KSIMD})
+	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Q4_KSIMD, dotRows: dotRowsQ4_KSIMD, dot4Rows: dot4RowsQ4_KSIMD})
 	add(Q5_K, typeKernels{dot: dotQ5_KSIMD, dot4: dot4Of(dotQ5_KSIMD), dotRows: dotRowsQ5_KSIMD})
-	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Q6_KSIMD, dotRows: dotRowsQ6_KSIMD})
+	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Q6_KSIMD, dotRows: dotRowsQ6_KSIMD, dot4Rows: dot4RowsQ6_KSIMD})
 	if cpu.X86.HasF16C {
-		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD, dotRows: dotRowsF16SIMD})
+		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD, dotRows: dotRowsF16SIMD, dot4Rows: dot4RowsF16SIMD})
 	}
 	if cpu.X86.HasF16C { // the block scales are rounded to fp16
 		simdQuantizeAct = quantizeActSIMD
@@ -138,13 +138,13 @@ func tailF16(w []byte, x []float32) float32 {
 func dotF32AVX2(w, x *float32, n, rows int, out *float32)
 
 //go:noescape
-func dot4F32AVX2(w *float32, x *[4]*float32, n int, out *[4]float32)
+func dot4F32AVX2(w *float32, x *[4]*float32, n, rows int, out *float32, stride int)
 
 //go:noescape
 func dotF16AVX2(w *byte, x *float32, n, rows int, out *float32)
 
 //go:noescape
-func dot4F16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)
+func dot4F16AVX2(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
 
 func dotF32SIMD(w []byte, a *Act, n int) float32 {
 	m := n &^ 7
@@ -184,13 +184,28 @@ func dot4F32SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 			_ = a[k].F[n-1]
 			x[k] = &a[k].F[0]
 		}
-		dot4F32AVX2((*float32)(unsafe.Pointer(&w[0])), &x, m, out)
+		dot4F32AVX2((*float32)(unsafe.Pointer(&w[0])), &x, m, 1, &out[0], 1)
 	}
 	if m < n {
 		for k := range a {
 			out[k] += tailF32(w[4*m:], a[k].F[m:n])
 		}
 	}
+}
+
+func dot4RowsF32SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if n%8 != 0 || rows == 0 {
+		dot4RowsOf(dot4F32SIMD, 4*n, w, rows, a, n, out, stride)
+		return
+	}
+	checkRows4(rows, out, stride)
+	_ = w[rows*4*n-1]
+	var x [4]*float32
+	for k := range a {
+		_ = a[k].F[n-1]
+		x[k] = &a[k].F[0]
+	}
+	dot4F32AVX2((*float32)(unsafe.Pointer(&w[0])), &x, n, rows, &out[0], stride)
 }
 
 func dotF16SIMD(w []byte, a *Act, n int) float32 {
@@ -228,7 +243,7 @@ func dot4F16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 			_ = a[k].F[n-1]
 			x[k] = &a[k].F[0]
 		}
-		dot4F16AVX2(&w[0], &x, m, out)
+		dot4F16AVX2(&w[0], &x, m, 1, &out[0], 1)
 	}
 	if m < n {
 		for k := range a {
@@ -237,11 +252,26 @@ func dot4F16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	}
 }
 
+func dot4RowsF16SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if n%8 != 0 || rows == 0 {
+		dot4RowsOf(dot4F16SIMD, 2*n, w, rows, a, n, out, stride)
+		return
+	}
+	checkRows4(rows, out, stride)
+	_ = w[rows*2*n-1]
+	var x [4]*float32
+	for k := range a {
+		_ = a[k].F[n-1]
+		x[k] = &a[k].F[0]
+	}
+	dot4F16AVX2(&w[0], &x, n, rows, &out[0], stride)
+}
+
 //go:noescape
 func dotBF16AVX2(w *byte, x *float32, n, rows int, out *float32)
 
 //go:noescape
-func dot4BF16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)
+func dot4BF16AVX2(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
 
 func tailBF16(w []byte, x []float32) float32 {
 	var s float32
@@ -286,13 +316,28 @@ func dot4BF16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 			_ = a[k].F[n-1]
 			x[k] = &a[k].F[0]
 		}
-		dot4BF16AVX2(&w[0], &x, m, out)
+		dot4BF16AVX2(&w[0], &x, m, 1, &out[0], 1)
 	}
 	if m < n {
 		for k := range a {
 			out[k] += tailBF16(w[2*m:], a[k].F[m:n])
 		}
 	}
+}
+
+func dot4RowsBF16SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if n%8 != 0 || rows == 0 {
+		dot4RowsOf(dot4BF16SIMD, 2*n, w, rows, a, n, out, stride)
+		return
+	}
+	checkRows4(rows, out, stride)
+	_ = w[rows*2*n-1]
+	var x [4]*float32
+	for k := range a {
+		_ = a[k].F[n-1]
+		x[k] = &a[k].F[0]
+	}
+	dot4BF16AVX2(&w[0], &x, n, rows, &out[0], stride)
 }
 
 // Quantized kernels take nb blocks of 32; the bounds checks here keep the
@@ -497,22 +542,30 @@ func dotRowsQ4_KSIMD(w []byte, rows int, a *Act, n int, out []float32) {
 }
 
 //go:noescape
-func dot4Q4_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, out *[4]float32)
+func dot4Q4_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 
 func dot4Q4_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nsb := n / 256
-	if nsb == 0 {
-		*out = [4]float32{}
+	dot4RowsQ4_KSIMD(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ4_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if rows == 0 {
 		return
 	}
-	_ = w[nsb*144-1]
+	checkRows4(rows, out, stride)
+	nsb := n / 256
+	if nsb == 0 {
+		clearRows4(rows, out, stride)
+		return
+	}
+	_ = w[rows*nsb*144-1]
 	qs, d := q4args(a, nsb*8)
 	var s [4]*float32
 	for k := range a {
 		_ = a[k].S[nsb*8-1]
 		s[k] = &a[k].S[0]
 	}
-	dot4Q4_KAVX2(&w[0], &qs, &d, &s, nsb, &f16Table[0], out)
+	dot4Q4_KAVX2(&w[0], &qs, &d, &s, nsb, &f16Table[0], rows, &out[0], stride)
 }
 
 //go:noescape
@@ -582,17 +635,25 @@ func quantizeActSIMD(x []float32, a *Act) {
 }
 
 //go:noescape
-func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, nsb int, tab *float32, out *[4]float32)
+func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 
 func dot4Q6_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	nsb := n / 256
-	if nsb == 0 {
-		*out = [4]float32{}
+	dot4RowsQ6_KSIMD(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ6_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if rows == 0 {
 		return
 	}
-	_ = w[nsb*210-1]
+	checkRows4(rows, out, stride)
+	nsb := n / 256
+	if nsb == 0 {
+		clearRows4(rows, out, stride)
+		return
+	}
+	_ = w[rows*nsb*210-1]
 	qs, d := q4args(a, nsb*8)
-	dot4Q6_KAVX2(&w[0], &qs, &d, nsb, &f16Table[0], out)
+	dot4Q6_KAVX2(&w[0], &qs, &d, nsb, &f16Table[0], rows, &out[0], stride)
 }
 
 //go:noescape

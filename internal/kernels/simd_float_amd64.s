@@ -17,71 +17,72 @@
 	VEXTRACTF128 $1, Y0, X1; \
 	VADDPS       X1, X0, X0
 
-// func dotF32AVX2(w, x *float32, n int, rows int, out *float32)
-// n is a multiple of 8; rows consecutive weight rows (matrix-vector
-// products loop here rather than in Go).
+// The float kernels accumulate each output in two registers (even and odd
+// groups of 8 elements, the last odd group into the even one), add them and
+// sum the lanes pairwise (VHADDPS twice, then the halves): the one-row and
+// the four-row kernels do exactly this per output, so MatMul's results do
+// not depend on the batch. n is a multiple of 8 (the Go side adds the
+// rest); rows are consecutive (matrix-vector products loop here rather than
+// in Go).
+
+// func dotF32AVX2(w, x *float32, n, rows int, out *float32)
 TEXT ·dotF32AVX2(SB), NOSPLIT, $0-40
-	MOVQ   w+0(FP), SI
-	MOVQ   out+32(FP), AX
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), AX
 
 f32row:
 	MOVQ   x+8(FP), DI
 	MOVQ   n+16(FP), CX
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	SUBQ   $32, CX
+	VXORPS Y8, Y8, Y8
+	SUBQ   $16, CX
 	JL     f32tail
 
 f32loop:
-	VMOVUPS     (SI), Y4
+	VMOVUPS     0(SI), Y4
 	VMOVUPS     32(SI), Y5
-	VMOVUPS     64(SI), Y6
-	VMOVUPS     96(SI), Y7
 	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ        $128, SI
-	ADDQ        $128, DI
-	SUBQ        $32, CX
+	VFMADD231PS 32(DI), Y5, Y8
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
 	JGE         f32loop
 
 f32tail:
-	ADDQ $24, CX
-	JL   f32done
-
-f32loop8:
-	VMOVUPS     (SI), Y4
+	ADDQ        $8, CX
+	JL          f32done
+	VMOVUPS     0(SI), Y4
 	VFMADD231PS (DI), Y4, Y0
 	ADDQ        $32, SI
-	ADDQ        $32, DI
-	SUBQ        $8, CX
-	JGE         f32loop8
 
 f32done:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM0
-	MOVSS  X0, (AX)
-	ADDQ   $4, AX
-	DECQ   rows+24(FP)
-	JNZ    f32row
+	VADDPS       Y8, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	MOVSS        X0, (AX)
+	ADDQ         $4, AX
+	DECQ         rows+24(FP)
+	JNZ          f32row
 	VZEROUPPER
 	RET
 
-// func dot4F32AVX2(w *float32, x *[4]*float32, n int, out *[4]float32)
-// n is a multiple of 8. Y0-Y3 and Y8-Y11 accumulate rows 0-3 (even and odd
-// groups of 8).
-TEXT ·dot4F32AVX2(SB), NOSPLIT, $0-32
-	MOVQ   w+0(FP), SI
-	MOVQ   x+8(FP), AX
-	MOVQ   0(AX), R8
-	MOVQ   8(AX), R9
-	MOVQ   16(AX), R10
-	MOVQ   24(AX), R11
+// func dot4F32AVX2(w *float32, x *[4]*float32, n, rows int, out *float32, stride int)
+// Y0-Y3 and Y8-Y11 accumulate activation rows 0-3 (even and odd groups of
+// 8); DX indexes the activations, SI walks the weights. Row r's output for
+// activation row k goes to out[k*stride + r] (R12 = stride in bytes).
+TEXT ·dot4F32AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ stride+40(FP), R12
+	SHLQ $2, R12
+
+f32x4row:
 	MOVQ   n+16(FP), CX
 	XORQ   DX, DX
 	VXORPS Y0, Y0, Y0
@@ -96,8 +97,8 @@ TEXT ·dot4F32AVX2(SB), NOSPLIT, $0-32
 	JL     f32x4tail
 
 f32x4loop:
-	VMOVUPS     (SI)(DX*1), Y4
-	VMOVUPS     32(SI)(DX*1), Y5
+	VMOVUPS     0(SI), Y4
+	VMOVUPS     32(SI), Y5
 	VFMADD231PS (R8)(DX*1), Y4, Y0
 	VFMADD231PS (R9)(DX*1), Y4, Y1
 	VFMADD231PS (R10)(DX*1), Y4, Y2
@@ -106,94 +107,97 @@ f32x4loop:
 	VFMADD231PS 32(R9)(DX*1), Y5, Y9
 	VFMADD231PS 32(R10)(DX*1), Y5, Y10
 	VFMADD231PS 32(R11)(DX*1), Y5, Y11
+	ADDQ        $64, SI
 	ADDQ        $64, DX
 	SUBQ        $16, CX
 	JGE         f32x4loop
 
 f32x4tail:
-	ADDQ $8, CX
-	JL   f32x4done
-	VMOVUPS     (SI)(DX*1), Y4
+	ADDQ        $8, CX
+	JL          f32x4done
+	VMOVUPS     0(SI), Y4
 	VFMADD231PS (R8)(DX*1), Y4, Y0
 	VFMADD231PS (R9)(DX*1), Y4, Y1
 	VFMADD231PS (R10)(DX*1), Y4, Y2
 	VFMADD231PS (R11)(DX*1), Y4, Y3
+	ADDQ        $32, SI
 
 f32x4done:
-	VADDPS Y8, Y0, Y0
-	VADDPS Y9, Y1, Y1
-	VADDPS Y10, Y2, Y2
-	VADDPS Y11, Y3, Y3
+	VADDPS     Y8, Y0, Y0
+	VADDPS     Y9, Y1, Y1
+	VADDPS     Y10, Y2, Y2
+	VADDPS     Y11, Y3, Y3
 	HSUM4
-	MOVQ    out+24(FP), AX
-	VMOVUPS X0, (AX)
+	MOVQ       out+32(FP), AX
+	VMOVSS     X0, (AX)
+	VEXTRACTPS $1, X0, (AX)(R12*1)
+	VEXTRACTPS $2, X0, (AX)(R12*2)
+	LEAQ       (AX)(R12*2), AX
+	VEXTRACTPS $3, X0, (AX)(R12*1)
+	ADDQ       $4, out+32(FP)
+	DECQ       rows+24(FP)
+	JNZ        f32x4row
 	VZEROUPPER
 	RET
 
-// func dotF16AVX2(w *byte, x *float32, n int, rows int, out *float32)
-// n is a multiple of 8; rows consecutive weight rows (matrix-vector
-// products loop here rather than in Go).
+// func dotF16AVX2(w *byte, x *float32, n, rows int, out *float32)
 TEXT ·dotF16AVX2(SB), NOSPLIT, $0-40
-	MOVQ   w+0(FP), SI
-	MOVQ   out+32(FP), AX
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), AX
 
 f16row:
 	MOVQ   x+8(FP), DI
 	MOVQ   n+16(FP), CX
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	SUBQ   $32, CX
+	VXORPS Y8, Y8, Y8
+	SUBQ   $16, CX
 	JL     f16tail
 
 f16loop:
-	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   0(SI), Y4
 	VCVTPH2PS   16(SI), Y5
-	VCVTPH2PS   32(SI), Y6
-	VCVTPH2PS   48(SI), Y7
 	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ        $64, SI
-	ADDQ        $128, DI
-	SUBQ        $32, CX
+	VFMADD231PS 32(DI), Y5, Y8
+	ADDQ        $32, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
 	JGE         f16loop
 
 f16tail:
-	ADDQ $24, CX
-	JL   f16done
-
-f16loop8:
-	VCVTPH2PS   (SI), Y4
+	ADDQ        $8, CX
+	JL          f16done
+	VCVTPH2PS   0(SI), Y4
 	VFMADD231PS (DI), Y4, Y0
 	ADDQ        $16, SI
-	ADDQ        $32, DI
-	SUBQ        $8, CX
-	JGE         f16loop8
 
 f16done:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM0
-	MOVSS  X0, (AX)
-	ADDQ   $4, AX
-	DECQ   rows+24(FP)
-	JNZ    f16row
+	VADDPS       Y8, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	MOVSS        X0, (AX)
+	ADDQ         $4, AX
+	DECQ         rows+24(FP)
+	JNZ          f16row
 	VZEROUPPER
 	RET
 
-// func dot4F16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)
-// n is a multiple of 8. DX indexes the activations, SI walks the weights.
-TEXT ·dot4F16AVX2(SB), NOSPLIT, $0-32
-	MOVQ   w+0(FP), SI
-	MOVQ   x+8(FP), AX
-	MOVQ   0(AX), R8
-	MOVQ   8(AX), R9
-	MOVQ   16(AX), R10
-	MOVQ   24(AX), R11
+// func dot4F16AVX2(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
+// Y0-Y3 and Y8-Y11 accumulate activation rows 0-3 (even and odd groups of
+// 8); DX indexes the activations, SI walks the weights. Row r's output for
+// activation row k goes to out[k*stride + r] (R12 = stride in bytes).
+TEXT ·dot4F16AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ stride+40(FP), R12
+	SHLQ $2, R12
+
+f16x4row:
 	MOVQ   n+16(FP), CX
 	XORQ   DX, DX
 	VXORPS Y0, Y0, Y0
@@ -208,7 +212,7 @@ TEXT ·dot4F16AVX2(SB), NOSPLIT, $0-32
 	JL     f16x4tail
 
 f16x4loop:
-	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   0(SI), Y4
 	VCVTPH2PS   16(SI), Y5
 	VFMADD231PS (R8)(DX*1), Y4, Y0
 	VFMADD231PS (R9)(DX*1), Y4, Y1
@@ -224,94 +228,94 @@ f16x4loop:
 	JGE         f16x4loop
 
 f16x4tail:
-	ADDQ $8, CX
-	JL   f16x4done
-	VCVTPH2PS   (SI), Y4
+	ADDQ        $8, CX
+	JL          f16x4done
+	VCVTPH2PS   0(SI), Y4
 	VFMADD231PS (R8)(DX*1), Y4, Y0
 	VFMADD231PS (R9)(DX*1), Y4, Y1
 	VFMADD231PS (R10)(DX*1), Y4, Y2
 	VFMADD231PS (R11)(DX*1), Y4, Y3
+	ADDQ        $16, SI
 
 f16x4done:
-	VADDPS Y8, Y0, Y0
-	VADDPS Y9, Y1, Y1
-	VADDPS Y10, Y2, Y2
-	VADDPS Y11, Y3, Y3
+	VADDPS     Y8, Y0, Y0
+	VADDPS     Y9, Y1, Y1
+	VADDPS     Y10, Y2, Y2
+	VADDPS     Y11, Y3, Y3
 	HSUM4
-	MOVQ    out+24(FP), AX
-	VMOVUPS X0, (AX)
+	MOVQ       out+32(FP), AX
+	VMOVSS     X0, (AX)
+	VEXTRACTPS $1, X0, (AX)(R12*1)
+	VEXTRACTPS $2, X0, (AX)(R12*2)
+	LEAQ       (AX)(R12*2), AX
+	VEXTRACTPS $3, X0, (AX)(R12*1)
+	ADDQ       $4, out+32(FP)
+	DECQ       rows+24(FP)
+	JNZ        f16x4row
 	VZEROUPPER
 	RET
 
-// func dotBF16AVX2(w *byte, x *float32, n int, rows int, out *float32)
-// n is a multiple of 8; rows consecutive weight rows (matrix-vector
-// products loop here rather than in Go). A bfloat16 is the top half of a float32.
+// func dotBF16AVX2(w *byte, x *float32, n, rows int, out *float32)
 TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-40
-	MOVQ   w+0(FP), SI
-	MOVQ   out+32(FP), AX
+	MOVQ w+0(FP), SI
+	MOVQ out+32(FP), AX
 
 bf16row:
 	MOVQ   x+8(FP), DI
 	MOVQ   n+16(FP), CX
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	SUBQ   $32, CX
+	VXORPS Y8, Y8, Y8
+	SUBQ   $16, CX
 	JL     bf16tail
 
 bf16loop:
-	VPMOVZXWD   (SI), Y4
+	VPMOVZXWD   0(SI), Y4
 	VPSLLD      $16, Y4, Y4
 	VPMOVZXWD   16(SI), Y5
 	VPSLLD      $16, Y5, Y5
-	VPMOVZXWD   32(SI), Y6
-	VPSLLD      $16, Y6, Y6
-	VPMOVZXWD   48(SI), Y7
-	VPSLLD      $16, Y7, Y7
 	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ        $64, SI
-	ADDQ        $128, DI
-	SUBQ        $32, CX
+	VFMADD231PS 32(DI), Y5, Y8
+	ADDQ        $32, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
 	JGE         bf16loop
 
 bf16tail:
-	ADDQ $24, CX
-	JL   bf16done
-
-bf16loop8:
-	VPMOVZXWD   (SI), Y4
+	ADDQ        $8, CX
+	JL          bf16done
+	VPMOVZXWD   0(SI), Y4
 	VPSLLD      $16, Y4, Y4
 	VFMADD231PS (DI), Y4, Y0
 	ADDQ        $16, SI
-	ADDQ        $32, DI
-	SUBQ        $8, CX
-	JGE         bf16loop8
 
 bf16done:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM0
-	MOVSS  X0, (AX)
-	ADDQ   $4, AX
-	DECQ   rows+24(FP)
-	JNZ    bf16row
+	VADDPS       Y8, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	MOVSS        X0, (AX)
+	ADDQ         $4, AX
+	DECQ         rows+24(FP)
+	JNZ          bf16row
 	VZEROUPPER
 	RET
 
-// func dot4BF16AVX2(w *byte, x *[4]*float32, n int, out *[4]float32)
-// n is a multiple of 8. DX indexes the activations, SI walks the weights.
-TEXT ·dot4BF16AVX2(SB), NOSPLIT, $0-32
-	MOVQ   w+0(FP), SI
-	MOVQ   x+8(FP), AX
-	MOVQ   0(AX), R8
-	MOVQ   8(AX), R9
-	MOVQ   16(AX), R10
-	MOVQ   24(AX), R11
+// func dot4BF16AVX2(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
+// Y0-Y3 and Y8-Y11 accumulate activation rows 0-3 (even and odd groups of
+// 8); DX indexes the activations, SI walks the weights. Row r's output for
+// activation row k goes to out[k*stride + r] (R12 = stride in bytes).
+TEXT ·dot4BF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ stride+40(FP), R12
+	SHLQ $2, R12
+
+bf16x4row:
 	MOVQ   n+16(FP), CX
 	XORQ   DX, DX
 	VXORPS Y0, Y0, Y0
@@ -326,7 +330,7 @@ TEXT ·dot4BF16AVX2(SB), NOSPLIT, $0-32
 	JL     bf16x4tail
 
 bf16x4loop:
-	VPMOVZXWD   (SI), Y4
+	VPMOVZXWD   0(SI), Y4
 	VPSLLD      $16, Y4, Y4
 	VPMOVZXWD   16(SI), Y5
 	VPSLLD      $16, Y5, Y5
@@ -344,23 +348,31 @@ bf16x4loop:
 	JGE         bf16x4loop
 
 bf16x4tail:
-	ADDQ $8, CX
-	JL   bf16x4done
-	VPMOVZXWD   (SI), Y4
+	ADDQ        $8, CX
+	JL          bf16x4done
+	VPMOVZXWD   0(SI), Y4
 	VPSLLD      $16, Y4, Y4
 	VFMADD231PS (R8)(DX*1), Y4, Y0
 	VFMADD231PS (R9)(DX*1), Y4, Y1
 	VFMADD231PS (R10)(DX*1), Y4, Y2
 	VFMADD231PS (R11)(DX*1), Y4, Y3
+	ADDQ        $16, SI
 
 bf16x4done:
-	VADDPS Y8, Y0, Y0
-	VADDPS Y9, Y1, Y1
-	VADDPS Y10, Y2, Y2
-	VADDPS Y11, Y3, Y3
+	VADDPS     Y8, Y0, Y0
+	VADDPS     Y9, Y1, Y1
+	VADDPS     Y10, Y2, Y2
+	VADDPS     Y11, Y3, Y3
 	HSUM4
-	MOVQ    out+24(FP), AX
-	VMOVUPS X0, (AX)
+	MOVQ       out+32(FP), AX
+	VMOVSS     X0, (AX)
+	VEXTRACTPS $1, X0, (AX)(R12*1)
+	VEXTRACTPS $2, X0, (AX)(R12*2)
+	LEAQ       (AX)(R12*2), AX
+	VEXTRACTPS $3, X0, (AX)(R12*1)
+	ADDQ       $4, out+32(FP)
+	DECQ       rows+24(FP)
+	JNZ        bf16x4row
 	VZEROUPPER
 	RET
 

@@ -368,23 +368,29 @@ q5kloop:
 	VZEROUPPER
 	RET
 
-// func dot4Q4_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, out *[4]float32)
+// func dot4Q4_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 // The super-block is unpacked once into q-256(SP) (one nibble a byte, in
 // element order) and its scales into Y10 (d*sc) and Y11 (dmin*m); then each
 // row runs the Q4_K sums against it. Y0-Y3 accumulate the rows, AX is
 // 32*super-block index (offset into d and s; 8*AX into qs).
-TEXT ·dot4Q4_KAVX2(SB), NOSPLIT, $256-56
+// rows consecutive weight rows: row r's output for activation row k goes
+// to out[k*stride + r] (R15 = stride in bytes).
+TEXT ·dot4Q4_KAVX2(SB), NOSPLIT, $256-72
 	MOVQ    w+0(FP), SI
-	MOVQ    nsb+32(FP), CX
 	MOVQ    tab+40(FP), R8
-	XORQ    AX, AX
+	MOVQ    stride+64(FP), R15
+	SHLQ    $2, R15
 	ONES16
 	MASK0F
 	VMOVDQU permsums<>(SB), Y13
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  Y3, Y3, Y3
+
+q4kx4row:
+	MOVQ   nsb+32(FP), CX
+	XORQ   AX, AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
 
 q4kx4loop:
 	KSCALES
@@ -724,12 +730,19 @@ q4kx4loop:
 	VHADDPS      Y2, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS       X1, X0, X0
-	MOVQ         out+48(FP), AX
-	VMOVUPS      X0, (AX)
+	MOVQ         out+56(FP), DX
+	VMOVSS       X0, (DX)
+	VEXTRACTPS   $1, X0, (DX)(R15*1)
+	VEXTRACTPS   $2, X0, (DX)(R15*2)
+	LEAQ         (DX)(R15*2), DX
+	VEXTRACTPS   $3, X0, (DX)(R15*1)
+	ADDQ         $4, out+56(FP)
+	DECQ         rows+48(FP)
+	JNZ          q4kx4row
 	VZEROUPPER
 	RET
 
-// func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, nsb int, tab *float32, out *[4]float32)
+// func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 // As dot4Q4_K: the super-block's quants less 32 (element order) go to
 // q-256(SP) once, its scales to Y10/Y11 and d to Y12; then each row. Here
 // the activations are the unsigned operand of VPMADDUBSW, as a+128 (pairs
@@ -737,19 +750,24 @@ q4kx4loop:
 // the weights only, is computed once per super-block (Y15, one int32 per
 // block of 32, scaled like the sums) and subtracted from each row's sums.
 // Y0-Y3 accumulate the rows, Y14 holds 0x80 bytes, AX = 32*super-block
-// index.
-TEXT ·dot4Q6_KAVX2(SB), NOSPLIT, $256-48
+// index. rows consecutive weight rows: row r's output for activation row
+// k goes to out[k*stride + r] (R15 = stride in bytes).
+TEXT ·dot4Q6_KAVX2(SB), NOSPLIT, $256-64
 	MOVQ         w+0(FP), SI
-	MOVQ         nsb+24(FP), CX
 	MOVQ         tab+32(FP), R8
-	XORQ         AX, AX
+	MOVQ         stride+56(FP), R15
+	SHLQ         $2, R15
 	MOVL         $0x80808080, DX
 	VMOVD        DX, X14
 	VPBROADCASTD X14, Y14
-	VXORPS       Y0, Y0, Y0
-	VXORPS       Y1, Y1, Y1
-	VXORPS       Y2, Y2, Y2
-	VXORPS       Y3, Y3, Y3
+
+q6kx4row:
+	MOVQ   nsb+24(FP), CX
+	XORQ   AX, AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
 
 q6kx4loop:
 	VPMOVSXBW    192(SI), Y10
@@ -1069,8 +1087,15 @@ q6kx4loop:
 	VHADDPS      Y2, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS       X1, X0, X0
-	MOVQ         out+40(FP), AX
-	VMOVUPS      X0, (AX)
+	MOVQ         out+48(FP), DX
+	VMOVSS       X0, (DX)
+	VEXTRACTPS   $1, X0, (DX)(R15*1)
+	VEXTRACTPS   $2, X0, (DX)(R15*2)
+	LEAQ         (DX)(R15*2), DX
+	VEXTRACTPS   $3, X0, (DX)(R15*1)
+	ADDQ         $4, out+48(FP)
+	DECQ         rows+40(FP)
+	JNZ          q6kx4row
 	VZEROUPPER
 	RET
 

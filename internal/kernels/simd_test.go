@@ -269,7 +269,7 @@ func TestSIMDDot4Rows(t *testing.T) {
 // output with the same float operations whatever the kernel (dot, dotRows,
 // dot4, dot4Rows): MatMul gives the same bits for a row alone or in a
 // batch.
-var simdInvariant = []Type{Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K}
+var simdInvariant = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K}
 
 // TestSIMDBatchInvariant checks that MatMul's results for an input row do
 // not depend on how many rows it is batched with (and which kernels that
