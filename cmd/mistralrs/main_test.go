@@ -211,3 +211,15 @@ func TestRunRawGreedyReference(t *testing.T) {
 		t.Errorf("stdout = %q\nwant     %q", out, m.GreedyText)
 	}
 }
+
+func TestRunRejectsInvalidUTF8(t *testing.T) {
+	_, _, err := execute(t, "", "run", "--prompt", "ab\xffc")
+	if err == nil || !strings.Contains(err.Error(), "--prompt is not valid UTF-8 (byte 0xff at offset 2)") {
+		t.Errorf("err = %v", err)
+	}
+	// Interactive: the bad line is refused, the session goes on.
+	out, errOut, err := execute(t, "\xfe\nhello\n", "run", "--max-tokens", "2", "--temperature", "0")
+	if err != nil || !strings.Contains(errOut, "input is not valid UTF-8") || out == "" {
+		t.Errorf("err %v, stderr %q, stdout %q", err, errOut, out)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -87,6 +88,11 @@ func loadModel(path, chatTemplate string, stderr io.Writer) (*engine.Model, erro
 
 func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	for _, arg := range []struct{ name, val string }{{"--prompt", f.prompt}, {"--system", f.system}} {
+		if err := checkUTF8(arg.name, arg.val); err != nil {
+			return err
+		}
+	}
 	m, err := loadModel(f.file, f.chatTemplate, stderr)
 	if err != nil {
 		return err
@@ -159,6 +165,10 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags) error {
 		if line == "/exit" || line == "/quit" {
 			return nil
 		}
+		if err := checkUTF8("input", line); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			continue
+		}
 		msgs = append(msgs, chat.Message{Role: "user", Content: line})
 		reply, err := answer(msgs, line)
 		if err != nil {
@@ -169,6 +179,19 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags) error {
 		}
 		msgs = append(msgs, chat.Message{Role: "assistant", Content: reply})
 	}
+}
+
+// checkUTF8 refuses text that is not UTF-8: a tokenizer would silently turn
+// the bad bytes into replacement characters.
+func checkUTF8(what, s string) error {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return fmt.Errorf("%s is not valid UTF-8 (byte 0x%02x at offset %d)", what, s[i], i)
+		}
+		i += n
+	}
+	return nil
 }
 
 func speedLine(r *engine.Result) string {
