@@ -27,6 +27,8 @@ func TestErrorResponses(t *testing.T) {
 		param, contains  string
 	}{
 		{"malformed JSON", "/v1/chat/completions", `{"model":"tiny",`, 400, "", "invalid JSON"},
+		{"invalid UTF-8", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\xffb\"}]}", 400, "", "not valid UTF-8"},
+		{"invalid UTF-8 prompt", "/v1/completions", "{\"prompt\":\"\xc3\"}", 400, "", "not valid UTF-8"},
 		{"not an object", "/v1/chat/completions", `[1,2]`, 400, "", "JSON object"},
 		{"wrong type", "/v1/chat/completions", `{"temperature":"hot",` + msgs + `}`, 400, "temperature", "temperature"},
 		{"empty body", "/v1/completions", ``, 400, "", "empty"},

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"mistralrs/internal/observe"
 )
@@ -149,6 +150,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		return nil, false
 	}
 	_ = s.opts.PayloadLog.Request(body)
+	if !utf8.Valid(body) {
+		// encoding/json would quietly turn the bad bytes into U+FFFD and the
+		// model would answer a prompt the client never sent.
+		s.writeRequestError(w, r, badRequest("", "request body is not valid UTF-8"))
+		return nil, false
+	}
 	return body, true
 }
 
