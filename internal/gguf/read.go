@@ -173,8 +173,9 @@ func (d *decoder) array(key string, depth int) any {
 	case typeString:
 		n := d.count(8, what)
 		out := make([]string, n)
+		elem := "string in key " + printable(key) // once: vocabularies hold 100k strings
 		for i := range out {
-			out[i] = d.str("string in key " + printable(key))
+			out[i] = d.str(elem)
 		}
 		return out
 	case typeArray:
