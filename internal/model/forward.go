@@ -284,10 +284,7 @@ func (s *state) swiglu(p *kernels.Pool) {
 }
 
 func (s *state) swigluRange(lo, hi int) {
-	g, u := s.hb[lo:hi], s.hb2[lo:hi]
-	for i := range g {
-		g[i] = silu(g[i]) * u[i]
-	}
+	kernels.SiLUMul(s.hb[lo:hi], s.hb2[lo:hi])
 }
 
 // logits applies the final norm and the output matrix to the rows that

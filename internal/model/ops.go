@@ -11,15 +11,7 @@ import (
 func rmsnorm(out, in, w []float32, eps float32) {
 	n := len(w)
 	for r := 0; r+n <= len(in); r += n {
-		x, o := in[r:r+n], out[r:r+n]
-		var sum float64
-		for _, v := range x {
-			sum += float64(v * v)
-		}
-		scale := 1 / sqrt32(float32(sum/float64(n))+eps)
-		for i, v := range x {
-			o[i] = v * scale * w[i]
-		}
+		kernels.RMSNorm(out[r:r+n], in[r:r+n], w, eps)
 	}
 }
 
@@ -45,23 +37,9 @@ func add(x, y []float32) {
 	}
 }
 
-// softmax normalises x in place.
-func softmax(x []float32) {
-	mx := x[0]
-	for _, v := range x[1:] {
-		mx = max(mx, v)
-	}
-	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - mx)))
-		x[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range x {
-		x[i] *= inv
-	}
-}
+// softmax normalises x in place (vectorised exp where the kernels have
+// assembly).
+func softmax(x []float32) { kernels.Softmax(x) }
 
 // dot returns Σ a[i]*b[i] (len(b) >= len(a)): attention scores, in
 // assembly where the kernels have it (two to four times the Go loop's
@@ -70,7 +48,5 @@ func dot(a, b []float32) float32 { return kernels.DotF32(a, b) }
 
 // axpy sets y += a*x (len(x) >= len(y)): attention's weighted sum of values.
 func axpy(y []float32, a float32, x []float32) { kernels.Axpy(a, x, y) }
-
-func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
 
 func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }

@@ -1,0 +1,112 @@
+package kernels
+
+import "math"
+
+// Element-wise operations of the model's forward pass (swiglu, attention's
+// softmax, RMS norm), in assembly where the dot kernels are (SIMD) and in
+// the Go loops below otherwise. exp is Cephes' single-precision exp in both
+// (as ggml's vectorised expf, within 2 ulp rather than math.Exp's 1), at a
+// fraction of math.Exp's cost: silu's exp was about a tenth of prefill.
+//
+// The assembly works on groups of 8 and runs a short rest through the same
+// code padded to 8, so an element's result depends only on its value, not
+// on its position or the length of the slice (batch invariance).
+
+// SiLUMul sets g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i]
+// over len(g) (swiglu's gate times up); u must be at least as long.
+func SiLUMul(g, u []float32) {
+	u = u[:len(g)]
+	if siluMulSIMD(g, u) {
+		return
+	}
+	for i, v := range g {
+		g[i] = v / (1 + expGo(-v)) * u[i]
+	}
+}
+
+// Softmax sets x to exp(x - max x) / Σ exp(x - max x) (len(x) > 0); the
+// sum is accumulated in float64.
+func Softmax(x []float32) {
+	if softmaxSIMD(x) {
+		return
+	}
+	mx := x[0]
+	for _, v := range x[1:] {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := expGo(v - mx)
+		x[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// RMSNorm sets out = in / rms(in) * w over len(w) values (one row); out may
+// be in. The squares are summed in float64 as ggml does, and each value is
+// scaled, then multiplied by its weight (two roundings, as ggml's rms_norm
+// followed by mul).
+func RMSNorm(out, in, w []float32, eps float32) {
+	n := len(w)
+	in, out = in[:n], out[:n]
+	sum, ok := sumSqSIMD(in)
+	if !ok {
+		for _, v := range in {
+			sum += float64(v * v)
+		}
+	}
+	scale := 1 / float32(math.Sqrt(float64(float32(sum/float64(n))+eps)))
+	if mulScaleSIMD(out, in, w, scale) {
+		return
+	}
+	for i, v := range in {
+		out[i] = v * scale * w[i]
+	}
+}
+
+// Cephes expf's constants: log2(e), ln 2 in two parts (c1 exact in few
+// bits), the polynomial of e^r on |r| <= ln(2)/2, and the range where
+// 2^n is a normal float.
+const (
+	expLog2e = 1.44269504088896341
+	expC1    = 0.693359375
+	expC2    = -2.12194440e-4
+	expP0    = 1.9875691500e-4
+	expP1    = 1.3981999507e-3
+	expP2    = 8.3334519073e-3
+	expP3    = 4.1665795894e-2
+	expP4    = 1.6666665459e-1
+	expP5    = 5.0000001201e-1
+	expHi    = 88.3762626647949
+	expLo    = -87.3365478515625
+)
+
+// expGo is the assembly's exp on one value (without fused multiply-adds).
+func expGo(x float32) float32 {
+	switch {
+	case x != x:
+		return x
+	case x < expLo:
+		return 0
+	case x > expHi:
+		return float32(math.Inf(1))
+	}
+	// Adding 1.5·2^23 rounds to an integer (to nearest even).
+	k := (x*expLog2e + 0x1.8p23) - 0x1.8p23
+	r := x - k*expC1
+	r -= k * expC2
+	y := float32(expP0)
+	y = y*r + expP1
+	y = y*r + expP2
+	y = y*r + expP3
+	y = y*r + expP4
+	y = y*r + expP5
+	y *= r
+	y = y*r + r
+	y++
+	return y * math.Float32frombits(uint32(int32(k)+127)<<23)
+}

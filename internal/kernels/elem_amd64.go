@@ -1,0 +1,115 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import "math"
+
+//go:noescape
+func siluMulAVX2(gate, up *float32, n int)
+
+//go:noescape
+func expSubSumAVX2(x *float32, n int, sub float32) float64
+
+//go:noescape
+func maxAVX2(x *float32, n int) float32
+
+//go:noescape
+func scaleAVX2(x *float32, n int, s float32)
+
+//go:noescape
+func sumSqAVX2(x *float32, n int) float64
+
+//go:noescape
+func mulScaleAVX2(out, x, w *float32, n int, s float32)
+
+// The element-wise kernels run with the vector helpers (simdVec): they need
+// AVX2 and FMA too. Each returns false when the Go loop is to run.
+
+func siluMulSIMD(g, u []float32) bool {
+	if !simdVec {
+		return false
+	}
+	n := len(g)
+	u = u[:n]
+	m := n &^ 7
+	if m > 0 {
+		siluMulAVX2(&g[0], &u[0], m)
+	}
+	if m < n {
+		var bg, bu [8]float32
+		copy(bg[:], g[m:])
+		copy(bu[:], u[m:])
+		siluMulAVX2(&bg[0], &bu[0], 8)
+		copy(g[m:], bg[:])
+	}
+	return true
+}
+
+func softmaxSIMD(x []float32) bool {
+	if !simdVec {
+		return false
+	}
+	n := len(x)
+	m := n &^ 7
+	mx := x[0]
+	if m > 0 {
+		mx = maxAVX2(&x[0], m)
+	}
+	for _, v := range x[m:] {
+		mx = max(mx, v)
+	}
+	var sum float64
+	if m > 0 {
+		sum = expSubSumAVX2(&x[0], m, mx)
+	}
+	if m < n {
+		// exp(-Inf) is 0: the padding adds nothing to the sum.
+		var b [8]float32
+		for i := range b {
+			b[i] = float32(math.Inf(-1))
+		}
+		copy(b[:], x[m:])
+		sum += expSubSumAVX2(&b[0], 8, mx)
+		copy(x[m:], b[:])
+	}
+	inv := float32(1 / sum)
+	if m > 0 {
+		scaleAVX2(&x[0], m, inv)
+	}
+	for i := m; i < n; i++ {
+		x[i] *= inv
+	}
+	return true
+}
+
+func sumSqSIMD(x []float32) (float64, bool) {
+	if !simdVec {
+		return 0, false
+	}
+	n := len(x)
+	m := n &^ 7
+	var sum float64
+	if m > 0 {
+		sum = sumSqAVX2(&x[0], m)
+	}
+	for _, v := range x[m:] {
+		sum += float64(v * v)
+	}
+	return sum, true
+}
+
+func mulScaleSIMD(out, in, w []float32, s float32) bool {
+	if !simdVec {
+		return false
+	}
+	n := len(w)
+	in, out = in[:n], out[:n]
+	m := n &^ 7
+	if m > 0 {
+		mulScaleAVX2(&out[0], &in[0], &w[0], m, s)
+	}
+	for i := m; i < n; i++ {
+		out[i] = in[i] * s * w[i]
+	}
+	return true
+}

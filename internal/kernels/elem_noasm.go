@@ -1,0 +1,10 @@
+//go:build !amd64 || purego
+
+package kernels
+
+// No assembly element-wise kernels here: the Go loops of elem.go run.
+
+func siluMulSIMD(g, u []float32) bool                   { return false }
+func softmaxSIMD(x []float32) bool                      { return false }
+func sumSqSIMD(x []float32) (float64, bool)             { return 0, false }
+func mulScaleSIMD(out, in, w []float32, s float32) bool { return false }

@@ -1,0 +1,206 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// bothModes runs f with the assembly kernels (where there are any) and with
+// the Go loops.
+func bothModes(t *testing.T, f func(t *testing.T)) {
+	was := SetSIMD(true)
+	defer SetSIMD(was)
+	t.Run(fmt.Sprintf("simd=%v", SIMD()), f)
+	SetSIMD(false)
+	t.Run("simd=false", f)
+}
+
+func elemLengths() []int {
+	return []int{1, 3, 7, 8, 9, 15, 16, 17, 24, 31, 33, 64, 100, 768, 2051}
+}
+
+// relErr is |got-want| / |want| (|got-want| when want is 0).
+func relErr(got float32, want float64) float64 {
+	d := math.Abs(float64(got) - want)
+	if want != 0 {
+		d /= math.Abs(want)
+	}
+	return d
+}
+
+func TestExpGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	worst := 0.0
+	for i := 0; i < 200000; i++ {
+		x := float32(rng.Float64()*176 - 88)
+		want := math.Exp(float64(x))
+		if want < 0x1p-126 {
+			continue
+		}
+		worst = max(worst, relErr(expGo(x), want))
+	}
+	if worst > 3e-7 {
+		t.Errorf("expGo: worst relative error %g", worst)
+	}
+	for _, c := range []struct{ x, want float32 }{
+		{0, 1}, {-200, 0}, {-88, 0}, {200, float32(math.Inf(1))}, {float32(math.Inf(-1)), 0},
+	} {
+		if got := expGo(c.x); got != c.want && !(c.x == -88 && got < 1e-38) {
+			t.Errorf("expGo(%g) = %g, want %g", c.x, got, c.want)
+		}
+	}
+	if nan := float32(math.NaN()); !math.IsNaN(float64(expGo(nan))) {
+		t.Error("expGo(NaN) is not NaN")
+	}
+}
+
+func TestSiLUMul(t *testing.T) {
+	bothModes(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(33, 34))
+		for _, n := range elemLengths() {
+			g, u := make([]float32, n), make([]float32, n+2)
+			for i := range g {
+				g[i] = float32(rng.NormFloat64() * 6)
+			}
+			for i := range u {
+				u[i] = float32(rng.NormFloat64())
+			}
+			if n > 4 {
+				g[0], g[1], g[2], g[3] = -100, 100, 0, -1e30
+			}
+			got := append([]float32(nil), g...)
+			SiLUMul(got, u)
+			for i, x := range g {
+				want := float64(x) / (1 + math.Exp(-float64(x))) * float64(u[i])
+				if e := math.Abs(float64(got[i]) - want); e > 1e-6*math.Abs(want)+1e-37 {
+					t.Fatalf("n=%d: silu(%g)*%g = %g, want %g", n, x, u[i], got[i], want)
+				}
+			}
+		}
+		g := []float32{float32(math.NaN())}
+		SiLUMul(g, []float32{1})
+		if !math.IsNaN(float64(g[0])) {
+			t.Errorf("silu(NaN) = %g", g[0])
+		}
+	})
+}
+
+func TestSoftmax(t *testing.T) {
+	bothModes(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(35, 36))
+		for _, n := range elemLengths() {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * 10)
+			}
+			if n > 2 {
+				x[1] = -1e4 // underflows to 0
+			}
+			mx := math.Inf(-1)
+			for _, v := range x {
+				mx = math.Max(mx, float64(v))
+			}
+			want := make([]float64, n)
+			var sum float64
+			for i, v := range x {
+				want[i] = math.Exp(float64(v - float32(mx)))
+				sum += want[i]
+			}
+			got := append([]float32(nil), x...)
+			Softmax(got)
+			for i := range want {
+				w := want[i] / sum
+				if e := math.Abs(float64(got[i]) - w); e > 1e-6*w+1e-38 {
+					t.Fatalf("n=%d: softmax[%d] = %g, want %g", n, i, got[i], w)
+				}
+			}
+		}
+	})
+}
+
+func TestRMSNorm(t *testing.T) {
+	bothModes(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(37, 38))
+		for _, n := range elemLengths() {
+			x, w := make([]float32, n), make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * 3)
+				w[i] = float32(rng.NormFloat64())
+			}
+			var ss float64
+			for _, v := range x {
+				ss += float64(v) * float64(v)
+			}
+			scale := 1 / math.Sqrt(ss/float64(n)+1e-5)
+			out := make([]float32, n)
+			RMSNorm(out, x, w, 1e-5)
+			for i := range x {
+				want := float64(x[i]) * scale * float64(w[i])
+				if e := math.Abs(float64(out[i]) - want); e > 1e-6*math.Abs(want)+1e-30 {
+					t.Fatalf("n=%d: rmsnorm[%d] = %g, want %g", n, i, out[i], want)
+				}
+			}
+			RMSNorm(x, x, w, 1e-5) // in place
+			for i := range x {
+				if x[i] != out[i] {
+					t.Fatalf("n=%d: in-place rmsnorm[%d] = %g, want %g", n, i, x[i], out[i])
+				}
+			}
+		}
+	})
+}
+
+// TestElemPositionInvariant: an element's result must not depend on where
+// it lies in the slice (the model splits swiglu by ranges that depend on
+// the batch).
+func TestElemPositionInvariant(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 40))
+	const n = 67
+	g, u := make([]float32, n), make([]float32, n)
+	for i := range g {
+		g[i] = float32(rng.NormFloat64() * 4)
+		u[i] = float32(rng.NormFloat64())
+	}
+	whole := append([]float32(nil), g...)
+	SiLUMul(whole, u)
+	for lo := 0; lo < n; lo++ {
+		for _, hi := range []int{lo + 1, min(lo+5, n), min(lo+13, n), n} {
+			part := append([]float32(nil), g[lo:hi]...)
+			SiLUMul(part, u[lo:hi])
+			for i := range part {
+				if math.Float32bits(part[i]) != math.Float32bits(whole[lo+i]) {
+					t.Fatalf("silu of element %d differs in [%d,%d): %g vs %g", lo+i, lo, hi, part[i], whole[lo+i])
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkElem(b *testing.B) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	g, u := randRow(rng, 2048), randRow(rng, 2048)
+	buf := make([]float32, 2048)
+	for _, simd := range []bool{true, false} {
+		was := SetSIMD(simd)
+		b.Run(fmt.Sprintf("SiLUMul/2048/simd=%v", simd), func(b *testing.B) {
+			for b.Loop() {
+				copy(buf, g)
+				SiLUMul(buf, u)
+			}
+		})
+		b.Run(fmt.Sprintf("Softmax/512/simd=%v", simd), func(b *testing.B) {
+			for b.Loop() {
+				copy(buf, g[:512])
+				Softmax(buf[:512])
+			}
+		})
+		b.Run(fmt.Sprintf("RMSNorm/768/simd=%v", simd), func(b *testing.B) {
+			for b.Loop() {
+				RMSNorm(buf[:768], g[:768], u[:768], 1e-5)
+			}
+		})
+		SetSIMD(was)
+	}
+}

@@ -1,0 +1,361 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Element-wise kernels of the model (swiglu, softmax, rmsnorm) on 8 floats
+// at a time; n is a multiple of 8 (the Go side pads the rest through the
+// same code, so an element's result does not depend on where it lies).
+//
+// exp(x) is Cephes' expf: n = round(x·log2 e), r = x - n·ln 2 in two parts
+// (C1 has few bits, so n·C1 is exact), e^r by a degree-7 polynomial, times
+// 2^n built in the exponent bits: within 2 ulp of exp. Below LO (where 2^n
+// would not be normal) the result is 0, above HI +Inf.
+
+// Each constant repeated 8 times, so that it can be a 256-bit memory operand.
+
+#define LOG2E elemc<>+0(SB)
+#define C1 elemc<>+32(SB)
+#define C2 elemc<>+64(SB)
+#define P0 elemc<>+96(SB)
+#define P1 elemc<>+128(SB)
+#define P2 elemc<>+160(SB)
+#define P3 elemc<>+192(SB)
+#define P4 elemc<>+224(SB)
+#define P5 elemc<>+256(SB)
+#define ONE elemc<>+288(SB)
+#define HI elemc<>+320(SB)
+#define LO elemc<>+352(SB)
+#define INF elemc<>+384(SB)
+#define BIAS elemc<>+416(SB)
+
+DATA elemc<>+0(SB)/4, $0x3fb8aa3b
+DATA elemc<>+4(SB)/4, $0x3fb8aa3b
+DATA elemc<>+8(SB)/4, $0x3fb8aa3b
+DATA elemc<>+12(SB)/4, $0x3fb8aa3b
+DATA elemc<>+16(SB)/4, $0x3fb8aa3b
+DATA elemc<>+20(SB)/4, $0x3fb8aa3b
+DATA elemc<>+24(SB)/4, $0x3fb8aa3b
+DATA elemc<>+28(SB)/4, $0x3fb8aa3b
+DATA elemc<>+32(SB)/4, $0x3f318000
+DATA elemc<>+36(SB)/4, $0x3f318000
+DATA elemc<>+40(SB)/4, $0x3f318000
+DATA elemc<>+44(SB)/4, $0x3f318000
+DATA elemc<>+48(SB)/4, $0x3f318000
+DATA elemc<>+52(SB)/4, $0x3f318000
+DATA elemc<>+56(SB)/4, $0x3f318000
+DATA elemc<>+60(SB)/4, $0x3f318000
+DATA elemc<>+64(SB)/4, $0xb95e8083
+DATA elemc<>+68(SB)/4, $0xb95e8083
+DATA elemc<>+72(SB)/4, $0xb95e8083
+DATA elemc<>+76(SB)/4, $0xb95e8083
+DATA elemc<>+80(SB)/4, $0xb95e8083
+DATA elemc<>+84(SB)/4, $0xb95e8083
+DATA elemc<>+88(SB)/4, $0xb95e8083
+DATA elemc<>+92(SB)/4, $0xb95e8083
+DATA elemc<>+96(SB)/4, $0x39506967
+DATA elemc<>+100(SB)/4, $0x39506967
+DATA elemc<>+104(SB)/4, $0x39506967
+DATA elemc<>+108(SB)/4, $0x39506967
+DATA elemc<>+112(SB)/4, $0x39506967
+DATA elemc<>+116(SB)/4, $0x39506967
+DATA elemc<>+120(SB)/4, $0x39506967
+DATA elemc<>+124(SB)/4, $0x39506967
+DATA elemc<>+128(SB)/4, $0x3ab743ce
+DATA elemc<>+132(SB)/4, $0x3ab743ce
+DATA elemc<>+136(SB)/4, $0x3ab743ce
+DATA elemc<>+140(SB)/4, $0x3ab743ce
+DATA elemc<>+144(SB)/4, $0x3ab743ce
+DATA elemc<>+148(SB)/4, $0x3ab743ce
+DATA elemc<>+152(SB)/4, $0x3ab743ce
+DATA elemc<>+156(SB)/4, $0x3ab743ce
+DATA elemc<>+160(SB)/4, $0x3c088908
+DATA elemc<>+164(SB)/4, $0x3c088908
+DATA elemc<>+168(SB)/4, $0x3c088908
+DATA elemc<>+172(SB)/4, $0x3c088908
+DATA elemc<>+176(SB)/4, $0x3c088908
+DATA elemc<>+180(SB)/4, $0x3c088908
+DATA elemc<>+184(SB)/4, $0x3c088908
+DATA elemc<>+188(SB)/4, $0x3c088908
+DATA elemc<>+192(SB)/4, $0x3d2aa9c1
+DATA elemc<>+196(SB)/4, $0x3d2aa9c1
+DATA elemc<>+200(SB)/4, $0x3d2aa9c1
+DATA elemc<>+204(SB)/4, $0x3d2aa9c1
+DATA elemc<>+208(SB)/4, $0x3d2aa9c1
+DATA elemc<>+212(SB)/4, $0x3d2aa9c1
+DATA elemc<>+216(SB)/4, $0x3d2aa9c1
+DATA elemc<>+220(SB)/4, $0x3d2aa9c1
+DATA elemc<>+224(SB)/4, $0x3e2aaaaa
+DATA elemc<>+228(SB)/4, $0x3e2aaaaa
+DATA elemc<>+232(SB)/4, $0x3e2aaaaa
+DATA elemc<>+236(SB)/4, $0x3e2aaaaa
+DATA elemc<>+240(SB)/4, $0x3e2aaaaa
+DATA elemc<>+244(SB)/4, $0x3e2aaaaa
+DATA elemc<>+248(SB)/4, $0x3e2aaaaa
+DATA elemc<>+252(SB)/4, $0x3e2aaaaa
+DATA elemc<>+256(SB)/4, $0x3f000000
+DATA elemc<>+260(SB)/4, $0x3f000000
+DATA elemc<>+264(SB)/4, $0x3f000000
+DATA elemc<>+268(SB)/4, $0x3f000000
+DATA elemc<>+272(SB)/4, $0x3f000000
+DATA elemc<>+276(SB)/4, $0x3f000000
+DATA elemc<>+280(SB)/4, $0x3f000000
+DATA elemc<>+284(SB)/4, $0x3f000000
+DATA elemc<>+288(SB)/4, $0x3f800000
+DATA elemc<>+292(SB)/4, $0x3f800000
+DATA elemc<>+296(SB)/4, $0x3f800000
+DATA elemc<>+300(SB)/4, $0x3f800000
+DATA elemc<>+304(SB)/4, $0x3f800000
+DATA elemc<>+308(SB)/4, $0x3f800000
+DATA elemc<>+312(SB)/4, $0x3f800000
+DATA elemc<>+316(SB)/4, $0x3f800000
+DATA elemc<>+320(SB)/4, $0x42b0c0a5
+DATA elemc<>+324(SB)/4, $0x42b0c0a5
+DATA elemc<>+328(SB)/4, $0x42b0c0a5
+DATA elemc<>+332(SB)/4, $0x42b0c0a5
+DATA elemc<>+336(SB)/4, $0x42b0c0a5
+DATA elemc<>+340(SB)/4, $0x42b0c0a5
+DATA elemc<>+344(SB)/4, $0x42b0c0a5
+DATA elemc<>+348(SB)/4, $0x42b0c0a5
+DATA elemc<>+352(SB)/4, $0xc2aeac50
+DATA elemc<>+356(SB)/4, $0xc2aeac50
+DATA elemc<>+360(SB)/4, $0xc2aeac50
+DATA elemc<>+364(SB)/4, $0xc2aeac50
+DATA elemc<>+368(SB)/4, $0xc2aeac50
+DATA elemc<>+372(SB)/4, $0xc2aeac50
+DATA elemc<>+376(SB)/4, $0xc2aeac50
+DATA elemc<>+380(SB)/4, $0xc2aeac50
+DATA elemc<>+384(SB)/4, $0x7f800000
+DATA elemc<>+388(SB)/4, $0x7f800000
+DATA elemc<>+392(SB)/4, $0x7f800000
+DATA elemc<>+396(SB)/4, $0x7f800000
+DATA elemc<>+400(SB)/4, $0x7f800000
+DATA elemc<>+404(SB)/4, $0x7f800000
+DATA elemc<>+408(SB)/4, $0x7f800000
+DATA elemc<>+412(SB)/4, $0x7f800000
+DATA elemc<>+416(SB)/4, $0x7f
+DATA elemc<>+420(SB)/4, $0x7f
+DATA elemc<>+424(SB)/4, $0x7f
+DATA elemc<>+428(SB)/4, $0x7f
+DATA elemc<>+432(SB)/4, $0x7f
+DATA elemc<>+436(SB)/4, $0x7f
+DATA elemc<>+440(SB)/4, $0x7f
+DATA elemc<>+444(SB)/4, $0x7f
+GLOBL elemc<>(SB), RODATA|NOPTR, $448
+
+// EXP(x, r, k, y): y = exp(x) for the 8 floats of x (kept); r, k are
+// clobbered. NaN stays NaN.
+#define EXP(x, r, k, y) \
+	VMINPS       HI, x, r; \
+	VMAXPS       LO, r, r; \
+	VMULPS       LOG2E, r, k; \
+	VROUNDPS     $0, k, k; \
+	VFNMADD231PS C1, k, r; \
+	VFNMADD231PS C2, k, r; \
+	VMOVUPS      P0, y; \
+	VFMADD213PS  P1, r, y; \
+	VFMADD213PS  P2, r, y; \
+	VFMADD213PS  P3, r, y; \
+	VFMADD213PS  P4, r, y; \
+	VFMADD213PS  P5, r, y; \
+	VMULPS       r, y, y; \
+	VFMADD213PS  r, r, y; \
+	VADDPS       ONE, y, y; \
+	VCVTPS2DQ    k, k; \
+	VPADDD       BIAS, k, k; \
+	VPSLLD       $23, k, k; \
+	VMULPS       k, y, y; \
+	VCMPPS       $1, LO, x, k; \
+	VANDNPS      y, k, y; \
+	VCMPPS       $14, HI, x, k; \
+	VBLENDVPS    k, INF, y, y; \
+	VCMPPS       $3, x, x, k; \
+	VBLENDVPS    k, x, y, y
+
+// func siluMulAVX2(gate, up *float32, n int)
+// g[i] = g[i] / (1 + exp(-g[i])) * u[i]; two groups of 8 per iteration
+// so that the two exp chains overlap.
+TEXT ·siluMulAVX2(SB), NOSPLIT, $0-24
+	MOVQ   gate+0(FP), DI
+	MOVQ   up+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPS Y15, Y15, Y15
+	SHRQ   $3, CX
+	TESTQ  $1, CX
+	JZ     silupairs
+	VMOVUPS (DI), Y0
+	VSUBPS  Y0, Y15, Y1
+	EXP(Y1, Y2, Y3, Y4)
+	VADDPS  ONE, Y4, Y4
+	VDIVPS  Y4, Y0, Y0
+	VMULPS  (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+
+silupairs:
+	SHRQ $1, CX
+	JZ   siludone
+
+siluloop:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y5
+	VSUBPS  Y0, Y15, Y1
+	VSUBPS  Y5, Y15, Y6
+	EXP(Y1, Y2, Y3, Y4)
+	EXP(Y6, Y7, Y8, Y9)
+	VADDPS  ONE, Y4, Y4
+	VADDPS  ONE, Y9, Y9
+	VDIVPS  Y4, Y0, Y0
+	VDIVPS  Y9, Y5, Y5
+	VMULPS  (SI), Y0, Y0
+	VMULPS  32(SI), Y5, Y5
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ    $64, DI
+	ADDQ    $64, SI
+	DECQ    CX
+	JNZ     siluloop
+
+siludone:
+	VZEROUPPER
+	RET
+
+// func expSubSumAVX2(x *float32, n int, sub float32) float64
+// x[i] = exp(x[i] - sub); returns Σ x[i], summed in float64 (4 lanes of
+// Y14 and 4 of Y13, then pairwise).
+TEXT ·expSubSumAVX2(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS sub+16(FP), Y15
+	VXORPD       Y14, Y14, Y14
+	VXORPD       Y13, Y13, Y13
+	SHRQ         $3, CX
+	JZ           expdone
+
+exploop:
+	VMOVUPS      (DI), Y0
+	VSUBPS       Y15, Y0, Y0
+	EXP(Y0, Y1, Y2, Y3)
+	VMOVUPS      Y3, (DI)
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $1, Y3, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y4, Y14, Y14
+	VADDPD       Y5, Y13, Y13
+	ADDQ         $32, DI
+	DECQ         CX
+	JNZ          exploop
+
+expdone:
+	VADDPD       Y13, Y14, Y14
+	VEXTRACTF128 $1, Y14, X13
+	VADDPD       X13, X14, X14
+	VHADDPD      X14, X14, X14
+	VMOVSD       X14, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func maxAVX2(x *float32, n int) float32
+// n >= 8.
+TEXT ·maxAVX2(SB), NOSPLIT, $0-20
+	MOVQ    x+0(FP), DI
+	MOVQ    n+8(FP), CX
+	SHRQ    $3, CX
+	VMOVUPS (DI), Y0
+	ADDQ    $32, DI
+	DECQ    CX
+	JZ      maxdone
+
+maxloop:
+	VMAXPS (DI), Y0, Y0
+	ADDQ   $32, DI
+	DECQ   CX
+	JNZ    maxloop
+
+maxdone:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0x4e, X0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSS       X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func scaleAVX2(x *float32, n int, s float32)
+// x[i] *= s.
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-20
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS s+16(FP), Y15
+	SHRQ         $3, CX
+	JZ           scaledone
+
+scaleloop:
+	VMULPS  (DI), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     scaleloop
+
+scaledone:
+	VZEROUPPER
+	RET
+
+// func sumSqAVX2(x *float32, n int) float64
+// Σ x[i]², each square rounded to float32 and summed in float64 (as ggml's
+// rms_norm does).
+TEXT ·sumSqAVX2(SB), NOSPLIT, $0-24
+	MOVQ   x+0(FP), DI
+	MOVQ   n+8(FP), CX
+	VXORPD Y14, Y14, Y14
+	VXORPD Y13, Y13, Y13
+	SHRQ   $3, CX
+	JZ     sumsqdone
+
+sumsqloop:
+	VMOVUPS      (DI), Y0
+	VMULPS       Y0, Y0, Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $1, Y0, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       Y1, Y14, Y14
+	VADDPD       Y2, Y13, Y13
+	ADDQ         $32, DI
+	DECQ         CX
+	JNZ          sumsqloop
+
+sumsqdone:
+	VADDPD       Y13, Y14, Y14
+	VEXTRACTF128 $1, Y14, X13
+	VADDPD       X13, X14, X14
+	VHADDPD      X14, X14, X14
+	VMOVSD       X14, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func mulScaleAVX2(out, x, w *float32, n int, s float32)
+// out[i] = x[i] * s * w[i] (in that order).
+TEXT ·mulScaleAVX2(SB), NOSPLIT, $0-36
+	MOVQ         out+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         w+16(FP), DX
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS s+32(FP), Y15
+	SHRQ         $3, CX
+	JZ           mulscaledone
+
+mulscaleloop:
+	VMULPS  (SI), Y15, Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	DECQ    CX
+	JNZ     mulscaleloop
+
+mulscaledone:
+	VZEROUPPER
+	RET
