@@ -10,6 +10,24 @@ type Act struct {
 	Qs []int8    // quantized activations, len n: x[i] ≈ D[i/32] * Qs[i]
 	D  []float32 // per block of 32: scale
 	S  []float32 // per block of 32: D[b] * Σ Qs in the block (for types with minimums)
+	B  []int16   // per 16 quants: Σ Qs, for kernels that ask for it (typeKernels.sums16)
+}
+
+// actSums16 fills a.B from a.Qs.
+func actSums16(a *Act) {
+	n := len(a.Qs) / 16
+	if cap(a.B) < n {
+		a.B = make([]int16, n)
+	}
+	a.B = a.B[:n]
+	for g := range a.B {
+		q := (*[16]int8)(a.Qs[g*16:])
+		var s int16
+		for _, v := range q {
+			s += int16(v)
+		}
+		a.B[g] = s
+	}
 }
 
 // dotFunc returns the dot product of one weight row w (n elements) with one
@@ -37,6 +55,7 @@ type typeKernels struct {
 	dot4     dot4Func     // nil: dot is called four times
 	dotRows  dotRowsFunc  // nil: dot is called per row
 	dot4Rows dot4RowsFunc // nil: dot4 is called per row
+	sums16   bool         // dot4Rows needs Act.B (MatMul fills it)
 }
 
 // dotTable holds the kernels of each type. The pure-Go versions are

@@ -148,6 +148,9 @@ func (j *matmulJob) quantize(lo, hi int) {
 	}
 	for i := lo; i < hi; i++ {
 		q(j.x[i*cols:(i+1)*cols], &j.acts[i])
+		if j.kern.sums16 && j.n >= 4 {
+			actSums16(&j.acts[i])
+		}
 	}
 }
 

@@ -55,7 +55,7 @@ func init() {
 	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Of(dotQ5_1SIMD), dotRows: dotRowsQ5_1SIMD})
 	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Q4_KSIMD, dotRows: dotRowsQ4_KSIMD, dot4Rows: dot4RowsQ4_KSIMD})
 	add(Q5_K, typeKernels{dot: dotQ5_KSIMD, dot4: dot4Of(dotQ5_KSIMD), dotRows: dotRowsQ5_KSIMD})
-	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Q6_KSIMD, dotRows: dotRowsQ6_KSIMD, dot4Rows: dot4RowsQ6_KSIMD})
+	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Q6_KSIMD, dotRows: dotRowsQ6_KSIMD, dot4Rows: dot4RowsQ6_KSIMD, sums16: true})
 	if cpu.X86.HasF16C {
 		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD, dotRows: dotRowsF16SIMD, dot4Rows: dot4RowsF16SIMD})
 	}
@@ -635,12 +635,15 @@ func quantizeActSIMD(x []float32, a *Act) {
 }
 
 //go:noescape
-func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
 
 func dot4Q6_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 	dot4RowsQ6_KSIMD(w, 1, a, n, out[:], 1)
 }
 
+// dot4RowsQ6_KSIMD takes the activations' sums of 16 quants (Act.B) from
+// MatMul; without them it runs the one-input kernel per activation row (the
+// same results).
 func dot4RowsQ6_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
 	if rows == 0 {
 		return
@@ -653,7 +656,17 @@ func dot4RowsQ6_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stri
 	}
 	_ = w[rows*nsb*210-1]
 	qs, d := q4args(a, nsb*8)
-	dot4Q6_KAVX2(&w[0], &qs, &d, nsb, &f16Table[0], rows, &out[0], stride)
+	var b [4]*int16
+	for k := range a {
+		if len(a[k].B) < nsb*16 {
+			for k := range a {
+				dotRowsQ6_KSIMD(w, rows, a[k], n, out[k*stride:k*stride+rows])
+			}
+			return
+		}
+		b[k] = &a[k].B[0]
+	}
+	dot4Q6_KAVX2(&w[0], &qs, &d, &b, nsb, &f16Table[0], rows, &out[0], stride)
 }
 
 //go:noescape

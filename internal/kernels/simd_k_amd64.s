@@ -753,27 +753,90 @@ q4kx4loop:
 	VZEROUPPER
 	RET
 
-// func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-// As dot4Q4_K: the super-block's quants less 32 (element order) go to
-// q-256(SP) once, its scales to Y10/Y11 and d to Y12; then each row. Here
-// the activations are the unsigned operand of VPMADDUBSW, as a+128 (pairs
-// within int16: 2*255*32), and the 128*Σ(q-32) this adds, which depends on
-// the weights only, is computed once per super-block (Y15, one int32 per
-// block of 32, scaled like the sums) and subtracted from each row's sums.
-// Y0-Y3 accumulate the rows, Y14 holds 0x80 bytes, AX = 32*super-block
-// index. rows consecutive weight rows: row r's output for activation row
-// k goes to out[k*stride + r] (R15 = stride in bytes).
-TEXT ·dot4Q6_KAVX2(SB), NOSPLIT, $256-64
+// The four-input Q6_K kernel's per-block products P (8 int32 of one block
+// of 32: its two halves' sums times their scales) are reduced to one sum per
+// block by transposition (VPUNPCK*, single micro-ops on Zen 1, where
+// VPHADDD ymm and VPERM2I128 are several): the integer sums are exact, so
+// the order does not change the result.
+//
+// Q6T2(a, b, t): a = per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3].
+#define Q6T2(a, b, t) \
+	VPUNPCKLDQ b, a, t; \
+	VPUNPCKHDQ b, a, a; \
+	VPADDD     t, a, a
+
+// Q6T4(a, b, t): from Q6T2 results a (blocks i, i+1) and b (i+2, i+3),
+// a = per lane the four blocks' lane sums in order.
+#define Q6T4(a, b, t) \
+	VPUNPCKLQDQ b, a, t; \
+	VPUNPCKHQDQ b, a, a; \
+	VPADDD      t, a, a
+
+// Q6T8: from Q6T4 results Y4 (blocks 0-3) and Y5 (4-7), Y4 = the 8 block
+// sums (the two lanes added); X6, X7 are clobbered.
+#define Q6T8 \
+	VEXTRACTI128 $1, Y4, X6; \
+	VEXTRACTI128 $1, Y5, X7; \
+	VPADDD       X6, X4, X4; \
+	VPADDD       X7, X5, X5; \
+	VINSERTI128  $1, X5, Y4, Y4
+
+// Q6P(i, p): p = block i's products against the activation row at R9 with
+// the unpacked weights (0..63, the unsigned operand) and scales.
+#define Q6P(i, p) \
+	VMOVDQU    q-256+(i*32)(SP), p; \
+	VPMADDUBSW (i*32)(R9), p, p; \
+	VPMADDWD   sc-512+(i*32)(SP), p, p
+
+// Q6ROW(k, acc): acc += d*d_a*(block sums) for activation row k/8 (its
+// pointers in the arrays at R12, R13, R14), whose sums of 16 quants (at
+// R11) take out the 32 the unpacked weights are short of:
+// Σ sc*(q-32)*a = Σ sc*q*a - 32*Σ sc*Σa.
+#define Q6ROW(k, acc) \
+	MOVQ        k(R12), R9; \
+	LEAQ        (R9)(AX*8), R9; \
+	MOVQ        k(R13), R10; \
+	MOVQ        k(R14), R11; \
+	Q6P(0, Y4); \
+	Q6P(1, Y5); \
+	Q6T2(Y4, Y5, Y6); \
+	Q6P(2, Y5); \
+	Q6P(3, Y6); \
+	Q6T2(Y5, Y6, Y7); \
+	Q6T4(Y4, Y5, Y6); \
+	Q6P(4, Y5); \
+	Q6P(5, Y6); \
+	Q6T2(Y5, Y6, Y7); \
+	Q6P(6, Y6); \
+	Q6P(7, Y7); \
+	Q6T2(Y6, Y7, Y8); \
+	Q6T4(Y5, Y6, Y7); \
+	Q6T8; \
+	VPMADDWD    (R11)(AX*1), Y13, Y5; \
+	VPSLLD      $5, Y5, Y5; \
+	VPSUBD      Y5, Y4, Y4; \
+	VCVTDQ2PS   Y4, Y4; \
+	VMULPS      (R10)(AX*1), Y12, Y5; \
+	VFMADD231PS Y4, Y5, acc
+
+// func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
+// As dot4Q4_K: the super-block's quants (0..63, element order) go to
+// q-256(SP) once, its scales, spread to the int16 pairs of each block of
+// 32, to sc-512(SP) (32 bytes a block), all 16 to Y13 and d to Y12; then
+// each row. Y0-Y3 accumulate the rows, AX = 32*super-block index (offset
+// into d and b, 8*AX into qs). Row r's output for activation row k goes to
+// out[k*stride + r] (R15 = stride in bytes).
+TEXT ·dot4Q6_KAVX2(SB), NOSPLIT, $512-72
 	MOVQ         w+0(FP), SI
-	MOVQ         tab+32(FP), R8
-	MOVQ         stride+56(FP), R15
+	MOVQ         qs+8(FP), R12
+	MOVQ         d+16(FP), R13
+	MOVQ         b+24(FP), R14
+	MOVQ         tab+40(FP), R8
+	MOVQ         stride+64(FP), R15
 	SHLQ         $2, R15
-	MOVL         $0x80808080, DX
-	VMOVD        DX, X14
-	VPBROADCASTD X14, Y14
 
 q6kx4row:
-	MOVQ   nsb+24(FP), CX
+	MOVQ   nsb+32(FP), CX
 	XORQ   AX, AX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -781,9 +844,9 @@ q6kx4row:
 	VXORPS Y3, Y3, Y3
 
 q6kx4loop:
-	VPMOVSXBW    192(SI), Y10
-	VPERM2I128   $0x11, Y10, Y10, Y11
-	VINSERTI128  $1, X10, Y10, Y10
+	VPMOVSXBW    192(SI), Y13
+	VPERM2I128   $0x11, Y13, Y13, Y11
+	VINSERTI128  $1, X13, Y13, Y10
 	MOVWLZX      208(SI), DX
 	VBROADCASTSS (R8)(DX*4), Y12
 
@@ -794,26 +857,22 @@ q6kx4loop:
 	VPAND        q6m30<>(SB), Y7, Y7
 	VPAND        q6m0f<>(SB), Y5, Y8
 	VPOR         Y8, Y7, Y7
-	VPSUBB       q6m32<>(SB), Y7, Y7
 	VMOVDQU      Y7, q-256(SP)
 	VPSLLW       $2, Y4, Y7
 	VPAND        q6m30<>(SB), Y7, Y7
 	VPAND        q6m0f<>(SB), Y6, Y8
 	VPOR         Y8, Y7, Y7
-	VPSUBB       q6m32<>(SB), Y7, Y7
 	VMOVDQU      Y7, q-224(SP)
 	VPAND        q6m30<>(SB), Y4, Y7
 	VPSRLW       $4, Y5, Y8
 	VPAND        q6m0f<>(SB), Y8, Y8
 	VPOR         Y8, Y7, Y7
-	VPSUBB       q6m32<>(SB), Y7, Y7
 	VMOVDQU      Y7, q-192(SP)
 	VPSRLW       $2, Y4, Y7
 	VPAND        q6m30<>(SB), Y7, Y7
 	VPSRLW       $4, Y6, Y8
 	VPAND        q6m0f<>(SB), Y8, Y8
 	VPOR         Y8, Y7, Y7
-	VPSUBB       q6m32<>(SB), Y7, Y7
 	VMOVDQU      Y7, q-160(SP)
 	VMOVDQU      160(SI), Y4
 	VMOVDQU      64(SI), Y5
@@ -822,271 +881,46 @@ q6kx4loop:
 	VPAND        q6m30<>(SB), Y7, Y7
 	VPAND        q6m0f<>(SB), Y5, Y8
 	VPOR         Y8, Y7, Y7
-	VPSUBB       q6m32<>(SB), Y7, Y7
 	VMOVDQU      Y7, q-128(SP)
 	VPSLLW       $2, Y4, Y7
 	VPAND        q6m30<>(SB), Y7, Y7
 	VPAND        q6m0f<>(SB), Y6, Y8
 	VPOR         Y8, Y7, Y7
-	VPSUBB       q6m32<>(SB), Y7, Y7
 	VMOVDQU      Y7, q-96(SP)
 	VPAND        q6m30<>(SB), Y4, Y7
 	VPSRLW       $4, Y5, Y8
 	VPAND        q6m0f<>(SB), Y8, Y8
 	VPOR         Y8, Y7, Y7
-	VPSUBB       q6m32<>(SB), Y7, Y7
 	VMOVDQU      Y7, q-64(SP)
 	VPSRLW       $2, Y4, Y7
 	VPAND        q6m30<>(SB), Y7, Y7
 	VPSRLW       $4, Y6, Y8
 	VPAND        q6m0f<>(SB), Y8, Y8
 	VPOR         Y8, Y7, Y7
-	VPSUBB       q6m32<>(SB), Y7, Y7
 	VMOVDQU      Y7, q-32(SP)
 
-	// Y15 = 128*Σ sc*(q-32) per block
-	VPMADDUBSW   q-256(SP), Y14, Y5
+	// The scales of each block in int16 pairs, once for the four rows.
 	VPSHUFB      q6shuf<>+0(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y8
-	VPMADDUBSW   q-224(SP), Y14, Y5
+	VMOVDQU      Y7, sc-512(SP)
 	VPSHUFB      q6shuf<>+32(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPHADDD      Y9, Y8, Y8
-	VPMADDUBSW   q-192(SP), Y14, Y5
+	VMOVDQU      Y7, sc-480(SP)
 	VPSHUFB      q6shuf<>+64(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPMADDUBSW   q-160(SP), Y14, Y5
+	VMOVDQU      Y7, sc-448(SP)
 	VPSHUFB      q6shuf<>+96(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPHADDD      Y13, Y9, Y9
-	VPHADDD      Y9, Y8, Y8
-	VPMADDUBSW   q-128(SP), Y14, Y5
+	VMOVDQU      Y7, sc-416(SP)
 	VPSHUFB      q6shuf<>+0(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPMADDUBSW   q-96(SP), Y14, Y5
+	VMOVDQU      Y7, sc-384(SP)
 	VPSHUFB      q6shuf<>+32(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPHADDD      Y13, Y9, Y9
-	VPMADDUBSW   q-64(SP), Y14, Y5
+	VMOVDQU      Y7, sc-352(SP)
 	VPSHUFB      q6shuf<>+64(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPMADDUBSW   q-32(SP), Y14, Y5
+	VMOVDQU      Y7, sc-320(SP)
 	VPSHUFB      q6shuf<>+96(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y4
-	VPHADDD      Y4, Y13, Y13
-	VPHADDD      Y13, Y9, Y9
-	VINSERTI128  $1, X9, Y8, Y13
-	VPERM2I128   $0x31, Y9, Y8, Y4
-	VPADDD       Y4, Y13, Y13
-	VMOVDQA      Y13, Y15
+	VMOVDQU      Y7, sc-288(SP)
 
-	// row 0
-	MOVQ         qs+8(FP), R9
-	MOVQ         0(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         0(R10), R10
-	VPXOR        0(R9), Y14, Y5
-	VPMADDUBSW   q-256(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+0(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y8
-	VPXOR        32(R9), Y14, Y5
-	VPMADDUBSW   q-224(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+32(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPHADDD      Y9, Y8, Y8
-	VPXOR        64(R9), Y14, Y5
-	VPMADDUBSW   q-192(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+64(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPXOR        96(R9), Y14, Y5
-	VPMADDUBSW   q-160(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+96(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPHADDD      Y13, Y9, Y9
-	VPHADDD      Y9, Y8, Y8
-	VPXOR        128(R9), Y14, Y5
-	VPMADDUBSW   q-128(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+0(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPXOR        160(R9), Y14, Y5
-	VPMADDUBSW   q-96(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+32(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPHADDD      Y13, Y9, Y9
-	VPXOR        192(R9), Y14, Y5
-	VPMADDUBSW   q-64(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+64(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPXOR        224(R9), Y14, Y5
-	VPMADDUBSW   q-32(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+96(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y4
-	VPHADDD      Y4, Y13, Y13
-	VPHADDD      Y13, Y9, Y9
-	VINSERTI128  $1, X9, Y8, Y13
-	VPERM2I128   $0x31, Y9, Y8, Y4
-	VPADDD       Y4, Y13, Y13
-	VPSUBD       Y15, Y13, Y13
-	VCVTDQ2PS    Y13, Y13
-	VMULPS       (R10)(AX*1), Y12, Y4
-	VFMADD231PS  Y13, Y4, Y0
-
-	// row 1
-	MOVQ         qs+8(FP), R9
-	MOVQ         8(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         8(R10), R10
-	VPXOR        0(R9), Y14, Y5
-	VPMADDUBSW   q-256(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+0(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y8
-	VPXOR        32(R9), Y14, Y5
-	VPMADDUBSW   q-224(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+32(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPHADDD      Y9, Y8, Y8
-	VPXOR        64(R9), Y14, Y5
-	VPMADDUBSW   q-192(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+64(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPXOR        96(R9), Y14, Y5
-	VPMADDUBSW   q-160(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+96(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPHADDD      Y13, Y9, Y9
-	VPHADDD      Y9, Y8, Y8
-	VPXOR        128(R9), Y14, Y5
-	VPMADDUBSW   q-128(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+0(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPXOR        160(R9), Y14, Y5
-	VPMADDUBSW   q-96(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+32(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPHADDD      Y13, Y9, Y9
-	VPXOR        192(R9), Y14, Y5
-	VPMADDUBSW   q-64(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+64(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPXOR        224(R9), Y14, Y5
-	VPMADDUBSW   q-32(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+96(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y4
-	VPHADDD      Y4, Y13, Y13
-	VPHADDD      Y13, Y9, Y9
-	VINSERTI128  $1, X9, Y8, Y13
-	VPERM2I128   $0x31, Y9, Y8, Y4
-	VPADDD       Y4, Y13, Y13
-	VPSUBD       Y15, Y13, Y13
-	VCVTDQ2PS    Y13, Y13
-	VMULPS       (R10)(AX*1), Y12, Y4
-	VFMADD231PS  Y13, Y4, Y1
-
-	// row 2
-	MOVQ         qs+8(FP), R9
-	MOVQ         16(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         16(R10), R10
-	VPXOR        0(R9), Y14, Y5
-	VPMADDUBSW   q-256(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+0(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y8
-	VPXOR        32(R9), Y14, Y5
-	VPMADDUBSW   q-224(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+32(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPHADDD      Y9, Y8, Y8
-	VPXOR        64(R9), Y14, Y5
-	VPMADDUBSW   q-192(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+64(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPXOR        96(R9), Y14, Y5
-	VPMADDUBSW   q-160(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+96(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPHADDD      Y13, Y9, Y9
-	VPHADDD      Y9, Y8, Y8
-	VPXOR        128(R9), Y14, Y5
-	VPMADDUBSW   q-128(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+0(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPXOR        160(R9), Y14, Y5
-	VPMADDUBSW   q-96(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+32(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPHADDD      Y13, Y9, Y9
-	VPXOR        192(R9), Y14, Y5
-	VPMADDUBSW   q-64(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+64(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPXOR        224(R9), Y14, Y5
-	VPMADDUBSW   q-32(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+96(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y4
-	VPHADDD      Y4, Y13, Y13
-	VPHADDD      Y13, Y9, Y9
-	VINSERTI128  $1, X9, Y8, Y13
-	VPERM2I128   $0x31, Y9, Y8, Y4
-	VPADDD       Y4, Y13, Y13
-	VPSUBD       Y15, Y13, Y13
-	VCVTDQ2PS    Y13, Y13
-	VMULPS       (R10)(AX*1), Y12, Y4
-	VFMADD231PS  Y13, Y4, Y2
-
-	// row 3
-	MOVQ         qs+8(FP), R9
-	MOVQ         24(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         24(R10), R10
-	VPXOR        0(R9), Y14, Y5
-	VPMADDUBSW   q-256(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+0(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y8
-	VPXOR        32(R9), Y14, Y5
-	VPMADDUBSW   q-224(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+32(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPHADDD      Y9, Y8, Y8
-	VPXOR        64(R9), Y14, Y5
-	VPMADDUBSW   q-192(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+64(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPXOR        96(R9), Y14, Y5
-	VPMADDUBSW   q-160(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+96(SB), Y10, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPHADDD      Y13, Y9, Y9
-	VPHADDD      Y9, Y8, Y8
-	VPXOR        128(R9), Y14, Y5
-	VPMADDUBSW   q-128(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+0(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y9
-	VPXOR        160(R9), Y14, Y5
-	VPMADDUBSW   q-96(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+32(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPHADDD      Y13, Y9, Y9
-	VPXOR        192(R9), Y14, Y5
-	VPMADDUBSW   q-64(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+64(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y13
-	VPXOR        224(R9), Y14, Y5
-	VPMADDUBSW   q-32(SP), Y5, Y5
-	VPSHUFB      q6shuf<>+96(SB), Y11, Y7
-	VPMADDWD     Y7, Y5, Y4
-	VPHADDD      Y4, Y13, Y13
-	VPHADDD      Y13, Y9, Y9
-	VINSERTI128  $1, X9, Y8, Y13
-	VPERM2I128   $0x31, Y9, Y8, Y4
-	VPADDD       Y4, Y13, Y13
-	VPSUBD       Y15, Y13, Y13
-	VCVTDQ2PS    Y13, Y13
-	VMULPS       (R10)(AX*1), Y12, Y4
-	VFMADD231PS  Y13, Y4, Y3
+	Q6ROW(0, Y0)
+	Q6ROW(8, Y1)
+	Q6ROW(16, Y2)
+	Q6ROW(24, Y3)
 
 	ADDQ $210, SI
 	ADDQ $32, AX
@@ -1098,14 +932,14 @@ q6kx4loop:
 	VHADDPS      Y2, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS       X1, X0, X0
-	MOVQ         out+48(FP), DX
+	MOVQ         out+56(FP), DX
 	VMOVSS       X0, (DX)
 	VEXTRACTPS   $1, X0, (DX)(R15*1)
 	VEXTRACTPS   $2, X0, (DX)(R15*2)
 	LEAQ         (DX)(R15*2), DX
 	VEXTRACTPS   $3, X0, (DX)(R15*1)
-	ADDQ         $4, out+48(FP)
-	DECQ         rows+40(FP)
+	ADDQ         $4, out+56(FP)
+	DECQ         rows+48(FP)
 	JNZ          q6kx4row
 	VZEROUPPER
 	RET

@@ -81,6 +81,7 @@ func simdRandAct(n int, rng *rand.Rand) *Act {
 		a.D[b] = d
 		a.S[b] = d * float32(sum)
 	}
+	actSums16(a) // as MatMul gives kernels that ask for them
 	return a
 }
 
@@ -658,5 +659,34 @@ func TestSIMDNoAlloc(t *testing.T) {
 	simdQuantizeAct(x, &a)
 	if allocs := testing.AllocsPerRun(10, func() { simdQuantizeAct(x, &a) }); allocs != 0 {
 		t.Errorf("quantizeAct: %v allocations", allocs)
+	}
+}
+
+// TestDot4Sums16Fallback: four-input kernels that take the activations'
+// sums of 16 quants give the same bits without them (they then run the
+// one-input kernel).
+func TestDot4Sums16Fallback(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for typ, k := range dotTable {
+		if !k.sums16 {
+			continue
+		}
+		const n, rows = 512, 5
+		w := simdRandWeights(typ, rows*n, rng)
+		var with, without [4]*Act
+		for i := range with {
+			with[i] = simdRandAct(n, rng)
+			c := *with[i]
+			c.B = nil
+			without[i] = &c
+		}
+		got, want := make([]float32, 4*rows), make([]float32, 4*rows)
+		k.dot4Rows(w, rows, &with, n, want, rows)
+		k.dot4Rows(w, rows, &without, n, got, rows)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: output %d is %g without the sums, %g with", typ, i, got[i], want[i])
+			}
+		}
 	}
 }
