@@ -46,6 +46,26 @@
 	VINSERTI128 $1, X5, yl, yl; \
 	VPMADDWD    Y15, yl, yl
 
+// Q4KPAIR2 is Q4KPAIR with the two sub-blocks' int32 sums in xa and xb
+// (for the KT2/KT4 transposition).
+#define Q4KPAIR2(q0p, q1p, a0p, a1p, a2p, a3p, xa, xb) \
+	VMOVDQU    q0p, X5; \
+	VMOVDQU    q1p, X6; \
+	VPAND      X14, X5, xa; \
+	VPAND      X14, X6, X11; \
+	VPMADDUBSW a0p, xa, xa; \
+	VPMADDUBSW a1p, X11, X11; \
+	VPADDW     X11, xa, xa; \
+	VPSRLW     $4, X5, X5; \
+	VPSRLW     $4, X6, X6; \
+	VPAND      X14, X5, X5; \
+	VPAND      X14, X6, X6; \
+	VPMADDUBSW a2p, X5, X5; \
+	VPMADDUBSW a3p, X6, X6; \
+	VPADDW     X6, X5, xb; \
+	VPMADDWD   X15, xa, xa; \
+	VPMADDWD   X15, xb, xb
+
 // SUMS8 turns the four pair vectors of a super-block (Y7-Y10, sub-blocks
 // [0|1], [2|3], [4|5], [6|7]) into Y7 = the 8 sub-block sums in order, as
 // floats. The VPHADDD tree leaves them as [0 2 4 6 | 1 3 5 7]; Y13 holds
@@ -102,6 +122,21 @@
 	Q6DOT(Y5, a3p, q6shuf<>+96(SB), ysc, Y1); \
 	VPHADDD Y1, Y12, Y12; \
 	VPHADDD Y12, Y9, B
+
+// KT2(a, b, t): a = [a0+a2, b0+b2, a1+a3, b1+b3] (per 128-bit lane), and
+// KT4(a, b, t), on KT2 results a (of vectors i, i+1) and b (i+2, i+3):
+// a = the four vectors' lane sums in order. A transposition of single
+// micro-ops on Zen 1, where VPHADDD ymm and the lane-crossing permutes are
+// several; the sums are exact integers, so their order does not matter.
+#define KT2(a, b, t) \
+	VPUNPCKLDQ b, a, t; \
+	VPUNPCKHDQ b, a, a; \
+	VPADDD     t, a, a
+
+#define KT4(a, b, t) \
+	VPUNPCKLQDQ b, a, t; \
+	VPUNPCKHQDQ b, a, a; \
+	VPADDD      t, a, a
 
 // KSCALES decodes the 6-bit scales and mins of the 8 sub-blocks of the
 // Q4_K/Q5_K super-block at SI (ggml's get_scale_min_k4 on 32-bit words):
@@ -172,11 +207,18 @@ q4kloop:
 	VMULPS       Y4, Y1, Y1
 	VMULPS       (R10), Y1, Y1
 
-	Q4KPAIR(16(SI), 32(SI), (DI), 16(DI), 32(DI), 48(DI), X7, Y7)
-	Q4KPAIR(48(SI), 64(SI), 64(DI), 80(DI), 96(DI), 112(DI), X8, Y8)
-	Q4KPAIR(80(SI), 96(SI), 128(DI), 144(DI), 160(DI), 176(DI), X9, Y9)
-	Q4KPAIR(112(SI), 128(SI), 192(DI), 208(DI), 224(DI), 240(DI), X10, Y10)
-	SUMS8
+	Q4KPAIR2(16(SI), 32(SI), (DI), 16(DI), 32(DI), 48(DI), X7, X8)
+	KT2(X7, X8, X3)
+	Q4KPAIR2(48(SI), 64(SI), 64(DI), 80(DI), 96(DI), 112(DI), X8, X9)
+	KT2(X8, X9, X3)
+	KT4(X7, X8, X3)
+	Q4KPAIR2(80(SI), 96(SI), 128(DI), 144(DI), 160(DI), 176(DI), X8, X9)
+	KT2(X8, X9, X3)
+	Q4KPAIR2(112(SI), 128(SI), 192(DI), 208(DI), 224(DI), 240(DI), X9, X10)
+	KT2(X9, X10, X3)
+	KT4(X8, X9, X3)
+	VINSERTI128 $1, X8, Y7, Y7
+	VCVTDQ2PS   Y7, Y7
 	VFMADD231PS Y7, Y2, Y0
 	VSUBPS      Y1, Y0, Y0
 
@@ -393,7 +435,6 @@ TEXT ·dot4Q4_KAVX2(SB), NOSPLIT, $256-72
 	SHLQ    $2, R15
 	ONES16
 	MASK0F
-	VMOVDQU permsums<>(SB), Y13
 
 q4kx4row:
 	MOVQ   nsb+32(FP), CX
@@ -479,54 +520,57 @@ q4kx4loop:
 	VPMADDUBSW   0(R9), X4, X4
 	VMOVDQU      q-240(SP), X5
 	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X6
+	VPMADDWD     X15, X6, X6
 	VMOVDQU      q-224(SP), X5
 	VPMADDUBSW   32(R9), X5, X5
 	VMOVDQU      q-208(SP), X12
 	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y6
-	VPMADDWD     Y15, Y6, Y6
+	VPADDW       X12, X5, X7
+	VPMADDWD     X15, X7, X7
+	KT2(X6, X7, X8)
 	VMOVDQU      q-192(SP), X4
 	VPMADDUBSW   64(R9), X4, X4
 	VMOVDQU      q-176(SP), X5
 	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
 	VMOVDQU      q-160(SP), X5
 	VPMADDUBSW   96(R9), X5, X5
 	VMOVDQU      q-144(SP), X12
 	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y7
-	VPMADDWD     Y15, Y7, Y7
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	KT4(X6, X7, X8)
 	VMOVDQU      q-128(SP), X4
 	VPMADDUBSW   128(R9), X4, X4
 	VMOVDQU      q-112(SP), X5
 	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
 	VMOVDQU      q-96(SP), X5
 	VPMADDUBSW   160(R9), X5, X5
 	VMOVDQU      q-80(SP), X12
 	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y8
-	VPMADDWD     Y15, Y8, Y8
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
 	VMOVDQU      q-64(SP), X4
 	VPMADDUBSW   192(R9), X4, X4
 	VMOVDQU      q-48(SP), X5
 	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X8
+	VPMADDWD     X15, X8, X8
 	VMOVDQU      q-32(SP), X5
 	VPMADDUBSW   224(R9), X5, X5
 	VMOVDQU      q-16(SP), X12
 	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y9
-	VPMADDWD     Y15, Y9, Y9
-	VPHADDD      Y7, Y6, Y6
-	VPHADDD      Y9, Y8, Y8
-	VPHADDD      Y8, Y6, Y6
-	VPERMD       Y6, Y13, Y6
+	VPADDW       X12, X5, X9
+	VPMADDWD     X15, X9, X9
+	KT2(X8, X9, X4)
+	KT4(X7, X8, X9)
+	VINSERTI128  $1, X7, Y6, Y6
 	VCVTDQ2PS    Y6, Y6
 	VMULPS       (R10)(AX*1), Y10, Y12
 	VFMADD231PS  Y6, Y12, Y0
@@ -545,54 +589,57 @@ q4kx4loop:
 	VPMADDUBSW   0(R9), X4, X4
 	VMOVDQU      q-240(SP), X5
 	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X6
+	VPMADDWD     X15, X6, X6
 	VMOVDQU      q-224(SP), X5
 	VPMADDUBSW   32(R9), X5, X5
 	VMOVDQU      q-208(SP), X12
 	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y6
-	VPMADDWD     Y15, Y6, Y6
+	VPADDW       X12, X5, X7
+	VPMADDWD     X15, X7, X7
+	KT2(X6, X7, X8)
 	VMOVDQU      q-192(SP), X4
 	VPMADDUBSW   64(R9), X4, X4
 	VMOVDQU      q-176(SP), X5
 	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
 	VMOVDQU      q-160(SP), X5
 	VPMADDUBSW   96(R9), X5, X5
 	VMOVDQU      q-144(SP), X12
 	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y7
-	VPMADDWD     Y15, Y7, Y7
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	KT4(X6, X7, X8)
 	VMOVDQU      q-128(SP), X4
 	VPMADDUBSW   128(R9), X4, X4
 	VMOVDQU      q-112(SP), X5
 	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
 	VMOVDQU      q-96(SP), X5
 	VPMADDUBSW   160(R9), X5, X5
 	VMOVDQU      q-80(SP), X12
 	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y8
-	VPMADDWD     Y15, Y8, Y8
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
 	VMOVDQU      q-64(SP), X4
 	VPMADDUBSW   192(R9), X4, X4
 	VMOVDQU      q-48(SP), X5
 	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X8
+	VPMADDWD     X15, X8, X8
 	VMOVDQU      q-32(SP), X5
 	VPMADDUBSW   224(R9), X5, X5
 	VMOVDQU      q-16(SP), X12
 	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y9
-	VPMADDWD     Y15, Y9, Y9
-	VPHADDD      Y7, Y6, Y6
-	VPHADDD      Y9, Y8, Y8
-	VPHADDD      Y8, Y6, Y6
-	VPERMD       Y6, Y13, Y6
+	VPADDW       X12, X5, X9
+	VPMADDWD     X15, X9, X9
+	KT2(X8, X9, X4)
+	KT4(X7, X8, X9)
+	VINSERTI128  $1, X7, Y6, Y6
 	VCVTDQ2PS    Y6, Y6
 	VMULPS       (R10)(AX*1), Y10, Y12
 	VFMADD231PS  Y6, Y12, Y1
@@ -611,54 +658,57 @@ q4kx4loop:
 	VPMADDUBSW   0(R9), X4, X4
 	VMOVDQU      q-240(SP), X5
 	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X6
+	VPMADDWD     X15, X6, X6
 	VMOVDQU      q-224(SP), X5
 	VPMADDUBSW   32(R9), X5, X5
 	VMOVDQU      q-208(SP), X12
 	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y6
-	VPMADDWD     Y15, Y6, Y6
+	VPADDW       X12, X5, X7
+	VPMADDWD     X15, X7, X7
+	KT2(X6, X7, X8)
 	VMOVDQU      q-192(SP), X4
 	VPMADDUBSW   64(R9), X4, X4
 	VMOVDQU      q-176(SP), X5
 	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
 	VMOVDQU      q-160(SP), X5
 	VPMADDUBSW   96(R9), X5, X5
 	VMOVDQU      q-144(SP), X12
 	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y7
-	VPMADDWD     Y15, Y7, Y7
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	KT4(X6, X7, X8)
 	VMOVDQU      q-128(SP), X4
 	VPMADDUBSW   128(R9), X4, X4
 	VMOVDQU      q-112(SP), X5
 	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
 	VMOVDQU      q-96(SP), X5
 	VPMADDUBSW   160(R9), X5, X5
 	VMOVDQU      q-80(SP), X12
 	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y8
-	VPMADDWD     Y15, Y8, Y8
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
 	VMOVDQU      q-64(SP), X4
 	VPMADDUBSW   192(R9), X4, X4
 	VMOVDQU      q-48(SP), X5
 	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X8
+	VPMADDWD     X15, X8, X8
 	VMOVDQU      q-32(SP), X5
 	VPMADDUBSW   224(R9), X5, X5
 	VMOVDQU      q-16(SP), X12
 	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y9
-	VPMADDWD     Y15, Y9, Y9
-	VPHADDD      Y7, Y6, Y6
-	VPHADDD      Y9, Y8, Y8
-	VPHADDD      Y8, Y6, Y6
-	VPERMD       Y6, Y13, Y6
+	VPADDW       X12, X5, X9
+	VPMADDWD     X15, X9, X9
+	KT2(X8, X9, X4)
+	KT4(X7, X8, X9)
+	VINSERTI128  $1, X7, Y6, Y6
 	VCVTDQ2PS    Y6, Y6
 	VMULPS       (R10)(AX*1), Y10, Y12
 	VFMADD231PS  Y6, Y12, Y2
@@ -677,54 +727,57 @@ q4kx4loop:
 	VPMADDUBSW   0(R9), X4, X4
 	VMOVDQU      q-240(SP), X5
 	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X6
+	VPMADDWD     X15, X6, X6
 	VMOVDQU      q-224(SP), X5
 	VPMADDUBSW   32(R9), X5, X5
 	VMOVDQU      q-208(SP), X12
 	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y6
-	VPMADDWD     Y15, Y6, Y6
+	VPADDW       X12, X5, X7
+	VPMADDWD     X15, X7, X7
+	KT2(X6, X7, X8)
 	VMOVDQU      q-192(SP), X4
 	VPMADDUBSW   64(R9), X4, X4
 	VMOVDQU      q-176(SP), X5
 	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
 	VMOVDQU      q-160(SP), X5
 	VPMADDUBSW   96(R9), X5, X5
 	VMOVDQU      q-144(SP), X12
 	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y7
-	VPMADDWD     Y15, Y7, Y7
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	KT4(X6, X7, X8)
 	VMOVDQU      q-128(SP), X4
 	VPMADDUBSW   128(R9), X4, X4
 	VMOVDQU      q-112(SP), X5
 	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
 	VMOVDQU      q-96(SP), X5
 	VPMADDUBSW   160(R9), X5, X5
 	VMOVDQU      q-80(SP), X12
 	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y8
-	VPMADDWD     Y15, Y8, Y8
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
 	VMOVDQU      q-64(SP), X4
 	VPMADDUBSW   192(R9), X4, X4
 	VMOVDQU      q-48(SP), X5
 	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X4
+	VPADDW       X5, X4, X8
+	VPMADDWD     X15, X8, X8
 	VMOVDQU      q-32(SP), X5
 	VPMADDUBSW   224(R9), X5, X5
 	VMOVDQU      q-16(SP), X12
 	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X5
-	VINSERTI128  $1, X5, Y4, Y9
-	VPMADDWD     Y15, Y9, Y9
-	VPHADDD      Y7, Y6, Y6
-	VPHADDD      Y9, Y8, Y8
-	VPHADDD      Y8, Y6, Y6
-	VPERMD       Y6, Y13, Y6
+	VPADDW       X12, X5, X9
+	VPMADDWD     X15, X9, X9
+	KT2(X8, X9, X4)
+	KT4(X7, X8, X9)
+	VINSERTI128  $1, X7, Y6, Y6
 	VCVTDQ2PS    Y6, Y6
 	VMULPS       (R10)(AX*1), Y10, Y12
 	VFMADD231PS  Y6, Y12, Y3
