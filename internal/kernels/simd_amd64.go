@@ -54,7 +54,7 @@ func init() {
 	add(Q5_0, typeKernels{dot: dotQ5_0SIMD, dot4: dot4Of(dotQ5_0SIMD), dotRows: dotRowsQ5_0SIMD})
 	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Of(dotQ5_1SIMD), dotRows: dotRowsQ5_1SIMD})
 	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Q4_KSIMD, dotRows: dotRowsQ4_KSIMD, dot4Rows: dot4RowsQ4_KSIMD})
-	add(Q5_K, typeKernels{dot: dotQ5_KSIMD, dot4: dot4Of(dotQ5_KSIMD), dotRows: dotRowsQ5_KSIMD})
+	add(Q5_K, typeKernels{dot: dotQ5_KSIMD, dot4: dot4Q5_KSIMD, dotRows: dotRowsQ5_KSIMD, dot4Rows: dot4RowsQ5_KSIMD})
 	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Q6_KSIMD, dotRows: dotRowsQ6_KSIMD, dot4Rows: dot4RowsQ6_KSIMD, sums16: true})
 	if cpu.X86.HasF16C {
 		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD, dotRows: dotRowsF16SIMD, dot4Rows: dot4RowsF16SIMD})
@@ -587,6 +587,33 @@ func dotRowsQ6_KSIMD(w []byte, rows int, a *Act, n int, out []float32) {
 	_ = out[rows-1]
 	qs, d := qargs(a, nsb*8)
 	dotQ6_KAVX2(&w[0], qs, d, nsb, &f16Table[0], rows, &out[0])
+}
+
+//go:noescape
+func dot4Q5_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+
+func dot4Q5_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ5_KSIMD(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ5_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if rows == 0 {
+		return
+	}
+	checkRows4(rows, out, stride)
+	nsb := n / 256
+	if nsb == 0 {
+		clearRows4(rows, out, stride)
+		return
+	}
+	_ = w[rows*nsb*176-1]
+	qs, d := q4args(a, nsb*8)
+	var s [4]*float32
+	for k := range a {
+		_ = a[k].S[nsb*8-1]
+		s[k] = &a[k].S[0]
+	}
+	dot4Q5_KAVX2(&w[0], &qs, &d, &s, nsb, &f16Table[0], rows, &out[0], stride)
 }
 
 //go:noescape

@@ -246,7 +246,7 @@ q4kloop:
 
 // func dotQ5_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
 // rows consecutive weight rows, as dotQ4_0AVX2.
-// Y0 accumulates d*sc*d_a*Σq*a, Y1 dmin*m*S.
+// Y0 accumulates d*sc*d_a*Σq*a - dmin*m*S, super-block by super-block.
 TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-64
 	MOVQ    w+0(FP), SI
 	MOVQ    tab+40(FP), R8
@@ -261,7 +261,6 @@ q5krow:
 	MOVQ   s+24(FP), R10
 	MOVQ   nsb+32(FP), CX
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 
 q5kloop:
 	PREFETCHT0 PFD(SI)
@@ -269,7 +268,8 @@ q5kloop:
 	PREFETCHT0 PFD+128(SI)
 	KSCALES // R11 = scales, R12 = mins
 
-	// Y2 = d*sc*d_a per sub-block; Y1 += dmin*m*S.
+	// Y2 = d*sc*d_a per sub-block, Y1 = dmin*m*S: the operations (and
+	// their order) of dot4Q5_KAVX2, so that the two agree bit for bit.
 	VMOVQ        R11, X2
 	VPMOVZXBD    X2, Y2
 	VCVTDQ2PS    Y2, Y2
@@ -277,13 +277,13 @@ q5kloop:
 	VBROADCASTSS (R8)(DX*4), Y3
 	VMULPS       Y3, Y2, Y2
 	VMULPS       (R9), Y2, Y2
-	VMOVQ        R12, X3
-	VPMOVZXBD    X3, Y3
-	VCVTDQ2PS    Y3, Y3
-	VMULPS       (R10), Y3, Y3
+	VMOVQ        R12, X1
+	VPMOVZXBD    X1, Y1
+	VCVTDQ2PS    Y1, Y1
 	MOVWLZX      2(SI), DX
 	VBROADCASTSS (R8)(DX*4), Y4
-	VFMADD231PS  Y3, Y4, Y1
+	VMULPS       Y4, Y1, Y1
+	VMULPS       (R10), Y1, Y1
 
 	// The fifth bits: X3 = qh[0:16], X4 = qh[16:32]; bit 2j (2j+1) of
 	// qh[l] belongs to element l of sub-block 2j (2j+1), moved to 0x10.
@@ -401,6 +401,7 @@ q5kloop:
 	VPMADDWD Y15, Y10, Y10
 	SUMS8
 	VFMADD231PS Y7, Y2, Y0
+	VSUBPS      Y1, Y0, Y0
 
 	ADDQ $176, SI
 	ADDQ $256, DI
@@ -409,11 +410,11 @@ q5kloop:
 	DECQ CX
 	JNZ  q5kloop
 
-	VSUBPS       Y1, Y0, Y0
+	// The lane sums in dot4's order (its HSUM).
+	VHADDPS      Y0, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
 	MOVSS        X0, (AX)
 	ADDQ         $4, AX
 	DECQ         rows+48(FP)
@@ -803,6 +804,445 @@ q4kx4loop:
 	ADDQ         $4, out+56(FP)
 	DECQ         rows+48(FP)
 	JNZ          q4kx4row
+	VZEROUPPER
+	RET
+
+// func dot4Q5_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+// As dot4Q4_KAVX2 with Q5_K's fifth bits: the super-block is unpacked
+// once into q-256(SP) (one quant, 0..31, a byte, in element order) and its
+// scales into Y10 (d*sc) and Y11 (dmin*m); then each row runs the Q4_K
+// sums against it (pairs of quants times activations within int16:
+// 2*2*31*127). Y0-Y3 accumulate the rows, AX is
+// 32*super-block index (offset into d and s; 8*AX into qs).
+// rows consecutive weight rows: row r's output for activation row k goes
+// to out[k*stride + r] (R15 = stride in bytes).
+TEXT ·dot4Q5_KAVX2(SB), NOSPLIT, $256-72
+	MOVQ    w+0(FP), SI
+	MOVQ    tab+40(FP), R8
+	MOVQ    stride+64(FP), R15
+	SHLQ    $2, R15
+	ONES16
+	MASK0F
+
+q5kx4row:
+	MOVQ   nsb+32(FP), CX
+	XORQ   AX, AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+q5kx4loop:
+	KSCALES
+	VMOVQ        R11, X10
+	VPMOVZXBD    X10, Y10
+	VCVTDQ2PS    Y10, Y10
+	MOVWLZX      (SI), DX
+	VBROADCASTSS (R8)(DX*4), Y12
+	VMULPS       Y12, Y10, Y10
+	VMOVQ        R12, X11
+	VPMOVZXBD    X11, Y11
+	VCVTDQ2PS    Y11, Y11
+	MOVWLZX      2(SI), DX
+	VBROADCASTSS (R8)(DX*4), Y12
+	VMULPS       Y12, Y11, Y11
+
+	// The fifth bits: X9 = qh[0:16], X13 = qh[16:32]; bit 2j (2j+1) of
+	// qh[l] belongs to element l of sub-block 2j (2j+1), moved to 0x10.
+	VMOVDQU      16(SI), X9
+	VMOVDQU      32(SI), X13
+	VMOVDQU      48(SI), X5
+	VMOVDQU      64(SI), X6
+	VPAND        X14, X5, X7
+	VPAND        X14, X6, X8
+	VPSLLW       $4, X9, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X7, X7
+	VPSLLW       $4, X13, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X8, X8
+	VMOVDQU      X7, q-256(SP)
+	VMOVDQU      X8, q-240(SP)
+	VPSRLW       $4, X5, X5
+	VPSRLW       $4, X6, X6
+	VPAND        X14, X5, X5
+	VPAND        X14, X6, X6
+	VPSLLW       $3, X9, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X5, X5
+	VPSLLW       $3, X13, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X6, X6
+	VMOVDQU      X5, q-224(SP)
+	VMOVDQU      X6, q-208(SP)
+	VMOVDQU      80(SI), X5
+	VMOVDQU      96(SI), X6
+	VPAND        X14, X5, X7
+	VPAND        X14, X6, X8
+	VPSLLW       $2, X9, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X7, X7
+	VPSLLW       $2, X13, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X8, X8
+	VMOVDQU      X7, q-192(SP)
+	VMOVDQU      X8, q-176(SP)
+	VPSRLW       $4, X5, X5
+	VPSRLW       $4, X6, X6
+	VPAND        X14, X5, X5
+	VPAND        X14, X6, X6
+	VPSLLW       $1, X9, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X5, X5
+	VPSLLW       $1, X13, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X6, X6
+	VMOVDQU      X5, q-160(SP)
+	VMOVDQU      X6, q-144(SP)
+	VMOVDQU      112(SI), X5
+	VMOVDQU      128(SI), X6
+	VPAND        X14, X5, X7
+	VPAND        X14, X6, X8
+	VMOVDQA      X9, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X7, X7
+	VMOVDQA      X13, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X8, X8
+	VMOVDQU      X7, q-128(SP)
+	VMOVDQU      X8, q-112(SP)
+	VPSRLW       $4, X5, X5
+	VPSRLW       $4, X6, X6
+	VPAND        X14, X5, X5
+	VPAND        X14, X6, X6
+	VPSRLW       $1, X9, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X5, X5
+	VPSRLW       $1, X13, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X6, X6
+	VMOVDQU      X5, q-96(SP)
+	VMOVDQU      X6, q-80(SP)
+	VMOVDQU      144(SI), X5
+	VMOVDQU      160(SI), X6
+	VPAND        X14, X5, X7
+	VPAND        X14, X6, X8
+	VPSRLW       $2, X9, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X7, X7
+	VPSRLW       $2, X13, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X8, X8
+	VMOVDQU      X7, q-64(SP)
+	VMOVDQU      X8, q-48(SP)
+	VPSRLW       $4, X5, X5
+	VPSRLW       $4, X6, X6
+	VPAND        X14, X5, X5
+	VPAND        X14, X6, X6
+	VPSRLW       $3, X9, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X5, X5
+	VPSRLW       $3, X13, X12
+	VPAND        q5kx10<>(SB), X12, X12
+	VPOR         X12, X6, X6
+	VMOVDQU      X5, q-32(SP)
+	VMOVDQU      X6, q-16(SP)
+
+	// row 0
+	MOVQ         qs+8(FP), R9
+	MOVQ         0(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         0(R10), R10
+	MOVQ         s+24(FP), R12
+	MOVQ         0(R12), R12
+	VMOVDQU      q-256(SP), X4
+	VPMADDUBSW   0(R9), X4, X4
+	VMOVDQU      q-240(SP), X5
+	VPMADDUBSW   16(R9), X5, X5
+	VPADDW       X5, X4, X6
+	VPMADDWD     X15, X6, X6
+	VMOVDQU      q-224(SP), X5
+	VPMADDUBSW   32(R9), X5, X5
+	VMOVDQU      q-208(SP), X12
+	VPMADDUBSW   48(R9), X12, X12
+	VPADDW       X12, X5, X7
+	VPMADDWD     X15, X7, X7
+	KT2(X6, X7, X8)
+	VMOVDQU      q-192(SP), X4
+	VPMADDUBSW   64(R9), X4, X4
+	VMOVDQU      q-176(SP), X5
+	VPMADDUBSW   80(R9), X5, X5
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
+	VMOVDQU      q-160(SP), X5
+	VPMADDUBSW   96(R9), X5, X5
+	VMOVDQU      q-144(SP), X12
+	VPMADDUBSW   112(R9), X12, X12
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	KT4(X6, X7, X8)
+	VMOVDQU      q-128(SP), X4
+	VPMADDUBSW   128(R9), X4, X4
+	VMOVDQU      q-112(SP), X5
+	VPMADDUBSW   144(R9), X5, X5
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
+	VMOVDQU      q-96(SP), X5
+	VPMADDUBSW   160(R9), X5, X5
+	VMOVDQU      q-80(SP), X12
+	VPMADDUBSW   176(R9), X12, X12
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	VMOVDQU      q-64(SP), X4
+	VPMADDUBSW   192(R9), X4, X4
+	VMOVDQU      q-48(SP), X5
+	VPMADDUBSW   208(R9), X5, X5
+	VPADDW       X5, X4, X8
+	VPMADDWD     X15, X8, X8
+	VMOVDQU      q-32(SP), X5
+	VPMADDUBSW   224(R9), X5, X5
+	VMOVDQU      q-16(SP), X12
+	VPMADDUBSW   240(R9), X12, X12
+	VPADDW       X12, X5, X9
+	VPMADDWD     X15, X9, X9
+	KT2(X8, X9, X4)
+	KT4(X7, X8, X9)
+	VINSERTI128  $1, X7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(AX*1), Y10, Y12
+	VFMADD231PS  Y6, Y12, Y0
+	VMULPS       (R12)(AX*1), Y11, Y12
+	VSUBPS       Y12, Y0, Y0
+
+	// row 1
+	MOVQ         qs+8(FP), R9
+	MOVQ         8(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         8(R10), R10
+	MOVQ         s+24(FP), R12
+	MOVQ         8(R12), R12
+	VMOVDQU      q-256(SP), X4
+	VPMADDUBSW   0(R9), X4, X4
+	VMOVDQU      q-240(SP), X5
+	VPMADDUBSW   16(R9), X5, X5
+	VPADDW       X5, X4, X6
+	VPMADDWD     X15, X6, X6
+	VMOVDQU      q-224(SP), X5
+	VPMADDUBSW   32(R9), X5, X5
+	VMOVDQU      q-208(SP), X12
+	VPMADDUBSW   48(R9), X12, X12
+	VPADDW       X12, X5, X7
+	VPMADDWD     X15, X7, X7
+	KT2(X6, X7, X8)
+	VMOVDQU      q-192(SP), X4
+	VPMADDUBSW   64(R9), X4, X4
+	VMOVDQU      q-176(SP), X5
+	VPMADDUBSW   80(R9), X5, X5
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
+	VMOVDQU      q-160(SP), X5
+	VPMADDUBSW   96(R9), X5, X5
+	VMOVDQU      q-144(SP), X12
+	VPMADDUBSW   112(R9), X12, X12
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	KT4(X6, X7, X8)
+	VMOVDQU      q-128(SP), X4
+	VPMADDUBSW   128(R9), X4, X4
+	VMOVDQU      q-112(SP), X5
+	VPMADDUBSW   144(R9), X5, X5
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
+	VMOVDQU      q-96(SP), X5
+	VPMADDUBSW   160(R9), X5, X5
+	VMOVDQU      q-80(SP), X12
+	VPMADDUBSW   176(R9), X12, X12
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	VMOVDQU      q-64(SP), X4
+	VPMADDUBSW   192(R9), X4, X4
+	VMOVDQU      q-48(SP), X5
+	VPMADDUBSW   208(R9), X5, X5
+	VPADDW       X5, X4, X8
+	VPMADDWD     X15, X8, X8
+	VMOVDQU      q-32(SP), X5
+	VPMADDUBSW   224(R9), X5, X5
+	VMOVDQU      q-16(SP), X12
+	VPMADDUBSW   240(R9), X12, X12
+	VPADDW       X12, X5, X9
+	VPMADDWD     X15, X9, X9
+	KT2(X8, X9, X4)
+	KT4(X7, X8, X9)
+	VINSERTI128  $1, X7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(AX*1), Y10, Y12
+	VFMADD231PS  Y6, Y12, Y1
+	VMULPS       (R12)(AX*1), Y11, Y12
+	VSUBPS       Y12, Y1, Y1
+
+	// row 2
+	MOVQ         qs+8(FP), R9
+	MOVQ         16(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         16(R10), R10
+	MOVQ         s+24(FP), R12
+	MOVQ         16(R12), R12
+	VMOVDQU      q-256(SP), X4
+	VPMADDUBSW   0(R9), X4, X4
+	VMOVDQU      q-240(SP), X5
+	VPMADDUBSW   16(R9), X5, X5
+	VPADDW       X5, X4, X6
+	VPMADDWD     X15, X6, X6
+	VMOVDQU      q-224(SP), X5
+	VPMADDUBSW   32(R9), X5, X5
+	VMOVDQU      q-208(SP), X12
+	VPMADDUBSW   48(R9), X12, X12
+	VPADDW       X12, X5, X7
+	VPMADDWD     X15, X7, X7
+	KT2(X6, X7, X8)
+	VMOVDQU      q-192(SP), X4
+	VPMADDUBSW   64(R9), X4, X4
+	VMOVDQU      q-176(SP), X5
+	VPMADDUBSW   80(R9), X5, X5
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
+	VMOVDQU      q-160(SP), X5
+	VPMADDUBSW   96(R9), X5, X5
+	VMOVDQU      q-144(SP), X12
+	VPMADDUBSW   112(R9), X12, X12
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	KT4(X6, X7, X8)
+	VMOVDQU      q-128(SP), X4
+	VPMADDUBSW   128(R9), X4, X4
+	VMOVDQU      q-112(SP), X5
+	VPMADDUBSW   144(R9), X5, X5
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
+	VMOVDQU      q-96(SP), X5
+	VPMADDUBSW   160(R9), X5, X5
+	VMOVDQU      q-80(SP), X12
+	VPMADDUBSW   176(R9), X12, X12
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	VMOVDQU      q-64(SP), X4
+	VPMADDUBSW   192(R9), X4, X4
+	VMOVDQU      q-48(SP), X5
+	VPMADDUBSW   208(R9), X5, X5
+	VPADDW       X5, X4, X8
+	VPMADDWD     X15, X8, X8
+	VMOVDQU      q-32(SP), X5
+	VPMADDUBSW   224(R9), X5, X5
+	VMOVDQU      q-16(SP), X12
+	VPMADDUBSW   240(R9), X12, X12
+	VPADDW       X12, X5, X9
+	VPMADDWD     X15, X9, X9
+	KT2(X8, X9, X4)
+	KT4(X7, X8, X9)
+	VINSERTI128  $1, X7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(AX*1), Y10, Y12
+	VFMADD231PS  Y6, Y12, Y2
+	VMULPS       (R12)(AX*1), Y11, Y12
+	VSUBPS       Y12, Y2, Y2
+
+	// row 3
+	MOVQ         qs+8(FP), R9
+	MOVQ         24(R9), R9
+	LEAQ         (R9)(AX*8), R9
+	MOVQ         d+16(FP), R10
+	MOVQ         24(R10), R10
+	MOVQ         s+24(FP), R12
+	MOVQ         24(R12), R12
+	VMOVDQU      q-256(SP), X4
+	VPMADDUBSW   0(R9), X4, X4
+	VMOVDQU      q-240(SP), X5
+	VPMADDUBSW   16(R9), X5, X5
+	VPADDW       X5, X4, X6
+	VPMADDWD     X15, X6, X6
+	VMOVDQU      q-224(SP), X5
+	VPMADDUBSW   32(R9), X5, X5
+	VMOVDQU      q-208(SP), X12
+	VPMADDUBSW   48(R9), X12, X12
+	VPADDW       X12, X5, X7
+	VPMADDWD     X15, X7, X7
+	KT2(X6, X7, X8)
+	VMOVDQU      q-192(SP), X4
+	VPMADDUBSW   64(R9), X4, X4
+	VMOVDQU      q-176(SP), X5
+	VPMADDUBSW   80(R9), X5, X5
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
+	VMOVDQU      q-160(SP), X5
+	VPMADDUBSW   96(R9), X5, X5
+	VMOVDQU      q-144(SP), X12
+	VPMADDUBSW   112(R9), X12, X12
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	KT4(X6, X7, X8)
+	VMOVDQU      q-128(SP), X4
+	VPMADDUBSW   128(R9), X4, X4
+	VMOVDQU      q-112(SP), X5
+	VPMADDUBSW   144(R9), X5, X5
+	VPADDW       X5, X4, X7
+	VPMADDWD     X15, X7, X7
+	VMOVDQU      q-96(SP), X5
+	VPMADDUBSW   160(R9), X5, X5
+	VMOVDQU      q-80(SP), X12
+	VPMADDUBSW   176(R9), X12, X12
+	VPADDW       X12, X5, X8
+	VPMADDWD     X15, X8, X8
+	KT2(X7, X8, X9)
+	VMOVDQU      q-64(SP), X4
+	VPMADDUBSW   192(R9), X4, X4
+	VMOVDQU      q-48(SP), X5
+	VPMADDUBSW   208(R9), X5, X5
+	VPADDW       X5, X4, X8
+	VPMADDWD     X15, X8, X8
+	VMOVDQU      q-32(SP), X5
+	VPMADDUBSW   224(R9), X5, X5
+	VMOVDQU      q-16(SP), X12
+	VPMADDUBSW   240(R9), X12, X12
+	VPADDW       X12, X5, X9
+	VPMADDWD     X15, X9, X9
+	KT2(X8, X9, X4)
+	KT4(X7, X8, X9)
+	VINSERTI128  $1, X7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(AX*1), Y10, Y12
+	VFMADD231PS  Y6, Y12, Y3
+	VMULPS       (R12)(AX*1), Y11, Y12
+	VSUBPS       Y12, Y3, Y3
+
+	ADDQ $176, SI
+	ADDQ $32, AX
+	DECQ CX
+	JNZ  q5kx4loop
+
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	MOVQ         out+56(FP), DX
+	VMOVSS       X0, (DX)
+	VEXTRACTPS   $1, X0, (DX)(R15*1)
+	VEXTRACTPS   $2, X0, (DX)(R15*2)
+	LEAQ         (DX)(R15*2), DX
+	VEXTRACTPS   $3, X0, (DX)(R15*1)
+	ADDQ         $4, out+56(FP)
+	DECQ         rows+48(FP)
+	JNZ          q5kx4row
 	VZEROUPPER
 	RET
 
