@@ -55,7 +55,7 @@ type typeKernels struct {
 	dot4     dot4Func     // nil: dot is called four times
 	dotRows  dotRowsFunc  // nil: dot is called per row
 	dot4Rows dot4RowsFunc // nil: dot4 is called per row
-	sums16   bool         // dot4Rows needs Act.B (MatMul fills it)
+	sums16   bool         // the kernels want Act.B (MatMul fills it; they compute it otherwise)
 }
 
 // dotTable holds the kernels of each type. The pure-Go versions are

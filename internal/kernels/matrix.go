@@ -148,7 +148,7 @@ func (j *matmulJob) quantize(lo, hi int) {
 	}
 	for i := lo; i < hi; i++ {
 		q(j.x[i*cols:(i+1)*cols], &j.acts[i])
-		if j.kern.sums16 && j.n >= 4 {
+		if j.kern.sums16 {
 			actSums16(&j.acts[i])
 		}
 	}

@@ -569,7 +569,19 @@ func dot4RowsQ4_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stri
 }
 
 //go:noescape
-func dotQ6_KAVX2(w *byte, qs *int8, d *float32, nsb int, tab *float32, rows int, out *float32)
+func dotQ6_KAVX2(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
+
+// sums16Of returns the activations' sums of 16 quants over nsb Q6_K
+// super-blocks: a.B as MatMul fills it, else computed into buf (or a new
+// slice when longer).
+func sums16Of(a *Act, nsb int, buf *[1024]int16) []int16 {
+	if len(a.B) >= nsb*16 {
+		return a.B
+	}
+	c := Act{Qs: a.Qs[:nsb*256], B: buf[:0]}
+	actSums16(&c)
+	return c.B
+}
 
 func dotQ6_KSIMD(w []byte, a *Act, n int) float32 {
 	var o [1]float32
@@ -586,7 +598,10 @@ func dotRowsQ6_KSIMD(w []byte, rows int, a *Act, n int, out []float32) {
 	_ = w[rows*nsb*210-1]
 	_ = out[rows-1]
 	qs, d := qargs(a, nsb*8)
-	dotQ6_KAVX2(&w[0], qs, d, nsb, &f16Table[0], rows, &out[0])
+	var buf [1024]int16
+	b := sums16Of(a, nsb, &buf)
+	_ = b[nsb*16-1]
+	dotQ6_KAVX2(&w[0], qs, d, &b[0], nsb, &f16Table[0], rows, &out[0])
 }
 
 //go:noescape
@@ -670,7 +685,7 @@ func dot4Q6_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
 
 // dot4RowsQ6_KSIMD takes the activations' sums of 16 quants (Act.B) from
 // MatMul; without them it runs the one-input kernel per activation row (the
-// same results).
+// same results), which computes them.
 func dot4RowsQ6_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
 	if rows == 0 {
 		return

@@ -1453,20 +1453,22 @@ DATA permsums<>+24(SB)/4, $3
 DATA permsums<>+28(SB)/4, $7
 GLOBL permsums<>(SB), RODATA|NOPTR, $32
 
-// func dotQ6_KAVX2(w *byte, qs *int8, d *float32, nsb int, tab *float32, rows int, out *float32)
-// rows consecutive weight rows, as dotQ4_0AVX2.
-// Y0 accumulates; Y10/Y11 hold the scales of the two halves, Y13 the first
-// half's sums.
-TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-56
+// func dotQ6_KAVX2(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
+// rows consecutive weight rows, as dotQ4_0AVX2, with the quants (0..63)
+// as the unsigned operand and the activations' sums of 16 quants (b)
+// taking out the 32, as dot4Q6_KAVX2. Y0 accumulates; Y10/Y11 hold the
+// scales of the two halves, Y13 all 16.
+TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-64
 	MOVQ   w+0(FP), SI
-	MOVQ   tab+32(FP), R8
-	MOVQ   out+48(FP), AX
+	MOVQ   tab+40(FP), R8
+	MOVQ   out+56(FP), AX
 	MASK0F
 
 q6krow:
 	MOVQ   qs+8(FP), DI
 	MOVQ   d+16(FP), R9
-	MOVQ   nsb+24(FP), CX
+	MOVQ   b+24(FP), R10
+	MOVQ   nsb+32(FP), CX
 	VXORPS Y0, Y0, Y0
 
 q6kloop:
@@ -1474,16 +1476,90 @@ q6kloop:
 	PREFETCHT0 PFD+64(SI)
 	PREFETCHT0 PFD+128(SI)
 	PREFETCHT0 PFD+192(SI)
-	VPMOVSXBW   192(SI), Y10
-	VPERM2I128  $0x11, Y10, Y10, Y11
-	VINSERTI128 $1, X10, Y10, Y10
-	Q6HALF(0(SI), 32(SI), 128(SI), (DI), 32(DI), 64(DI), 96(DI), Y10, Y13)
-	Q6HALF(64(SI), 96(SI), 160(SI), 128(DI), 160(DI), 192(DI), 224(DI), Y11, Y9)
+	VPMOVSXBW   192(SI), Y13
+	VPERM2I128  $0x11, Y13, Y13, Y11
+	VINSERTI128 $1, X13, Y13, Y10
+	VMOVDQU      128(SI), Y2
+	VMOVDQU      0(SI), Y3
+	VMOVDQU      32(SI), Y4
+	VPSLLW       $4, Y2, Y5
+	VPAND        q6m30<>(SB), Y5, Y5
+	VPAND        Y14, Y3, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   0(DI), Y5, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y10, Y6
+	VPMADDWD     Y6, Y5, Y7
+	VPSLLW       $2, Y2, Y5
+	VPAND        q6m30<>(SB), Y5, Y5
+	VPAND        Y14, Y4, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   32(DI), Y5, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y10, Y6
+	VPMADDWD     Y6, Y5, Y8
+	KT2(Y7, Y8, Y6)
+	VPAND        q6m30<>(SB), Y2, Y5
+	VPSRLW       $4, Y3, Y6
+	VPAND        Y14, Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   64(DI), Y5, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y10, Y6
+	VPMADDWD     Y6, Y5, Y8
+	VPSRLW       $2, Y2, Y5
+	VPAND        q6m30<>(SB), Y5, Y5
+	VPSRLW       $4, Y4, Y6
+	VPAND        Y14, Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   96(DI), Y5, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y10, Y6
+	VPMADDWD     Y6, Y5, Y9
+	KT2(Y8, Y9, Y6)
+	KT4(Y7, Y8, Y6)
+	VMOVDQA      Y7, Y1
+	VMOVDQU      160(SI), Y2
+	VMOVDQU      64(SI), Y3
+	VMOVDQU      96(SI), Y4
+	VPSLLW       $4, Y2, Y5
+	VPAND        q6m30<>(SB), Y5, Y5
+	VPAND        Y14, Y3, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   128(DI), Y5, Y5
+	VPSHUFB      q6shuf<>+0(SB), Y11, Y6
+	VPMADDWD     Y6, Y5, Y7
+	VPSLLW       $2, Y2, Y5
+	VPAND        q6m30<>(SB), Y5, Y5
+	VPAND        Y14, Y4, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   160(DI), Y5, Y5
+	VPSHUFB      q6shuf<>+32(SB), Y11, Y6
+	VPMADDWD     Y6, Y5, Y8
+	KT2(Y7, Y8, Y6)
+	VPAND        q6m30<>(SB), Y2, Y5
+	VPSRLW       $4, Y3, Y6
+	VPAND        Y14, Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   192(DI), Y5, Y5
+	VPSHUFB      q6shuf<>+64(SB), Y11, Y6
+	VPMADDWD     Y6, Y5, Y8
+	VPSRLW       $2, Y2, Y5
+	VPAND        q6m30<>(SB), Y5, Y5
+	VPSRLW       $4, Y4, Y6
+	VPAND        Y14, Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   224(DI), Y5, Y5
+	VPSHUFB      q6shuf<>+96(SB), Y11, Y6
+	VPMADDWD     Y6, Y5, Y9
+	KT2(Y8, Y9, Y6)
+	KT4(Y7, Y8, Y6)
 
-	// [B0.lo | B1.lo] + [B0.hi | B1.hi] = the 8 block sums in order.
-	VINSERTI128  $1, X9, Y13, Y1
-	VPERM2I128   $0x31, Y9, Y13, Y2
-	VPADDD       Y2, Y1, Y1
+	// The two lanes added: the 8 block sums in order, less 32*Σ sc*Σa.
+	VEXTRACTI128 $1, Y1, X6
+	VEXTRACTI128 $1, Y7, X8
+	VPADDD       X6, X1, X1
+	VPADDD       X8, X7, X7
+	VINSERTI128  $1, X7, Y1, Y1
+	VPMADDWD     (R10), Y13, Y5
+	VPSLLD       $5, Y5, Y5
+	VPSUBD       Y5, Y1, Y1
 	VCVTDQ2PS    Y1, Y1
 	MOVWLZX      208(SI), DX
 	VBROADCASTSS (R8)(DX*4), Y2
@@ -1493,6 +1569,7 @@ q6kloop:
 	ADDQ $210, SI
 	ADDQ $256, DI
 	ADDQ $32, R9
+	ADDQ $32, R10
 	DECQ CX
 	JNZ  q6kloop
 
@@ -1503,7 +1580,7 @@ q6kloop:
 	VADDPS       X1, X0, X0
 	MOVSS        X0, (AX)
 	ADDQ         $4, AX
-	DECQ         rows+40(FP)
+	DECQ         rows+48(FP)
 	JNZ          q6krow
 	VZEROUPPER
 	RET
