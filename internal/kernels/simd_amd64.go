@@ -50,9 +50,9 @@ func init() {
 	add(BF16, typeKernels{dot: dotBF16SIMD, dot4: dot4BF16SIMD, dotRows: dotRowsBF16SIMD, dot4Rows: dot4RowsBF16SIMD})
 	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD, dotRows: dotRowsQ8_0SIMD, dot4Rows: dot4RowsQ8_0SIMD})
 	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD, dotRows: dotRowsQ4_0SIMD, dot4Rows: dot4RowsQ4_0SIMD})
-	add(Q4_1, typeKernels{dot: dotQ4_1SIMD, dot4: dot4Of(dotQ4_1SIMD), dotRows: dotRowsQ4_1SIMD})
-	add(Q5_0, typeKernels{dot: dotQ5_0SIMD, dot4: dot4Of(dotQ5_0SIMD), dotRows: dotRowsQ5_0SIMD})
-	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Of(dotQ5_1SIMD), dotRows: dotRowsQ5_1SIMD})
+	add(Q4_1, typeKernels{dot: dotQ4_1SIMD, dot4: dot4Q4_1SIMD, dotRows: dotRowsQ4_1SIMD, dot4Rows: dot4RowsQ4_1SIMD})
+	add(Q5_0, typeKernels{dot: dotQ5_0SIMD, dot4: dot4Q5_0SIMD, dotRows: dotRowsQ5_0SIMD, dot4Rows: dot4RowsQ5_0SIMD})
+	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Q5_1SIMD, dotRows: dotRowsQ5_1SIMD, dot4Rows: dot4RowsQ5_1SIMD})
 	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Q4_KSIMD, dotRows: dotRowsQ4_KSIMD, dot4Rows: dot4RowsQ4_KSIMD})
 	add(Q5_K, typeKernels{dot: dotQ5_KSIMD, dot4: dot4Q5_KSIMD, dotRows: dotRowsQ5_KSIMD, dot4Rows: dot4RowsQ5_KSIMD})
 	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Q6_KSIMD, dotRows: dotRowsQ6_KSIMD, dot4Rows: dot4RowsQ6_KSIMD, sums16: true})
@@ -63,16 +63,6 @@ func init() {
 		simdQuantizeAct = quantizeActSIMD
 	}
 	SetSIMD(os.Getenv("MISTRALRS_NOASM") == "")
-}
-
-// dot4Of makes a dot4 of four dot calls, for types whose assembly has no
-// dot4: four assembly dots beat the generic dot4 by far.
-func dot4Of(dot dotFunc) dot4Func {
-	return func(w []byte, a *[4]*Act, n int, out *[4]float32) {
-		for k := range a {
-			out[k] = dot(w, a[k], n)
-		}
-	}
 }
 
 // SetSIMD switches the dot kernels between the assembly versions (on, where
@@ -501,6 +491,67 @@ func dotRowsQ5_1SIMD(w []byte, rows int, a *Act, n int, out []float32) {
 	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 24, out); ok {
 		dotQ5_1AVX2(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
 	}
+}
+
+//go:noescape
+func dot4Q4_1AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+
+//go:noescape
+func dot4Q5_0AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+
+//go:noescape
+func dot4Q5_1AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+
+// s4Args checks a four-input call over rows rows of nb blocks of bsize
+// bytes for a kernel that takes the activation sums S, and returns the
+// activation pointers; ok is false (out cleared) when there is nothing to
+// compute.
+func s4Args(w []byte, rows int, a *[4]*Act, nb, bsize int, out []float32, stride int) (qs [4]*int8, d, s [4]*float32, ok bool) {
+	if rows == 0 {
+		return qs, d, s, false
+	}
+	checkRows4(rows, out, stride)
+	if nb == 0 {
+		clearRows4(rows, out, stride)
+		return qs, d, s, false
+	}
+	_ = w[rows*nb*bsize-1]
+	qs, d = q4args(a, nb)
+	for k := range a {
+		_ = a[k].S[nb-1]
+		s[k] = &a[k].S[0]
+	}
+	return qs, d, s, true
+}
+
+func dot4RowsQ4_1SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if qs, d, s, ok := s4Args(w, rows, a, n/32, 20, out, stride); ok {
+		dot4Q4_1AVX2(&w[0], &qs, &d, &s, n/32, &f16Table[0], rows, &out[0], stride)
+	}
+}
+
+func dot4RowsQ5_0SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if qs, d, s, ok := s4Args(w, rows, a, n/32, 22, out, stride); ok {
+		dot4Q5_0AVX2(&w[0], &qs, &d, &s, n/32, &f16Table[0], rows, &out[0], stride)
+	}
+}
+
+func dot4RowsQ5_1SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if qs, d, s, ok := s4Args(w, rows, a, n/32, 24, out, stride); ok {
+		dot4Q5_1AVX2(&w[0], &qs, &d, &s, n/32, &f16Table[0], rows, &out[0], stride)
+	}
+}
+
+func dot4Q4_1SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ4_1SIMD(w, 1, a, n, out[:], 1)
+}
+
+func dot4Q5_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ5_0SIMD(w, 1, a, n, out[:], 1)
+}
+
+func dot4Q5_1SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ5_1SIMD(w, 1, a, n, out[:], 1)
 }
 
 // The dot kernels are their dotRows on one row.
