@@ -110,3 +110,33 @@ func expGo(x float32) float32 {
 	y++
 	return y * math.Float32frombits(uint32(int32(k)+127)<<23)
 }
+
+// Dots sets out[j] = DotF32(q, k[j*stride:]) * scale for j < len(out):
+// attention's scores over a span of cached keys (stride apart), in one call.
+func Dots(out, q, k []float32, stride int, scale float32) {
+	if len(out) == 0 {
+		return
+	}
+	_ = k[(len(out)-1)*stride+len(q)-1]
+	if dotsSIMD(out, q, k, stride, scale) {
+		return
+	}
+	for j := range out {
+		out[j] = DotF32(q, k[j*stride:]) * scale
+	}
+}
+
+// Axpys sets y += w[j] * x[j*stride:][:len(y)] for each j < len(w) in turn
+// (Axpy's operations): attention's weighted sum of a span of cached values.
+func Axpys(y, w, x []float32, stride int) {
+	if len(w) == 0 {
+		return
+	}
+	_ = x[(len(w)-1)*stride+len(y)-1]
+	if axpysSIMD(y, w, x, stride) {
+		return
+	}
+	for j, a := range w {
+		Axpy(a, x[j*stride:], y)
+	}
+}

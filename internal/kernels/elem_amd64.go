@@ -113,3 +113,27 @@ func mulScaleSIMD(out, in, w []float32, s float32) bool {
 	}
 	return true
 }
+
+//go:noescape
+func dotsAVX2(q, k *float32, hd, stride, cnt int, scale float32, out *float32)
+
+//go:noescape
+func axpysAVX2(y *float32, hd int, w, x *float32, stride, cnt int)
+
+// dotsSIMD and axpysSIMD take head sizes of a multiple of 8 (DotF32 and
+// Axpy add the rest in Go; the callers loop over those then).
+func dotsSIMD(out, q, k []float32, stride int, scale float32) bool {
+	if !simdVec || len(q) == 0 || len(q)%8 != 0 {
+		return false
+	}
+	dotsAVX2(&q[0], &k[0], len(q), stride, len(out), scale, &out[0])
+	return true
+}
+
+func axpysSIMD(y, w, x []float32, stride int) bool {
+	if !simdVec || len(y) == 0 || len(y)%8 != 0 {
+		return false
+	}
+	axpysAVX2(&y[0], len(y), &w[0], &x[0], stride, len(w))
+	return true
+}

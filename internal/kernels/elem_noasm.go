@@ -8,3 +8,6 @@ func siluMulSIMD(g, u []float32) bool                   { return false }
 func softmaxSIMD(x []float32) bool                      { return false }
 func sumSqSIMD(x []float32) (float64, bool)             { return 0, false }
 func mulScaleSIMD(out, in, w []float32, s float32) bool { return false }
+
+func dotsSIMD(out, q, k []float32, stride int, scale float32) bool { return false }
+func axpysSIMD(y, w, x []float32, stride int) bool                 { return false }

@@ -204,3 +204,38 @@ func BenchmarkElem(b *testing.B) {
 		SetSIMD(was)
 	}
 }
+
+// TestDotsAxpys: the span kernels give the bits of DotF32 and Axpy called
+// position by position.
+func TestDotsAxpys(t *testing.T) {
+	bothModes(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(43, 44))
+		for _, hd := range []int{4, 8, 12, 16, 24, 64, 72, 80, 128, 136, 256} {
+			for _, cnt := range []int{1, 2, 5} {
+				stride := hd*2 + 8
+				q := randRow(rng, hd)
+				k := randRow(rng, (cnt-1)*stride+hd)
+				got := make([]float32, cnt)
+				Dots(got, q, k, stride, 0.125)
+				for j := range got {
+					want := DotF32(q, k[j*stride:]) * 0.125
+					if math.Float32bits(got[j]) != math.Float32bits(want) {
+						t.Fatalf("hd=%d cnt=%d: Dots[%d] = %g, want %g", hd, cnt, j, got[j], want)
+					}
+				}
+				w := randRow(rng, cnt)
+				y := randRow(rng, hd)
+				want := append([]float32(nil), y...)
+				for j := range w {
+					Axpy(w[j], k[j*stride:], want)
+				}
+				Axpys(y, w, k, stride)
+				for i := range y {
+					if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("hd=%d cnt=%d: Axpys y[%d] = %g, want %g", hd, cnt, i, y[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}

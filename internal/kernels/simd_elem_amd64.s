@@ -359,3 +359,139 @@ mulscaleloop:
 mulscaledone:
 	VZEROUPPER
 	RET
+
+// Attention's scores and weighted sum of values over a span of cached
+// positions, one call per span instead of one per position. Each position
+// gets exactly DotF32's and Axpy's operations (hd is a multiple of 8), so
+// the results are the same bits as position by position.
+
+// func dotsAVX2(q, k *float32, hd, stride, cnt int, scale float32, out *float32)
+// out[j] = (q · k[j*stride:][:hd]) * scale for j < cnt (dotVecAVX2's order).
+TEXT ·dotsAVX2(SB), NOSPLIT, $0-56
+	MOVQ         k+8(FP), DX
+	MOVQ         stride+24(FP), R8
+	SHLQ         $2, R8
+	MOVQ         cnt+32(FP), R9
+	VBROADCASTSS scale+40(FP), X15
+	MOVQ         out+48(FP), AX
+
+dotsrow:
+	MOVQ   q+0(FP), SI
+	MOVQ   DX, DI
+	MOVQ   hd+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	SUBQ   $16, CX
+	JL     dotstail
+
+dotsloop:
+	VMOVUPS     (SI), Y2
+	VMOVUPS     32(SI), Y3
+	VFMADD231PS (DI), Y2, Y0
+	VFMADD231PS 32(DI), Y3, Y1
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JGE         dotsloop
+
+dotstail:
+	ADDQ        $16, CX
+	JZ          dotsdone
+	VMOVUPS     (SI), Y2
+	VFMADD231PS (DI), Y2, Y0
+
+dotsdone:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMULSS       X15, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         $4, AX
+	ADDQ         R8, DX
+	DECQ         R9
+	JNZ          dotsrow
+	VZEROUPPER
+	RET
+
+// func axpysAVX2(y *float32, hd int, w, x *float32, stride, cnt int)
+// y[:hd] += w[j] * x[j*stride:][:hd] for j < cnt in order, with y held in
+// registers 64 values (8 YMM) at a time, then 8 at a time.
+TEXT ·axpysAVX2(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ hd+8(FP), BX
+	MOVQ x+24(FP), SI
+	MOVQ stride+32(FP), R8
+	SHLQ $2, R8
+	SUBQ $64, BX
+	JL   axs8
+
+axs64:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	MOVQ    w+16(FP), DX
+	MOVQ    SI, R10
+	MOVQ    cnt+40(FP), CX
+
+axs64loop:
+	VBROADCASTSS (DX), Y8
+	VFMADD231PS  0(R10), Y8, Y0
+	VFMADD231PS  32(R10), Y8, Y1
+	VFMADD231PS  64(R10), Y8, Y2
+	VFMADD231PS  96(R10), Y8, Y3
+	VFMADD231PS  128(R10), Y8, Y4
+	VFMADD231PS  160(R10), Y8, Y5
+	VFMADD231PS  192(R10), Y8, Y6
+	VFMADD231PS  224(R10), Y8, Y7
+	ADDQ         $4, DX
+	ADDQ         R8, R10
+	DECQ         CX
+	JNZ          axs64loop
+
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ    $256, DI
+	ADDQ    $256, SI
+	SUBQ    $64, BX
+	JGE     axs64
+
+axs8:
+	ADDQ $56, BX
+	JL   axsdone
+
+axs8col:
+	VMOVUPS (DI), Y0
+	MOVQ    w+16(FP), DX
+	MOVQ    SI, R10
+	MOVQ    cnt+40(FP), CX
+
+axs8loop:
+	VBROADCASTSS (DX), Y8
+	VFMADD231PS  (R10), Y8, Y0
+	ADDQ         $4, DX
+	ADDQ         R8, R10
+	DECQ         CX
+	JNZ          axs8loop
+
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	SUBQ    $8, BX
+	JGE     axs8col
+
+axsdone:
+	VZEROUPPER
+	RET

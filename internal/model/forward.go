@@ -260,9 +260,7 @@ func (s *state) attendOne(item int, scores []float32) {
 	for pos := 0; pos < n; {
 		k, _, cnt := cache.Span(s.layer, pos)
 		cnt = min(cnt, n-pos)
-		for j := range cnt {
-			scores[pos+j] = dot(q, k[j*kd+kvh*hd:j*kd+(kvh+1)*hd]) * scale
-		}
+		kernels.Dots(scores[pos:pos+cnt], q, k[kvh*hd:], kd, scale)
 		pos += cnt
 	}
 	softmax(scores)
@@ -271,9 +269,7 @@ func (s *state) attendOne(item int, scores []float32) {
 	for pos := 0; pos < n; {
 		_, v, cnt := cache.Span(s.layer, pos)
 		cnt = min(cnt, n-pos)
-		for j := range cnt {
-			axpy(out, scores[pos+j], v[j*vd+kvh*vdh:j*vd+(kvh+1)*vdh])
-		}
+		kernels.Axpys(out, scores[pos:pos+cnt], v[kvh*vdh:], vd)
 		pos += cnt
 	}
 }

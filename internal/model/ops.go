@@ -41,12 +41,4 @@ func add(x, y []float32) {
 // assembly).
 func softmax(x []float32) { kernels.Softmax(x) }
 
-// dot returns Σ a[i]*b[i] (len(b) >= len(a)): attention scores, in
-// assembly where the kernels have it (two to four times the Go loop's
-// speed on a head of 64 to 128 values).
-func dot(a, b []float32) float32 { return kernels.DotF32(a, b) }
-
-// axpy sets y += a*x (len(x) >= len(y)): attention's weighted sum of values.
-func axpy(y []float32, a float32, x []float32) { kernels.Axpy(a, x, y) }
-
 func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }
