@@ -211,7 +211,7 @@ func TestDotsAxpys(t *testing.T) {
 	bothModes(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(43, 44))
 		for _, hd := range []int{4, 8, 12, 16, 24, 64, 72, 80, 128, 136, 256} {
-			for _, cnt := range []int{1, 2, 5} {
+			for _, cnt := range []int{1, 2, 4, 5, 8, 11} {
 				stride := hd*2 + 8
 				q := randRow(rng, hd)
 				k := randRow(rng, (cnt-1)*stride+hd)

@@ -374,6 +374,94 @@ TEXT ·dotsAVX2(SB), NOSPLIT, $0-56
 	MOVQ         cnt+32(FP), R9
 	VBROADCASTSS scale+40(FP), X15
 	MOVQ         out+48(FP), AX
+	SUBQ         $4, R9
+	JL           dotsone
+
+	// Four positions at a time (their FMA chains overlap), each with the
+	// operations of one.
+dotsfour:
+	MOVQ   q+0(FP), SI
+	MOVQ   DX, DI
+	LEAQ   (DX)(R8*1), R10
+	LEAQ   (DX)(R8*2), R11
+	LEAQ   (R10)(R8*2), R12
+	MOVQ   hd+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SUBQ   $16, CX
+	JL     dotsfourtail
+
+dotsfourloop:
+	VMOVUPS     (SI), Y8
+	VMOVUPS     32(SI), Y9
+	VFMADD231PS (DI), Y8, Y0
+	VFMADD231PS 32(DI), Y9, Y1
+	VFMADD231PS (R10), Y8, Y2
+	VFMADD231PS 32(R10), Y9, Y3
+	VFMADD231PS (R11), Y8, Y4
+	VFMADD231PS 32(R11), Y9, Y5
+	VFMADD231PS (R12), Y8, Y6
+	VFMADD231PS 32(R12), Y9, Y7
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	ADDQ        $64, R10
+	ADDQ        $64, R11
+	ADDQ        $64, R12
+	SUBQ        $16, CX
+	JGE         dotsfourloop
+
+dotsfourtail:
+	ADDQ        $16, CX
+	JZ          dotsfourdone
+	VMOVUPS     (SI), Y8
+	VFMADD231PS (DI), Y8, Y0
+	VFMADD231PS (R10), Y8, Y2
+	VFMADD231PS (R11), Y8, Y4
+	VFMADD231PS (R12), Y8, Y6
+
+dotsfourdone:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMULSS       X15, X0, X0
+	VMOVSS       X0, 0(AX)
+	VADDPS       Y3, Y2, Y2
+	VEXTRACTF128 $1, Y2, X3
+	VADDPS       X3, X2, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VMULSS       X15, X2, X2
+	VMOVSS       X2, 4(AX)
+	VADDPS       Y5, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS       X5, X4, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMULSS       X15, X4, X4
+	VMOVSS       X4, 8(AX)
+	VADDPS       Y7, Y6, Y6
+	VEXTRACTF128 $1, Y6, X7
+	VADDPS       X7, X6, X6
+	VHADDPS      X6, X6, X6
+	VHADDPS      X6, X6, X6
+	VMULSS       X15, X6, X6
+	VMOVSS       X6, 12(AX)
+	ADDQ         $16, AX
+	LEAQ         (DX)(R8*4), DX
+	SUBQ         $4, R9
+	JGE          dotsfour
+
+dotsone:
+	ADDQ $4, R9
+	JZ   dotsend
 
 dotsrow:
 	MOVQ   q+0(FP), SI
@@ -412,6 +500,8 @@ dotsdone:
 	ADDQ         R8, DX
 	DECQ         R9
 	JNZ          dotsrow
+
+dotsend:
 	VZEROUPPER
 	RET
 
