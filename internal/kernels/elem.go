@@ -140,3 +140,32 @@ func Axpys(y, w, x []float32, stride int) {
 		Axpy(a, x[j*stride:], y)
 	}
 }
+
+// Rope rotates the first 2*len(cos) values of each head of x (heads of hd
+// values) by the angles whose cos and sin are given, pairing (i, i+half)
+// when neox, else (2i, 2i+1): x' = a*c - b*s, b' = a*s + b*c (each product
+// rounded: the conversions keep the compiler from fusing them, so the Go
+// loop and the assembly agree bit for bit).
+func Rope(x []float32, hd int, cos, sin []float32, neox bool) {
+	half := len(cos)
+	sin = sin[:half]
+	if ropeSIMD(x, hd, half, cos, sin, neox) {
+		return
+	}
+	for h := 0; h+hd <= len(x); h += hd {
+		head := x[h : h+hd]
+		if neox {
+			for i := range half {
+				a, b := head[i], head[i+half]
+				head[i] = float32(a*cos[i]) - float32(b*sin[i])
+				head[i+half] = float32(a*sin[i]) + float32(b*cos[i])
+			}
+		} else {
+			for i := range half {
+				a, b := head[2*i], head[2*i+1]
+				head[2*i] = float32(a*cos[i]) - float32(b*sin[i])
+				head[2*i+1] = float32(a*sin[i]) + float32(b*cos[i])
+			}
+		}
+	}
+}

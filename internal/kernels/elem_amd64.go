@@ -137,3 +137,27 @@ func axpysSIMD(y, w, x []float32, stride int) bool {
 	axpysAVX2(&y[0], len(y), &w[0], &x[0], stride, len(w))
 	return true
 }
+
+//go:noescape
+func ropeNeoxAVX2(x *float32, heads, hd, half int, cos, sin *float32)
+
+//go:noescape
+func ropePairsAVX2(x *float32, heads, hd, half int, cos, sin *float32)
+
+func ropeSIMD(x []float32, hd, half int, cos, sin []float32, neox bool) bool {
+	heads := len(x) / hd
+	if !simdVec || heads == 0 || half == 0 {
+		return false
+	}
+	if neox && half%8 != 0 || !neox && half%4 != 0 {
+		return false
+	}
+	_ = x[(heads-1)*hd+2*half-1]
+	_, _ = cos[half-1], sin[half-1]
+	if neox {
+		ropeNeoxAVX2(&x[0], heads, hd, half, &cos[0], &sin[0])
+	} else {
+		ropePairsAVX2(&x[0], heads, hd, half, &cos[0], &sin[0])
+	}
+	return true
+}

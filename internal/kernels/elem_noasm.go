@@ -11,3 +11,5 @@ func mulScaleSIMD(out, in, w []float32, s float32) bool { return false }
 
 func dotsSIMD(out, q, k []float32, stride int, scale float32) bool { return false }
 func axpysSIMD(y, w, x []float32, stride int) bool                 { return false }
+
+func ropeSIMD(x []float32, hd, half int, cos, sin []float32, neox bool) bool { return false }

@@ -239,3 +239,29 @@ func TestDotsAxpys(t *testing.T) {
 		}
 	})
 }
+
+// TestRope: the assembly rotation gives the Go loop's bits.
+func TestRope(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	for _, neox := range []bool{false, true} {
+		for _, c := range []struct{ hd, half, heads int }{{64, 32, 3}, {128, 64, 2}, {64, 16, 2}, {80, 40, 2}, {12, 6, 2}, {8, 4, 1}} {
+			x := randRow(rng, c.hd*c.heads)
+			cos, sin := randRow(rng, c.half), randRow(rng, c.half)
+			var res [2][]float32
+			for i, simd := range []bool{true, false} {
+				was := SetSIMD(simd)
+				res[i] = append([]float32(nil), x...)
+				Rope(res[i], c.hd, cos, sin, neox)
+				SetSIMD(was)
+			}
+			for i := range x {
+				if math.Float32bits(res[0][i]) != math.Float32bits(res[1][i]) {
+					t.Fatalf("neox=%v %+v: x[%d] = %g, Go loop %g", neox, c, i, res[0][i], res[1][i])
+				}
+			}
+			if res[1][0] == x[0] && res[1][1] == x[1] {
+				t.Fatalf("neox=%v %+v: nothing rotated", neox, c)
+			}
+		}
+	}
+}

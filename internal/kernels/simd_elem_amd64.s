@@ -585,3 +585,93 @@ axs8loop:
 axsdone:
 	VZEROUPPER
 	RET
+
+// Rotary embeddings: x holds heads of hd values whose first 2*half are
+// rotated by the per-pair cos and sin (half values each), with exactly the
+// operations of the Go loop (a*c - b*s, a*s + b*c, no fused multiply-add).
+
+// func ropeNeoxAVX2(x *float32, heads, hd, half int, cos, sin *float32)
+// Pairs (i, i+half); half is a multiple of 8.
+TEXT ·ropeNeoxAVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), DI
+	MOVQ heads+8(FP), R9
+	MOVQ hd+16(FP), R10
+	SHLQ $2, R10
+	MOVQ half+24(FP), R11
+	SHLQ $2, R11
+
+ropenhead:
+	MOVQ DI, SI
+	MOVQ cos+32(FP), DX
+	MOVQ sin+40(FP), BX
+	MOVQ half+24(FP), CX
+	SHRQ $3, CX
+
+ropenloop:
+	VMOVUPS (SI), Y0          // a
+	VMOVUPS (SI)(R11*1), Y1   // b
+	VMOVUPS (DX), Y2          // cos
+	VMOVUPS (BX), Y3          // sin
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y3, Y0, Y6
+	VMULPS  Y2, Y1, Y7
+	VADDPS  Y7, Y6, Y6
+	VMOVUPS Y4, (SI)
+	VMOVUPS Y6, (SI)(R11*1)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, BX
+	DECQ    CX
+	JNZ     ropenloop
+
+	ADDQ R10, DI
+	DECQ R9
+	JNZ  ropenhead
+	VZEROUPPER
+	RET
+
+// func ropePairsAVX2(x *float32, heads, hd, half int, cos, sin *float32)
+// Pairs (2i, 2i+1); half is a multiple of 4. Each cos and sin is spread to
+// both lanes of its pair; x times them and x with its pairs swapped times
+// sin combine by VADDSUBPS: even lanes a*c - b*s, odd lanes b*c + a*s.
+TEXT ·ropePairsAVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), DI
+	MOVQ heads+8(FP), R9
+	MOVQ hd+16(FP), R10
+	SHLQ $2, R10
+
+roppairhead:
+	MOVQ DI, SI
+	MOVQ cos+32(FP), DX
+	MOVQ sin+40(FP), BX
+	MOVQ half+24(FP), CX
+	SHRQ $2, CX
+
+roppairloop:
+	VMOVUPS     (DX), X2
+	VUNPCKLPS   X2, X2, X4
+	VUNPCKHPS   X2, X2, X5
+	VINSERTF128 $1, X5, Y4, Y2   // c0 c0 c1 c1 c2 c2 c3 c3
+	VMOVUPS     (BX), X3
+	VUNPCKLPS   X3, X3, X4
+	VUNPCKHPS   X3, X3, X5
+	VINSERTF128 $1, X5, Y4, Y3   // s0 s0 ... s3 s3
+	VMOVUPS     (SI), Y0         // a0 b0 a1 b1 ...
+	VPERMILPS   $0xb1, Y0, Y1    // b0 a0 b1 a1 ...
+	VMULPS      Y2, Y0, Y0
+	VMULPS      Y3, Y1, Y1
+	VADDSUBPS   Y1, Y0, Y0
+	VMOVUPS     Y0, (SI)
+	ADDQ        $32, SI
+	ADDQ        $16, DX
+	ADDQ        $16, BX
+	DECQ        CX
+	JNZ         roppairloop
+
+	ADDQ R10, DI
+	DECQ R9
+	JNZ  roppairhead
+	VZEROUPPER
+	RET

@@ -1,6 +1,10 @@
 package model
 
-import "math"
+import (
+	"math"
+
+	"mistralrs/internal/kernels"
+)
 
 // rope holds what rotary embeddings need besides the position: one angle
 // per rotated pair (pos * invFreq[i]) and the yarn blend.
@@ -65,21 +69,5 @@ func (r *rope) angles(pos int, cos, sin []float32) {
 
 // apply rotates the first r.dim dims of each head of x (heads of size hd).
 func (r *rope) apply(x []float32, hd int, cos, sin []float32) {
-	half := r.dim / 2
-	for h := 0; h+hd <= len(x); h += hd {
-		head := x[h : h+hd]
-		if r.neox {
-			for i := range half {
-				a, b := head[i], head[i+half]
-				head[i] = a*cos[i] - b*sin[i]
-				head[i+half] = a*sin[i] + b*cos[i]
-			}
-		} else {
-			for i := range half {
-				a, b := head[2*i], head[2*i+1]
-				head[2*i] = a*cos[i] - b*sin[i]
-				head[2*i+1] = a*sin[i] + b*cos[i]
-			}
-		}
-	}
+	kernels.Rope(x, hd, cos[:r.dim/2], sin[:r.dim/2], r.neox)
 }
