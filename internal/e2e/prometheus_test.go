@@ -242,13 +242,14 @@ func (tr *traffic) wait() {
 }
 
 // untilBusySeen keeps several long streams running until Prometheus has scraped the engine with
-// sequences running and KV blocks in use (the gauges are only non-zero while work runs).
+// sequences running and KV blocks in use (the gauges are only non-zero while work runs, so each
+// burst of streams must outlast a scrape interval even when the engine is fast).
 func (tr *traffic) untilBusySeen(ctx context.Context, pc promClient) {
 	deadline := time.Now().Add(20 * time.Second)
 	const seen = `max_over_time(mistralrs_sequences_running[30s]) > 0 and max_over_time(mistralrs_kv_cache_blocks_used[30s]) > 0`
 	for {
 		for range 4 {
-			tr.do(ctx, "POST", "/v1/chat/completions", chatBody(160, true, `,"ignore_eos":true`), 200, true)
+			tr.do(ctx, "POST", "/v1/chat/completions", chatBody(1000, true, `,"ignore_eos":true`), 200, true)
 		}
 		for range 12 {
 			time.Sleep(250 * time.Millisecond)
