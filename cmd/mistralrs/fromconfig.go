@@ -12,12 +12,13 @@ func newFromConfigCmd(g *globalFlags) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "from-config -f config.toml",
-		Short: "Serve the models of a TOML configuration file",
+		Short: "Serve the models of a TOML configuration file (or chat with one: command = \"run\")",
 		Long: "Serve the models of a TOML configuration file: command = \"serve\", default_model_id,\n" +
 			"[global], [server], [runtime], [paged_attn] and one [[models]] entry per model (each\n" +
 			"gets its own engine; the first is the default unless default_model_id names another).\n" +
 			"Unknown keys are reported as warnings. -l, --seed and the other global flags come from\n" +
-			"the file's [global] section; -v still sets the log verbosity.",
+			"the file's [global] section; -v still sets the log verbosity.\n" +
+			"command = \"run\" chats in the terminal with the default model instead, as `mistralrs run`.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, warns, err := config.LoadTOML(file)
@@ -27,13 +28,13 @@ func newFromConfigCmd(g *globalFlags) *cobra.Command {
 				}
 				return err
 			}
-			if cfg.Command != "serve" {
-				return fmt.Errorf("%s: command = %q is not served by from-config; use command = \"serve\" (chat in the terminal with `mistralrs run`)", file, cfg.Command)
-			}
 			cfg.Global.Verbose = g.verbose
 			warns = append(warns, cfg.ApplyEnv(nil)...)
 			if err := cfg.Validate(); err != nil {
 				return fmt.Errorf("%s: %w", file, err)
+			}
+			if cfg.Command == "run" {
+				return runConfig(cmd, cfg, warns)
 			}
 			return serveConfig(cmd, cfg, warns)
 		},
@@ -41,4 +42,28 @@ func newFromConfigCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVarP(&file, "file", "f", "", "configuration file (.toml)")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
+}
+
+// runConfig is command = "run": an interactive chat in the terminal with the
+// default model of the file, its chat template, threads and [global] seed.
+func runConfig(cmd *cobra.Command, cfg *config.Config, warns []config.Warning) error {
+	for _, w := range warns {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning: config:", w.String())
+	}
+	f := defaultRunFlags()
+	f.threads = cfg.Runtime.Threads
+	if !cfg.DemoModel() {
+		i := cfg.DefaultModelIndex()
+		src, err := config.ResolveModel(cfg.Models[i], nil)
+		if err != nil {
+			return err
+		}
+		f.file = src.Files[0]
+		f.chatTemplate = cfg.ChatTemplateFor(i)
+	}
+	g := &globalFlags{}
+	if cfg.Global.Seed != nil {
+		g.seed, g.seedSet = *cfg.Global.Seed, true
+	}
+	return runRun(cmd, g, &f)
 }

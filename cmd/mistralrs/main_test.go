@@ -223,3 +223,26 @@ func TestRunRejectsInvalidUTF8(t *testing.T) {
 		t.Errorf("err %v, stderr %q, stdout %q", err, errOut, out)
 	}
 }
+
+// command = "run" chats in the terminal with the file's default model.
+func TestFromConfigRun(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "tiny.gguf")
+	writeModel(t, model, 7)
+	cfgPath := filepath.Join(dir, "run.toml")
+	toml := "command = \"run\"\n[global]\nseed = 3\n[runtime]\nthreads = 1\n[[models]]\nmodel_id = \"" + model + "\"\n"
+	if err := os.WriteFile(cfgPath, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := execute(t, "hello\n/exit\n", "from-config", "-f", cfgPath)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	again, _, err := execute(t, "hello\n/exit\n", "from-config", "-f", cfgPath)
+	if err != nil || out == "" || out != again {
+		t.Errorf("answers %q and %q (err %v): want the same non-empty answer for the same [global] seed", out, again, err)
+	}
+	if !strings.Contains(errOut, "decode:") {
+		t.Errorf("no speed line on stderr: %q", errOut)
+	}
+}

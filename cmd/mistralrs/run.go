@@ -35,6 +35,12 @@ type runFlags struct {
 	system       string
 }
 
+// defaultRunFlags are run's defaults (llama.cpp's sampling defaults), shared
+// by its flags and by from-config's command = "run".
+func defaultRunFlags() runFlags {
+	return runFlags{maxTokens: 512, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPen: 1}
+}
+
 func newRunCmd(g *globalFlags) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
@@ -48,19 +54,20 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			return runRun(cmd, g, f)
 		},
 	}
+	d := defaultRunFlags()
 	fl := cmd.Flags()
-	fl.StringVarP(&f.file, "file", "f", "", "GGUF model file (first shard of a split model)")
-	fl.StringVarP(&f.chatTemplate, "chat-template", "c", "", "chat template file (.jinja, or tokenizer_config .json)")
-	fl.StringVar(&f.prompt, "prompt", "", "answer this prompt once and exit")
-	fl.BoolVar(&f.raw, "raw", false, "send the prompt as is, without the chat template")
-	fl.StringVar(&f.system, "system", "", "system message for chat mode")
-	fl.IntVarP(&f.maxTokens, "max-tokens", "n", 512, "maximum tokens to generate per answer (0: up to the context length)")
-	fl.Float32Var(&f.temperature, "temperature", 0.8, "sampling temperature (0: greedy)")
-	fl.IntVar(&f.topK, "top-k", 40, "top-k sampling (0: off)")
-	fl.Float32Var(&f.topP, "top-p", 0.95, "top-p (nucleus) sampling (1: off)")
-	fl.Float32Var(&f.minP, "min-p", 0.05, "min-p sampling (0: off)")
-	fl.Float32Var(&f.repeatPen, "repeat-penalty", 1.0, "repetition penalty (1: off)")
-	fl.IntVarP(&f.threads, "threads", "t", 0, "threads for the forward pass (0: one per core)")
+	fl.StringVarP(&f.file, "file", "f", d.file, "GGUF model file (first shard of a split model)")
+	fl.StringVarP(&f.chatTemplate, "chat-template", "c", d.chatTemplate, "chat template file (.jinja, or tokenizer_config .json)")
+	fl.StringVar(&f.prompt, "prompt", d.prompt, "answer this prompt once and exit")
+	fl.BoolVar(&f.raw, "raw", d.raw, "send the prompt as is, without the chat template")
+	fl.StringVar(&f.system, "system", d.system, "system message for chat mode")
+	fl.IntVarP(&f.maxTokens, "max-tokens", "n", d.maxTokens, "maximum tokens to generate per answer (0: up to the context length)")
+	fl.Float32Var(&f.temperature, "temperature", d.temperature, "sampling temperature (0: greedy)")
+	fl.IntVar(&f.topK, "top-k", d.topK, "top-k sampling (0: off)")
+	fl.Float32Var(&f.topP, "top-p", d.topP, "top-p (nucleus) sampling (1: off)")
+	fl.Float32Var(&f.minP, "min-p", d.minP, "min-p sampling (0: off)")
+	fl.Float32Var(&f.repeatPen, "repeat-penalty", d.repeatPen, "repetition penalty (1: off)")
+	fl.IntVarP(&f.threads, "threads", "t", d.threads, "threads for the forward pass (0: one per core)")
 	return cmd
 }
 
