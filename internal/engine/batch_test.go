@@ -36,6 +36,8 @@ type recorder struct {
 	maxBlocks   int
 	preempted   int
 	pending     int
+
+	gate chan struct{} // while set, the scheduler waits in TokensProcessed
 }
 
 func newRecorder() *recorder {
@@ -44,7 +46,15 @@ func newRecorder() *recorder {
 
 func (r *recorder) lock() func() { r.mu.Lock(); return r.mu.Unlock }
 
-func (r *recorder) TokensProcessed(n int)      { defer r.lock()(); r.tokens += n }
+func (r *recorder) TokensProcessed(n int) {
+	r.mu.Lock()
+	r.tokens += n
+	gate := r.gate
+	r.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+}
 func (r *recorder) PrefixCacheLookup()         { defer r.lock()(); r.lookups++ }
 func (r *recorder) PrefixCacheHit()            { defer r.lock()(); r.hits++ }
 func (r *recorder) PrefixCacheEvictions(n int) { defer r.lock()(); r.evictions += n }
@@ -247,6 +257,35 @@ func runConcurrently(t testing.TB, e *engine.Engine, reqs []*engine.Request) []*
 	return res
 }
 
+// runTogether is runConcurrently with every request submitted before the
+// scheduler's second step: its first step waits (in the observer) until all
+// have arrived, so they share batches however the goroutines are scheduled.
+func runTogether(t testing.TB, e *engine.Engine, rec *recorder, reqs []*engine.Request) []*engine.Result {
+	t.Helper()
+	gate := make(chan struct{})
+	rec.mu.Lock()
+	rec.gate = gate
+	want := rec.lookups + len(reqs)
+	rec.mu.Unlock()
+	done := make(chan []*engine.Result)
+	go func() { done <- runConcurrently(t, e, reqs) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rec.mu.Lock()
+		all := rec.lookups >= want
+		rec.mu.Unlock()
+		if all || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rec.mu.Lock()
+	rec.gate = nil
+	rec.mu.Unlock()
+	close(gate)
+	return <-done
+}
+
 func runAlone(t testing.TB, e *engine.Engine, reqs []*engine.Request) []*engine.Result {
 	t.Helper()
 	var out []*engine.Result
@@ -314,7 +353,7 @@ func TestBatchedOutputMatchesAlone(t *testing.T) {
 			if c.warm {
 				runAlone(t, e, reqs)
 			}
-			got := runConcurrently(t, e, reqs)
+			got := runTogether(t, e, rec, reqs)
 			for i := range reqs {
 				if !slices.Equal(got[i].Tokens, want[i].Tokens) {
 					t.Errorf("request %d (prompt %d tokens): batched %v\nalone %v", i, len(reqs[i].Prompt), got[i].Tokens, want[i].Tokens)
