@@ -24,6 +24,10 @@ func newGenModelCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, ok := kernels.ParseType(typ)
+			if typ == "Q4_K_M" {
+				t, ok = kernels.Q4_K, true
+				cfg.TypeOf = q4KMTypes(cfg.Layers)
+			}
 			if !ok || !t.Supported() {
 				return fmt.Errorf("unsupported weight type %q", typ)
 			}
@@ -32,7 +36,7 @@ func newGenModelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w.AddKV("general.name", fmt.Sprintf("random %s %dx%d %s", cfg.Arch, cfg.Layers, cfg.Embd, t))
+			w.AddKV("general.name", fmt.Sprintf("random %s %dx%d %s", cfg.Arch, cfg.Layers, cfg.Embd, typ))
 			if err := w.WriteFile(out); err != nil {
 				return err
 			}
@@ -42,7 +46,7 @@ func newGenModelCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&out, "output", "o", "", "output GGUF file")
-	fl.StringVar(&typ, "type", "Q8_0", "weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K")
+	fl.StringVar(&typ, "type", "Q8_0", "weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, or Q4_K_M (mixed)")
 	fl.StringVar(&cfg.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3")
 	fl.IntVar(&cfg.Layers, "layers", 12, "number of layers")
 	fl.IntVar(&cfg.Embd, "embd", 768, "embedding width")
@@ -54,4 +58,25 @@ func newGenModelCmd() *cobra.Command {
 	fl.Uint64Var(&cfg.Seed, "weight-seed", 1, "seed of the random weights")
 	cmd.MarkFlagRequired("output")
 	return cmd
+}
+
+// q4KMTypes lays out a Q4_K_M-like file as llama.cpp's quantizer does: Q4_K
+// weights, Q6_K for the output matrix and for attn_v / ffn_down in the first
+// and last eighth of the layers and every third layer between.
+func q4KMTypes(layers int) func(name string) kernels.Type {
+	moreBits := func(l int) bool {
+		return l < layers/8 || l >= 7*layers/8 || (l-layers/8)%3 == 2
+	}
+	return func(name string) kernels.Type {
+		if name == "output.weight" {
+			return kernels.Q6_K
+		}
+		var l int
+		var kind string
+		if _, err := fmt.Sscanf(name, "blk.%d.%s", &l, &kind); err == nil &&
+			(kind == "attn_v.weight" || kind == "ffn_down.weight") && moreBits(l) {
+			return kernels.Q6_K
+		}
+		return 0
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"mistralrs/internal/gguf"
+	"mistralrs/internal/kernels"
 	"mistralrs/internal/testutil"
 )
 
@@ -244,5 +246,32 @@ func TestFromConfigRun(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "decode:") {
 		t.Errorf("no speed line on stderr: %q", errOut)
+	}
+}
+
+// --type Q4_K_M writes the mixed layout of llama.cpp's Q4_K_M: Q6_K for the output matrix and
+// for attn_v/ffn_down in the "more bits" layers, Q4_K elsewhere.
+func TestGenModelQ4KM(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q4km.gguf")
+	if _, _, err := execute(t, "", "gen-model", "-o", path, "--type", "Q4_K_M", "--layers", "8", "--embd", "256",
+		"--ff", "512", "--heads", "4", "--kv-heads", "2", "--vocab", "300"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := map[string]kernels.Type{"output.weight": kernels.Q6_K, "blk.0.attn_v.weight": kernels.Q6_K,
+		"blk.0.ffn_down.weight": kernels.Q6_K, "blk.1.attn_v.weight": kernels.Q4_K, "blk.3.ffn_down.weight": kernels.Q6_K,
+		"blk.7.attn_v.weight": kernels.Q6_K, "blk.4.attn_q.weight": kernels.Q4_K, "blk.4.ffn_gate.weight": kernels.Q4_K}
+	for name, typ := range want {
+		ti, ok := f.Tensor(name)
+		if !ok || ti.Type != typ {
+			t.Errorf("%s: %v, want %s", name, ti, typ)
+		}
+	}
+	if out, _, err := execute(t, "", "run", "-f", path, "--raw", "--prompt", "abc", "--temperature", "0", "--max-tokens", "3"); err != nil || out == "" {
+		t.Errorf("run: %q %v", out, err)
 	}
 }

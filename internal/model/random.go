@@ -27,7 +27,11 @@ type RandomConfig struct {
 	// Type of the weight matrices; norms, biases and rope factors are F32.
 	// A matrix whose rows do not fit Type's blocks falls back as llama.cpp's
 	// quantizer does (K-quants to Q5_0/Q5_1/Q8_0, then F16).
-	Type        kernels.Type
+	Type kernels.Type
+	// TypeOf, when set, chooses the type of each weight matrix by tensor
+	// name (mixed files such as Q4_K_M); Type is used where it returns 0
+	// (F32 is not a mixed-file choice).
+	TypeOf      func(name string) kernels.Type
 	Tied        bool    // no output.weight
 	RopeFreqs   bool    // add a llama3-style rope_freqs.weight
 	RopeScale   float64 // > 1: write rope.scaling.type/factor with RopeScaling
@@ -97,7 +101,11 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 		}
 		r := math.Sqrt(3 / float64(in))
 		vals := uniform(in*out, -r, r)
-		t := fitType(cfg.Type, in)
+		t := cfg.Type
+		if cfg.TypeOf != nil && cfg.TypeOf(name) != 0 {
+			t = cfg.TypeOf(name)
+		}
+		t = fitType(t, in)
 		data := make([]byte, t.RowSize(in)*out)
 		for row := range out {
 			kernels.Quantize(t, vals[row*in:(row+1)*in], data[row*t.RowSize(in):(row+1)*t.RowSize(in)])
