@@ -26,7 +26,7 @@ func newGenModelCmd() *cobra.Command {
 			t, ok := kernels.ParseType(typ)
 			if typ == "Q4_K_M" {
 				t, ok = kernels.Q4_K, true
-				cfg.TypeOf = q4KMTypes(cfg.Layers)
+				cfg.Mix = typ
 			}
 			if !ok || !t.Supported() {
 				return fmt.Errorf("unsupported weight type %q", typ)
@@ -58,25 +58,4 @@ func newGenModelCmd() *cobra.Command {
 	fl.Uint64Var(&cfg.Seed, "weight-seed", 1, "seed of the random weights")
 	cmd.MarkFlagRequired("output")
 	return cmd
-}
-
-// q4KMTypes lays out a Q4_K_M-like file as llama.cpp's quantizer does: Q4_K
-// weights, Q6_K for the output matrix and for attn_v / ffn_down in the first
-// and last eighth of the layers and every third layer between.
-func q4KMTypes(layers int) func(name string) kernels.Type {
-	moreBits := func(l int) bool {
-		return l < layers/8 || l >= 7*layers/8 || (l-layers/8)%3 == 2
-	}
-	return func(name string) kernels.Type {
-		if name == "output.weight" {
-			return kernels.Q6_K
-		}
-		var l int
-		var kind string
-		if _, err := fmt.Sscanf(name, "blk.%d.%s", &l, &kind); err == nil &&
-			(kind == "attn_v.weight" || kind == "ffn_down.weight") && moreBits(l) {
-			return kernels.Q6_K
-		}
-		return 0
-	}
 }

@@ -28,10 +28,10 @@ type RandomConfig struct {
 	// A matrix whose rows do not fit Type's blocks falls back as llama.cpp's
 	// quantizer does (K-quants to Q5_0/Q5_1/Q8_0, then F16).
 	Type kernels.Type
-	// TypeOf, when set, chooses the type of each weight matrix by tensor
-	// name (mixed files such as Q4_K_M); Type is used where it returns 0
-	// (F32 is not a mixed-file choice).
-	TypeOf      func(name string) kernels.Type
+	// Mix "Q4_K_M" lays the matrices out as llama.cpp's Q4_K_M: Q4_K (Type
+	// is ignored), Q6_K for the output matrix and for attn_v / ffn_down in
+	// the first and last eighth of the layers and every third layer between.
+	Mix         string
 	Tied        bool    // no output.weight
 	RopeFreqs   bool    // add a llama3-style rope_freqs.weight
 	RopeScale   float64 // > 1: write rope.scaling.type/factor with RopeScaling
@@ -50,6 +50,12 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 	cfg = cfg.withDefaults()
 	if cfg.Layers <= 0 || cfg.Embd <= 0 || cfg.FF <= 0 || cfg.Heads <= 0 || cfg.Vocab <= 0 || cfg.HeadDim <= 0 || cfg.Heads%cfg.KVHeads != 0 {
 		return fmt.Errorf("random model: invalid sizes %+v", cfg)
+	}
+	if cfg.Mix != "" && cfg.Mix != "Q4_K_M" {
+		return fmt.Errorf("random model: unknown mix %q (Q4_K_M is the one known)", cfg.Mix)
+	}
+	if cfg.Mix == "Q4_K_M" {
+		cfg.Type = kernels.Q4_K
 	}
 	if !cfg.Type.Supported() {
 		return fmt.Errorf("random model: weight type %s is not supported", cfg.Type)
@@ -101,11 +107,7 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 		}
 		r := math.Sqrt(3 / float64(in))
 		vals := uniform(in*out, -r, r)
-		t := cfg.Type
-		if cfg.TypeOf != nil && cfg.TypeOf(name) != 0 {
-			t = cfg.TypeOf(name)
-		}
-		t = fitType(t, in)
+		t := fitType(cfg.matrixType(name), in)
 		data := make([]byte, t.RowSize(in)*out)
 		for row := range out {
 			kernels.Quantize(t, vals[row*in:(row+1)*in], data[row*t.RowSize(in):(row+1)*t.RowSize(in)])
@@ -160,6 +162,27 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 		matrix(p+"ffn_down.weight", F, E)
 	}
 	return err
+}
+
+// matrixType is the type of the weight matrix called name.
+func (cfg *RandomConfig) matrixType(name string) kernels.Type {
+	if cfg.Mix != "Q4_K_M" {
+		return cfg.Type
+	}
+	moreBits := func(l int) bool {
+		n := cfg.Layers
+		return l < n/8 || l >= 7*n/8 || (l-n/8)%3 == 2
+	}
+	if name == "output.weight" {
+		return kernels.Q6_K
+	}
+	var l int
+	var kind string
+	if _, err := fmt.Sscanf(name, "blk.%d.%s", &l, &kind); err == nil &&
+		(kind == "attn_v.weight" || kind == "ffn_down.weight") && moreBits(l) {
+		return kernels.Q6_K
+	}
+	return kernels.Q4_K
 }
 
 // withDefaults fills in the optional fields.
