@@ -93,9 +93,15 @@ func TestGenerateStopToken(t *testing.T) {
 	req := &engine.Request{Prompt: e.Model.Tok.Encode("xyz", true, false), Sampling: greedy(), MaxTokens: 8, IgnoreEOS: true}
 	full, _ := collect(t, e, req)
 	req.StopTokens = []int32{full.Tokens[2]}
-	res, _ := collect(t, e, req)
+	res, outs := collect(t, e, req)
 	if res.FinishReason != engine.FinishStop || res.CompletionTokens > 3 {
 		t.Errorf("reason %s after %d tokens, want stop within 3", res.FinishReason, res.CompletionTokens)
+	}
+	// Only the last output, the stop token, is marked as one.
+	for i, o := range outs {
+		if o.StopToken != (i == len(outs)-1) {
+			t.Errorf("output %d (token %d): StopToken %v", i, o.Token, o.StopToken)
+		}
 	}
 }
 

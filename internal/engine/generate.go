@@ -46,6 +46,9 @@ type Output struct {
 	Text    string // may be empty (partial UTF-8 or a possible stop-string prefix held back)
 	Logprob *sampler.Choice
 	Time    time.Time // when the engine step that produced the token ended
+	// StopToken: the token ended the generation as an end-of-generation or
+	// stop token id; it is not part of the text.
+	StopToken bool
 }
 
 // Result summarises a finished generation.

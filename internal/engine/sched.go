@@ -302,6 +302,7 @@ func (s *scheduler) accept(sq *seq, choice sampler.Choice) {
 		sq.out.Logprob = &c
 	}
 	if s.isStopToken(sq.req, tok) {
+		sq.out.StopToken = true
 		sq.out.Text = sq.stops.Flush()
 		sq.text = append(sq.text, sq.out.Text...)
 		sq.reason = FinishStop

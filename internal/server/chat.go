@@ -143,7 +143,7 @@ func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, cj *chatJo
 	tok := j.lm.model.Tok
 	var lps []tokenLogprob
 	res, err := j.lm.eng.Generate(r.Context(), j.req, func(o engine.Output) error {
-		if cj.logprobs && o.Logprob != nil && !j.isStopToken(o.Token) {
+		if cj.logprobs && o.Logprob != nil && !o.StopToken {
 			lps = append(lps, chatLogprob(tok, o.Logprob))
 		}
 		return nil
@@ -189,7 +189,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, cj *chatJob)
 	res, err := generateStreaming(r.Context(), j.lm.eng, j.req, sw, s.opts.KeepAlive, func(o engine.Output) error {
 		st.TokenStep(o.Time)
 		var lp *chatLogprobs
-		if cj.logprobs && o.Logprob != nil && !j.isStopToken(o.Token) {
+		if cj.logprobs && o.Logprob != nil && !o.StopToken {
 			lp = &chatLogprobs{Content: []tokenLogprob{chatLogprob(tok, o.Logprob)}}
 		}
 		if o.Text == "" && lp == nil {

@@ -177,7 +177,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, cj *completion
 		lps = newCompletionLogprobs(len(cj.echo))
 	}
 	res, err := j.lm.eng.Generate(r.Context(), j.req, func(o engine.Output) error {
-		if lps != nil && o.Logprob != nil && !j.isStopToken(o.Token) {
+		if lps != nil && o.Logprob != nil && !o.StopToken {
 			lps.add(tok, o.Logprob)
 		}
 		return nil
@@ -221,7 +221,7 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, cj *co
 	res, err := generateStreaming(r.Context(), j.lm.eng, j.req, sw, s.opts.KeepAlive, func(o engine.Output) error {
 		st.TokenStep(o.Time)
 		var lp *completionLogprob
-		if cj.logprobs && o.Logprob != nil && !j.isStopToken(o.Token) {
+		if cj.logprobs && o.Logprob != nil && !o.StopToken {
 			l := newCompletionLogprobs(offset)
 			l.add(tok, o.Logprob)
 			lp = &l.lp

@@ -70,20 +70,6 @@ func (j *job) setPrompt(tokens []int32) error {
 	return nil
 }
 
-// isStopToken reports whether tok ended the generation as a stop token (it
-// is not part of the text and gets no logprobs entry, as in OpenAI's API).
-func (j *job) isStopToken(tok int32) bool {
-	if !j.req.IgnoreEOS && j.lm.model.Tok.IsEOG(tok) {
-		return true
-	}
-	for _, s := range j.req.StopTokens {
-		if s == tok {
-			return true
-		}
-	}
-	return false
-}
-
 // usage is the usage object of a finished generation, with mistral.rs's
 // timing fields.
 func usage(res *engine.Result) *usageJSON {
