@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"mistralrs/internal/gguf"
 )
 
 // ModelSource is a model's GGUF files found on local disk. Nothing is ever
@@ -49,7 +51,7 @@ func ResolveModel(m ModelConfig, getenv func(string) string) (*ModelSource, erro
 		if err != nil {
 			return nil, err
 		}
-		return &ModelSource{ID: idFromFile(files[0]), Dir: filepath.Dir(files[0]), Files: files}, nil
+		return &ModelSource{ID: gguf.ModelName(files[0]), Dir: filepath.Dir(files[0]), Files: files}, nil
 	}
 
 	if st, err := os.Stat(id); err == nil {
@@ -301,16 +303,6 @@ func groupGGUF(paths []string) ([]ggufModel, error) {
 func shardName(p string, sm []string, i int) string {
 	ext := sm[0][len(sm[0])-len(".gguf"):]
 	return filepath.Join(filepath.Dir(p), fmt.Sprintf("%s-%05d-of-%s%s", sm[1], i, sm[3], ext))
-}
-
-// idFromFile names a model after its file: "dir/Qwen3-0.6B-Q8_0.gguf" →
-// "Qwen3-0.6B-Q8_0"; a split model drops "-00001-of-00003".
-func idFromFile(p string) string {
-	base := filepath.Base(p)
-	if sm := shardPattern.FindStringSubmatch(base); sm != nil {
-		return sm[1]
-	}
-	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
 // ggufListing is a hint for a file not found: the GGUF files that are there.

@@ -75,7 +75,7 @@ func FromFile(f *gguf.File, opts LoadOptions) (*Model, error) {
 	}
 	id := opts.ID
 	if id == "" {
-		id = ModelIDFromPath(f.Path)
+		id = gguf.ModelName(f.Path)
 	}
 	if opts.Progress != nil {
 		prefault(f, opts.Progress)
@@ -95,17 +95,6 @@ func newTemplate(src string, tok *tokenizer.Tokenizer) (*chat.Template, error) {
 		src = chat.DefaultSource
 	}
 	return chat.NewTemplate(src, bos, eos)
-}
-
-// ModelIDFromPath names a model after its file: "dir/Qwen3-0.6B-Q8_0.gguf" →
-// "Qwen3-0.6B-Q8_0"; a split model drops its "-00001-of-00003" suffix.
-func ModelIDFromPath(path string) string {
-	base := filepath.Base(path)
-	base = strings.TrimSuffix(base, filepath.Ext(base))
-	if i := strings.LastIndex(base, "-of-"); i > 6 && base[i-6] == '-' {
-		base = base[:i-6]
-	}
-	return base
 }
 
 // readChatTemplate reads a .jinja file as is, or the "chat_template" field of

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/bits"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -478,3 +479,16 @@ func openOne(path string) (*File, error) {
 }
 
 func munmap(m []byte) error { return unix.Munmap(m) }
+
+// splitSuffix matches a split file's name in any letter case, for naming.
+var splitSuffix = regexp.MustCompile(`(?i)^(.*)-\d{5}-of-\d{5}\.gguf$`)
+
+// ModelName names a model after its file: "dir/Qwen3-0.6B-Q8_0.gguf" →
+// "Qwen3-0.6B-Q8_0"; a split model drops its "-00001-of-00003" suffix.
+func ModelName(path string) string {
+	base := filepath.Base(path)
+	if sm := splitSuffix.FindStringSubmatch(base); sm != nil {
+		return sm[1]
+	}
+	return strings.TrimSuffix(base, filepath.Ext(base))
+}

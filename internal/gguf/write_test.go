@@ -332,3 +332,17 @@ func TestHandBuiltFile(t *testing.T) {
 		t.Error("Tensor(a) found in an empty file")
 	}
 }
+
+func TestModelName(t *testing.T) {
+	for path, want := range map[string]string{
+		"dir/Qwen3-0.6B-Q8_0.gguf":               "Qwen3-0.6B-Q8_0",
+		"/m/llama-3-8b-00001-of-00003.gguf":      "llama-3-8b",
+		"m/Big-Model-Q4_K_M-00002-OF-00004.GGUF": "Big-Model-Q4_K_M",
+		"plain":                                  "plain",
+		"a-of-b.gguf":                            "a-of-b",
+	} {
+		if got := ModelName(path); got != want {
+			t.Errorf("ModelName(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
