@@ -58,6 +58,7 @@ func benchMatMul(b *testing.B, t Type, rows, cols, n, threads int) {
 	sec := b.Elapsed().Seconds()
 	b.ReportMetric(float64(len(m.Data))*float64(b.N)/sec/1e9, "GB/s")
 	b.ReportMetric(float64(n)*float64(b.N)/sec, "tok/s")
+	b.ReportMetric(float64(rows)*float64(cols)*float64(n)*float64(b.N)/sec/1e9, "GMAC/s")
 }
 
 // BenchmarkMatVec is decoding: one input row, so the speed is bound by how
@@ -153,6 +154,32 @@ func BenchmarkMemoryReadBandwidth(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(len(buf)*8)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
+
+// BenchmarkInt8MulCeiling is the most int8 multiply-adds per second the
+// cores can do with the instructions the quantized kernels use (VPMADDUBSW
+// then VPMADDWD, 16 products per pair): the compute ceiling for
+// BenchmarkMatMul64's GMAC/s, as MemoryReadBandwidth is for MatVec's GB/s.
+// On Zen 1 both instructions run on one 128-bit pipe: 8 per cycle per core.
+func BenchmarkInt8MulCeiling(b *testing.B) {
+	if !int8MulPeak(1) {
+		b.Skip("no assembly kernels on this machine")
+	}
+	const rounds = 1 << 20 // 128 Mi multiply-adds per call
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			p := NewPool(threads)
+			defer p.Close()
+			for i := 0; i < b.N; i++ {
+				p.For(threads, func(lo, hi int) {
+					for range hi - lo {
+						int8MulPeak(rounds)
+					}
+				})
+			}
+			b.ReportMetric(float64(threads)*rounds*128*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 		})
 	}
 }
