@@ -335,7 +335,6 @@ func dot4RowsBF16SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stri
 
 // tab is f16Table: the kernels read weight scales (halves) through it.
 
-//go:noescape
 // int8MulPeakAVX2 runs n rounds of 8 VPMADDUBSW + 8 VPMADDWD (128 int8
 // multiply-adds); BenchmarkInt8MulCeiling uses it, nothing else does.
 func int8MulPeakAVX2(n int)
@@ -349,6 +348,7 @@ func int8MulPeak(n int) bool {
 	return true
 }
 
+//go:noescape
 func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int, tab *float32, rows int, out *float32)
 
 //go:noescape
