@@ -224,3 +224,40 @@ func TestObserverEvents(t *testing.T) {
 	}
 	rec.mu.Unlock()
 }
+
+// TestToolCallsReason: an answer that stops and that Request.ToolCalls
+// calls tool calls finishes as tool_calls, in the result and in the
+// completion count, with the hook seeing exactly the answer's text; one that
+// ends by length is not asked.
+func TestToolCallsReason(t *testing.T) {
+	e := newDemo(t)
+	rec := newRecorder()
+	e.SetObserver(rec)
+	prompt := e.Model.Tok.Encode("call a tool", true, false)
+	full, _ := collect(t, e, &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 6, IgnoreEOS: true})
+	var seen []string
+	hook := func(text string) bool { seen = append(seen, text); return true }
+	stopped := &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 6, IgnoreEOS: true,
+		StopTokens: []int32{full.Tokens[3]}, ToolCalls: hook}
+	res, _ := collect(t, e, stopped)
+	if res.FinishReason != engine.FinishToolCalls {
+		t.Errorf("reason %s, want tool_calls", res.FinishReason)
+	}
+	if len(seen) != 1 || seen[0] != res.Text {
+		t.Errorf("hook saw %q, want once the answer %q", seen, res.Text)
+	}
+	long := &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 3, IgnoreEOS: true, ToolCalls: hook}
+	if res, _ := collect(t, e, long); res.FinishReason != engine.FinishLength || len(seen) != 1 {
+		t.Errorf("length-limited answer: reason %s, hook calls %d; want length, not asked", res.FinishReason, len(seen))
+	}
+	no := &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 6, IgnoreEOS: true,
+		StopTokens: []int32{full.Tokens[3]}, ToolCalls: func(string) bool { return false }}
+	if res, _ := collect(t, e, no); res.FinishReason != engine.FinishStop {
+		t.Errorf("reason %s, want stop when the hook says no", res.FinishReason)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.completed["tool_calls"] != 1 || rec.completed["stop"] != 1 || rec.completed["length"] != 2 {
+		t.Errorf("completed %v, want tool_calls 1, stop 1, length 2", rec.completed)
+	}
+}

@@ -18,6 +18,8 @@ const (
 	FinishLength   = "length"
 	FinishCanceled = "canceled"
 	FinishError    = "error"
+	// FinishToolCalls: the answer is tool calls (Request.ToolCalls said so).
+	FinishToolCalls = "tool_calls"
 )
 
 // Rejection reasons (mistral.rs's mistralrs_sequences_rejected_total labels).
@@ -38,6 +40,12 @@ type Request struct {
 	// so a SentencePiece leading space of the first token is kept. Chat
 	// answers start a new message and drop it, as Hugging Face decoding does.
 	Continuation bool
+	// ToolCalls, when set, reports whether the text of an answer that
+	// stopped (end of generation, stop token or stop string) is tool calls;
+	// its finish reason is then FinishToolCalls, in the Result and in the
+	// completion count alike, streamed or not. It runs once per sequence, on
+	// the engine's goroutine.
+	ToolCalls func(text string) bool
 }
 
 // Output is one generated token and the text it made safe to emit.

@@ -26,8 +26,8 @@ type Observer interface {
 	// each scheduling decision and when the engine goes idle.
 	SchedulerState(running, waiting int)
 	// SequenceCompleted counts a finished sequence by reason: stop, length,
-	// canceled, error (tool_calls once tool calling exists). Once per
-	// sequence; rejected sequences are not counted here.
+	// canceled, error, tool_calls (streamed or not). Once per sequence;
+	// rejected sequences are not counted here.
 	SequenceCompleted(reason string)
 	// SequenceRejected counts a sequence refused before it ran:
 	// over_total_capacity, cache_exhausted.

@@ -642,6 +642,9 @@ func (s *scheduler) finish(sq *seq, reason string, err error) {
 	}
 	sq.cont = nil
 	s.drop(sq)
+	if reason == FinishStop && err == nil && sq.req.ToolCalls != nil && sq.req.ToolCalls(string(sq.text)) {
+		reason = FinishToolCalls
+	}
 	s.obs.SequenceCompleted(reason)
 	sq.reason = reason
 	if err != nil {

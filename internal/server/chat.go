@@ -47,6 +47,7 @@ type chatJob struct {
 	stream       bool
 	includeUsage bool
 	logprobs     bool
+	tools        *chat.ToolParser // nil: the answer is not read for tool calls
 }
 
 func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
@@ -71,6 +72,10 @@ func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 		return nil, err
 	}
 	if err := checkResponseFormat(req.ResponseFormat); err != nil {
+		return nil, err
+	}
+	tools, err := toolsParser(req.Tools, req.ToolChoice)
+	if err != nil {
 		return nil, err
 	}
 	opts := chat.Options{AddGenerationPrompt: true}
@@ -112,7 +117,13 @@ func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 		j.release()
 		return nil, err
 	}
-	cj := &chatJob{job: j, stream: req.Stream, logprobs: req.Logprobs}
+	cj := &chatJob{job: j, stream: req.Stream, logprobs: req.Logprobs, tools: tools}
+	if tools != nil {
+		j.req.ToolCalls = func(text string) bool {
+			_, _, ok := tools.Parse(text)
+			return ok
+		}
+	}
 	if req.StreamOptions != nil {
 		cj.includeUsage = req.StreamOptions.IncludeUsage
 	}
@@ -158,7 +169,17 @@ func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, cj *chatJo
 	}
 	text := res.Text
 	reason := res.FinishReason
-	choice := chatChoiceJSON{Index: 0, Message: &chatMessageJSON{Role: "assistant", Content: &text}, FinishReason: &reason}
+	msg := &chatMessageJSON{Role: "assistant", Content: &text}
+	if reason == engine.FinishToolCalls && cj.tools != nil {
+		if content, calls, ok := cj.tools.Parse(text); ok {
+			msg.Content = nil // OpenAI: null when the answer is only calls
+			if content != "" {
+				msg.Content = &content
+			}
+			msg.ToolCalls = toolCallsJSON(calls, false)
+		}
+	}
+	choice := chatChoiceJSON{Index: 0, Message: msg, FinishReason: &reason}
 	if cj.logprobs {
 		if lps == nil {
 			lps = []tokenLogprob{}
@@ -186,19 +207,41 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, cj *chatJob)
 		_ = s.opts.PayloadLog.Response(v)
 		return sw.data(v)
 	}
+	var held *toolStream
+	if cj.tools != nil {
+		held = &toolStream{p: cj.tools}
+	}
 	res, err := generateStreaming(r.Context(), j.lm.eng, j.req, sw, s.opts.KeepAlive, func(o engine.Output) error {
 		st.TokenStep(o.Time)
 		var lp *chatLogprobs
 		if cj.logprobs && o.Logprob != nil && !o.StopToken {
 			lp = &chatLogprobs{Content: []tokenLogprob{chatLogprob(tok, o.Logprob)}}
 		}
-		if o.Text == "" && lp == nil {
+		text := o.Text
+		if held != nil {
+			text = held.push(text)
+		}
+		if text == "" && lp == nil {
 			return nil
 		}
-		text := o.Text
 		return send(chunk([]chatChoiceJSON{{Index: 0, Delta: &chatMessageJSON{Role: "assistant", Content: &text}, Logprobs: lp}}, nil))
 	})
 	s.finishStream(r, sw, st, res, err, func(reason string, u *usageJSON) (bool, error) {
+		if held != nil {
+			// What was held back: text, or the tool calls in one delta.
+			rest, calls := held.finish(reason == engine.FinishToolCalls)
+			if rest != "" {
+				if err := send(chunk([]chatChoiceJSON{{Index: 0, Delta: &chatMessageJSON{Role: "assistant", Content: &rest}}}, nil)); err != nil {
+					return false, err
+				}
+			}
+			if calls != nil {
+				d := &chatMessageJSON{Role: "assistant", ToolCalls: toolCallsJSON(calls, true)}
+				if err := send(chunk([]chatChoiceJSON{{Index: 0, Delta: d}}, nil)); err != nil {
+					return false, err
+				}
+			}
+		}
 		empty := ""
 		last := chunk([]chatChoiceJSON{{Index: 0, Delta: &chatMessageJSON{Role: "assistant", Content: &empty}, FinishReason: &reason}}, nil)
 		if !cj.includeUsage {

@@ -106,7 +106,10 @@ type chatMessage struct {
 	ReasoningContent string          `json:"reasoning_content"`
 }
 
+// toolCall is a tool call of a request's assistant message or of an answer
+// (Index only in stream deltas).
 type toolCall struct {
+	Index    *int   `json:"index,omitempty"`
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function struct {
@@ -338,8 +341,9 @@ type usageJSON struct {
 }
 
 type chatMessageJSON struct {
-	Role    string  `json:"role"`
-	Content *string `json:"content"`
+	Role      string     `json:"role"`
+	Content   *string    `json:"content"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
 }
 
 type chatChoiceJSON struct {
