@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func BenchmarkDecodeStreams(b *testing.B) {
 	if s := os.Getenv("MISTRALRS_BENCH_TOKENS"); s != "" {
 		gen, _ = strconv.Atoi(s)
 	}
-	for _, streams := range []int{1, 4, 16} {
+	for _, streams := range benchStreams() {
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
 			o := engine.DefaultOptions()
 			o.Threads = benchThreads(b)
@@ -138,4 +139,20 @@ func BenchmarkSchedulerOverhead(b *testing.B) {
 	b.ReportMetric(float64((step-fwd).Microseconds())/float64(steps), "overhead-µs/step")
 	b.ReportMetric(float64(sched.Microseconds())/float64(steps), "sched-µs/step")
 	b.ReportMetric(float64(fwd.Microseconds())/float64(steps), "forward-µs/step")
+}
+
+// benchStreams is the stream counts of BenchmarkDecodeStreams:
+// MISTRALRS_BENCH_STREAMS (comma-separated) or 1, 4 and 16.
+func benchStreams() []int {
+	s := os.Getenv("MISTRALRS_BENCH_STREAMS")
+	if s == "" {
+		return []int{1, 4, 16}
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
 }
