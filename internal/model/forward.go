@@ -248,7 +248,9 @@ func (s *state) attendChunks(lo, hi int) {
 // positions up to and including the token's own.
 func (s *state) attendOne(item int, scores []float32) {
 	c := &s.m.Config
-	t, h := item/c.Heads, item%c.Heads
+	// Head-major: a worker's consecutive items share one head's keys and
+	// values (which then stay in cache) instead of walking all heads.
+	h, t := item/s.T, item%s.T
 	kvh := h / (c.Heads / c.KVHeads)
 	hd, vdh := c.HeadDim, c.ValueDim
 	kd, vd := c.KDim(), c.VDim()
