@@ -141,6 +141,51 @@ func Axpys(y, w, x []float32, stride int) {
 	}
 }
 
+// Dots4 is Dots for four queries against the same keys, each row of k read
+// once for the four: out[g][j] = (q[g] · k[j*stride:]) * scale for j <
+// len(out[0]), with Dots' operations for each query (the same bits as four
+// Dots calls). The queries have one length, the outputs another.
+func Dots4(out, q *[4][]float32, k []float32, stride int, scale float32) {
+	cnt, hd := len(out[0]), len(q[0])
+	for g := range 4 {
+		if len(out[g]) != cnt || len(q[g]) != hd {
+			panic("kernels: Dots4: queries or outputs of different lengths")
+		}
+	}
+	if cnt == 0 {
+		return
+	}
+	_ = k[(cnt-1)*stride+hd-1]
+	if dots4SIMD(out, q, k, stride, scale) {
+		return
+	}
+	for g := range 4 {
+		Dots(out[g], q[g], k, stride, scale)
+	}
+}
+
+// Axpys4 is Axpys for four outputs weighting the same rows, each row of x
+// read once for the four: y[g] += w[g][j] * x[j*stride:][:len(y[g])] for
+// each j < len(w[0]) in turn, with Axpys' operations for each output.
+func Axpys4(y, w *[4][]float32, x []float32, stride int) {
+	cnt, hd := len(w[0]), len(y[0])
+	for g := range 4 {
+		if len(w[g]) != cnt || len(y[g]) != hd {
+			panic("kernels: Axpys4: outputs or weights of different lengths")
+		}
+	}
+	if cnt == 0 || hd == 0 {
+		return
+	}
+	_ = x[(cnt-1)*stride+hd-1]
+	if axpys4SIMD(y, w, x, stride) {
+		return
+	}
+	for g := range 4 {
+		Axpys(y[g], w[g], x, stride)
+	}
+}
+
 // Rope rotates the first 2*len(cos) values of each head of x (heads of hd
 // values) by the angles whose cos and sin are given, pairing (i, i+half)
 // when neox, else (2i, 2i+1): x' = a*c - b*s, b' = a*s + b*c (each product

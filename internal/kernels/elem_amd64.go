@@ -120,6 +120,36 @@ func dotsAVX2(q, k *float32, hd, stride, cnt int, scale float32, out *float32)
 //go:noescape
 func axpysAVX2(y *float32, hd int, w, x *float32, stride, cnt int)
 
+//go:noescape
+func dots4AVX2(q *[4]*float32, k *float32, hd, stride, cnt int, scale float32, out *[4]*float32)
+
+//go:noescape
+func axpys4AVX2(y *[4]*float32, hd int, w *[4]*float32, x *float32, stride, cnt int)
+
+// dots4SIMD and axpys4SIMD: Dots4 and Axpys4 (their callers checked the
+// lengths) for head sizes of a multiple of 8.
+func dots4SIMD(out, q *[4][]float32, k []float32, stride int, scale float32) bool {
+	hd := len(q[0])
+	if !simdVec || hd == 0 || hd%8 != 0 {
+		return false
+	}
+	qp := [4]*float32{&q[0][0], &q[1][0], &q[2][0], &q[3][0]}
+	op := [4]*float32{&out[0][0], &out[1][0], &out[2][0], &out[3][0]}
+	dots4AVX2(&qp, &k[0], hd, stride, len(out[0]), scale, &op)
+	return true
+}
+
+func axpys4SIMD(y, w *[4][]float32, x []float32, stride int) bool {
+	hd := len(y[0])
+	if !simdVec || hd == 0 || hd%8 != 0 {
+		return false
+	}
+	yp := [4]*float32{&y[0][0], &y[1][0], &y[2][0], &y[3][0]}
+	wp := [4]*float32{&w[0][0], &w[1][0], &w[2][0], &w[3][0]}
+	axpys4AVX2(&yp, hd, &wp, &x[0], stride, len(w[0]))
+	return true
+}
+
 // dotsSIMD and axpysSIMD take head sizes of a multiple of 8 (DotF32 and
 // Axpy add the rest in Go; the callers loop over those then).
 func dotsSIMD(out, q, k []float32, stride int, scale float32) bool {

@@ -9,7 +9,9 @@ func softmaxSIMD(x []float32) bool                      { return false }
 func sumSqSIMD(x []float32) (float64, bool)             { return 0, false }
 func mulScaleSIMD(out, in, w []float32, s float32) bool { return false }
 
-func dotsSIMD(out, q, k []float32, stride int, scale float32) bool { return false }
-func axpysSIMD(y, w, x []float32, stride int) bool                 { return false }
+func dotsSIMD(out, q, k []float32, stride int, scale float32) bool                { return false }
+func axpysSIMD(y, w, x []float32, stride int) bool                                { return false }
+func dots4SIMD(out, q *[4][]float32, k []float32, stride int, scale float32) bool { return false }
+func axpys4SIMD(y, w *[4][]float32, x []float32, stride int) bool                 { return false }
 
 func ropeSIMD(x []float32, hd, half int, cos, sin []float32, neox bool) bool { return false }

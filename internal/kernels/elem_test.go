@@ -240,6 +240,46 @@ func TestDotsAxpys(t *testing.T) {
 	})
 }
 
+// TestDots4Axpys4: the four-query kernels give each query the bits of Dots
+// and Axpys alone.
+func TestDots4Axpys4(t *testing.T) {
+	bothModes(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(47, 48))
+		for _, hd := range []int{4, 8, 12, 16, 24, 64, 72, 80, 128, 136} {
+			for _, cnt := range []int{0, 1, 2, 3, 5, 17} {
+				stride := hd*3 + 8
+				k := randRow(rng, max(cnt-1, 0)*stride+hd)
+				var q, out, y, w [4][]float32
+				for g := range 4 {
+					q[g], out[g] = randRow(rng, hd), make([]float32, cnt)
+					y[g], w[g] = randRow(rng, hd), randRow(rng, cnt)
+				}
+				y0 := y
+				for g := range 4 {
+					y0[g] = append([]float32(nil), y[g]...)
+				}
+				Dots4(&out, &q, k, stride, 0.125)
+				Axpys4(&y, &w, k, stride)
+				for g := range 4 {
+					want := make([]float32, cnt)
+					Dots(want, q[g], k, stride, 0.125)
+					Axpys(y0[g], w[g], k, stride)
+					for j := range want {
+						if math.Float32bits(out[g][j]) != math.Float32bits(want[j]) {
+							t.Fatalf("hd=%d cnt=%d: Dots4 query %d [%d] = %g, Dots %g", hd, cnt, g, j, out[g][j], want[j])
+						}
+					}
+					for i := range y0[g] {
+						if math.Float32bits(y[g][i]) != math.Float32bits(y0[g][i]) {
+							t.Fatalf("hd=%d cnt=%d: Axpys4 output %d [%d] = %g, Axpys %g", hd, cnt, g, i, y[g][i], y0[g][i])
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestRope: the assembly rotation gives the Go loop's bits.
 func TestRope(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 46))

@@ -80,11 +80,13 @@ type state struct {
 	rows         []int
 	xr, logitBuf []float32
 
-	// attention work: items (token, head) dealt round-robin to chunks, each
-	// with its own score buffer of ctx floats
+	// attention work: groups of queries dealt round-robin to chunks, each
+	// chunk with its own score buffers (attnGroupMax of ctx floats)
+	groups       []attnGroup
 	nChunks, ctx int
 	layer        int
 	scores       []float32
+	tiles        []float32 // per chunk: attnTile rows of one head, gathered
 
 	attnFn, swigluFn func(lo, hi int) // built once: closures would allocate per call
 }
@@ -156,6 +158,11 @@ func (m *Model) prepare(p *kernels.Pool, b *Batch) (*state, error) {
 			t++
 		}
 	}
+	threads := 1
+	if p != nil {
+		threads = p.Threads()
+	}
+	s.groupQueries(threads)
 	return s, nil
 }
 
@@ -195,14 +202,68 @@ func (m *Model) scratch(T, R, ctx int, p *kernels.Pool) *state {
 	s.xr = grow(s.xr, R*c.Embd)
 	s.logitBuf = grow(s.logitBuf, R*c.Vocab)
 
-	threads := 1
-	if p != nil {
-		threads = p.Threads()
-	}
-	s.nChunks = min(T*c.Heads, 4*threads)
 	s.ctx = ctx
-	s.scores = grow(s.scores, s.nChunks*ctx)
 	return s
+}
+
+// attnGroupMax is the most queries attended together, four at a time with
+// Dots4 and Axpys4 (at most 16); tests set 1 to compare with attention
+// query by query.
+var attnGroupMax = 16
+
+// attnTile is the most positions a group's queries go over together: their
+// keys (or values) stay in L1 while every query of the group uses them.
+const attnTile = 64
+
+// attnGroup is up to attnGroupMax queries (token t[i], query head h[i])
+// that read the same cached keys and values: one sequence, one KV head.
+type attnGroup struct {
+	n    int
+	t, h [16]int
+}
+
+// groupQueries lays out the attention work of the step: per sequence and
+// KV head, its queries in token order (and the query heads sharing the KV
+// head under GQA), attnGroupMax at a time. A worker's consecutive groups
+// share their keys and values in cache; within a group each row is read
+// from memory once.
+func (s *state) groupQueries(threads int) {
+	c := &s.m.Config
+	perKV := c.Heads / c.KVHeads
+	s.groups = s.groups[:0]
+	for t0 := 0; t0 < s.T; {
+		t1 := t0
+		for t1 < s.T && s.tokSeq[t1] == s.tokSeq[t0] {
+			t1++
+		}
+		for kvh := range c.KVHeads {
+			var g attnGroup
+			for t := t0; t < t1; t++ {
+				for h := kvh * perKV; h < (kvh+1)*perKV; h++ {
+					g.t[g.n], g.h[g.n] = t, h
+					if g.n++; g.n == attnGroupMax {
+						s.groups = append(s.groups, g)
+						g.n = 0
+					}
+				}
+			}
+			if g.n > 0 {
+				s.groups = append(s.groups, g)
+			}
+		}
+		t0 = t1
+	}
+	s.nChunks = min(len(s.groups), 4*threads)
+	n := s.nChunks * attnGroupMax * s.ctx
+	if cap(s.scores) < n {
+		s.scores = make([]float32, n)
+	}
+	s.scores = s.scores[:n]
+	n = s.nChunks * attnTile * max(c.HeadDim, c.ValueDim)
+	if cap(s.tiles) < n {
+		s.tiles = make([]float32, n)
+	}
+	s.tiles = s.tiles[:n]
 }
 
 // positionQKV finishes the projections of layer l: biases, per-head q/k
@@ -234,46 +295,108 @@ func (s *state) attention(p *kernels.Pool, l int) {
 }
 
 func (s *state) attendChunks(lo, hi int) {
-	items := s.T * s.m.Config.Heads
+	span := attnGroupMax * s.ctx
+	tile := len(s.tiles) / max(s.nChunks, 1)
 	for ch := lo; ch < hi; ch++ {
-		scores := s.scores[ch*s.ctx : (ch+1)*s.ctx]
-		// round-robin: causal prefill items have unequal costs
-		for it := ch; it < items; it += s.nChunks {
-			s.attendOne(it, scores)
+		scores := s.scores[ch*span : (ch+1)*span]
+		// round-robin: causal prefill groups have unequal costs
+		for g := ch; g < len(s.groups); g += s.nChunks {
+			s.attendGroup(&s.groups[g], scores, s.tiles[ch*tile:(ch+1)*tile])
 		}
 	}
 }
 
-// attendOne is softmax(q·K/sqrt(hd)) V for one head of one token, over the
-// positions up to and including the token's own.
-func (s *state) attendOne(item int, scores []float32) {
+// attendGroup is softmax(q·K/sqrt(hd)) V for each query of g, over the
+// positions up to and including its token's own. Over the positions all of
+// them see, the queries go four at a time (the last g.n%4 alone) through
+// tiles of keys and values that stay in cache; every query gets the
+// operations it would get alone, so the results do not depend on the
+// grouping (nor on the batch).
+func (s *state) attendGroup(g *attnGroup, scores, tile []float32) {
 	c := &s.m.Config
-	// Head-major: a worker's consecutive items share one head's keys and
-	// values (which then stay in cache) instead of walking all heads.
-	h, t := item/s.T, item%s.T
-	kvh := h / (c.Heads / c.KVHeads)
 	hd, vdh := c.HeadDim, c.ValueDim
 	kd, vd := c.KDim(), c.VDim()
-	cache := s.b.Seqs[s.tokSeq[t]].Cache
-	n := s.tokPos[t] + 1
-	scores = scores[:n]
-	q := s.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
+	kvh := g.h[0] / (c.Heads / c.KVHeads)
+	cache := s.b.Seqs[s.tokSeq[g.t[0]]].Cache
 	scale := 1 / sqrt32(float32(hd))
-	for pos := 0; pos < n; {
+	var q, sc, out [16][]float32
+	var n [16]int
+	shared := s.ctx // positions every query of the group sees
+	for i := range g.n {
+		t, h := g.t[i], g.h[i]
+		n[i] = s.tokPos[t] + 1
+		shared = min(shared, n[i])
+		q[i] = s.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
+		sc[i] = scores[i*s.ctx : i*s.ctx+n[i]]
+		out[i] = s.att[t*c.ODim()+h*vdh : t*c.ODim()+(h+1)*vdh]
+	}
+	quads := g.n / 4 // queries [0, 4*quads) share the positions [0, shared)
+	if quads == 0 {
+		shared = 0
+	}
+	from := func(i int) int { // where query i goes on alone
+		if i < 4*quads {
+			return shared
+		}
+		return 0
+	}
+	var part [4][]float32
+	for pos := 0; pos < shared; {
 		k, _, cnt := cache.Span(s.layer, pos)
-		cnt = min(cnt, n-pos)
-		kernels.Dots(scores[pos:pos+cnt], q, k[kvh*hd:], kd, scale)
+		cnt = min(cnt, shared-pos, attnTile)
+		rows, stride := gatherRows(tile, k[kvh*hd:], kd, hd, cnt, quads)
+		for qd := range quads {
+			for i := range part {
+				part[i] = sc[4*qd+i][pos : pos+cnt]
+			}
+			kernels.Dots4(&part, (*[4][]float32)(q[4*qd:4*qd+4]), rows, stride, scale)
+		}
 		pos += cnt
 	}
-	softmax(scores)
-	out := s.att[t*c.ODim()+h*vdh : t*c.ODim()+(h+1)*vdh]
-	clear(out)
-	for pos := 0; pos < n; {
+	for i := range g.n {
+		for pos := from(i); pos < n[i]; {
+			k, _, cnt := cache.Span(s.layer, pos)
+			cnt = min(cnt, n[i]-pos)
+			kernels.Dots(sc[i][pos:pos+cnt], q[i], k[kvh*hd:], kd, scale)
+			pos += cnt
+		}
+		softmax(sc[i])
+		clear(out[i])
+	}
+	for pos := 0; pos < shared; {
 		_, v, cnt := cache.Span(s.layer, pos)
-		cnt = min(cnt, n-pos)
-		kernels.Axpys(out, scores[pos:pos+cnt], v[kvh*vdh:], vd)
+		cnt = min(cnt, shared-pos, attnTile)
+		rows, stride := gatherRows(tile, v[kvh*vdh:], vd, vdh, cnt, quads)
+		for qd := range quads {
+			for i := range part {
+				part[i] = sc[4*qd+i][pos : pos+cnt]
+			}
+			kernels.Axpys4((*[4][]float32)(out[4*qd:4*qd+4]), &part, rows, stride)
+		}
 		pos += cnt
 	}
+	for i := range g.n {
+		for pos := from(i); pos < n[i]; {
+			_, v, cnt := cache.Span(s.layer, pos)
+			cnt = min(cnt, n[i]-pos)
+			kernels.Axpys(out[i], sc[i][pos:pos+cnt], v[kvh*vdh:], vd)
+			pos += cnt
+		}
+	}
+}
+
+// gatherRows returns cnt rows of w values, row j at src[j*stride:], for
+// uses queries-of-four passes: copied next to each other into tile when
+// they serve more than one pass (rows one KV row apart alias in the L1
+// cache's sets and would not stay there between passes), else in place.
+func gatherRows(tile, src []float32, stride, w, cnt, uses int) ([]float32, int) {
+	if uses < 2 {
+		return src, stride
+	}
+	for j := range cnt {
+		copy(tile[j*w:(j+1)*w], src[j*stride:j*stride+w])
+	}
+	return tile[:cnt*w], w
 }
 
 // swiglu sets hb = silu(hb) * hb2.

@@ -158,6 +158,43 @@ func TestBatchMatchesSingle(t *testing.T) {
 	}
 }
 
+// TestGroupedAttentionBits: attending four queries at a time (tokens of a
+// head, or the query heads of a KV head) gives exactly the bits of attending
+// each query alone, in prefill, decode and mixed batches, with and without
+// GQA, head_dim 32 and 64.
+func TestGroupedAttentionBits(t *testing.T) {
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	runs := []seqRun{
+		{tokens: []int32{1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49}, steps: []int{9, 1, 3}},
+		{tokens: []int32{2, 4, 6, 8, 10, 12, 14}, steps: []int{3, 2, 2}},
+		{tokens: []int32{3, 6, 9, 12, 15, 18}, steps: []int{0, 5, 1}},
+	}
+	for _, name := range []string{"llama", "llama-tied", "qwen3"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := fixtureConfigs()[name]
+			cfg.Type = kernels.F32
+			m, _ := loadFixture(t, cfg)
+			defer func(was int) { attnGroupMax = was }(attnGroupMax)
+			attnGroupMax = 1
+			alone := runBatched(t, m, pool, runs, true)
+			for _, size := range []int{4, 6, 16} {
+				attnGroupMax = size
+				grouped := runBatched(t, m, pool, runs, true)
+				for i := range runs {
+					for s := range alone[i] {
+						for j := range alone[i][s] {
+							if math.Float32bits(alone[i][s][j]) != math.Float32bits(grouped[i][s][j]) {
+								t.Fatalf("groups of %d: sequence %d step %d logit %d: query by query %v, grouped %v", size, i, s, j, alone[i][s][j], grouped[i][s][j])
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestCacheReuse rewinds a cache (Pos < Len) and checks that the result is
 // the same as with a fresh cache.
 func TestCacheReuse(t *testing.T) {
