@@ -25,6 +25,7 @@ type benchFlags struct {
 	file     string
 	prompts  []int
 	gens     []int
+	depths   []int
 	threads  []int
 	reps     int
 	jsonOut  bool
@@ -43,6 +44,7 @@ type benchResult struct {
 	NThreads      int       `json:"n_threads"`
 	NPrompt       int       `json:"n_prompt"`
 	NGen          int       `json:"n_gen"`
+	NDepth        int       `json:"n_depth"`
 	TestTime      string    `json:"test_time"`
 	AvgNs         int64     `json:"avg_ns"`
 	StddevNs      int64     `json:"stddev_ns"`
@@ -59,7 +61,8 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 		Short: "Measure prefill (pp) and decode (tg) tokens/s, like llama-bench",
 		Long: "Measures prompt processing (ppN: N prompt tokens in one forward pass) and text\n" +
 			"generation (tgN: N tokens one at a time) throughput, as mean ± sd over repetitions.\n" +
-			"Lists (-p 64,512) run every combination. --json prints llama-bench compatible JSON.\n\n" +
+			"Lists (-p 64,512) run every combination. -d N runs each test after N tokens already in\n" +
+			"the cache (\"pp512 @ d2048\"), as llama-bench -d. --json prints llama-bench compatible JSON.\n\n" +
 			"With --url it load-tests a running server instead, like vLLM's bench serve: --concurrency\n" +
 			"streamed chat requests at a time, reporting TTFT, inter-token and end-to-end latency\n" +
 			"percentiles and token throughput.",
@@ -77,6 +80,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	fl.StringVarP(&f.file, "file", "f", "", "GGUF model file (default: the embedded demo model)")
 	fl.IntSliceVarP(&f.prompts, "n-prompt", "p", []int{512}, "prompt lengths to test (0 skips pp)")
 	fl.IntSliceVarP(&f.gens, "n-gen", "n", []int{128}, "generation lengths to test (0 skips tg)")
+	fl.IntSliceVarP(&f.depths, "n-depth", "d", []int{0}, "tokens already in the cache before each test (its context depth)")
 	fl.IntSliceVarP(&f.threads, "threads", "t", []int{0}, "thread counts to test (0: one per core)")
 	fl.IntVarP(&f.reps, "repetitions", "r", 5, "repetitions of each test")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON array (llama-bench keys) instead of a table")
@@ -118,29 +122,44 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	}
 	typeName := fmt.Sprintf("%s %s %s", m.Net.Config.Arch, humanCount(params), mainType)
 
-	type test struct{ pp, tg int }
+	type test struct{ pp, tg, depth int }
 	var tests []test
-	for _, p := range f.prompts {
-		if p > 0 {
-			tests = append(tests, test{pp: p})
+	for _, d := range f.depths {
+		if d < 0 {
+			return fmt.Errorf("--n-depth must not be negative, got %d", d)
+		}
+		for _, p := range f.prompts {
+			if p > 0 {
+				tests = append(tests, test{pp: p, depth: d})
+			}
+		}
+		for _, n := range f.gens {
+			if n > 0 {
+				tests = append(tests, test{tg: n, depth: d})
+			}
 		}
 	}
-	for _, n := range f.gens {
-		if n > 0 {
-			tests = append(tests, test{tg: n})
+	for _, t := range tests {
+		if need := t.depth + max(t.pp, t.tg); need > m.Net.Config.ContextLen {
+			return fmt.Errorf("test of %d tokens at depth %d needs %d positions; the model's context is %d", max(t.pp, t.tg), t.depth, need, m.Net.Config.ContextLen)
 		}
 	}
 	var results []benchResult
 	out := cmd.OutOrStdout()
 	if !f.jsonOut {
-		fmt.Fprintf(out, "| %-30s | %10s | %9s | %-10s | %7s | %12s | %20s |\n", "model", "size", "params", "backend", "threads", "test", "t/s")
-		fmt.Fprintf(out, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 30), strings.Repeat("-", 9), strings.Repeat("-", 8), strings.Repeat("-", 10), strings.Repeat("-", 6), strings.Repeat("-", 11), strings.Repeat("-", 19))
+		fmt.Fprintf(out, "| %-30s | %10s | %9s | %-10s | %7s | %16s | %20s |\n", "model", "size", "params", "backend", "threads", "test", "t/s")
+		fmt.Fprintf(out, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 30), strings.Repeat("-", 9), strings.Repeat("-", 8), strings.Repeat("-", 10), strings.Repeat("-", 6), strings.Repeat("-", 15), strings.Repeat("-", 19))
 	}
 	for _, threads := range f.threads {
 		pool := kernels.NewPool(threads)
 		nThreads := pool.Threads()
 		for _, t := range tests {
-			run := func() (time.Duration, error) { return benchOnce(m, pool, t.pp, t.tg) }
+			b, err := newBenchRun(m, pool, t.depth, t.pp, t.tg)
+			if err != nil {
+				pool.Close()
+				return err
+			}
+			run := b.once
 			if !f.noWarmup {
 				if _, err := run(); err != nil {
 					pool.Close()
@@ -149,7 +168,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 			}
 			r := benchResult{
 				ModelFilename: name, ModelType: typeName, ModelSize: size, ModelNParams: params,
-				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: t.pp, NGen: t.tg,
+				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: t.pp, NGen: t.tg, NDepth: t.depth,
 				TestTime: time.Now().UTC().Format(time.RFC3339),
 			}
 			for i := 0; i < f.reps; i++ {
@@ -169,7 +188,10 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 				if t.tg > 0 {
 					label = "tg" + strconv.Itoa(t.tg)
 				}
-				fmt.Fprintf(out, "| %-30s | %6.2f MiB | %9s | %-10s | %7d | %12s | %20s |\n",
+				if t.depth > 0 {
+					label += " @ d" + strconv.Itoa(t.depth)
+				}
+				fmt.Fprintf(out, "| %-30s | %6.2f MiB | %9s | %-10s | %7d | %16s | %20s |\n",
 					truncate(typeName, 30), float64(size)/(1<<20), humanCount(params), r.Backends, nThreads, label,
 					fmt.Sprintf("%.2f ± %.2f", r.AvgTs, r.StddevTs))
 			}
@@ -188,33 +210,54 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// benchOnce times one test from an empty cache: pp tokens in one forward pass,
-// or tg tokens one forward pass each (llama-bench's definitions).
-func benchOnce(m *engine.Model, pool *kernels.Pool, pp, tg int) (time.Duration, error) {
+// benchRun is one test: pp tokens in one forward pass, or tg tokens one
+// forward pass each (llama-bench's definitions), after depth tokens that
+// are put in the cache once and kept for every repetition.
+type benchRun struct {
+	net              *model.Model
+	pool             *kernels.Pool
+	cache            *model.ContiguousCache
+	logits           []float32
+	depth, pp, tg    int
+	promptTok, genTk []int32
+}
+
+func newBenchRun(m *engine.Model, pool *kernels.Pool, depth, pp, tg int) (*benchRun, error) {
 	net := m.Net
 	vocab := net.Config.Vocab
 	rng := rand.New(rand.NewPCG(uint64(pp), uint64(tg)))
-	randTok := func() int32 { return int32(rng.IntN(vocab)) }
-	cache := model.NewContiguousCache(net.Config, max(pp, tg+1))
-	logits := make([]float32, vocab)
-	start := time.Now()
-	if pp > 0 {
-		toks := make([]int32, pp)
-		for i := range toks {
-			toks[i] = randTok()
+	randToks := func(n int) []int32 {
+		t := make([]int32, n)
+		for i := range t {
+			t[i] = int32(rng.IntN(vocab))
 		}
-		in := &model.SeqInput{Tokens: toks, Pos: 0, Cache: cache, Logits: logits}
+		return t
+	}
+	b := &benchRun{net: net, pool: pool, cache: model.NewContiguousCache(net.Config, depth+max(pp, tg+1)),
+		logits: make([]float32, vocab), depth: depth, pp: pp, tg: tg, promptTok: randToks(pp), genTk: randToks(tg)}
+	if depth > 0 {
+		in := &model.SeqInput{Tokens: randToks(depth), Cache: b.cache}
 		if err := net.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// once times the test; Forward truncates the cache back to the depth.
+func (b *benchRun) once() (time.Duration, error) {
+	start := time.Now()
+	if b.pp > 0 {
+		in := &model.SeqInput{Tokens: b.promptTok, Pos: b.depth, Cache: b.cache, Logits: b.logits}
+		if err := b.net.Forward(b.pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
 			return 0, err
 		}
 	}
-	tok := []int32{randTok()}
-	for i := 0; i < tg; i++ {
-		in := &model.SeqInput{Tokens: tok, Pos: i, Cache: cache, Logits: logits}
-		if err := net.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
+	for i := range b.tg {
+		in := &model.SeqInput{Tokens: b.genTk[i : i+1], Pos: b.depth + i, Cache: b.cache, Logits: b.logits}
+		if err := b.net.Forward(b.pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
 			return 0, err
 		}
-		tok[0] = randTok()
 	}
 	return time.Since(start), nil
 }

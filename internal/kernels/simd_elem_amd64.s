@@ -426,34 +426,26 @@ dotsfourtail:
 	VFMADD231PS (R12), Y8, Y6
 
 dotsfourdone:
+	// Each position's sum reduced as one position's below (accumulators
+	// added, halves added, two horizontal adds), the horizontal adds
+	// shared by the four: lane j of the second is position j's sum.
 	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VMULSS       X15, X0, X0
-	VMOVSS       X0, 0(AX)
 	VADDPS       Y3, Y2, Y2
 	VEXTRACTF128 $1, Y2, X3
 	VADDPS       X3, X2, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
-	VMULSS       X15, X2, X2
-	VMOVSS       X2, 4(AX)
 	VADDPS       Y5, Y4, Y4
 	VEXTRACTF128 $1, Y4, X5
 	VADDPS       X5, X4, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
-	VMULSS       X15, X4, X4
-	VMOVSS       X4, 8(AX)
 	VADDPS       Y7, Y6, Y6
 	VEXTRACTF128 $1, Y6, X7
 	VADDPS       X7, X6, X6
-	VHADDPS      X6, X6, X6
-	VHADDPS      X6, X6, X6
-	VMULSS       X15, X6, X6
-	VMOVSS       X6, 12(AX)
+	VHADDPS      X2, X0, X0
+	VHADDPS      X6, X4, X4
+	VHADDPS      X4, X0, X0
+	VMULPS       X15, X0, X0
+	VMOVUPS      X0, (AX)
 	ADDQ         $16, AX
 	LEAQ         (DX)(R8*4), DX
 	SUBQ         $4, R9
