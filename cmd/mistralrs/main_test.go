@@ -143,6 +143,31 @@ func TestBenchTable(t *testing.T) {
 	}
 }
 
+// bench -d runs every test at each depth, labelled as llama-bench does, with
+// n_depth in the JSON; a depth past the context is refused up front.
+func TestBenchDepth(t *testing.T) {
+	out, _, err := execute(t, "", "bench", "-p", "4", "-n", "2", "-d", "0,16", "-r", "1", "-t", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, label := range []string{"pp4 |", "tg2 |", "pp4 @ d16 |", "tg2 @ d16 |"} {
+		if !strings.Contains(out, label) {
+			t.Errorf("no %q row:\n%s", label, out)
+		}
+	}
+	out, _, err = execute(t, "", "bench", "-p", "4", "-n", "0", "-d", "16", "-r", "1", "-t", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 1 || res[0]["n_depth"] != float64(16) {
+		t.Errorf("bench -d 16 --json: %v %s", err, out)
+	}
+	if _, _, err := execute(t, "", "bench", "-p", "4", "-n", "0", "-d", "1000000", "-r", "1"); err == nil || !strings.Contains(err.Error(), "context") {
+		t.Errorf("depth past the context: %v", err)
+	}
+}
+
 // A broken model file: one line naming the file and the problem, exit code 1.
 func TestBrokenModelExitCode(t *testing.T) {
 	dir := t.TempDir()
