@@ -224,10 +224,38 @@ type attnGroup struct {
 
 // groupQueries lays out the attention work of the step: per sequence and
 // KV head, its queries in token order (and the query heads sharing the KV
-// head under GQA), attnGroupMax at a time. A worker's consecutive groups
-// share their keys and values in cache; within a group each row is read
-// from memory once.
+// head under GQA), up to attnGroupMax at a time. A worker's consecutive
+// groups share their keys and values in cache; within a group each row is
+// read from memory once. Groups shrink (to 8, 4, then single queries) while
+// there are fewer than two per thread: a decode step of one sequence has
+// one group per KV head, too few to keep every thread busy.
 func (s *state) groupQueries(threads int) {
+	c := &s.m.Config
+	for size := attnGroupMax; ; size /= 2 {
+		if size < 4 {
+			size = 1 // fewer than four share nothing (Dots4)
+		}
+		s.makeGroups(size)
+		if size == 1 || len(s.groups) >= 2*threads {
+			break
+		}
+	}
+	s.nChunks = min(len(s.groups), 4*threads)
+	n := s.nChunks * attnGroupMax * s.ctx
+	if cap(s.scores) < n {
+		s.scores = make([]float32, n)
+	}
+	s.scores = s.scores[:n]
+	n = s.nChunks * attnTile * max(c.HeadDim, c.ValueDim)
+	if cap(s.tiles) < n {
+		s.tiles = make([]float32, n)
+	}
+	s.tiles = s.tiles[:n]
+}
+
+// makeGroups splits every sequence's queries of each KV head into groups
+// of size (the last of each may be smaller).
+func (s *state) makeGroups(size int) {
 	c := &s.m.Config
 	perKV := c.Heads / c.KVHeads
 	s.groups = s.groups[:0]
@@ -241,7 +269,7 @@ func (s *state) groupQueries(threads int) {
 			for t := t0; t < t1; t++ {
 				for h := kvh * perKV; h < (kvh+1)*perKV; h++ {
 					g.t[g.n], g.h[g.n] = t, h
-					if g.n++; g.n == attnGroupMax {
+					if g.n++; g.n == size {
 						s.groups = append(s.groups, g)
 						g.n = 0
 					}
@@ -253,17 +281,6 @@ func (s *state) groupQueries(threads int) {
 		}
 		t0 = t1
 	}
-	s.nChunks = min(len(s.groups), 4*threads)
-	n := s.nChunks * attnGroupMax * s.ctx
-	if cap(s.scores) < n {
-		s.scores = make([]float32, n)
-	}
-	s.scores = s.scores[:n]
-	n = s.nChunks * attnTile * max(c.HeadDim, c.ValueDim)
-	if cap(s.tiles) < n {
-		s.tiles = make([]float32, n)
-	}
-	s.tiles = s.tiles[:n]
 }
 
 // positionQKV finishes the projections of layer l: biases, per-head q/k

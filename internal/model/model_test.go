@@ -166,7 +166,7 @@ func TestGroupedAttentionBits(t *testing.T) {
 	pool := kernels.NewPool(2)
 	defer pool.Close()
 	runs := []seqRun{
-		{tokens: []int32{1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49}, steps: []int{9, 1, 3}},
+		{tokens: []int32{1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49}, steps: []int{3, 1, 9}},
 		{tokens: []int32{2, 4, 6, 8, 10, 12, 14}, steps: []int{3, 2, 2}},
 		{tokens: []int32{3, 6, 9, 12, 15, 18}, steps: []int{0, 5, 1}},
 	}
@@ -181,6 +181,14 @@ func TestGroupedAttentionBits(t *testing.T) {
 			for _, size := range []int{4, 6, 16} {
 				attnGroupMax = size
 				grouped := runBatched(t, m, pool, runs, true)
+				// The last step had groups of four or more (the shared path ran).
+				most := 0
+				for _, g := range m.st.groups {
+					most = max(most, g.n)
+				}
+				if most < 4 {
+					t.Fatalf("groups of %d: the largest group of the last step has %d queries", size, most)
+				}
 				for i := range runs {
 					for s := range alone[i] {
 						for j := range alone[i][s] {
