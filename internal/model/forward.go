@@ -142,7 +142,7 @@ func (m *Model) prepare(p *kernels.Pool, b *Batch) (*state, error) {
 		}
 	}
 
-	s := m.scratch(T, R, ctx, p)
+	s := m.scratch(T, R, ctx)
 	s.b = b
 	half := c.RopeDim / 2
 	t := 0
@@ -168,7 +168,7 @@ func (m *Model) prepare(p *kernels.Pool, b *Batch) (*state, error) {
 
 // scratch returns the state sized for T tokens, R logit rows and attention
 // over ctx positions.
-func (m *Model) scratch(T, R, ctx int, p *kernels.Pool) *state {
+func (m *Model) scratch(T, R, ctx int) *state {
 	c := &m.Config
 	s := m.st
 	if s == nil {
