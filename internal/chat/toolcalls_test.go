@@ -2,6 +2,8 @@ package chat
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -144,4 +146,53 @@ func FuzzToolParser(f *testing.F) {
 			t.Fatalf("SafePrefix(%q) = %d", text, n)
 		}
 	})
+}
+
+// TestToolParserReadsTemplates: the way each real chat template writes an
+// assistant's tool call in the conversation (which is what the model learnt
+// to produce) is read back as that call.
+func TestToolParserReadsTemplates(t *testing.T) {
+	msgs := []Message{
+		{Role: "user", Content: "Weather in Paris?"},
+		{Role: "assistant", ToolCalls: []ToolCall{{ID: "abc123def", Type: "function",
+			Function: FunctionCall{Name: "get_weather", Arguments: `{"city": "Paris", "days": 2}`}}}},
+	}
+	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}}
+	p := NewToolParser([]string{"get_weather"})
+	for _, tt := range []struct {
+		file, bos, eos string
+		start, end     string // the assistant turn: after the last start, up to end
+	}{
+		{"qwen2.5-instruct.jinja", "", "<|im_end|>", "<|im_start|>assistant\n", "<|im_end|>"},
+		{"qwen3.jinja", "", "<|im_end|>", "<|im_start|>assistant\n", "<|im_end|>"},
+		{"llama-3.2-instruct.jinja", "<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>"},
+		{"mistral-7b-instruct-v0.3.jinja", "<s>", "</s>", "[/INST]", "</s>"},
+	} {
+		src, err := os.ReadFile(filepath.Join("testdata", "templates", tt.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl, err := NewTemplate(string(src), tt.bos, tt.eos)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.file, err)
+		}
+		out, err := tmpl.Render(msgs, false, tools)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.file, err)
+		}
+		i := strings.LastIndex(out, tt.start)
+		if i < 0 {
+			t.Fatalf("%s: no assistant turn in %q", tt.file, out)
+		}
+		turn := out[i+len(tt.start):]
+		if j := strings.Index(turn, tt.end); j >= 0 {
+			turn = turn[:j]
+		}
+		content, calls, ok := p.Parse(turn)
+		t.Logf("%s: %q", tt.file, turn)
+		if !ok || len(calls) != 1 || calls[0].Function.Name != "get_weather" || calls[0].Function.Arguments != `{"city":"Paris","days":2}` {
+			t.Errorf("%s: the assistant turn %q parses as %q, %+v, %v", tt.file, turn, content, calls, ok)
+		}
+	}
 }
