@@ -66,6 +66,24 @@ func FP32ToFP16(f float32) uint16 {
 	return sign | uint16(h)
 }
 
+// F16ToF32s converts halves to float32 (exact): dst[i] = FP16ToFP32(src[i])
+// for i < len(src); dst must be at least as long.
+func F16ToF32s(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i := f16ToF32sSIMD(dst, src); i < len(src); i++ {
+		dst[i] = f16Table[src[i]]
+	}
+}
+
+// F32ToF16s converts float32 values to halves as FP32ToFP16 does (round to
+// nearest even); dst must be at least as long as src.
+func F32ToF16s(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i := f32ToF16sSIMD(dst, src); i < len(src); i++ {
+		dst[i] = FP32ToFP16(src[i])
+	}
+}
+
 // BF16ToFP32 converts a bfloat16 value to float32 (exact).
 func BF16ToFP32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 

@@ -132,3 +132,44 @@ func TestBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestF16Bulk: the bulk conversions give the scalar ones' bits, with and
+// without assembly, for every half and for float32 values around every
+// rounding case (lengths that are and are not multiples of 8).
+func TestF16Bulk(t *testing.T) {
+	bothModes(t, func(t *testing.T) {
+		halves := make([]uint16, 1<<16)
+		for i := range halves {
+			halves[i] = uint16(i)
+		}
+		got := make([]float32, len(halves)+3)
+		F16ToF32s(got, halves)
+		for i, h := range halves {
+			if want := FP16ToFP32(h); math.Float32bits(got[i]) != math.Float32bits(want) && !(math.IsNaN(float64(want)) && math.IsNaN(float64(got[i]))) {
+				t.Fatalf("F16ToF32s(%#04x) = %v, want %v", h, got[i], want)
+			}
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		for _, n := range []int{0, 1, 7, 8, 9, 64, 1001} {
+			src := make([]float32, n)
+			for i := range src {
+				switch i % 3 {
+				case 0:
+					src[i] = float32(rng.NormFloat64())
+				case 1: // near half-way between two halves
+					src[i] = FP16ToFP32(uint16(rng.IntN(0x7c00))) * (1 + 1.0/2048)
+				default:
+					src[i] = math.Float32frombits(rng.Uint32())
+				}
+			}
+			dst := make([]uint16, n)
+			F32ToF16s(dst, src)
+			for i, f := range src {
+				want := FP32ToFP16(f)
+				if dst[i] != want && !(math.IsNaN(float64(f)) && dst[i]&0x7c00 == 0x7c00 && dst[i]&0x3ff != 0) {
+					t.Fatalf("n=%d: F32ToF16s(%v) = %#04x, want %#04x", n, f, dst[i], want)
+				}
+			}
+		}
+	})
+}

@@ -335,6 +335,35 @@ func dot4RowsBF16SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stri
 
 // tab is f16Table: the kernels read weight scales (halves) through it.
 
+//go:noescape
+func f16ToF32AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func f32ToF16AVX2(dst *uint16, src *float32, n int)
+
+// f16ConvSIMD is set when the CPU has F16C (the conversions below).
+var f16ConvSIMD = cpu.X86.HasF16C && cpu.X86.HasAVX2
+
+// f16ToF32sSIMD and f32ToF16sSIMD convert the first multiple of 8 values
+// and return how many they did.
+func f16ToF32sSIMD(dst []float32, src []uint16) int {
+	n := len(src) &^ 7
+	if !simdVec || !f16ConvSIMD || n == 0 {
+		return 0
+	}
+	f16ToF32AVX2(&dst[0], &src[0], n)
+	return n
+}
+
+func f32ToF16sSIMD(dst []uint16, src []float32) int {
+	n := len(src) &^ 7
+	if !simdVec || !f16ConvSIMD || n == 0 {
+		return 0
+	}
+	f32ToF16AVX2(&dst[0], &src[0], n)
+	return n
+}
+
 // int8MulPeakAVX2 runs n rounds of 8 VPMADDUBSW + 8 VPMADDWD (128 int8
 // multiply-adds); BenchmarkInt8MulCeiling uses it, nothing else does.
 func int8MulPeakAVX2(n int)
