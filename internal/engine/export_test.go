@@ -44,7 +44,7 @@ type TestSched struct {
 func (e *Engine) TestScheduler(blocks int) *TestSched {
 	s := newScheduler(e)
 	cfg := e.Model.Net.Config
-	s.kv = kvcache.NewPool(cfg.Layers, cfg.KDim(), cfg.VDim(), e.opts.BlockSize, blocks)
+	s.kv = kvcache.NewPool(cfg.Layers, cfg.KDim(), cfg.VDim(), e.opts.BlockSize, blocks, e.f16KV)
 	return &TestSched{s: s, seqs: map[uint64]*seq{}}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"mistralrs/internal/kernels"
 	"mistralrs/internal/kvcache"
+	"mistralrs/internal/model"
 	"mistralrs/internal/sampler"
 )
 
@@ -107,6 +108,11 @@ type Options struct {
 
 	PrefixCacheN int  // non-paged: finished caches kept for reuse; paged: 0 turns block reuse off
 	NoKVCache    bool // recompute the whole sequence for every token (also no prefix cache)
+
+	// CacheType is how keys and values are stored (--pa-cache-type):
+	// "auto" or "" (float32, what the model computes), or "f16" (halves:
+	// half the memory and memory traffic, rounded to nearest even).
+	CacheType string
 }
 
 // DefaultMemoryFraction is the paged KV budget when no size is given, as
@@ -131,6 +137,7 @@ type Engine struct {
 
 	opts  Options
 	paged bool
+	f16KV bool          // keys and values stored as halves
 	kv    *kvcache.Pool // nil unless paged
 
 	mu     sync.Mutex
@@ -177,6 +184,13 @@ func NewWithOptions(m *Model, o Options) (*Engine, error) {
 		return nil, fmt.Errorf("prefix cache size %d is negative", o.PrefixCacheN)
 	}
 	e := &Engine{Model: m, opts: o, obs: NopObserver{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	switch o.CacheType {
+	case "", "auto", "f32":
+	case "f16":
+		e.f16KV = true
+	default:
+		return nil, fmt.Errorf("KV cache type %q: want auto or f16", o.CacheType)
+	}
 	switch o.PagedAttn {
 	case "", "auto", "on":
 		e.paged = !o.NoKVCache
@@ -186,11 +200,11 @@ func NewWithOptions(m *Model, o Options) (*Engine, error) {
 	}
 	if e.paged {
 		cfg := m.Net.Config
-		n, err := poolBlocks(o, cfg.Layers, cfg.KDim(), cfg.VDim(), cfg.ContextLen)
+		n, err := poolBlocks(o, cfg.Layers, cfg.KDim(), cfg.VDim(), cfg.ContextLen, e.f16KV)
 		if err != nil {
 			return nil, err
 		}
-		e.kv = kvcache.NewPool(cfg.Layers, cfg.KDim(), cfg.VDim(), o.BlockSize, n)
+		e.kv = kvcache.NewPool(cfg.Layers, cfg.KDim(), cfg.VDim(), o.BlockSize, n, e.f16KV)
 	}
 	e.Pool = kernels.NewPool(o.Threads)
 	s := newScheduler(e)
@@ -261,6 +275,14 @@ func (e *Engine) signal() {
 	case e.wake <- struct{}{}:
 	default:
 	}
+}
+
+// newCache is a contiguous cache (non-paged mode) of the engine's storage type.
+func (e *Engine) newCache(maxTokens int) *model.ContiguousCache {
+	if e.f16KV {
+		return model.NewContiguousCacheF16(e.Model.Net.Config, maxTokens)
+	}
+	return model.NewContiguousCache(e.Model.Net.Config, maxTokens)
 }
 
 // ContextLength is the longest sequence the model accepts.

@@ -493,7 +493,7 @@ func (s *scheduler) admit(sq *seq, budget *int) bool {
 		}
 	} else {
 		if sq.cont == nil {
-			sq.cont = model.NewContiguousCache(e.Model.Net.Config, min(e.ContextLength(), sq.promptLen+sq.maxTokens))
+			sq.cont = e.newCache(min(e.ContextLength(), sq.promptLen+sq.maxTokens))
 		}
 		if src, n := s.store.Match(sq.tokens, len(sq.tokens)-1); n > 0 {
 			cfg := &e.Model.Net.Config

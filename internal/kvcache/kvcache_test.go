@@ -1,9 +1,11 @@
 package kvcache
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
+	"mistralrs/internal/kernels"
 	"mistralrs/internal/model"
 )
 
@@ -16,8 +18,28 @@ func row(n int, val float32) []float32 {
 }
 
 func TestSeqPutSpanAcrossBlocks(t *testing.T) {
+	for _, f16 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("f16=%v", f16), func(t *testing.T) { testSeqPutSpan(t, f16) })
+	}
+}
+
+// testSeqPutSpan: rows put into a paged sequence read back through spans
+// (rounded to halves in an F16 pool).
+func testSeqPutSpan(t *testing.T, f16 bool) {
 	const layers, kd, vd, bs = 2, 3, 5, 4
-	p := NewPool(layers, kd, vd, bs, 8)
+	p := NewPool(layers, kd, vd, bs, 8, f16)
+	stored := func(x float32) float32 {
+		if f16 {
+			return kernels.FP16ToFP32(kernels.FP32ToFP16(x))
+		}
+		return x
+	}
+	at := func(f32 []float32, h []uint16, i int) float32 {
+		if f16 {
+			return kernels.FP16ToFP32(h[i])
+		}
+		return f32[i]
+	}
 	s := p.NewSeq()
 	if err := s.Extend(10); err != nil {
 		t.Fatal(err)
@@ -32,15 +54,16 @@ func TestSeqPutSpanAcrossBlocks(t *testing.T) {
 	}
 	for l := range layers {
 		for pos := 0; pos < 10; {
-			k, v, n := s.Span(l, pos)
-			if n != bs-pos%bs {
-				t.Fatalf("span at %d: %d rows", pos, n)
+			sp := s.Span(l, pos)
+			n := sp.N
+			if n != bs-pos%bs || (sp.K16 != nil) != f16 || (sp.K != nil) == f16 {
+				t.Fatalf("span at %d: %d rows, f32 %v f16 %v", pos, n, sp.K != nil, sp.K16 != nil)
 			}
 			for j := 0; j < n && pos+j < 10; j++ {
-				if got, want := k[j*kd+1], row(kd, float32(100*l+pos+j))[1]; got != want {
+				if got, want := at(sp.K, sp.K16, j*kd+1), stored(row(kd, float32(100*l+pos+j))[1]); got != want {
 					t.Fatalf("layer %d pos %d: k %v want %v", l, pos+j, got, want)
 				}
-				if got, want := v[j*vd+4], row(vd, float32(-100*l-pos-j))[4]; got != want {
+				if got, want := at(sp.V, sp.V16, j*vd+4), stored(row(vd, float32(-100*l-pos-j))[4]); got != want {
 					t.Fatalf("layer %d pos %d: v %v want %v", l, pos+j, got, want)
 				}
 			}
@@ -78,7 +101,7 @@ func hashes(root Hash, tokens []int32, bs int) []Hash {
 
 func TestPrefixHitAndLRUEviction(t *testing.T) {
 	const bs = 4
-	p := NewPool(1, 2, 2, bs, 6)
+	p := NewPool(1, 2, 2, bs, 6, false)
 	root := RootHash([]byte("model-a"))
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
 	hs := hashes(root, prompt, bs)
@@ -140,7 +163,7 @@ func TestPrefixHitAndLRUEviction(t *testing.T) {
 func TestPoolProperty(t *testing.T) {
 	const bs = 4
 	rng := rand.New(rand.NewPCG(1, 2))
-	p := NewPool(1, 1, 1, bs, 24)
+	p := NewPool(1, 1, 1, bs, 24, false)
 	root := RootHash(nil)
 	type live struct {
 		s      *Seq
@@ -240,8 +263,20 @@ func TestPrefixStore(t *testing.T) {
 	if err := CopyPrefix(dst, c, 1, cfg.KDim(), cfg.VDim(), 3); err != nil {
 		t.Fatal(err)
 	}
-	if k, v, _ := dst.Span(0, 2); dst.Len() != 3 || k[0] != 2 || v[1] != 2 {
-		t.Errorf("copied prefix: len %d k %v v %v", dst.Len(), k, v)
+	if sp := dst.Span(0, 2); dst.Len() != 3 || sp.K[0] != 2 || sp.V[1] != 2 {
+		t.Errorf("copied prefix: len %d k %v v %v", dst.Len(), sp.K, sp.V)
+	}
+	// Into an F16 cache and back: the values are exact in halves.
+	half := model.NewContiguousCacheF16(cfg, 0)
+	if err := CopyPrefix(half, c, 1, cfg.KDim(), cfg.VDim(), 3); err != nil {
+		t.Fatal(err)
+	}
+	back := model.NewContiguousCache(cfg, 0)
+	if err := CopyPrefix(back, half, 1, cfg.KDim(), cfg.VDim(), 3); err != nil {
+		t.Fatal(err)
+	}
+	if sp := back.Span(0, 2); back.Len() != 3 || sp.K[0] != 2 || sp.V[1] != 2 {
+		t.Errorf("copied through halves: len %d k %v v %v", back.Len(), sp.K, sp.V)
 	}
 	if ev := s.Add([]int32{7}, mk(1)); ev != 1 || s.Len() != 2 {
 		t.Errorf("evicted %d, len %d", ev, s.Len())

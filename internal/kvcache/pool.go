@@ -19,7 +19,8 @@ import (
 // the list hands them out for new data (an eviction).
 type Pool struct {
 	layers, kdim, vdim, bs int
-	stride                 int // floats of one layer in a block: bs*(kdim+vdim)
+	stride                 int  // values of one layer in a block: bs*(kdim+vdim)
+	f16                    bool // values stored as halves
 
 	blocks []block
 	// Free list: a doubly linked list through blocks[].prev/next with a
@@ -35,20 +36,21 @@ type block struct {
 	prev, next int32 // free-list links; -1 when not on the list
 	hashed     bool
 	hash       Hash
-	data       []float32 // allocated on first use
+	data       []float32 // allocated on first use (F32 pools)
+	data16     []uint16  // allocated on first use (F16 pools)
 }
 
 // NewPool makes a pool of n blocks of blockSize positions for a model with
-// the given layer count and key/value row widths. Block memory is allocated
-// when a block is first handed out, so an oversized pool costs only its
-// bookkeeping until it fills.
-func NewPool(layers, kdim, vdim, blockSize, n int) *Pool {
+// the given layer count and key/value row widths, storing float32 values or,
+// with f16, halves. Block memory is allocated when a block is first handed
+// out, so an oversized pool costs only its bookkeeping until it fills.
+func NewPool(layers, kdim, vdim, blockSize, n int, f16 bool) *Pool {
 	if layers <= 0 || kdim <= 0 || vdim <= 0 || blockSize <= 0 || n <= 0 {
 		panic(fmt.Sprintf("kvcache: invalid pool %d layers, rows %d/%d, block size %d, %d blocks", layers, kdim, vdim, blockSize, n))
 	}
 	p := &Pool{
 		layers: layers, kdim: kdim, vdim: vdim, bs: blockSize,
-		stride: blockSize * (kdim + vdim),
+		stride: blockSize * (kdim + vdim), f16: f16,
 		blocks: make([]block, n+1),
 		cached: make(map[Hash]int32),
 	}
@@ -61,9 +63,14 @@ func NewPool(layers, kdim, vdim, blockSize, n int) *Pool {
 	return p
 }
 
-// BlockBytes is the memory of one block of a model with these shapes.
-func BlockBytes(layers, kdim, vdim, blockSize int) int64 {
-	return int64(layers) * int64(blockSize) * int64(kdim+vdim) * 4
+// BlockBytes is the memory of one block of a model with these shapes, of
+// float32 values or (f16) halves.
+func BlockBytes(layers, kdim, vdim, blockSize int, f16 bool) int64 {
+	size := int64(4)
+	if f16 {
+		size = 2
+	}
+	return int64(layers) * int64(blockSize) * int64(kdim+vdim) * size
 }
 
 // BlockSize is the number of positions per block.
@@ -121,7 +128,10 @@ func (p *Pool) allocate() int32 {
 		p.evictions++
 	}
 	b.ref = 1
-	if b.data == nil {
+	switch {
+	case p.f16 && b.data16 == nil:
+		b.data16 = make([]uint16, p.layers*p.stride)
+	case !p.f16 && b.data == nil:
 		b.data = make([]float32, p.layers*p.stride)
 	}
 	return id

@@ -3,6 +3,7 @@ package kvcache
 import (
 	"slices"
 
+	"mistralrs/internal/kernels"
 	"mistralrs/internal/model"
 )
 
@@ -76,20 +77,37 @@ func commonPrefix(a, b []int32, limit int) int {
 	return n
 }
 
-// CopyPrefix fills dst (empty) with the first n positions of src.
+// CopyPrefix fills dst (empty) with the first n positions of src (both
+// caches of one model, of either storage type: halves convert exactly).
 func CopyPrefix(dst, src model.KVCache, layers, kdim, vdim, n int) error {
 	if err := dst.Extend(n); err != nil {
 		return err
 	}
+	var kb, vb []float32 // rows converted from halves
 	for l := range layers {
 		for pos := 0; pos < n; {
-			k, v, cnt := src.Span(l, pos)
-			cnt = min(cnt, n-pos)
+			sp := src.Span(l, pos)
+			cnt := min(sp.N, n-pos)
 			for j := range cnt {
-				dst.Put(l, pos+j, k[j*kdim:(j+1)*kdim], v[j*vdim:(j+1)*vdim])
+				if sp.K16 != nil {
+					kb, vb = grow(kb, kdim), grow(vb, vdim)
+					kernels.F16ToF32s(kb, sp.K16[j*kdim:(j+1)*kdim])
+					kernels.F16ToF32s(vb, sp.V16[j*vdim:(j+1)*vdim])
+					dst.Put(l, pos+j, kb, vb)
+				} else {
+					dst.Put(l, pos+j, sp.K[j*kdim:(j+1)*kdim], sp.V[j*vdim:(j+1)*vdim])
+				}
 			}
 			pos += cnt
 		}
 	}
 	return nil
+}
+
+// grow returns b with length n, reusing its memory when it is large enough.
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"mistralrs/internal/kernels"
 	"mistralrs/internal/model"
 )
 
@@ -106,20 +107,30 @@ func (s *Seq) Truncate(n int) {
 // Put implements model.KVCache.
 func (s *Seq) Put(layer, pos int, k, v []float32) {
 	p := s.p
-	data := p.blocks[s.blocks[pos/p.bs]].data
-	off := layer*p.stride + (pos%p.bs)*p.kdim
-	copy(data[off:off+p.kdim], k)
-	off = layer*p.stride + p.bs*p.kdim + (pos%p.bs)*p.vdim
-	copy(data[off:off+p.vdim], v)
+	b := &p.blocks[s.blocks[pos/p.bs]]
+	koff := layer*p.stride + (pos%p.bs)*p.kdim
+	voff := layer*p.stride + p.bs*p.kdim + (pos%p.bs)*p.vdim
+	if p.f16 {
+		kernels.F32ToF16s(b.data16[koff:koff+p.kdim], k[:p.kdim])
+		kernels.F32ToF16s(b.data16[voff:voff+p.vdim], v[:p.vdim])
+		return
+	}
+	copy(b.data[koff:koff+p.kdim], k)
+	copy(b.data[voff:voff+p.vdim], v)
 }
 
 // Span implements model.KVCache: the rows of pos's block from pos on.
-func (s *Seq) Span(layer, pos int) (k, v []float32, n int) {
+func (s *Seq) Span(layer, pos int) model.KVSpan {
 	p := s.p
-	data := p.blocks[s.blocks[pos/p.bs]].data
+	b := &p.blocks[s.blocks[pos/p.bs]]
 	j := pos % p.bs
 	base := layer * p.stride
-	return data[base+j*p.kdim : base+p.bs*p.kdim], data[base+p.bs*p.kdim+j*p.vdim : base+p.stride], p.bs - j
+	kr := [2]int{base + j*p.kdim, base + p.bs*p.kdim}
+	vr := [2]int{base + p.bs*p.kdim + j*p.vdim, base + p.stride}
+	if p.f16 {
+		return model.KVSpan{K16: b.data16[kr[0]:kr[1]], V16: b.data16[vr[0]:vr[1]], N: p.bs - j}
+	}
+	return model.KVSpan{K: b.data[kr[0]:kr[1]], V: b.data[vr[0]:vr[1]], N: p.bs - j}
 }
 
 // Adopt starts an empty sequence with cached blocks (a prefix-cache hit):

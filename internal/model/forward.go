@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 
 	"mistralrs/internal/kernels"
@@ -359,9 +360,9 @@ func (s *state) attendGroup(g *attnGroup, scores, tile []float32) {
 	}
 	var part [4][]float32
 	for pos := 0; pos < shared; {
-		k, _, cnt := cache.Span(s.layer, pos)
-		cnt = min(cnt, shared-pos, attnTile)
-		rows, stride := gatherRows(tile, k[kvh*hd:], kd, hd, cnt, quads)
+		sp := cache.Span(s.layer, pos)
+		cnt := min(sp.N, shared-pos, attnTile)
+		rows, stride := headRows(sp.K, sp.K16, kvh*hd, kd, hd, cnt, quads, tile)
 		for qd := range quads {
 			for i := range part {
 				part[i] = sc[4*qd+i][pos : pos+cnt]
@@ -372,18 +373,19 @@ func (s *state) attendGroup(g *attnGroup, scores, tile []float32) {
 	}
 	for i := range g.n {
 		for pos := from(i); pos < n[i]; {
-			k, _, cnt := cache.Span(s.layer, pos)
-			cnt = min(cnt, n[i]-pos)
-			kernels.Dots(sc[i][pos:pos+cnt], q[i], k[kvh*hd:], kd, scale)
+			sp := cache.Span(s.layer, pos)
+			cnt := min(sp.N, n[i]-pos, rowsLimit(sp.K16))
+			rows, stride := headRows(sp.K, sp.K16, kvh*hd, kd, hd, cnt, 1, tile)
+			kernels.Dots(sc[i][pos:pos+cnt], q[i], rows, stride, scale)
 			pos += cnt
 		}
 		softmax(sc[i])
 		clear(out[i])
 	}
 	for pos := 0; pos < shared; {
-		_, v, cnt := cache.Span(s.layer, pos)
-		cnt = min(cnt, shared-pos, attnTile)
-		rows, stride := gatherRows(tile, v[kvh*vdh:], vd, vdh, cnt, quads)
+		sp := cache.Span(s.layer, pos)
+		cnt := min(sp.N, shared-pos, attnTile)
+		rows, stride := headRows(sp.V, sp.V16, kvh*vdh, vd, vdh, cnt, quads, tile)
 		for qd := range quads {
 			for i := range part {
 				part[i] = sc[4*qd+i][pos : pos+cnt]
@@ -394,24 +396,42 @@ func (s *state) attendGroup(g *attnGroup, scores, tile []float32) {
 	}
 	for i := range g.n {
 		for pos := from(i); pos < n[i]; {
-			_, v, cnt := cache.Span(s.layer, pos)
-			cnt = min(cnt, n[i]-pos)
-			kernels.Axpys(out[i], sc[i][pos:pos+cnt], v[kvh*vdh:], vd)
+			sp := cache.Span(s.layer, pos)
+			cnt := min(sp.N, n[i]-pos, rowsLimit(sp.V16))
+			rows, stride := headRows(sp.V, sp.V16, kvh*vdh, vd, vdh, cnt, 1, tile)
+			kernels.Axpys(out[i], sc[i][pos:pos+cnt], rows, stride)
 			pos += cnt
 		}
 	}
 }
 
-// gatherRows returns cnt rows of w values, row j at src[j*stride:], for
-// uses queries-of-four passes: copied next to each other into tile when
-// they serve more than one pass (rows one KV row apart alias in the L1
-// cache's sets and would not stay there between passes), else in place.
-func gatherRows(tile, src []float32, stride, w, cnt, uses int) ([]float32, int) {
-	if uses < 2 {
-		return src, stride
+// rowsLimit is the most rows one headRows call takes: a tile's worth from
+// an F16 cache (they are converted into the tile), any number in place.
+func rowsLimit(f16 []uint16) int {
+	if f16 != nil {
+		return attnTile
+	}
+	return math.MaxInt
+}
+
+// headRows returns cnt rows of one head (w values at off in each row of
+// stride values) of a span of keys or values, as float32 with their stride,
+// for uses queries-of-four passes. Rows of a float32 cache read by one pass
+// stay in place; otherwise they are copied next to each other into tile
+// (rows one KV row apart alias in the L1 cache's sets and would not stay
+// there between passes), and halves are converted on the way (exactly).
+func headRows(f32 []float32, f16 []uint16, off, stride, w, cnt, uses int, tile []float32) ([]float32, int) {
+	if f16 == nil {
+		if uses < 2 {
+			return f32[off:], stride
+		}
+		for j := range cnt {
+			copy(tile[j*w:(j+1)*w], f32[off+j*stride:off+j*stride+w])
+		}
+		return tile[:cnt*w], w
 	}
 	for j := range cnt {
-		copy(tile[j*w:(j+1)*w], src[j*stride:j*stride+w])
+		kernels.F16ToF32s(tile[j*w:(j+1)*w], f16[off+j*stride:off+j*stride+w])
 	}
 	return tile[:cnt*w], w
 }

@@ -1,10 +1,15 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"mistralrs/internal/kernels"
+)
 
 // KVCache stores the keys and values of one sequence, per layer and
-// position. Rows are float32: a key row has Config.KDim() elements (all KV
-// heads), a value row Config.VDim().
+// position. Rows are written as float32 and stored as float32 or halves (an
+// F16 cache: half the memory, rounded to nearest even): a key row has
+// Config.KDim() elements (all KV heads), a value row Config.VDim().
 //
 // The interface is shaped so that a paged (block-table) cache can implement
 // it: rows are written one at a time with Put and read back as runs of
@@ -27,9 +32,18 @@ type KVCache interface {
 	// Put stores the key and value rows of position pos (< Len) of layer.
 	Put(layer, pos int, k, v []float32)
 	// Span returns the key and value rows of layer from position pos on,
-	// as far as they lie contiguously in memory: rows pos..pos+n-1, row j at
-	// k[j*KDim:] and v[j*VDim:]. n may reach past Len; callers stop at Len.
-	Span(layer, pos int) (k, v []float32, n int)
+	// as far as they lie contiguously in memory. Its N may reach past Len;
+	// callers stop at Len.
+	Span(layer, pos int) KVSpan
+}
+
+// KVSpan is a run of N cached rows of one layer, positions pos..pos+N-1:
+// row j at K[j*KDim:] and V[j*VDim:] in a float32 cache, at K16 and V16 in
+// an F16 cache (K and V are then nil).
+type KVSpan struct {
+	K, V     []float32
+	K16, V16 []uint16
+	N        int
 }
 
 // ContiguousCache is a KVCache holding each layer's rows in one growing
@@ -40,6 +54,8 @@ type ContiguousCache struct {
 	max        int // most positions it may hold
 	n          int // positions stored
 	k, v       [][]float32
+	k16, v16   [][]uint16 // instead of k, v in an F16 cache
+	f16        bool
 }
 
 var _ KVCache = (*ContiguousCache)(nil)
@@ -57,6 +73,14 @@ func NewContiguousCache(cfg Config, maxTokens int) *ContiguousCache {
 	}
 }
 
+// NewContiguousCacheF16 is NewContiguousCache storing halves.
+func NewContiguousCacheF16(cfg Config, maxTokens int) *ContiguousCache {
+	c := NewContiguousCache(cfg, maxTokens)
+	c.f16, c.k, c.v = true, nil, nil
+	c.k16, c.v16 = make([][]uint16, cfg.Layers), make([][]uint16, cfg.Layers)
+	return c
+}
+
 // Len implements KVCache.
 func (c *ContiguousCache) Len() int { return c.n }
 
@@ -71,14 +95,22 @@ func (c *ContiguousCache) Extend(n int) error {
 	if n <= c.n {
 		return nil
 	}
-	if have := len(c.k[0]) / max(c.kdim, 1); n > have {
+	var have int // positions the arrays hold
+	if c.f16 {
+		have = len(c.k16[0]) / max(c.kdim, 1)
+	} else {
+		have = len(c.k[0]) / max(c.kdim, 1)
+	}
+	if n > have {
 		size := min(max(n, 2*have, 16), c.max)
 		for l := range c.layers {
-			k := make([]float32, size*c.kdim)
-			v := make([]float32, size*c.vdim)
-			copy(k, c.k[l][:c.n*c.kdim])
-			copy(v, c.v[l][:c.n*c.vdim])
-			c.k[l], c.v[l] = k, v
+			if c.f16 {
+				c.k16[l] = regrow(c.k16[l], c.n*c.kdim, size*c.kdim)
+				c.v16[l] = regrow(c.v16[l], c.n*c.vdim, size*c.vdim)
+			} else {
+				c.k[l] = regrow(c.k[l], c.n*c.kdim, size*c.kdim)
+				c.v[l] = regrow(c.v[l], c.n*c.vdim, size*c.vdim)
+			}
 		}
 	}
 	c.n = n
@@ -92,13 +124,28 @@ func (c *ContiguousCache) Truncate(n int) {
 	}
 }
 
+// regrow returns a slice of length size holding b's first keep values.
+func regrow[T float32 | uint16](b []T, keep, size int) []T {
+	out := make([]T, size)
+	copy(out, b[:keep])
+	return out
+}
+
 // Put implements KVCache.
 func (c *ContiguousCache) Put(layer, pos int, k, v []float32) {
+	if c.f16 {
+		kernels.F32ToF16s(c.k16[layer][pos*c.kdim:(pos+1)*c.kdim], k[:c.kdim])
+		kernels.F32ToF16s(c.v16[layer][pos*c.vdim:(pos+1)*c.vdim], v[:c.vdim])
+		return
+	}
 	copy(c.k[layer][pos*c.kdim:(pos+1)*c.kdim], k)
 	copy(c.v[layer][pos*c.vdim:(pos+1)*c.vdim], v)
 }
 
 // Span implements KVCache: all stored rows are contiguous.
-func (c *ContiguousCache) Span(layer, pos int) (k, v []float32, n int) {
-	return c.k[layer][pos*c.kdim : c.n*c.kdim], c.v[layer][pos*c.vdim : c.n*c.vdim], c.n - pos
+func (c *ContiguousCache) Span(layer, pos int) KVSpan {
+	if c.f16 {
+		return KVSpan{K16: c.k16[layer][pos*c.kdim : c.n*c.kdim], V16: c.v16[layer][pos*c.vdim : c.n*c.vdim], N: c.n - pos}
+	}
+	return KVSpan{K: c.k[layer][pos*c.kdim : c.n*c.kdim], V: c.v[layer][pos*c.vdim : c.n*c.vdim], N: c.n - pos}
 }

@@ -284,7 +284,8 @@ func TestContiguousCache(t *testing.T) {
 		}
 	}
 	for l := range 2 {
-		k, v, cnt := c.Span(l, 5)
+		sp := c.Span(l, 5)
+		k, v, cnt := sp.K, sp.V, sp.N
 		if cnt != 35 || k[0] != 6 || v[0] != -6 || k[5] != float32(l) || v[3] != float32(l) || k[6*34] != 40 {
 			t.Fatalf("layer %d: span of %d rows, k %v v %v", l, cnt, k[:6], v[:4])
 		}
