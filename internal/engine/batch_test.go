@@ -325,6 +325,11 @@ func TestBatchedOutputMatchesAlone(t *testing.T) {
 	}
 	ref, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxSeqs = 1; o.PrefixCacheN = 0 }))
 	want := runAlone(t, ref, reqs)
+	// With keys and values stored as halves the tokens may differ from a
+	// float32 cache, but not between alone and batched.
+	ref16, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxSeqs = 1; o.PrefixCacheN = 0; o.CacheType = "f16" }))
+	want16 := runAlone(t, ref16, reqs)
+	f16 := func(o *engine.Options) { o.CacheType = "f16" }
 
 	cases := []struct {
 		name        string
@@ -341,10 +346,15 @@ func TestBatchedOutputMatchesAlone(t *testing.T) {
 		{name: "contiguous", opts: opts(func(o *engine.Options) { o.PagedAttn = "off" })},
 		{name: "contiguous-prefix-hits", opts: opts(func(o *engine.Options) { o.PagedAttn = "off"; o.MaxNumBatchedTokens = 64 }), warm: true},
 		{name: "no-kv-cache", opts: opts(func(o *engine.Options) { o.NoKVCache = true })},
+		{name: "f16-paged-preemption-prefix-hits", opts: opts(func(o *engine.Options) { f16(o); o.ContextLen = 400 }), warm: true, wantPreempt: true},
+		{name: "f16-contiguous-prefix-hits", opts: opts(func(o *engine.Options) { f16(o); o.PagedAttn = "off"; o.MaxNumBatchedTokens = 64 }), warm: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			reqs, want := reqs, want
+			if c.opts.CacheType == "f16" {
+				want = want16
+			}
 			if c.opts.NoKVCache {
 				// It recomputes every sequence for every token: keep it small.
 				reqs, want = reqs[:5], want[:5]
@@ -604,6 +614,7 @@ func TestOptions(t *testing.T) {
 		opts(func(o *engine.Options) { o.MemoryFraction = 1.5 }),
 		opts(func(o *engine.Options) { o.MemoryMB = -1 }),
 		opts(func(o *engine.Options) { o.PrefixCacheN = -1 }),
+		opts(func(o *engine.Options) { o.CacheType = "f8e4m3" }),
 	}
 	for i, o := range bad {
 		if e, err := engine.NewWithOptions(m, o); err == nil {
@@ -620,6 +631,10 @@ func TestOptions(t *testing.T) {
 	// 2 layers × 16 positions × (128+128) floats × 4 bytes = 32 KiB per block
 	if _, total := e.KVCacheBlocks(); total != 32 {
 		t.Errorf("1 MB budget: %d blocks, want 32", total)
+	}
+	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryMB = 1; o.CacheType = "f16" }))
+	if _, total := e.KVCacheBlocks(); total != 64 {
+		t.Errorf("1 MB budget of halves: %d blocks, want 64", total)
 	}
 	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryFraction = 0.9; o.MemoryMB = 1 }))
 	if _, total := e.KVCacheBlocks(); total < 2048/16 || total > 2*32*2048/16 {

@@ -86,6 +86,9 @@ func TestForwardMatchesReference(t *testing.T) {
 	}
 }
 
+// newTestCache makes the caches of runBatched (tests switch it to F16).
+var newTestCache = func(cfg Config, n int) KVCache { return NewContiguousCache(cfg, n) }
+
 // run feeds steps of tokens for one or more sequences and returns the last
 // logits of each sequence after each step.
 type seqRun struct {
@@ -100,7 +103,7 @@ func runBatched(t *testing.T, m *Model, p *kernels.Pool, runs []seqRun, together
 	caches := make([]KVCache, len(runs))
 	pos := make([]int, len(runs))
 	for i := range runs {
-		caches[i] = NewContiguousCache(m.Config, 64)
+		caches[i] = newTestCache(m.Config, 64)
 	}
 	nsteps := len(runs[0].steps)
 	for s := range nsteps {
@@ -199,6 +202,50 @@ func TestGroupedAttentionBits(t *testing.T) {
 					}
 				}
 			}
+		})
+	}
+}
+
+// TestF16Cache: with keys and values stored as halves, attention grouping
+// still gives the bits of query-by-query attention, and the logits stay
+// close to those of a float32 cache.
+func TestF16Cache(t *testing.T) {
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	runs := []seqRun{
+		{tokens: []int32{1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49}, steps: []int{3, 1, 9}},
+		{tokens: []int32{2, 4, 6, 8, 10, 12, 14}, steps: []int{3, 2, 2}},
+	}
+	for _, name := range []string{"llama", "qwen3"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := fixtureConfigs()[name]
+			cfg.Type = kernels.F32
+			m, _ := loadFixture(t, cfg)
+			f32 := runBatched(t, m, pool, runs, true)
+			defer func() { newTestCache = func(cfg Config, n int) KVCache { return NewContiguousCache(cfg, n) } }()
+			newTestCache = func(cfg Config, n int) KVCache { return NewContiguousCacheF16(cfg, n) }
+			defer func(was int) { attnGroupMax = was }(attnGroupMax)
+			attnGroupMax = 1
+			alone := runBatched(t, m, pool, runs, true)
+			attnGroupMax = 16
+			grouped := runBatched(t, m, pool, runs, true)
+			var worst float64
+			for i := range runs {
+				for s := range alone[i] {
+					for j := range alone[i][s] {
+						if math.Float32bits(alone[i][s][j]) != math.Float32bits(grouped[i][s][j]) {
+							t.Fatalf("sequence %d step %d logit %d: query by query %v, grouped %v", i, s, j, alone[i][s][j], grouped[i][s][j])
+						}
+						worst = max(worst, math.Abs(float64(grouped[i][s][j]-f32[i][s][j])))
+					}
+				}
+			}
+			// Halves keep 11 significant bits: logits of order one move by
+			// about 1e-3.
+			if worst > 2e-2 || worst == 0 {
+				t.Errorf("largest logit change from a float32 cache: %g", worst)
+			}
+			t.Logf("largest logit change from a float32 cache: %g", worst)
 		})
 	}
 }
