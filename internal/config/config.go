@@ -76,6 +76,7 @@ type RuntimeConfig struct {
 type PagedAttnConfig struct {
 	Mode      string `toml:"mode"` // "auto", "on" or "off"; auto is on in this engine
 	BlockSize int    `toml:"block_size"`
+	CacheType string `toml:"cache_type"` // "auto" (float32) or "f16"; applies to every KV cache
 	// At most one of the three budgets applies; see Budget.
 	MemoryMB       *int     `toml:"memory_mb"`
 	ContextLen     *int     `toml:"context_len"`
@@ -303,6 +304,11 @@ func (c *Config) Validate() error {
 	}
 	if p.BlockSize < 1 || p.BlockSize > 1024 {
 		return bad("paged_attn.block_size", p.BlockSize, "must be between 1 and 1024")
+	}
+	switch p.CacheType {
+	case "auto", "f16":
+	default:
+		return bad("paged_attn.cache_type", p.CacheType, `must be "auto" (float32) or "f16" (f8e4m3 is not supported by this server)`)
 	}
 	if p.MemoryMB != nil && *p.MemoryMB <= 0 {
 		return bad("paged_attn.memory_mb", *p.MemoryMB, "must be positive")

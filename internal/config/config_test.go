@@ -113,6 +113,7 @@ func TestDefaults(t *testing.T) {
 		"runtime.threads":                         0,
 		"paged_attn.mode":                         "auto",
 		"paged_attn.block_size":                   32,
+		"paged_attn.cache_type":                   "auto",
 		"paged_attn.memory_mb":                    (*int)(nil),
 		"paged_attn.context_len":                  (*int)(nil),
 		"paged_attn.memory_fraction":              (*float64)(nil),
@@ -226,7 +227,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"max-seqs": "", "port": "p", "host": "", "no-ui": "", "disable-access-log": "",
 		"access-log-format": "", "access-log-health": "", "disable-request-id-header": "",
 		"disable-metrics": "", "max-num-batched-tokens": "", "max-decode-steps-before-prefill": "",
-		"no-kv-cache": "", "prefix-cache-n": "", "paged-attn": "", "pa-block-size": "", "pa-memory-mb": "",
+		"no-kv-cache": "", "prefix-cache-n": "", "paged-attn": "", "pa-block-size": "", "pa-cache-type": "", "pa-memory-mb": "",
 		"pa-context-len": "", "pa-memory-fraction": "", "threads": "", "cpu": "", "hf-cache": "",
 	}
 	global := map[string]string{"seed": "", "log": "l", "verbose": "v"}
@@ -279,6 +280,7 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"runtime.threads":                         {`2`, "2"},
 		"paged_attn.mode":                         {`"off"`, "off"},
 		"paged_attn.block_size":                   {`16`, "16"},
+		"paged_attn.cache_type":                   {`"f16"`, "f16"},
 		"paged_attn.memory_mb":                    {`512`, "512"},
 		"paged_attn.context_len":                  {`8192`, "8192"},
 		"paged_attn.memory_fraction":              {`0.5`, "0.5"},
@@ -755,7 +757,7 @@ max_seq_len = 4096
 		"models.format.quantized_fille: unknown key; ignored (did you mean models.format.quantized_file?)",
 		"models.quantization: not supported by this server; ignored",
 		"models.weird: unknown key; ignored",
-		"paged_attn.cache_type: not supported by this server; ignored (the KV cache is stored in the model's compute type)",
+		`paged_attn.cache_type: f8e4m3 is not supported by this server; the KV cache is stored as float32 ("auto")`,
 		"runtime.max_seq: unknown key; ignored (did you mean runtime.max_seqs?)",
 		"runtime.mtp: not supported by this server; ignored",
 		"sandbox: not supported by this server; ignored",

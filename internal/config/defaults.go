@@ -87,6 +87,8 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.PagedAttn.Mode }},
 	{Key: "paged_attn.block_size", Flag: "pa-block-size", Default: 32, Usage: "tokens per KV cache block",
 		field: func(c *Config) any { return &c.PagedAttn.BlockSize }},
+	{Key: "paged_attn.cache_type", Flag: "pa-cache-type", Default: "auto", Usage: `KV cache storage: "auto" (float32, as computed) or "f16" (halves: half the memory and memory traffic)`,
+		field: func(c *Config) any { return &c.PagedAttn.CacheType }},
 	{Key: "paged_attn.memory_mb", Flag: "pa-memory-mb", Default: nil, Usage: "KV cache size in MB",
 		field: func(c *Config) any { return &c.PagedAttn.MemoryMB }},
 	{Key: "paged_attn.context_len", Flag: "pa-context-len", Default: nil, Usage: "KV cache size as a context length in tokens",

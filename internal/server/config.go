@@ -22,6 +22,7 @@ func EngineOptions(cfg *config.Config) engine.Options {
 		NoKVCache:                   r.NoKVCache,
 		PagedAttn:                   p.Mode,
 		BlockSize:                   p.BlockSize,
+		CacheType:                   p.CacheType,
 	}
 	b := p.Budget()
 	o.MemoryMB, o.ContextLen, o.MemoryFraction = b.MemoryMB, b.ContextLen, b.Fraction
