@@ -27,6 +27,7 @@ type benchFlags struct {
 	gens     []int
 	depths   []int
 	threads  []int
+	kvType   string
 	reps     int
 	jsonOut  bool
 	noWarmup bool
@@ -45,6 +46,8 @@ type benchResult struct {
 	NPrompt       int       `json:"n_prompt"`
 	NGen          int       `json:"n_gen"`
 	NDepth        int       `json:"n_depth"`
+	TypeK         string    `json:"type_k"`
+	TypeV         string    `json:"type_v"`
 	TestTime      string    `json:"test_time"`
 	AvgNs         int64     `json:"avg_ns"`
 	StddevNs      int64     `json:"stddev_ns"`
@@ -82,6 +85,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	fl.IntSliceVarP(&f.gens, "n-gen", "n", []int{128}, "generation lengths to test (0 skips tg)")
 	fl.IntSliceVarP(&f.depths, "n-depth", "d", []int{0}, "tokens already in the cache before each test (its context depth)")
 	fl.IntSliceVarP(&f.threads, "threads", "t", []int{0}, "thread counts to test (0: one per core)")
+	fl.StringVar(&f.kvType, "cache-type", "auto", `KV cache storage: "auto" (f32) or "f16" (as --pa-cache-type)`)
 	fl.IntVarP(&f.reps, "repetitions", "r", 5, "repetitions of each test")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON array (llama-bench keys) instead of a table")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the warm-up run of each test")
@@ -99,6 +103,14 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 func runBench(cmd *cobra.Command, f *benchFlags) error {
 	if f.reps < 1 {
 		return fmt.Errorf("--repetitions must be at least 1")
+	}
+	kvType := "f32"
+	switch f.kvType {
+	case "auto", "f32":
+	case "f16":
+		kvType = "f16"
+	default:
+		return fmt.Errorf("--cache-type %q: want auto or f16", f.kvType)
 	}
 	m, err := loadModel(f.file, "", cmd.ErrOrStderr())
 	if err != nil {
@@ -154,7 +166,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		pool := kernels.NewPool(threads)
 		nThreads := pool.Threads()
 		for _, t := range tests {
-			b, err := newBenchRun(m, pool, t.depth, t.pp, t.tg)
+			b, err := newBenchRun(m, pool, t.depth, t.pp, t.tg, kvType == "f16")
 			if err != nil {
 				pool.Close()
 				return err
@@ -168,7 +180,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 			}
 			r := benchResult{
 				ModelFilename: name, ModelType: typeName, ModelSize: size, ModelNParams: params,
-				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: t.pp, NGen: t.tg, NDepth: t.depth,
+				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: t.pp, NGen: t.tg, NDepth: t.depth, TypeK: kvType, TypeV: kvType,
 				TestTime: time.Now().UTC().Format(time.RFC3339),
 			}
 			for i := 0; i < f.reps; i++ {
@@ -216,13 +228,13 @@ func writeJSON(w io.Writer, v any) error {
 type benchRun struct {
 	net              *model.Model
 	pool             *kernels.Pool
-	cache            *model.ContiguousCache
+	cache            model.KVCache
 	logits           []float32
 	depth, pp, tg    int
 	promptTok, genTk []int32
 }
 
-func newBenchRun(m *engine.Model, pool *kernels.Pool, depth, pp, tg int) (*benchRun, error) {
+func newBenchRun(m *engine.Model, pool *kernels.Pool, depth, pp, tg int, f16 bool) (*benchRun, error) {
 	net := m.Net
 	vocab := net.Config.Vocab
 	rng := rand.New(rand.NewPCG(uint64(pp), uint64(tg)))
@@ -233,8 +245,13 @@ func newBenchRun(m *engine.Model, pool *kernels.Pool, depth, pp, tg int) (*bench
 		}
 		return t
 	}
-	b := &benchRun{net: net, pool: pool, cache: model.NewContiguousCache(net.Config, depth+max(pp, tg+1)),
-		logits: make([]float32, vocab), depth: depth, pp: pp, tg: tg, promptTok: randToks(pp), genTk: randToks(tg)}
+	b := &benchRun{net: net, pool: pool, logits: make([]float32, vocab), depth: depth, pp: pp, tg: tg,
+		promptTok: randToks(pp), genTk: randToks(tg)}
+	if f16 {
+		b.cache = model.NewContiguousCacheF16(net.Config, depth+max(pp, tg+1))
+	} else {
+		b.cache = model.NewContiguousCache(net.Config, depth+max(pp, tg+1))
+	}
 	if depth > 0 {
 		in := &model.SeqInput{Tokens: randToks(depth), Cache: b.cache}
 		if err := net.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {

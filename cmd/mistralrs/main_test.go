@@ -163,6 +163,13 @@ func TestBenchDepth(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 1 || res[0]["n_depth"] != float64(16) {
 		t.Errorf("bench -d 16 --json: %v %s", err, out)
 	}
+	out, _, err = execute(t, "", "bench", "-p", "4", "-n", "2", "-r", "1", "-t", "1", "--cache-type", "f16", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 2 || res[0]["type_k"] != "f16" || res[1]["type_v"] != "f16" {
+		t.Errorf("bench --cache-type f16 --json: %v %s", err, out)
+	}
 	if _, _, err := execute(t, "", "bench", "-p", "4", "-n", "0", "-d", "1000000", "-r", "1"); err == nil || !strings.Contains(err.Error(), "context") {
 		t.Errorf("depth past the context: %v", err)
 	}

@@ -75,6 +75,22 @@ func F16ToF32s(dst []float32, src []uint16) {
 	}
 }
 
+// F16RowsToF32 converts rows halves to float32 next to each other: row j's
+// w values at src[j*stride:] go to dst[j*w:(j+1)*w] (one call for a tile of
+// attention's cached rows).
+func F16RowsToF32(dst []float32, src []uint16, stride, w, rows int) {
+	if rows <= 0 || w <= 0 {
+		return
+	}
+	_, _ = dst[rows*w-1], src[(rows-1)*stride+w-1]
+	if f16RowsSIMD(dst, src, stride, w, rows) {
+		return
+	}
+	for j := range rows {
+		F16ToF32s(dst[j*w:(j+1)*w], src[j*stride:j*stride+w])
+	}
+}
+
 // F32ToF16s converts float32 values to halves as FP32ToFP16 does (round to
 // nearest even); dst must be at least as long as src.
 func F32ToF16s(dst []uint16, src []float32) {

@@ -173,3 +173,25 @@ func TestF16Bulk(t *testing.T) {
 		}
 	})
 }
+
+// TestF16Rows: strided rows convert as F16ToF32s does row by row.
+func TestF16Rows(t *testing.T) {
+	bothModes(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		for _, c := range []struct{ w, stride, rows int }{{64, 768, 5}, {8, 8, 1}, {12, 40, 3}, {128, 128, 2}, {80, 200, 4}} {
+			src := make([]uint16, (c.rows-1)*c.stride+c.w)
+			for i := range src {
+				src[i] = FP32ToFP16(float32(rng.NormFloat64()))
+			}
+			got := make([]float32, c.rows*c.w)
+			F16RowsToF32(got, src, c.stride, c.w, c.rows)
+			for j := range c.rows {
+				for i := range c.w {
+					if want := FP16ToFP32(src[j*c.stride+i]); got[j*c.w+i] != want {
+						t.Fatalf("%+v: row %d value %d = %v, want %v", c, j, i, got[j*c.w+i], want)
+					}
+				}
+			}
+		}
+	})
+}

@@ -341,6 +341,18 @@ func f16ToF32AVX2(dst *float32, src *uint16, n int)
 //go:noescape
 func f32ToF16AVX2(dst *uint16, src *float32, n int)
 
+//go:noescape
+func f16RowsToF32AVX2(dst *float32, src *uint16, stride, w, rows int)
+
+// f16RowsSIMD converts rows of a multiple of 8 halves; false otherwise.
+func f16RowsSIMD(dst []float32, src []uint16, stride, w, rows int) bool {
+	if !simdVec || !f16ConvSIMD || w%8 != 0 || w == 0 || rows == 0 {
+		return false
+	}
+	f16RowsToF32AVX2(&dst[0], &src[0], stride, w, rows)
+	return true
+}
+
 // f16ConvSIMD is set when the CPU has F16C (the conversions below).
 var f16ConvSIMD = cpu.X86.HasF16C && cpu.X86.HasAVX2
 

@@ -45,3 +45,46 @@ f2hloop:
 f2hdone:
 	VZEROUPPER
 	RET
+
+// func f16RowsToF32AVX2(dst *float32, src *uint16, stride, w, rows int)
+// Row j's w halves at src[j*stride:] to dst[j*w:]; w is a multiple of 8.
+TEXT ·f16RowsToF32AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), R8
+	SHLQ $1, R8
+	MOVQ R8, R12
+	SHLQ $4, R12
+	MOVQ w+24(FP), R9
+	SHRQ $3, R9
+	MOVQ rows+32(FP), DX
+	TESTQ R9, R9
+	JZ   rowsdone
+	TESTQ DX, DX
+	JZ   rowsdone
+
+rowsloop:
+	// Rows a KV row apart do not look like a stream to the hardware
+	// prefetcher: fetch the row sixteen ahead (up to 256 bytes of it).
+	PREFETCHT0 (SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
+	MOVQ SI, R10
+	MOVQ R9, CX
+
+rowloop:
+	VCVTPH2PS (R10), Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $16, R10
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       rowloop
+
+	ADDQ R8, SI
+	DECQ DX
+	JNZ  rowsloop
+
+rowsdone:
+	VZEROUPPER
+	RET

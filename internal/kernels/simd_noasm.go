@@ -27,5 +27,6 @@ func Backend() string { return "CPU Go" }
 // int8MulPeak has no assembly loop to run here.
 func int8MulPeak(n int) bool { return false }
 
-func f16ToF32sSIMD(dst []float32, src []uint16) int { return 0 }
-func f32ToF16sSIMD(dst []uint16, src []float32) int { return 0 }
+func f16ToF32sSIMD(dst []float32, src []uint16) int                     { return 0 }
+func f16RowsSIMD(dst []float32, src []uint16, stride, w, rows int) bool { return false }
+func f32ToF16sSIMD(dst []uint16, src []float32) int                     { return 0 }

@@ -430,9 +430,7 @@ func headRows(f32 []float32, f16 []uint16, off, stride, w, cnt, uses int, tile [
 		}
 		return tile[:cnt*w], w
 	}
-	for j := range cnt {
-		kernels.F16ToF32s(tile[j*w:(j+1)*w], f16[off+j*stride:off+j*stride+w])
-	}
+	kernels.F16RowsToF32(tile, f16[off:], stride, w, cnt)
 	return tile[:cnt*w], w
 }
 
