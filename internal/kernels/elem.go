@@ -141,6 +141,40 @@ func Axpys(y, w, x []float32, stride int) {
 	}
 }
 
+// DotsF16 is Dots over rows of halves (an F16 KV cache), converted as they
+// are read: the bits of Dots over the converted rows.
+func DotsF16(out, q []float32, k []uint16, stride int, scale float32) {
+	if len(out) == 0 {
+		return
+	}
+	_ = k[(len(out)-1)*stride+len(q)-1]
+	if dotsF16SIMD(out, q, k, stride, scale) {
+		return
+	}
+	row := make([]float32, len(q))
+	for j := range out {
+		F16ToF32s(row, k[j*stride:j*stride+len(q)])
+		out[j] = DotF32(q, row) * scale
+	}
+}
+
+// AxpysF16 is Axpys over rows of halves: the bits of Axpys over the
+// converted rows.
+func AxpysF16(y, w []float32, x []uint16, stride int) {
+	if len(w) == 0 {
+		return
+	}
+	_ = x[(len(w)-1)*stride+len(y)-1]
+	if axpysF16SIMD(y, w, x, stride) {
+		return
+	}
+	row := make([]float32, len(y))
+	for j, a := range w {
+		F16ToF32s(row, x[j*stride:j*stride+len(y)])
+		Axpy(a, row, y)
+	}
+}
+
 // Dots4 is Dots for four queries against the same keys, each row of k read
 // once for the four: out[g][j] = (q[g] · k[j*stride:]) * scale for j <
 // len(out[0]), with Dots' operations for each query (the same bits as four

@@ -121,6 +121,28 @@ func dotsAVX2(q, k *float32, hd, stride, cnt int, scale float32, out *float32)
 func axpysAVX2(y *float32, hd int, w, x *float32, stride, cnt int)
 
 //go:noescape
+func dotsF16AVX2(q *float32, k *uint16, hd, stride, cnt int, scale float32, out *float32)
+
+//go:noescape
+func axpysF16AVX2(y *float32, hd int, w *float32, x *uint16, stride, cnt int)
+
+func dotsF16SIMD(out, q []float32, k []uint16, stride int, scale float32) bool {
+	if !simdVec || !f16ConvSIMD || len(q) == 0 || len(q)%8 != 0 {
+		return false
+	}
+	dotsF16AVX2(&q[0], &k[0], len(q), stride, len(out), scale, &out[0])
+	return true
+}
+
+func axpysF16SIMD(y, w []float32, x []uint16, stride int) bool {
+	if !simdVec || !f16ConvSIMD || len(y) == 0 || len(y)%8 != 0 {
+		return false
+	}
+	axpysF16AVX2(&y[0], len(y), &w[0], &x[0], stride, len(w))
+	return true
+}
+
+//go:noescape
 func dots4AVX2(q *[4]*float32, k *float32, hd, stride, cnt int, scale float32, out *[4]*float32)
 
 //go:noescape

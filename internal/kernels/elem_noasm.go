@@ -11,6 +11,8 @@ func mulScaleSIMD(out, in, w []float32, s float32) bool { return false }
 
 func dotsSIMD(out, q, k []float32, stride int, scale float32) bool                { return false }
 func axpysSIMD(y, w, x []float32, stride int) bool                                { return false }
+func dotsF16SIMD(out, q []float32, k []uint16, stride int, scale float32) bool    { return false }
+func axpysF16SIMD(y, w []float32, x []uint16, stride int) bool                    { return false }
 func dots4SIMD(out, q *[4][]float32, k []float32, stride int, scale float32) bool { return false }
 func axpys4SIMD(y, w *[4][]float32, x []float32, stride int) bool                 { return false }
 

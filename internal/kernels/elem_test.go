@@ -280,6 +280,43 @@ func TestDots4Axpys4(t *testing.T) {
 	})
 }
 
+// TestDotsAxpysF16: over rows of halves, the F16 kernels give the bits of
+// Dots and Axpys over the converted rows.
+func TestDotsAxpysF16(t *testing.T) {
+	bothModes(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(49, 50))
+		for _, hd := range []int{8, 16, 24, 64, 72, 128} {
+			for _, cnt := range []int{1, 3, 4, 5, 9} {
+				stride := hd*2 + 8
+				k16 := make([]uint16, (cnt-1)*stride+hd)
+				for i := range k16 {
+					k16[i] = FP32ToFP16(float32(rng.NormFloat64()))
+				}
+				k := make([]float32, len(k16))
+				F16ToF32s(k, k16)
+				q := randRow(rng, hd)
+				got, want := make([]float32, cnt), make([]float32, cnt)
+				DotsF16(got, q, k16, stride, 0.125)
+				Dots(want, q, k, stride, 0.125)
+				w, y := randRow(rng, cnt), randRow(rng, hd)
+				y2 := append([]float32(nil), y...)
+				AxpysF16(y, w, k16, stride)
+				Axpys(y2, w, k, stride)
+				for j := range got {
+					if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+						t.Fatalf("hd=%d cnt=%d: DotsF16[%d] = %g, Dots %g", hd, cnt, j, got[j], want[j])
+					}
+				}
+				for i := range y {
+					if math.Float32bits(y[i]) != math.Float32bits(y2[i]) {
+						t.Fatalf("hd=%d cnt=%d: AxpysF16 y[%d] = %g, Axpys %g", hd, cnt, i, y[i], y2[i])
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestRope: the assembly rotation gives the Go loop's bits.
 func TestRope(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 46))

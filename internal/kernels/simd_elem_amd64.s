@@ -578,6 +578,246 @@ axsdone:
 	VZEROUPPER
 	RET
 
+// F16 twins of dotsAVX2 and axpysAVX2 for an F16 KV cache: the cached
+// rows are halves, converted in registers as they are loaded.
+
+// func dotsF16AVX2(q *float32, k *uint16, hd, stride, cnt int, scale float32, out *float32)
+// out[j] = (q · halves k[j*stride:][:hd]) * scale for j < cnt: dotsAVX2's
+// operations on the converted values (so its bits).
+TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ         k+8(FP), DX
+	MOVQ         stride+24(FP), R8
+	SHLQ         $1, R8
+	MOVQ         cnt+32(FP), R9
+	VBROADCASTSS scale+40(FP), X15
+	MOVQ         out+48(FP), AX
+	SUBQ         $4, R9
+	JL           hdotsone
+
+	// Four positions at a time (their FMA chains overlap), each with the
+	// operations of one.
+hdotsfour:
+	MOVQ   q+0(FP), SI
+	MOVQ   DX, DI
+	LEAQ   (DX)(R8*1), R10
+	LEAQ   (DX)(R8*2), R11
+	LEAQ   (R10)(R8*2), R12
+	MOVQ   hd+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SUBQ   $16, CX
+	JL     hdotsfourtail
+
+hdotsfourloop:
+	VMOVUPS     (SI), Y8
+	VMOVUPS     32(SI), Y9
+	VCVTPH2PS   (DI), Y14
+	VFMADD231PS Y14, Y8, Y0
+	VCVTPH2PS   16(DI), Y14
+	VFMADD231PS Y14, Y9, Y1
+	VCVTPH2PS   (R10), Y14
+	VFMADD231PS Y14, Y8, Y2
+	VCVTPH2PS   16(R10), Y14
+	VFMADD231PS Y14, Y9, Y3
+	VCVTPH2PS   (R11), Y14
+	VFMADD231PS Y14, Y8, Y4
+	VCVTPH2PS   16(R11), Y14
+	VFMADD231PS Y14, Y9, Y5
+	VCVTPH2PS   (R12), Y14
+	VFMADD231PS Y14, Y8, Y6
+	VCVTPH2PS   16(R12), Y14
+	VFMADD231PS Y14, Y9, Y7
+	ADDQ        $64, SI
+	ADDQ        $32, DI
+	ADDQ        $32, R10
+	ADDQ        $32, R11
+	ADDQ        $32, R12
+	SUBQ        $16, CX
+	JGE         hdotsfourloop
+
+hdotsfourtail:
+	ADDQ        $16, CX
+	JZ          hdotsfourdone
+	VMOVUPS     (SI), Y8
+	VCVTPH2PS   (DI), Y14
+	VFMADD231PS Y14, Y8, Y0
+	VCVTPH2PS   (R10), Y14
+	VFMADD231PS Y14, Y8, Y2
+	VCVTPH2PS   (R11), Y14
+	VFMADD231PS Y14, Y8, Y4
+	VCVTPH2PS   (R12), Y14
+	VFMADD231PS Y14, Y8, Y6
+
+hdotsfourdone:
+	// Each position's sum reduced as one position's below (accumulators
+	// added, halves added, two horizontal adds), the horizontal adds
+	// shared by the four: lane j of the second is position j's sum.
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VADDPS       Y3, Y2, Y2
+	VEXTRACTF128 $1, Y2, X3
+	VADDPS       X3, X2, X2
+	VADDPS       Y5, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS       X5, X4, X4
+	VADDPS       Y7, Y6, Y6
+	VEXTRACTF128 $1, Y6, X7
+	VADDPS       X7, X6, X6
+	VHADDPS      X2, X0, X0
+	VHADDPS      X6, X4, X4
+	VHADDPS      X4, X0, X0
+	VMULPS       X15, X0, X0
+	VMOVUPS      X0, (AX)
+	ADDQ         $16, AX
+	LEAQ         (DX)(R8*4), DX
+	SUBQ         $4, R9
+	JGE          hdotsfour
+
+hdotsone:
+	ADDQ $4, R9
+	JZ   hdotsend
+
+hdotsrow:
+	MOVQ   q+0(FP), SI
+	MOVQ   DX, DI
+	MOVQ   hd+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	SUBQ   $16, CX
+	JL     hdotstail
+
+hdotsloop:
+	VMOVUPS     (SI), Y2
+	VMOVUPS     32(SI), Y3
+	VCVTPH2PS   (DI), Y14
+	VFMADD231PS Y14, Y2, Y0
+	VCVTPH2PS   16(DI), Y14
+	VFMADD231PS Y14, Y3, Y1
+	ADDQ        $64, SI
+	ADDQ        $32, DI
+	SUBQ        $16, CX
+	JGE         hdotsloop
+
+hdotstail:
+	ADDQ        $16, CX
+	JZ          hdotsdone
+	VMOVUPS     (SI), Y2
+	VCVTPH2PS   (DI), Y14
+	VFMADD231PS Y14, Y2, Y0
+
+hdotsdone:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMULSS       X15, X0, X0
+	VMOVSS       X0, (AX)
+	ADDQ         $4, AX
+	ADDQ         R8, DX
+	DECQ         R9
+	JNZ          hdotsrow
+
+hdotsend:
+	VZEROUPPER
+	RET
+
+// func axpysF16AVX2(y *float32, hd int, w *float32, x *uint16, stride, cnt int)
+// axpysAVX2 over halves x (converted exactly, so its bits).
+TEXT ·axpysF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ hd+8(FP), BX
+	MOVQ x+24(FP), SI
+	MOVQ stride+32(FP), R8
+	SHLQ $1, R8
+	SUBQ $64, BX
+	JL   haxs8
+
+haxs64:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	MOVQ    w+16(FP), DX
+	MOVQ    SI, R10
+	MOVQ    cnt+40(FP), CX
+
+haxs64loop:
+	VBROADCASTSS (DX), Y8
+	VCVTPH2PS    0(R10), Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VCVTPH2PS    16(R10), Y9
+	VFMADD231PS  Y9, Y8, Y1
+	VCVTPH2PS    32(R10), Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VCVTPH2PS    48(R10), Y9
+	VFMADD231PS  Y9, Y8, Y3
+	VCVTPH2PS    64(R10), Y9
+	VFMADD231PS  Y9, Y8, Y4
+	VCVTPH2PS    80(R10), Y9
+	VFMADD231PS  Y9, Y8, Y5
+	VCVTPH2PS    96(R10), Y9
+	VFMADD231PS  Y9, Y8, Y6
+	VCVTPH2PS    112(R10), Y9
+	VFMADD231PS  Y9, Y8, Y7
+	ADDQ         $4, DX
+	ADDQ         R8, R10
+	DECQ         CX
+	JNZ          haxs64loop
+
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ    $256, DI
+	ADDQ    $128, SI
+	SUBQ    $64, BX
+	JGE     haxs64
+
+haxs8:
+	ADDQ $56, BX
+	JL   haxsdone
+
+haxs8col:
+	VMOVUPS (DI), Y0
+	MOVQ    w+16(FP), DX
+	MOVQ    SI, R10
+	MOVQ    cnt+40(FP), CX
+
+haxs8loop:
+	VBROADCASTSS (DX), Y8
+	VCVTPH2PS    0(R10), Y9
+	VFMADD231PS  Y9, Y8, Y0
+	ADDQ         $4, DX
+	ADDQ         R8, R10
+	DECQ         CX
+	JNZ          haxs8loop
+
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    $16, SI
+	SUBQ    $8, BX
+	JGE     haxs8col
+
+haxsdone:
+	VZEROUPPER
+	RET
+
 // Rotary embeddings: x holds heads of hd values whose first 2*half are
 // rotated by the per-pair cos and sin (half values each), with exactly the
 // operations of the Go loop (a*c - b*s, a*s + b*c, no fused multiply-add).

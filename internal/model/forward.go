@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 
 	"mistralrs/internal/kernels"
@@ -374,9 +373,12 @@ func (s *state) attendGroup(g *attnGroup, scores, tile []float32) {
 	for i := range g.n {
 		for pos := from(i); pos < n[i]; {
 			sp := cache.Span(s.layer, pos)
-			cnt := min(sp.N, n[i]-pos, rowsLimit(sp.K16))
-			rows, stride := headRows(sp.K, sp.K16, kvh*hd, kd, hd, cnt, 1, tile)
-			kernels.Dots(sc[i][pos:pos+cnt], q[i], rows, stride, scale)
+			cnt := min(sp.N, n[i]-pos)
+			if sp.K16 != nil {
+				kernels.DotsF16(sc[i][pos:pos+cnt], q[i], sp.K16[kvh*hd:], kd, scale)
+			} else {
+				kernels.Dots(sc[i][pos:pos+cnt], q[i], sp.K[kvh*hd:], kd, scale)
+			}
 			pos += cnt
 		}
 		softmax(sc[i])
@@ -397,21 +399,15 @@ func (s *state) attendGroup(g *attnGroup, scores, tile []float32) {
 	for i := range g.n {
 		for pos := from(i); pos < n[i]; {
 			sp := cache.Span(s.layer, pos)
-			cnt := min(sp.N, n[i]-pos, rowsLimit(sp.V16))
-			rows, stride := headRows(sp.V, sp.V16, kvh*vdh, vd, vdh, cnt, 1, tile)
-			kernels.Axpys(out[i], sc[i][pos:pos+cnt], rows, stride)
+			cnt := min(sp.N, n[i]-pos)
+			if sp.V16 != nil {
+				kernels.AxpysF16(out[i], sc[i][pos:pos+cnt], sp.V16[kvh*vdh:], vd)
+			} else {
+				kernels.Axpys(out[i], sc[i][pos:pos+cnt], sp.V[kvh*vdh:], vd)
+			}
 			pos += cnt
 		}
 	}
-}
-
-// rowsLimit is the most rows one headRows call takes: a tile's worth from
-// an F16 cache (they are converted into the tile), any number in place.
-func rowsLimit(f16 []uint16) int {
-	if f16 != nil {
-		return attnTile
-	}
-	return math.MaxInt
 }
 
 // headRows returns cnt rows of one head (w values at off in each row of
@@ -420,6 +416,7 @@ func rowsLimit(f16 []uint16) int {
 // stay in place; otherwise they are copied next to each other into tile
 // (rows one KV row apart alias in the L1 cache's sets and would not stay
 // there between passes), and halves are converted on the way (exactly).
+// (A query alone reads halves with DotsF16 and AxpysF16 instead.)
 func headRows(f32 []float32, f16 []uint16, off, stride, w, cnt, uses int, tile []float32) ([]float32, int) {
 	if f16 == nil {
 		if uses < 2 {
