@@ -48,6 +48,9 @@ type chatJob struct {
 	includeUsage bool
 	logprobs     bool
 	tools        *chat.ToolParser // nil: the answer is not read for tool calls
+	// answer is the answer read as tool calls, set by the engine's
+	// Request.ToolCalls when it finds calls (so before Generate returns).
+	answer toolAnswer
 }
 
 func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
@@ -120,7 +123,10 @@ func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 	cj := &chatJob{job: j, stream: req.Stream, logprobs: req.Logprobs, tools: tools}
 	if tools != nil {
 		j.req.ToolCalls = func(text string) bool {
-			_, _, ok := tools.Parse(text)
+			content, calls, ok := tools.Parse(text)
+			if ok {
+				cj.answer = toolAnswer{content: content, calls: calls}
+			}
 			return ok
 		}
 	}
@@ -170,14 +176,12 @@ func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, cj *chatJo
 	text := res.Text
 	reason := res.FinishReason
 	msg := &chatMessageJSON{Role: "assistant", Content: &text}
-	if reason == engine.FinishToolCalls && cj.tools != nil {
-		if content, calls, ok := cj.tools.Parse(text); ok {
-			msg.Content = nil // OpenAI: null when the answer is only calls
-			if content != "" {
-				msg.Content = &content
-			}
-			msg.ToolCalls = toolCallsJSON(calls, false)
+	if reason == engine.FinishToolCalls {
+		msg.Content = nil // OpenAI: null when the answer is only calls
+		if content := cj.answer.content; content != "" {
+			msg.Content = &content
 		}
+		msg.ToolCalls = toolCallsJSON(cj.answer.calls, false)
 	}
 	choice := chatChoiceJSON{Index: 0, Message: msg, FinishReason: &reason}
 	if cj.logprobs {
@@ -229,7 +233,11 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, cj *chatJob)
 	s.finishStream(r, sw, st, res, err, func(reason string, u *usageJSON) (bool, error) {
 		if held != nil {
 			// What was held back: text, or the tool calls in one delta.
-			rest, calls := held.finish(reason == engine.FinishToolCalls)
+			var answer *toolAnswer
+			if reason == engine.FinishToolCalls {
+				answer = &cj.answer
+			}
+			rest, calls := held.finish(answer)
 			if rest != "" {
 				if err := send(chunk([]chatChoiceJSON{{Index: 0, Delta: &chatMessageJSON{Role: "assistant", Content: &rest}}}, nil)); err != nil {
 					return false, err

@@ -107,6 +107,13 @@ func toolCallsJSON(calls []chat.ToolCall, index bool) []toolCall {
 	return out
 }
 
+// toolAnswer is an answer read as tool calls: the text before them and the
+// calls.
+type toolAnswer struct {
+	content string
+	calls   []chat.ToolCall
+}
+
 // toolStream holds back streamed text that may still turn out to be a tool
 // call; what it releases is never taken back.
 type toolStream struct {
@@ -126,16 +133,14 @@ func (ts *toolStream) push(piece string) string {
 }
 
 // finish returns what is left to send once the answer is complete: the text
-// held back and, if the answer is tool calls, the calls.
-func (ts *toolStream) finish(toolCalls bool) (string, []chat.ToolCall) {
-	all := ts.text.String()
-	if toolCalls {
-		if content, calls, ok := ts.p.Parse(all); ok {
-			if len(content) > ts.sent {
-				return content[ts.sent:], calls
-			}
-			return "", calls
-		}
+// held back, or, when the answer is tool calls (answer non-nil), the rest of
+// the text before them and the calls.
+func (ts *toolStream) finish(answer *toolAnswer) (string, []chat.ToolCall) {
+	if answer == nil {
+		return ts.text.String()[ts.sent:], nil
 	}
-	return all[ts.sent:], nil
+	if len(answer.content) > ts.sent {
+		return answer.content[ts.sent:], answer.calls
+	}
+	return "", answer.calls
 }
