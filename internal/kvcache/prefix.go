@@ -83,14 +83,13 @@ func CopyPrefix(dst, src model.KVCache, layers, kdim, vdim, n int) error {
 	if err := dst.Extend(n); err != nil {
 		return err
 	}
-	var kb, vb []float32 // rows converted from halves
+	kb, vb := make([]float32, kdim), make([]float32, vdim) // rows converted from halves
 	for l := range layers {
 		for pos := 0; pos < n; {
 			sp := src.Span(l, pos)
 			cnt := min(sp.N, n-pos)
 			for j := range cnt {
 				if sp.K16 != nil {
-					kb, vb = grow(kb, kdim), grow(vb, vdim)
 					kernels.F16ToF32s(kb, sp.K16[j*kdim:(j+1)*kdim])
 					kernels.F16ToF32s(vb, sp.V16[j*vdim:(j+1)*vdim])
 					dst.Put(l, pos+j, kb, vb)
@@ -102,12 +101,4 @@ func CopyPrefix(dst, src model.KVCache, layers, kdim, vdim, n int) error {
 		}
 	}
 	return nil
-}
-
-// grow returns b with length n, reusing its memory when it is large enough.
-func grow(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
 }
