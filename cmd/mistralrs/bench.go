@@ -226,12 +226,12 @@ func writeJSON(w io.Writer, v any) error {
 // forward pass each (llama-bench's definitions), after depth tokens that
 // are put in the cache once and kept for every repetition.
 type benchRun struct {
-	net              *model.Model
-	pool             *kernels.Pool
-	cache            model.KVCache
-	logits           []float32
-	depth, pp, tg    int
-	promptTok, genTk []int32
+	net               *model.Model
+	pool              *kernels.Pool
+	cache             model.KVCache
+	logits            []float32
+	depth, pp, tg     int
+	promptTok, genTok []int32
 }
 
 func newBenchRun(m *engine.Model, pool *kernels.Pool, depth, pp, tg int, f16 bool) (*benchRun, error) {
@@ -246,7 +246,7 @@ func newBenchRun(m *engine.Model, pool *kernels.Pool, depth, pp, tg int, f16 boo
 		return t
 	}
 	b := &benchRun{net: net, pool: pool, logits: make([]float32, vocab), depth: depth, pp: pp, tg: tg,
-		promptTok: randToks(pp), genTk: randToks(tg)}
+		promptTok: randToks(pp), genTok: randToks(tg)}
 	if f16 {
 		b.cache = model.NewContiguousCacheF16(net.Config, depth+max(pp, tg+1))
 	} else {
@@ -271,7 +271,7 @@ func (b *benchRun) once() (time.Duration, error) {
 		}
 	}
 	for i := range b.tg {
-		in := &model.SeqInput{Tokens: b.genTk[i : i+1], Pos: b.depth + i, Cache: b.cache, Logits: b.logits}
+		in := &model.SeqInput{Tokens: b.genTok[i : i+1], Pos: b.depth + i, Cache: b.cache, Logits: b.logits}
 		if err := b.net.Forward(b.pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
 			return 0, err
 		}
