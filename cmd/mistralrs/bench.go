@@ -16,8 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"mistralrs/internal/engine"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/kvcache"
+	"mistralrs/internal/loader"
 	"mistralrs/internal/model"
 )
 
@@ -116,6 +117,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
+	defer m.Close()
 	if f.cpuProf != "" {
 		pf, err := os.Create(f.cpuProf)
 		if err != nil {
@@ -234,7 +236,7 @@ type benchRun struct {
 	promptTok, genTok []int32
 }
 
-func newBenchRun(m *engine.Model, pool *kernels.Pool, depth, pp, tg int, f16 bool) (*benchRun, error) {
+func newBenchRun(m *loader.Model, pool *kernels.Pool, depth, pp, tg int, f16 bool) (*benchRun, error) {
 	net := m.Net
 	vocab := net.Config.Vocab
 	rng := rand.New(rand.NewPCG(uint64(pp), uint64(tg)))
@@ -247,11 +249,7 @@ func newBenchRun(m *engine.Model, pool *kernels.Pool, depth, pp, tg int, f16 boo
 	}
 	b := &benchRun{net: net, pool: pool, logits: make([]float32, vocab), depth: depth, pp: pp, tg: tg,
 		promptTok: randToks(pp), genTok: randToks(tg)}
-	if f16 {
-		b.cache = model.NewContiguousCacheF16(net.Config, depth+max(pp, tg+1))
-	} else {
-		b.cache = model.NewContiguousCache(net.Config, depth+max(pp, tg+1))
-	}
+	b.cache = kvcache.NewContiguousCache(net.Config.KVShape(), depth+max(pp, tg+1), f16)
 	if depth > 0 {
 		in := &model.SeqInput{Tokens: randToks(depth), Cache: b.cache}
 		if err := net.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
@@ -281,7 +279,7 @@ func (b *benchRun) once() (time.Duration, error) {
 
 // modelStats returns the bytes and parameters of the weights and the most
 // common tensor type by bytes.
-func modelStats(m *engine.Model) (size, params int64, mainType string) {
+func modelStats(m *loader.Model) (size, params int64, mainType string) {
 	byType := map[kernels.Type]int64{}
 	for _, t := range m.File.Tensors {
 		size += int64(len(t.Data))

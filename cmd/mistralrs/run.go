@@ -15,8 +15,10 @@ import (
 	"golang.org/x/term"
 
 	"mistralrs/internal/chat"
+	"mistralrs/internal/config"
 	"mistralrs/internal/demo"
 	"mistralrs/internal/engine"
+	"mistralrs/internal/loader"
 	"mistralrs/internal/sampler"
 )
 
@@ -73,12 +75,12 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 
 // loadModel loads a GGUF file, or the demo model when path is empty, showing
 // load progress on stderr.
-func loadModel(path, chatTemplate string, stderr io.Writer) (*engine.Model, error) {
+func loadModel(path, chatTemplate string, stderr io.Writer) (*loader.Model, error) {
 	if path == "" {
 		fmt.Fprintln(stderr, demo.Warning)
 		return demo.Load()
 	}
-	opts := engine.LoadOptions{ChatTemplatePath: chatTemplate}
+	opts := loader.Options{ChatTemplatePath: chatTemplate}
 	if fd, ok := stderr.(*os.File); ok && term.IsTerminal(int(fd.Fd())) {
 		var bar *progressbar.ProgressBar
 		opts.Progress = func(done, total int64) {
@@ -90,7 +92,7 @@ func loadModel(path, chatTemplate string, stderr io.Writer) (*engine.Model, erro
 			bar.Set64(done)
 		}
 	}
-	return engine.Load(path, opts)
+	return loader.Load(path, opts)
 }
 
 func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags) error {
@@ -104,7 +106,13 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(m, f.threads)
+	defer m.Close()
+	o := config.DefaultEngineOptions()
+	o.Threads = f.threads
+	eng, err := engine.New(m, o)
+	if err != nil {
+		return err
+	}
 	defer eng.Close()
 
 	params := sampler.Params{

@@ -144,11 +144,10 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromTOML, _, err := loadString(t, "command = \"serve\"\n[[models]]\nmodel_id = \"\"\n")
-	if err == nil {
+	if _, _, err := loadString(t, "command = \"serve\"\n[[models]]\nmodel_id = \"\"\n"); err == nil {
 		t.Fatal("a model without model_id loaded")
 	}
-	fromTOML, _, err = loadString(t, "[[models]]\nmodel_id = \"x\"\n")
+	fromTOML, _, err := loadString(t, "[[models]]\nmodel_id = \"x\"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +214,7 @@ func TestFlagHelpDefaults(t *testing.T) {
 	}
 }
 
-// TestFlagNamesAndShorthands pins the spec's names and shorthands.
+// TestFlagNamesAndShorthands pins mistral.rs's flag names and shorthands.
 func TestFlagNamesAndShorthands(t *testing.T) {
 	c := Default()
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
@@ -473,7 +472,7 @@ func TestLoadTOMLExtension(t *testing.T) {
 		p := writeFile(t, dir, name, minimalTOML)
 		_, _, err := LoadTOML(p)
 		if err == nil || err.Error() != "mistralrs-cli config files must be .toml" {
-			t.Errorf("%s: error %v, want the spec's message", name, err)
+			t.Errorf("%s: error %v, want mistral.rs's message", name, err)
 		}
 	}
 	if _, _, err := LoadTOML(writeFile(t, dir, "C.TOML", minimalTOML)); err != nil {

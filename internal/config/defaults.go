@@ -25,8 +25,8 @@ type Option struct {
 	modelField func(*ModelConfig) any
 }
 
-// Options is the table of every setting. Keep it in the order of the spec's
-// sections: global, server, runtime, paged attention, models.
+// Options is the table of every setting. Keep it in this order: global,
+// server, runtime, paged attention, models.
 var Options = []Option{
 	// Top level (TOML only).
 	{Key: "command", Default: "serve", Usage: `from-config mode: "serve" or "run"`,
@@ -119,16 +119,6 @@ var Options = []Option{
 func OptionByKey(key string) *Option {
 	for i := range Options {
 		if Options[i].Key == key && key != "" {
-			return &Options[i]
-		}
-	}
-	return nil
-}
-
-// OptionByFlag returns the option with the long flag name, or nil.
-func OptionByFlag(flag string) *Option {
-	for i := range Options {
-		if Options[i].Flag == flag && flag != "" {
 			return &Options[i]
 		}
 	}

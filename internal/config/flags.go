@@ -12,7 +12,7 @@ import (
 // BindServeFlags defines the `mistralrs serve` flags on fs, bound to c, with
 // the defaults of the table. c gets one model entry for -m/-f; when neither is
 // given, c.DemoModel() reports it. Call c.Validate() after parsing: it also
-// turns the spec's flag conflicts into errors. c usually comes from Default();
+// turns mistral.rs's (clap's) flag conflicts into errors. c usually comes from Default();
 // settings without a flag that are still zero get their defaults here.
 func BindServeFlags(fs *pflag.FlagSet, c *Config) {
 	c.origin = originFlags
@@ -157,7 +157,7 @@ func tomlType(v any) string {
 }
 
 // Optional numeric flags: unset (nil) until given, so that Validate can tell
-// "not given" from any value and apply the spec's conflicts.
+// "not given" from any value and apply mistral.rs's (clap's) conflicts.
 type optInt struct{ p **int }
 
 func (o optInt) String() string {

@@ -21,7 +21,7 @@ type Warning struct {
 
 func (w Warning) String() string { return w.Key + ": " + w.Message }
 
-// errNotTOML is the spec's exact message.
+// errNotTOML is mistral.rs's exact message.
 var errNotTOML = errors.New("mistralrs-cli config files must be .toml")
 
 // LoadTOML reads a `mistralrs from-config` file. Unknown and unsupported

@@ -7,9 +7,9 @@ import (
 	"bytes"
 	"fmt"
 
-	"mistralrs/internal/engine"
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/loader"
 	"mistralrs/internal/model"
 )
 
@@ -47,7 +47,7 @@ func Build() ([]byte, error) {
 }
 
 // Load builds the demo model and everything needed to run it.
-func Load() (*engine.Model, error) {
+func Load() (*loader.Model, error) {
 	data, err := Build()
 	if err != nil {
 		return nil, fmt.Errorf("demo model: %w", err)
@@ -56,7 +56,7 @@ func Load() (*engine.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.FromFile(f, engine.LoadOptions{ID: ID})
+	return loader.FromFile(f, loader.Options{ID: ID})
 }
 
 // RandomModel returns a writer holding a random-weight model of the given

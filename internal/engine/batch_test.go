@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/demo"
 	"mistralrs/internal/engine"
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/loader"
 	"mistralrs/internal/model"
 	"mistralrs/internal/sampler"
 )
@@ -76,14 +78,14 @@ func (r *recorder) KVCacheBlocks(used, total int) {
 
 var (
 	tinyOnce  sync.Once
-	tinyModel *engine.Model
+	tinyModel *loader.Model
 	tinyErr   error
 )
 
 // tiny returns a small random model whose weight type gives every row of a
 // matrix product the same bits whatever the other rows of the batch (see
 // invariantType), so that outputs must match exactly between batch shapes.
-func tiny(t testing.TB) *engine.Model {
+func tiny(t testing.TB) *loader.Model {
 	t.Helper()
 	tinyOnce.Do(func() {
 		typ, ok := invariantType()
@@ -110,7 +112,7 @@ func tiny(t testing.TB) *engine.Model {
 			tinyErr = err
 			return
 		}
-		tinyModel, tinyErr = engine.FromFile(f, engine.LoadOptions{ID: "tiny"})
+		tinyModel, tinyErr = loader.FromFile(f, loader.Options{ID: "tiny"})
 	})
 	if tinyErr != nil {
 		t.Fatal(tinyErr)
@@ -176,12 +178,12 @@ type bytesBuffer struct{ b []byte }
 
 func (w *bytesBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
 
-func newEngine(t testing.TB, m *engine.Model, o engine.Options) (*engine.Engine, *recorder) {
+func newEngine(t testing.TB, m *loader.Model, o engine.Options) (*engine.Engine, *recorder) {
 	t.Helper()
 	if o.Threads == 0 {
 		o.Threads = 2
 	}
-	e, err := engine.NewWithOptions(m, o)
+	e, err := engine.New(m, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,8 +194,9 @@ func newEngine(t testing.TB, m *engine.Model, o engine.Options) (*engine.Engine,
 }
 
 func opts(mod func(*engine.Options)) engine.Options {
-	o := engine.DefaultOptions()
+	o := config.DefaultEngineOptions()
 	o.BlockSize = 16
+	o.MemoryFraction = 0 // the test's budget, if any, applies
 	if mod != nil {
 		mod(&o)
 	}
@@ -615,9 +618,14 @@ func TestOptions(t *testing.T) {
 		opts(func(o *engine.Options) { o.MemoryMB = -1 }),
 		opts(func(o *engine.Options) { o.PrefixCacheN = -1 }),
 		opts(func(o *engine.Options) { o.CacheType = "f8e4m3" }),
+		opts(func(o *engine.Options) { o.MaxSeqs = 0 }),
+		opts(func(o *engine.Options) { o.MaxNumBatchedTokens = -1 }),
+		opts(func(o *engine.Options) { o.MaxDecodeStepsBeforePrefill = 0 }),
+		opts(func(o *engine.Options) { o.BlockSize = 0 }),
+		{}, // no defaults here: config.DefaultEngineOptions fills them
 	}
 	for i, o := range bad {
-		if e, err := engine.NewWithOptions(m, o); err == nil {
+		if e, err := engine.New(m, o); err == nil {
 			e.Close()
 			t.Errorf("options %d accepted", i)
 		}
@@ -651,7 +659,7 @@ func TestOptions(t *testing.T) {
 
 func TestCloseEndsGenerations(t *testing.T) {
 	m := tiny(t)
-	e, err := engine.NewWithOptions(m, opts(nil))
+	e, err := engine.New(m, opts(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

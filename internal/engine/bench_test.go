@@ -10,22 +10,24 @@ import (
 	"testing"
 	"time"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/demo"
 	"mistralrs/internal/engine"
+	"mistralrs/internal/loader"
 )
 
 // benchModel is the model of the throughput benchmarks: the file named by
 // MISTRALRS_BENCH_MODEL (for example the 134M Q8_0 llama that
 // `mistralrs gen-model -o /tmp/m.gguf --type Q8_0` writes), else the
 // embedded demo model.
-func benchModel(b *testing.B) *engine.Model {
+func benchModel(b *testing.B) *loader.Model {
 	b.Helper()
 	if path := os.Getenv("MISTRALRS_BENCH_MODEL"); path != "" {
-		m, err := engine.Load(path, engine.LoadOptions{})
+		m, err := loader.Load(path, loader.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { m.File.Close() })
+		b.Cleanup(func() { m.Close() })
 		return m
 	}
 	m, err := demo.Load()
@@ -62,9 +64,9 @@ func BenchmarkDecodeStreams(b *testing.B) {
 	}
 	for _, streams := range benchStreams() {
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
-			o := engine.DefaultOptions()
+			o := config.DefaultEngineOptions()
 			o.Threads = benchThreads(b)
-			e, err := engine.NewWithOptions(m, o)
+			e, err := engine.New(m, o)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -120,10 +122,10 @@ func BenchmarkDecodeStreams(b *testing.B) {
 // sampling, detokenizing and stop matching (overhead-µs/step).
 func BenchmarkSchedulerOverhead(b *testing.B) {
 	m := tiny(b)
-	o := engine.DefaultOptions()
+	o := config.DefaultEngineOptions()
 	o.Threads = benchThreads(b)
 	o.BlockSize = 16
-	e, err := engine.NewWithOptions(m, o)
+	e, err := engine.New(m, o)
 	if err != nil {
 		b.Fatal(err)
 	}

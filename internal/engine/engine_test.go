@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/demo"
 	"mistralrs/internal/engine"
+	"mistralrs/internal/loader"
 	"mistralrs/internal/sampler"
 	"mistralrs/internal/testutil"
 )
@@ -18,7 +20,18 @@ func newDemo(t *testing.T) *engine.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := engine.New(m, 2)
+	return newEng(t, m, 2)
+}
+
+// newEng is an engine with the default options on m, closed with the test.
+func newEng(t testing.TB, m *loader.Model, threads int) *engine.Engine {
+	t.Helper()
+	o := config.DefaultEngineOptions()
+	o.Threads = threads
+	e, err := engine.New(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(e.Close)
 	return e
 }
@@ -40,7 +53,7 @@ func collect(t *testing.T, e *engine.Engine, req *engine.Request) (*engine.Resul
 
 func TestGenerateMaxTokensAndStreamedText(t *testing.T) {
 	e := newDemo(t)
-	req := &engine.Request{Prompt: e.Model.Tok.Encode("hello", true, false), Sampling: greedy(), MaxTokens: 12, IgnoreEOS: true}
+	req := &engine.Request{Prompt: e.Tokenizer().Encode("hello", true, false), Sampling: greedy(), MaxTokens: 12, IgnoreEOS: true}
 	res, outs := collect(t, e, req)
 	if res.CompletionTokens != 12 || len(outs) != 12 || res.FinishReason != engine.FinishLength {
 		t.Fatalf("tokens %d, outputs %d, reason %s", res.CompletionTokens, len(outs), res.FinishReason)
@@ -52,7 +65,7 @@ func TestGenerateMaxTokensAndStreamedText(t *testing.T) {
 	if text.String() != res.Text {
 		t.Errorf("streamed text %q differs from result %q", text.String(), res.Text)
 	}
-	if want := e.Model.Tok.Decode(res.Tokens); res.Text != want {
+	if want := e.Tokenizer().Decode(res.Tokens); res.Text != want {
 		t.Errorf("text %q, Decode of the tokens %q", res.Text, want)
 	}
 	// Greedy is deterministic.
@@ -64,7 +77,7 @@ func TestGenerateMaxTokensAndStreamedText(t *testing.T) {
 
 func TestGenerateStopString(t *testing.T) {
 	e := newDemo(t)
-	req := &engine.Request{Prompt: e.Model.Tok.Encode("abc", true, false), Sampling: greedy(), MaxTokens: 16, IgnoreEOS: true}
+	req := &engine.Request{Prompt: e.Tokenizer().Encode("abc", true, false), Sampling: greedy(), MaxTokens: 16, IgnoreEOS: true}
 	full, _ := collect(t, e, req)
 	if len(full.Text) < 6 {
 		t.Skipf("demo continuation too short: %q", full.Text)
@@ -90,7 +103,7 @@ func TestGenerateStopString(t *testing.T) {
 
 func TestGenerateStopToken(t *testing.T) {
 	e := newDemo(t)
-	req := &engine.Request{Prompt: e.Model.Tok.Encode("xyz", true, false), Sampling: greedy(), MaxTokens: 8, IgnoreEOS: true}
+	req := &engine.Request{Prompt: e.Tokenizer().Encode("xyz", true, false), Sampling: greedy(), MaxTokens: 8, IgnoreEOS: true}
 	full, _ := collect(t, e, req)
 	req.StopTokens = []int32{full.Tokens[2]}
 	res, outs := collect(t, e, req)
@@ -107,7 +120,7 @@ func TestGenerateStopToken(t *testing.T) {
 
 func TestGenerateCancel(t *testing.T) {
 	e := newDemo(t)
-	req := &engine.Request{Prompt: e.Model.Tok.Encode("x", true, false), Sampling: greedy(), MaxTokens: 1000, IgnoreEOS: true}
+	req := &engine.Request{Prompt: e.Tokenizer().Encode("x", true, false), Sampling: greedy(), MaxTokens: 1000, IgnoreEOS: true}
 	n := 0
 	res, err := e.Generate(context.Background(), req, func(engine.Output) error {
 		n++
@@ -128,7 +141,7 @@ func TestGenerateSeedReproducible(t *testing.T) {
 	e := newDemo(t)
 	seed := uint64(42)
 	p := sampler.Params{Temperature: 1, TopP: 1, RepetitionPenalty: 1, Seed: &seed, Logprobs: true, TopLogprobs: 3}
-	req := &engine.Request{Prompt: e.Model.Tok.Encode("seed", true, false), Sampling: p, MaxTokens: 10, IgnoreEOS: true}
+	req := &engine.Request{Prompt: e.Tokenizer().Encode("seed", true, false), Sampling: p, MaxTokens: 10, IgnoreEOS: true}
 	a, outs := collect(t, e, req)
 	b, _ := collect(t, e, req)
 	if a.Text != b.Text {
@@ -160,12 +173,12 @@ func TestGenerateRejectsBadRequests(t *testing.T) {
 // The real trained model tells llama.cpp's greedy story through the engine.
 func TestStoriesGreedy(t *testing.T) {
 	path := testutil.SharedFile(t, "testdata/real/stories260K.gguf")
-	m, err := engine.Load(path, engine.LoadOptions{})
+	m, err := loader.Load(path, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := engine.New(m, 2)
-	defer e.Close()
+	defer m.Close()
+	e := newEng(t, m, 2)
 	prompt := m.Tok.Encode("Once upon a time", true, false)
 	if want := []int32{1, 403, 407, 261, 378}; !equal(prompt, want) {
 		t.Fatalf("prompt tokens %v, want %v", prompt, want)
@@ -197,7 +210,7 @@ func TestObserverEvents(t *testing.T) {
 	if rec.capacity != 32 {
 		t.Errorf("capacity %d, want 32 (--max-seqs)", rec.capacity)
 	}
-	prompt := e.Model.Tok.Encode("observe me", true, false)
+	prompt := e.Tokenizer().Encode("observe me", true, false)
 	res, _ := collect(t, e, &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 6, IgnoreEOS: true})
 	// Every prompt token is computed once, then one token per decode step; the
 	// last sampled token is never fed back.
@@ -233,7 +246,7 @@ func TestToolCallsReason(t *testing.T) {
 	e := newDemo(t)
 	rec := newRecorder()
 	e.SetObserver(rec)
-	prompt := e.Model.Tok.Encode("call a tool", true, false)
+	prompt := e.Tokenizer().Encode("call a tool", true, false)
 	full, _ := collect(t, e, &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 6, IgnoreEOS: true})
 	var seen []string
 	hook := func(text string) bool { seen = append(seen, text); return true }

@@ -15,9 +15,9 @@ import (
 // resolves them; none is the default fraction. Block memory is allocated as
 // blocks are first used, so a large budget is a ceiling, not an up-front
 // cost.
-func poolBlocks(o Options, layers, kdim, vdim, ctxLen int, f16 bool) (int, error) {
+func poolBlocks(o Options, sh kvcache.Shape, ctxLen int, f16 bool) (int, error) {
 	bs := o.BlockSize
-	blockBytes := kvcache.BlockBytes(layers, kdim, vdim, bs, f16)
+	blockBytes := kvcache.BlockBytes(sh, bs, f16)
 	perSeq := int64((ctxLen + bs - 1) / bs)
 	var n int64
 	switch {

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"sync"
 	"testing"
-	"time"
 )
 
 // The assembly kernels are checked against two oracles: a float64 dot of
@@ -441,144 +439,71 @@ func BenchmarkSIMD(b *testing.B) {
 	}
 }
 
-// TestSIMDSpeed prints the in-cache speed of every kernel (assembly and
-// generic) as the best of many short runs, which the other processes of a
-// busy machine disturb less than a benchmark's mean. Set
-// MISTRALRS_SIMD_SPEED=1 to run it.
-func TestSIMDSpeed(t *testing.T) {
-	skipNoSIMD(t)
-	if os.Getenv("MISTRALRS_SIMD_SPEED") == "" {
-		t.Skip("set MISTRALRS_SIMD_SPEED=1")
+// BenchmarkSIMDQuantizeAct compares the assembly activation quantizer with
+// quantizeAct on one 4096-wide row (in cache).
+func BenchmarkSIMDQuantizeAct(b *testing.B) {
+	if len(simdKernels) == 0 {
+		b.Skip("CPU lacks AVX2/FMA")
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	best := func(f func()) float64 {
-		b := math.Inf(1)
-		for i := 0; i < 300; i++ {
-			t0 := time.Now()
-			f()
-			b = min(b, float64(time.Since(t0).Nanoseconds()))
-		}
-		return b
-	}
-	const cols, rows = 4096, 4
+	const cols = 4096
 	rng := rand.New(rand.NewPCG(9, 10))
-	{
-		x := make([]float32, cols)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		var a Act
-		g := best(func() { quantizeAct(x, &a) })
-		s := best(func() { simdQuantizeAct(x, &a) })
-		t.Logf("quantizeAct: asm %.3f ns/elem, go %.3f ns/elem", s/cols, g/cols)
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
 	}
-	var acts [4]*Act
-	for k := range acts {
-		acts[k] = simdRandAct(cols, rng)
-	}
-	types := []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K}
-	for _, typ := range types {
-		p := simdKernels[typ]
-		if p == nil {
-			continue
+	for _, impl := range []string{"asm", "go"} {
+		q := simdQuantizeAct
+		if impl == "go" {
+			q = quantizeAct
 		}
-		rs := typ.RowSize(cols)
-		w := simdRandWeights(typ, rows*cols, rng)
-		line := fmt.Sprintf("%-5s", typ)
-		for _, impl := range []string{"asm", "go"} {
-			k := p.simd
-			if impl == "go" {
-				k = p.generic
+		b.Run(impl, func(b *testing.B) {
+			var a Act
+			for b.Loop() {
+				q(x, &a)
 			}
-			if k.dot == nil {
-				continue
-			}
-			ns := best(func() {
-				for r := 0; r < rows; r++ {
-					k.dot(w[r*rs:(r+1)*rs], acts[0], cols)
-				}
-			})
-			gf := 2 * float64(rows*cols) / ns
-			line += fmt.Sprintf("  %s dot %6.2f GFLOP/s %6.2f GB/s", impl, gf, float64(rows*rs)/ns)
-			if k.dot4 != nil {
-				var out [4]float32
-				ns4 := best(func() {
-					for r := 0; r < rows; r++ {
-						k.dot4(w[r*rs:(r+1)*rs], &acts, cols, &out)
-					}
-				})
-				line += fmt.Sprintf(" dot4 %6.2f GFLOP/s", 8*float64(rows*cols)/ns4)
-			}
-		}
-		t.Log(line)
+			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(ns/cols, "ns/elem")
+			b.ReportMetric(4*cols/ns, "GB/s") // float32 input read
+		})
 	}
+}
 
-	// 768-wide rows (the small models' width), 64 KiB of them: a loop of
-	// dot calls against one dotRows call.
+// BenchmarkSIMDDotRows runs the assembly kernels over 64 KiB of 768-wide rows
+// (the small models' width, in cache): a loop of dot calls against one
+// dotRows call, which keeps the activation in registers across rows.
+func BenchmarkSIMDDotRows(b *testing.B) {
+	if len(simdKernels) == 0 {
+		b.Skip("CPU lacks AVX2/FMA")
+	}
+	const n = 768
+	types := []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K}
+	rng := rand.New(rand.NewPCG(9, 10))
 	for _, typ := range types {
 		p := simdKernels[typ]
 		if p == nil || p.simd.dotRows == nil {
 			continue
 		}
-		const n = 768
 		rs := typ.RowSize(n)
 		nrows := (64 << 10) / rs
 		w := simdRandWeights(typ, nrows*n, rng)
 		a := simdRandAct(n, rng)
 		out := make([]float32, nrows)
-		loop := best(func() {
-			for r := 0; r < nrows; r++ {
-				out[r] = p.simd.dot(w[r*rs:(r+1)*rs], a, n)
-			}
-		})
-		rows := best(func() { p.simd.dotRows(w, nrows, a, n, out) })
-		t.Logf("%-5s 768-wide rows: dot loop %6.2f GB/s, dotRows %6.2f GB/s", typ, float64(nrows*rs)/loop, float64(nrows*rs)/rows)
-	}
-
-	// Matrix-vector products over 64 MiB (past the caches): memory bound.
-	for _, typ := range types {
-		p := simdKernels[typ]
-		if p == nil {
-			continue
-		}
-		rs := typ.RowSize(cols)
-		nrows := (64 << 20) / rs
-		w := simdRandWeights(typ, nrows*cols, rng)
-		line := fmt.Sprintf("%-5s 64 MiB", typ)
-		for _, threads := range []int{1, 2} {
-			for _, four := range []bool{false, true} {
-				ns := math.Inf(1)
-				for rep := 0; rep < 8; rep++ {
-					t0 := time.Now()
-					var wg sync.WaitGroup
-					for th := 0; th < threads; th++ {
-						wg.Add(1)
-						go func(lo, hi int) {
-							defer wg.Done()
-							var out [4]float32
-							for r := lo; r < hi; r++ {
-								if four {
-									p.simd.dot4(w[r*rs:(r+1)*rs], &acts, cols, &out)
-								} else {
-									p.simd.dot(w[r*rs:(r+1)*rs], acts[0], cols)
-								}
-							}
-						}(nrows*th/threads, nrows*(th+1)/threads)
+		for _, kind := range []string{"loop", "dotRows"} {
+			b.Run(typ.String()+"/"+kind, func(b *testing.B) {
+				for b.Loop() {
+					if kind == "dotRows" {
+						p.simd.dotRows(w, nrows, a, n, out)
+						continue
 					}
-					wg.Wait()
-					ns = min(ns, float64(time.Since(t0).Nanoseconds()))
+					for r := 0; r < nrows; r++ {
+						out[r] = p.simd.dot(w[r*rs:(r+1)*rs], a, n)
+					}
 				}
-				flops := 2 * float64(nrows*cols)
-				if four {
-					flops *= 4
-					line += fmt.Sprintf("  t%d dot4 %6.2f GFLOP/s", threads, flops/ns)
-				} else {
-					line += fmt.Sprintf("  t%d dot %6.2f GB/s %6.2f GFLOP/s", threads, float64(nrows*rs)/ns, flops/ns)
-				}
-			}
+				sec := b.Elapsed().Seconds()
+				b.ReportMetric(float64(nrows*rs)*float64(b.N)/sec/1e9, "GB/s") // weight bytes
+				b.ReportMetric(2*float64(nrows*n)*float64(b.N)/sec/1e9, "GFLOP/s")
+			})
 		}
-		t.Log(line)
 	}
 }
 

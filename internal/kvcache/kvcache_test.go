@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"mistralrs/internal/kernels"
-	"mistralrs/internal/model"
 )
 
 func row(n int, val float32) []float32 {
@@ -27,7 +26,7 @@ func TestSeqPutSpanAcrossBlocks(t *testing.T) {
 // (rounded to halves in an F16 pool).
 func testSeqPutSpan(t *testing.T, f16 bool) {
 	const layers, kd, vd, bs = 2, 3, 5, 4
-	p := NewPool(layers, kd, vd, bs, 8, f16)
+	p := NewPool(Shape{layers, kd, vd}, bs, 8, f16)
 	stored := func(x float32) float32 {
 		if f16 {
 			return kernels.FP16ToFP32(kernels.FP32ToFP16(x))
@@ -101,7 +100,7 @@ func hashes(root Hash, tokens []int32, bs int) []Hash {
 
 func TestPrefixHitAndLRUEviction(t *testing.T) {
 	const bs = 4
-	p := NewPool(1, 2, 2, bs, 6, false)
+	p := NewPool(Shape{1, 2, 2}, bs, 6, false)
 	root := RootHash([]byte("model-a"))
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
 	hs := hashes(root, prompt, bs)
@@ -163,7 +162,7 @@ func TestPrefixHitAndLRUEviction(t *testing.T) {
 func TestPoolProperty(t *testing.T) {
 	const bs = 4
 	rng := rand.New(rand.NewPCG(1, 2))
-	p := NewPool(1, 1, 1, bs, 24, false)
+	p := NewPool(Shape{1, 1, 1}, bs, 24, false)
 	root := RootHash(nil)
 	type live struct {
 		s      *Seq
@@ -236,9 +235,9 @@ func TestPoolProperty(t *testing.T) {
 }
 
 func TestPrefixStore(t *testing.T) {
-	cfg := model.Config{Layers: 1, Heads: 1, KVHeads: 1, HeadDim: 2, ValueDim: 2, ContextLen: 64}
-	mk := func(n int) *model.ContiguousCache {
-		c := model.NewContiguousCache(cfg, 0)
+	sh := Shape{Layers: 1, KDim: 2, VDim: 2}
+	mk := func(n int) *ContiguousCache {
+		c := NewContiguousCache(sh, 64, false)
 		if err := c.Extend(n); err != nil {
 			t.Fatal(err)
 		}
@@ -259,20 +258,20 @@ func TestPrefixStore(t *testing.T) {
 	if _, n := s.Match([]int32{1, 2, 3, 4}, 3); n != 3 {
 		t.Errorf("limited match %d, want 3", n)
 	}
-	dst := model.NewContiguousCache(cfg, 0)
-	if err := CopyPrefix(dst, c, 1, cfg.KDim(), cfg.VDim(), 3); err != nil {
+	dst := NewContiguousCache(sh, 64, false)
+	if err := CopyPrefix(dst, c, sh, 3); err != nil {
 		t.Fatal(err)
 	}
 	if sp := dst.Span(0, 2); dst.Len() != 3 || sp.K[0] != 2 || sp.V[1] != 2 {
 		t.Errorf("copied prefix: len %d k %v v %v", dst.Len(), sp.K, sp.V)
 	}
 	// Into an F16 cache and back: the values are exact in halves.
-	half := model.NewContiguousCacheF16(cfg, 0)
-	if err := CopyPrefix(half, c, 1, cfg.KDim(), cfg.VDim(), 3); err != nil {
+	half := NewContiguousCache(sh, 64, true)
+	if err := CopyPrefix(half, c, sh, 3); err != nil {
 		t.Fatal(err)
 	}
-	back := model.NewContiguousCache(cfg, 0)
-	if err := CopyPrefix(back, half, 1, cfg.KDim(), cfg.VDim(), 3); err != nil {
+	back := NewContiguousCache(sh, 64, false)
+	if err := CopyPrefix(back, half, sh, 3); err != nil {
 		t.Fatal(err)
 	}
 	if sp := back.Span(0, 2); back.Len() != 3 || sp.K[0] != 2 || sp.V[1] != 2 {
@@ -286,5 +285,40 @@ func TestPrefixStore(t *testing.T) {
 	}
 	if NewPrefixStore(0).Add([]int32{1}, mk(1)) != 0 {
 		t.Error("disabled store evicted")
+	}
+}
+
+func TestContiguousCache(t *testing.T) {
+	c := NewContiguousCache(Shape{Layers: 2, KDim: 6, VDim: 4}, 100, false)
+	if c.Cap() != 100 {
+		t.Fatalf("Cap %d", c.Cap())
+	}
+	for n := 1; n <= 40; n++ {
+		if err := c.Extend(n); err != nil {
+			t.Fatal(err)
+		}
+		for l := range 2 {
+			k := []float32{float32(n), 1, 2, 3, 4, float32(l)}
+			v := []float32{float32(-n), 0, 0, float32(l)}
+			c.Put(l, n-1, k, v)
+		}
+	}
+	for l := range 2 {
+		sp := c.Span(l, 5)
+		k, v, cnt := sp.K, sp.V, sp.N
+		if cnt != 35 || k[0] != 6 || v[0] != -6 || k[5] != float32(l) || v[3] != float32(l) || k[6*34] != 40 {
+			t.Fatalf("layer %d: span of %d rows, k %v v %v", l, cnt, k[:6], v[:4])
+		}
+	}
+	c.Truncate(10)
+	if c.Len() != 10 {
+		t.Fatalf("Len %d after Truncate(10)", c.Len())
+	}
+	c.Truncate(20)
+	if c.Len() != 10 {
+		t.Fatalf("Truncate past the end changed Len to %d", c.Len())
+	}
+	if err := c.Extend(101); err == nil {
+		t.Fatal("Extend past capacity succeeded")
 	}
 }

@@ -40,11 +40,11 @@ type block struct {
 	data16     []uint16  // allocated on first use (F16 pools)
 }
 
-// NewPool makes a pool of n blocks of blockSize positions for a model with
-// the given layer count and key/value row widths, storing float32 values or,
-// with f16, halves. Block memory is allocated when a block is first handed
+// NewPool makes a pool of n blocks of blockSize positions of rows of shape
+// sh, storing float32 values or, with f16, halves. Block memory is allocated when a block is first handed
 // out, so an oversized pool costs only its bookkeeping until it fills.
-func NewPool(layers, kdim, vdim, blockSize, n int, f16 bool) *Pool {
+func NewPool(sh Shape, blockSize, n int, f16 bool) *Pool {
+	layers, kdim, vdim := sh.Layers, sh.KDim, sh.VDim
 	if layers <= 0 || kdim <= 0 || vdim <= 0 || blockSize <= 0 || n <= 0 {
 		panic(fmt.Sprintf("kvcache: invalid pool %d layers, rows %d/%d, block size %d, %d blocks", layers, kdim, vdim, blockSize, n))
 	}
@@ -63,14 +63,14 @@ func NewPool(layers, kdim, vdim, blockSize, n int, f16 bool) *Pool {
 	return p
 }
 
-// BlockBytes is the memory of one block of a model with these shapes, of
-// float32 values or (f16) halves.
-func BlockBytes(layers, kdim, vdim, blockSize int, f16 bool) int64 {
+// BlockBytes is the memory of one block of blockSize positions of rows of
+// shape sh, of float32 values or (f16) halves.
+func BlockBytes(sh Shape, blockSize int, f16 bool) int64 {
 	size := int64(4)
 	if f16 {
 		size = 2
 	}
-	return int64(layers) * int64(blockSize) * int64(kdim+vdim) * size
+	return int64(sh.Layers) * int64(blockSize) * int64(sh.KDim+sh.VDim) * size
 }
 
 // BlockSize is the number of positions per block.

@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"mistralrs/internal/kernels"
-	"mistralrs/internal/model"
 )
 
 // PrefixStore is the non-paged prefix cache (mistral.rs's PrefixCacheManagerV2):
@@ -18,7 +17,7 @@ type PrefixStore struct {
 
 type prefixEntry struct {
 	tokens []int32
-	cache  *model.ContiguousCache
+	cache  *ContiguousCache
 }
 
 // NewPrefixStore keeps at most n caches (n <= 0: the store is off).
@@ -30,7 +29,7 @@ func (s *PrefixStore) Len() int { return len(s.entries) }
 // Add stores the cache of a finished sequence whose first cache.Len()
 // tokens are tokens, and evicts the oldest entries beyond the limit. It
 // returns the number evicted.
-func (s *PrefixStore) Add(tokens []int32, cache *model.ContiguousCache) (evicted int) {
+func (s *PrefixStore) Add(tokens []int32, cache *ContiguousCache) (evicted int) {
 	if s.n == 0 || cache.Len() == 0 {
 		return 0
 	}
@@ -54,8 +53,8 @@ func (s *PrefixStore) Clear() int {
 
 // Match returns the stored cache sharing the longest prefix with tokens,
 // limited to limit positions, and that length (0, nil: no match).
-func (s *PrefixStore) Match(tokens []int32, limit int) (*model.ContiguousCache, int) {
-	var best *model.ContiguousCache
+func (s *PrefixStore) Match(tokens []int32, limit int) (*ContiguousCache, int) {
+	var best *ContiguousCache
 	bestN := 0
 	for i := len(s.entries) - 1; i >= 0; i-- { // newest first wins ties
 		e := &s.entries[i]
@@ -79,7 +78,8 @@ func commonPrefix(a, b []int32, limit int) int {
 
 // CopyPrefix fills dst (empty) with the first n positions of src (both
 // caches of one model, of either storage type: halves convert exactly).
-func CopyPrefix(dst, src model.KVCache, layers, kdim, vdim, n int) error {
+func CopyPrefix(dst, src Cache, sh Shape, n int) error {
+	layers, kdim, vdim := sh.Layers, sh.KDim, sh.VDim
 	if err := dst.Extend(n); err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"mistralrs/internal/kernels"
-	"mistralrs/internal/model"
 )
 
 // Hash identifies a full block of tokens together with everything before
@@ -30,7 +29,7 @@ func BlockHash(parent Hash, tokens []int32) Hash {
 }
 
 // Seq is one sequence's KV cache in a Pool: a block table and a length. It
-// implements model.KVCache; attention reads it one block at a time through
+// implements Cache; attention reads it one block at a time through
 // Span.
 type Seq struct {
 	p      *Pool
@@ -38,7 +37,7 @@ type Seq struct {
 	n      int
 }
 
-var _ model.KVCache = (*Seq)(nil)
+var _ Cache = (*Seq)(nil)
 
 // NewSeq returns an empty cache drawing blocks from p.
 func (p *Pool) NewSeq() *Seq { return &Seq{p: p} }
@@ -46,7 +45,7 @@ func (p *Pool) NewSeq() *Seq { return &Seq{p: p} }
 // Blocks is the block table (not to be modified).
 func (s *Seq) Blocks() []int32 { return s.blocks }
 
-// Len implements model.KVCache.
+// Len implements Cache.
 func (s *Seq) Len() int { return s.n }
 
 // Need is the number of blocks that holding n positions would take from the
@@ -69,7 +68,7 @@ func (s *Seq) Reserve(n int) bool {
 	return true
 }
 
-// Extend implements model.KVCache.
+// Extend implements Cache.
 func (s *Seq) Extend(n int) error {
 	if n <= s.n {
 		return nil
@@ -81,7 +80,7 @@ func (s *Seq) Extend(n int) error {
 	return nil
 }
 
-// Truncate implements model.KVCache. Whole blocks past n go back to the
+// Truncate implements Cache. Whole blocks past n go back to the
 // pool. Positions are only ever rewritten in a block the sequence owns
 // alone: cutting into a block shared with another sequence or holding a
 // cached prefix is a bug of the caller.
@@ -104,7 +103,19 @@ func (s *Seq) Truncate(n int) {
 	s.n = n
 }
 
-// Put implements model.KVCache.
+// Shrink forgets positions [n, Len()) and gives back every block past those
+// positions [0, n) use, reserved ones included: a roll-back frees what it
+// emptied. The same rules as Truncate apply to a block it cuts into.
+func (s *Seq) Shrink(n int) {
+	s.Truncate(n)
+	keep := (min(max(n, 0), s.n) + s.p.bs - 1) / s.p.bs
+	for i := len(s.blocks) - 1; i >= keep; i-- {
+		s.p.release(s.blocks[i])
+	}
+	s.blocks = s.blocks[:keep]
+}
+
+// Put implements Cache.
 func (s *Seq) Put(layer, pos int, k, v []float32) {
 	p := s.p
 	b := &p.blocks[s.blocks[pos/p.bs]]
@@ -119,8 +130,8 @@ func (s *Seq) Put(layer, pos int, k, v []float32) {
 	copy(b.data[voff:voff+p.vdim], v)
 }
 
-// Span implements model.KVCache: the rows of pos's block from pos on.
-func (s *Seq) Span(layer, pos int) model.KVSpan {
+// Span implements Cache: the rows of pos's block from pos on.
+func (s *Seq) Span(layer, pos int) Span {
 	p := s.p
 	b := &p.blocks[s.blocks[pos/p.bs]]
 	j := pos % p.bs
@@ -128,9 +139,9 @@ func (s *Seq) Span(layer, pos int) model.KVSpan {
 	kr := [2]int{base + j*p.kdim, base + p.bs*p.kdim}
 	vr := [2]int{base + p.bs*p.kdim + j*p.vdim, base + p.stride}
 	if p.f16 {
-		return model.KVSpan{K16: b.data16[kr[0]:kr[1]], V16: b.data16[vr[0]:vr[1]], N: p.bs - j}
+		return Span{K16: b.data16[kr[0]:kr[1]], V16: b.data16[vr[0]:vr[1]], N: p.bs - j}
 	}
-	return model.KVSpan{K: b.data[kr[0]:kr[1]], V: b.data[vr[0]:vr[1]], N: p.bs - j}
+	return Span{K: b.data[kr[0]:kr[1]], V: b.data[vr[0]:vr[1]], N: p.bs - j}
 }
 
 // Adopt starts an empty sequence with cached blocks (a prefix-cache hit):

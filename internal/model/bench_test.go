@@ -24,7 +24,7 @@ func BenchmarkDecode(b *testing.B) {
 			pool := kernels.NewPool(0)
 			defer pool.Close()
 			const ctx = 128
-			cache := NewContiguousCache(m.Config, ctx)
+			cache := newContiguous(m.Config, ctx)
 			logits := make([]float32, m.Config.Vocab)
 			prompt := make([]int32, ctx/2)
 			if err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: prompt, Cache: cache}}}); err != nil {
@@ -52,7 +52,7 @@ func BenchmarkPrefill(b *testing.B) {
 			pool := kernels.NewPool(0)
 			defer pool.Close()
 			const n = 128
-			cache := NewContiguousCache(m.Config, n)
+			cache := newContiguous(m.Config, n)
 			prompt := make([]int32, n)
 			for i := range prompt {
 				prompt[i] = int32(i * 7 % m.Config.Vocab)
@@ -85,7 +85,7 @@ func TestDecodeAllocs(t *testing.T) {
 	m, _ := loadFixture(t, cfg)
 	pool := kernels.NewPool(2)
 	defer pool.Close()
-	cache := NewContiguousCache(m.Config, 32)
+	cache := newContiguous(m.Config, 32)
 	logits := make([]float32, m.Config.Vocab)
 	seq := &SeqInput{Tokens: []int32{3}, Cache: cache, Logits: logits}
 	batch := &Batch{Seqs: []*SeqInput{seq}}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"mistralrs/internal/gguf"
+	"mistralrs/internal/kvcache"
 )
 
 // Config holds the hyper-parameters of a model, read from GGUF metadata.
@@ -43,6 +44,11 @@ func (c *Config) KDim() int { return c.KVHeads * c.HeadDim }
 
 // VDim is the width of one cached value row (all KV heads).
 func (c *Config) VDim() int { return c.KVHeads * c.ValueDim }
+
+// KVShape is the shape of the rows the KV cache stores for this model.
+func (c *Config) KVShape() kvcache.Shape {
+	return kvcache.Shape{Layers: c.Layers, KDim: c.KDim(), VDim: c.VDim()}
+}
 
 // ODim is the width of the attention output before attn_output.
 func (c *Config) ODim() int { return c.Heads * c.ValueDim }

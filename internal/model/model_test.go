@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/kvcache"
 )
 
 // maxDiff returns max |got-want| and max |want|.
@@ -57,7 +58,7 @@ func TestForwardMatchesReference(t *testing.T) {
 						t.Errorf("%s at position %d: max |diff| %.3g (max |logit| %.3g), tolerance %.3g", what, pos, d, s, tol*math.Max(s, 1))
 					}
 				}
-				cache := NewContiguousCache(m.Config, 0)
+				cache := newContiguous(m.Config, 0)
 				const prefill = 6
 				all := make([]float32, prefill*V)
 				last := make([]float32, V)
@@ -86,8 +87,25 @@ func TestForwardMatchesReference(t *testing.T) {
 	}
 }
 
+// newContiguous is a float32 contiguous cache of n positions (n <= 0: the
+// context length) for a model of configuration cfg.
+func newContiguous(cfg Config, n int) *kvcache.ContiguousCache {
+	if n <= 0 {
+		n = cfg.ContextLen
+	}
+	return kvcache.NewContiguousCache(cfg.KVShape(), n, false)
+}
+
+// newContiguousF16 is newContiguous storing halves.
+func newContiguousF16(cfg Config, n int) *kvcache.ContiguousCache {
+	if n <= 0 {
+		n = cfg.ContextLen
+	}
+	return kvcache.NewContiguousCache(cfg.KVShape(), n, true)
+}
+
 // newTestCache makes the caches of runBatched (tests switch it to F16).
-var newTestCache = func(cfg Config, n int) KVCache { return NewContiguousCache(cfg, n) }
+var newTestCache = func(cfg Config, n int) KVCache { return newContiguous(cfg, n) }
 
 // run feeds steps of tokens for one or more sequences and returns the last
 // logits of each sequence after each step.
@@ -222,8 +240,8 @@ func TestF16Cache(t *testing.T) {
 			cfg.Type = kernels.F32
 			m, _ := loadFixture(t, cfg)
 			f32 := runBatched(t, m, pool, runs, true)
-			defer func() { newTestCache = func(cfg Config, n int) KVCache { return NewContiguousCache(cfg, n) } }()
-			newTestCache = func(cfg Config, n int) KVCache { return NewContiguousCacheF16(cfg, n) }
+			defer func() { newTestCache = func(cfg Config, n int) KVCache { return newContiguous(cfg, n) } }()
+			newTestCache = func(cfg Config, n int) KVCache { return newContiguousF16(cfg, n) }
 			defer func(was int) { attnGroupMax = was }(attnGroupMax)
 			attnGroupMax = 1
 			alone := runBatched(t, m, pool, runs, true)
@@ -257,7 +275,7 @@ func TestCacheReuse(t *testing.T) {
 	cfg.Type = kernels.F32
 	m, _ := loadFixture(t, cfg)
 	V := m.Config.Vocab
-	cache := NewContiguousCache(m.Config, 0)
+	cache := newContiguous(m.Config, 0)
 	got, want := make([]float32, V), make([]float32, V)
 	if err := m.Forward(nil, &Batch{Seqs: []*SeqInput{{Tokens: []int32{1, 2, 3, 4, 5, 6}, Cache: cache}}}); err != nil {
 		t.Fatal(err)
@@ -268,7 +286,7 @@ func TestCacheReuse(t *testing.T) {
 	if cache.Len() != 5 {
 		t.Errorf("cache length %d after rewinding to 3 and adding 2", cache.Len())
 	}
-	fresh := NewContiguousCache(m.Config, 0)
+	fresh := newContiguous(m.Config, 0)
 	if err := m.Forward(nil, &Batch{Seqs: []*SeqInput{{Tokens: []int32{1, 2, 3, 7, 8}, Cache: fresh, Logits: want}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -284,8 +302,8 @@ func TestForwardErrors(t *testing.T) {
 	cfg.Type = kernels.Q8_0
 	m, _ := loadFixture(t, cfg)
 	V := m.Config.Vocab
-	c := NewContiguousCache(m.Config, 8)
-	shared := NewContiguousCache(m.Config, 8)
+	c := newContiguous(m.Config, 8)
+	shared := newContiguous(m.Config, 8)
 	cases := map[string]*Batch{
 		"empty batch":      {},
 		"no tokens":        {Seqs: []*SeqInput{{Cache: c}}},
@@ -311,42 +329,6 @@ func TestForwardErrors(t *testing.T) {
 	// The model still works after the errors.
 	if err := m.Forward(nil, &Batch{Seqs: []*SeqInput{{Tokens: []int32{1, 2}, Cache: c}}}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestContiguousCache(t *testing.T) {
-	cfg := Config{Layers: 2, KVHeads: 2, HeadDim: 3, ValueDim: 2, ContextLen: 100}
-	c := NewContiguousCache(cfg, 0)
-	if c.Cap() != 100 {
-		t.Fatalf("Cap %d", c.Cap())
-	}
-	for n := 1; n <= 40; n++ {
-		if err := c.Extend(n); err != nil {
-			t.Fatal(err)
-		}
-		for l := range 2 {
-			k := []float32{float32(n), 1, 2, 3, 4, float32(l)}
-			v := []float32{float32(-n), 0, 0, float32(l)}
-			c.Put(l, n-1, k, v)
-		}
-	}
-	for l := range 2 {
-		sp := c.Span(l, 5)
-		k, v, cnt := sp.K, sp.V, sp.N
-		if cnt != 35 || k[0] != 6 || v[0] != -6 || k[5] != float32(l) || v[3] != float32(l) || k[6*34] != 40 {
-			t.Fatalf("layer %d: span of %d rows, k %v v %v", l, cnt, k[:6], v[:4])
-		}
-	}
-	c.Truncate(10)
-	if c.Len() != 10 {
-		t.Fatalf("Len %d after Truncate(10)", c.Len())
-	}
-	c.Truncate(20)
-	if c.Len() != 10 {
-		t.Fatalf("Truncate past the end changed Len to %d", c.Len())
-	}
-	if err := c.Extend(101); err == nil {
-		t.Fatal("Extend past capacity succeeded")
 	}
 }
 

@@ -32,7 +32,7 @@ func openModel(t *testing.T, path string) *Model {
 // generated ids and the logits after the prompt.
 func greedy(t *testing.T, m *Model, p *kernels.Pool, prompt []int32, n int) ([]int32, []float32) {
 	t.Helper()
-	cache := NewContiguousCache(m.Config, len(prompt)+n)
+	cache := newContiguous(m.Config, len(prompt)+n)
 	logits := make([]float32, m.Config.Vocab)
 	if err := m.Forward(p, &Batch{Seqs: []*SeqInput{{Tokens: prompt, Cache: cache, Logits: logits}}}); err != nil {
 		t.Fatal(err)

@@ -15,10 +15,11 @@ const (
 	FormatJSON = "json"
 )
 
-// accessLogger renders the access lines of spec §4.2 on the target
-// mistralrs_server_core::metrics. Text lines are one preformatted message,
-// as in mistral.rs. JSON lines are a deliberate difference: each line is one
-// complete JSON object (time, level, then the spec's keys in its order)
+// accessLogger renders mistral.rs's access lines ("request started: …",
+// "request completed: …") on the target mistralrs_server_core::metrics. Text
+// lines are one preformatted message, as in mistral.rs. JSON lines are a
+// deliberate difference: each line is one complete JSON object (time, level,
+// then mistral.rs's keys in its order)
 // instead of JSON text behind a tracing prefix.
 type accessLogger struct {
 	json bool

@@ -22,7 +22,8 @@ func checkLines(t *testing.T, got, want []string) {
 	}
 }
 
-// Access log, text format: the exact start and completion lines of spec §4.2.
+// Access log, text format: the exact "request started: …" and "request
+// completed: …" lines of mistral.rs's access log.
 func TestAccessLogTextLines(t *testing.T) {
 	e := newEnv(t, "warn,mistralrs=info", nil)
 	body := `{"model":"llama-3.2-1b","messages":[]}`
@@ -210,7 +211,7 @@ func TestAccessLogErrorMessage(t *testing.T) {
 }
 
 // --access-log-format json: each access line is one complete JSON object
-// with time, level, then the spec's keys in the spec's order.
+// with time, level, then mistral.rs's keys in mistral.rs's order.
 func TestAccessLogJSON(t *testing.T) {
 	e := newEnv(t, "warn,mistralrs=info", func(o *Options) { o.AccessLogFormat = FormatJSON })
 	e.do("POST", "/v1/chat/completions", `{"model":"llama-3.2-1b"}`, "X-Request-Id", "j1")

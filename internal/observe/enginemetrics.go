@@ -13,7 +13,8 @@ var CompletionReasons = []string{"stop", "length", "canceled", "generated_image"
 // RejectionReasons are the values of mistralrs_sequences_rejected_total's reason label.
 var RejectionReasons = []string{"over_total_capacity", "cache_exhausted"}
 
-// EngineMetrics holds the engine families (spec §6.4). It has the method set
+// EngineMetrics holds mistral.rs's engine metric families (tokens processed,
+// prefix cache, sequences, KV cache blocks, preemptions). It has the method set
 // of engine.Observer, so the server hands it to the engine; every engine of
 // a multi-model server shares it (counters sum, gauges: last writer wins).
 // All methods are safe for concurrent use and do nothing on a nil receiver,

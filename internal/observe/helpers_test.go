@@ -79,7 +79,7 @@ var testModels = StaticModels{Default: "qwen3-0.6b", IDs: []string{"qwen3-0.6b",
 // testEnv is an observed test server: a tiny ServeMux with routes shaped
 // like the real server's.
 type testEnv struct {
-	o    *Observer
+	o    *HTTPLayer
 	h    http.Handler
 	logs *logBuf
 }
@@ -115,7 +115,7 @@ type chatRequest struct {
 	Usage  bool   `json:"usage"`
 }
 
-func testMux(o *Observer) *http.ServeMux {
+func testMux(o *HTTPLayer) *http.ServeMux {
 	mux := http.NewServeMux()
 	health := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -275,7 +275,7 @@ func labels(kv ...string) map[string]string {
 func slogWith(h slog.Handler) *slog.Logger { return slog.New(h).With(TargetKey, TargetServer) }
 
 // serve sends one request through o with an empty mux plus /v1/models.
-func serve(o *Observer, method, target, body string) *httptest.ResponseRecorder {
+func serve(o *HTTPLayer, method, target, body string) *httptest.ResponseRecorder {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {})
 	var rd io.Reader

@@ -191,7 +191,8 @@ func TestHTTPMetricsMoments(t *testing.T) {
 	}
 }
 
-// The model label (spec §4.3): defaultable, explicit, unknown, none; an
+// The model label, resolved per route as mistral.rs does: defaultable,
+// explicit, unknown, none; an
 // arbitrary client string never becomes a label value.
 func TestModelLabel(t *testing.T) {
 	for _, c := range []struct {

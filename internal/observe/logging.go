@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,18 +233,6 @@ func (f *Filter) Enabled(target string, level slog.Level) bool {
 // String returns the filter as given.
 func (f *Filter) String() string { return f.src }
 
-// SetupLogging installs the process-wide logger as mistral.rs does: lines on
-// stdout in tracing's format, RUST_LOG when it parses, else the -v default.
-// It returns the handler (for Options.Logger and tests) and the RUST_LOG
-// parse error, if any, which the caller may print as a warning.
-func SetupLogging(verbosity int) (*TracingHandler, error) {
-	rl, set := os.LookupEnv("RUST_LOG")
-	f, err := ChooseFilter(verbosity, rl, set)
-	h := NewTracingHandler(os.Stdout, f)
-	slog.SetDefault(slog.New(h))
-	return h, err
-}
-
 // Logger returns the default logger bound to target.
 func Logger(target string) *slog.Logger {
 	return slog.Default().With(TargetKey, target)
@@ -285,9 +272,6 @@ func NewTracingHandler(w io.Writer, f *Filter) *TracingHandler {
 
 // Filter returns the filter in use.
 func (h *TracingHandler) Filter() *Filter { return h.filter }
-
-// Target returns the handler's target.
-func (h *TracingHandler) Target() string { return h.target }
 
 // ForTarget returns a handler for target sharing h's output and filter.
 func (h *TracingHandler) ForTarget(target string) *TracingHandler {

@@ -3,9 +3,7 @@ package observe
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -151,39 +149,28 @@ func TestTracingHandlerFormat(t *testing.T) {
 	}
 }
 
-// SetupLogging writes to stdout (where mistral.rs's subscriber writes) and
-// follows RUST_LOG; access lines share the stream with the other logs.
-func TestSetupLoggingStdout(t *testing.T) {
-	old, oldDefault := os.Stdout, slog.Default()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
+// The process-wide logger as the CLI installs it (ChooseFilter on RUST_LOG,
+// a TracingHandler, slog.SetDefault): Logger(target) follows the filter, and
+// access lines share the stream with the other logs.
+func TestDefaultLoggerSharedStream(t *testing.T) {
+	oldDefault := slog.Default()
+	defer slog.SetDefault(oldDefault)
+	var buf logBuf
+	f, err := ChooseFilter(0, "mistralrs_server_core=info", true)
+	if err != nil || f.String() != "mistralrs_server_core=info" {
+		t.Fatalf("%v %v", f, err)
 	}
-	os.Stdout = w
-	defer func() { os.Stdout = old; slog.SetDefault(oldDefault) }()
-	t.Setenv("RUST_LOG", "mistralrs_server_core=info")
-	h, err := SetupLogging(0)
-	if err != nil || h.Filter().String() != "mistralrs_server_core=info" {
-		t.Fatalf("%v %v", h.Filter(), err)
-	}
+	slog.SetDefault(slog.New(NewTracingHandler(&buf, f)))
 	Logger(TargetServer).Info("startup line")
 	Logger(TargetEngine).Info("engine line filtered out by RUST_LOG")
 	o, _ := New(DefaultOptions())
 	o.access.started(&reqState{id: "x", method: "GET", route: "/v1/models", path: "/v1/models", model: "none", contentLength: -1}, time.Now())
-	w.Close()
-	out, _ := io.ReadAll(r)
-	lines := maskAll(strings.Split(strings.TrimSpace(string(out)), "\n"))
+	lines := maskAll(buf.Lines())
 	want := []string{
 		"TS  INFO mistralrs_server_core: startup line",
 		"TS  INFO mistralrs_server_core::metrics: request started: request_id=x method=GET route=/v1/models path=/v1/models model=none",
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
-		t.Errorf("stdout:\n%s", strings.Join(lines, "\n"))
-	}
-
-	t.Setenv("RUST_LOG", "not a filter")
-	slog.SetDefault(oldDefault)
-	if h, err := SetupLogging(1); err == nil || h.Filter().String() != "warn,mistralrs=debug" {
-		t.Errorf("invalid RUST_LOG: %v %v", h.Filter(), err)
+		t.Errorf("log:\n%s", strings.Join(lines, "\n"))
 	}
 }

@@ -7,7 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Bucket lists (spec §6.2, §6.3). TTFT and ITL are vLLM's lists
+// Bucket lists: mistral.rs's, for the HTTP request duration and body size
+// histograms and the streaming latency ones. TTFT and ITL are vLLM's lists
 // (vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds).
 var (
 	DurationBuckets  = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200}

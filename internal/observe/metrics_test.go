@@ -110,7 +110,7 @@ func TestEngineFamiliesAtStartup(t *testing.T) {
 	}
 }
 
-// Every Observer method lands in its family.
+// Every engine.Observer method lands in its family.
 func TestEngineMetricsUpdates(t *testing.T) {
 	e := newEnv(t, "off", nil)
 	var m engineObserver = e.o.Engine()

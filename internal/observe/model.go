@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-// Model label values that are not model ids (spec §4.3).
+// Model label values that are not model ids (as in mistral.rs's per-route
+// model label resolution).
 const (
 	ModelUnknown = "unknown" // body unreadable or not JSON, or a model we do not serve
 	ModelNone    = "none"    // the route does not target a model
@@ -42,7 +43,8 @@ func (s StaticModels) KnownModel(name string) bool {
 	return false
 }
 
-// ModelSource says where a route names its model (spec §4.3).
+// ModelSource says where a route names its model, following mistral.rs's
+// per-route table.
 type ModelSource uint8
 
 const (

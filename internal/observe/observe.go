@@ -57,8 +57,9 @@ func DefaultOptions() Options {
 	}
 }
 
-// Observer holds the configured layer and its metrics.
-type Observer struct {
+// HTTPLayer is the configured HTTP observability layer (request ids, CORS,
+// body limit, access log, HTTP metrics) and the metrics registry it owns.
+type HTTPLayer struct {
 	opts    Options
 	metrics *Metrics
 	access  accessLogger
@@ -68,13 +69,13 @@ type Observer struct {
 }
 
 // New builds the layer. With Options.Metrics false no registry exists.
-func New(opts Options) (*Observer, error) {
+func New(opts Options) (*HTTPLayer, error) {
 	switch opts.AccessLogFormat {
 	case "", FormatText, FormatJSON:
 	default:
 		return nil, fmt.Errorf("access log format %q: want text or json", opts.AccessLogFormat)
 	}
-	o := &Observer{
+	o := &HTTPLayer{
 		opts:    opts,
 		access:  newAccessLogger(opts.Logger, opts.AccessLogFormat == FormatJSON),
 		sources: opts.ModelSources,
@@ -99,11 +100,11 @@ func New(opts Options) (*Observer, error) {
 }
 
 // Metrics returns the registry holder, nil when metrics are disabled.
-func (o *Observer) Metrics() *Metrics { return o.metrics }
+func (o *HTTPLayer) Metrics() *Metrics { return o.metrics }
 
-// Engine returns the engine observer (it has engine.Observer's method set).
+// Engine returns the engine metrics (*EngineMetrics has engine.Observer's method set).
 // It is nil when metrics are disabled; its methods then do nothing.
-func (o *Observer) Engine() *EngineMetrics {
+func (o *HTTPLayer) Engine() *EngineMetrics {
 	if o.metrics == nil {
 		return nil
 	}
@@ -111,7 +112,7 @@ func (o *Observer) Engine() *EngineMetrics {
 }
 
 // MetricsHandler serves GET /metrics, or 503 "metrics disabled".
-func (o *Observer) MetricsHandler() http.Handler {
+func (o *HTTPLayer) MetricsHandler() http.Handler {
 	if o.metrics == nil {
 		return http.HandlerFunc(disabledMetrics)
 	}
@@ -124,7 +125,7 @@ func (o *Observer) MetricsHandler() http.Handler {
 // consulted first to learn the matched pattern (the `route`/`path` label);
 // register "GET /{$}" rather than "/" for the root, since "/" matches every
 // path in a ServeMux.
-func (o *Observer) Handler(mux *http.ServeMux) http.Handler {
+func (o *HTTPLayer) Handler(mux *http.ServeMux) http.Handler {
 	var next http.Handler = &cors{next: &dispatch{mux: mux}, origins: o.origins}
 	next = &bodyLimit{next: next, o: o}
 	return &observeLayer{o: o, mux: mux, next: next}
@@ -135,7 +136,7 @@ const Unmatched = "<unmatched>"
 
 // reqState is everything the layer knows about one request.
 type reqState struct {
-	o             *Observer
+	o             *HTTPLayer
 	ctx           context.Context
 	start         time.Time
 	id            string
@@ -177,16 +178,8 @@ func RequestID(ctx context.Context) string {
 	return ""
 }
 
-// ModelLabel returns the model label the layer resolved for the request.
-func ModelLabel(ctx context.Context) string {
-	if st := stateFrom(ctx); st != nil {
-		return st.model
-	}
-	return ""
-}
-
 type observeLayer struct {
-	o    *Observer
+	o    *HTTPLayer
 	mux  *http.ServeMux
 	next http.Handler
 }
@@ -206,7 +199,9 @@ func (l *observeLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	// Model extraction may read the whole body (spec §4.1 step 4).
+	// Model extraction may read the whole body, as mistral.rs's access log
+	// does; a body over the limit or unreadable is answered here, without
+	// calling the handler, and labelled unknown.
 	status := 0 // set when the layer answers itself
 	var body []byte
 	if src.readsBody() {
@@ -326,7 +321,8 @@ func patternPath(pat string) string {
 }
 
 // isHousekeeping: every OPTIONS request, the probe, metrics and docs routes,
-// and the web UI (spec §4.1 step 6).
+// and the web UI, as in mistral.rs. Housekeeping requests get no access line
+// (unless --access-log-health) and no HTTP metrics.
 func isHousekeeping(method, route, path string) bool {
 	if method == http.MethodOptions {
 		return true
@@ -344,7 +340,7 @@ func underUI(p string) bool {
 
 // corsHeaders adds the non-preflight CORS headers to a response the layer
 // writes itself (413), so browsers can read it.
-func (o *Observer) corsHeaders(h http.Header, r *http.Request) {
+func (o *HTTPLayer) corsHeaders(h http.Header, r *http.Request) {
 	(&cors{origins: o.origins}).allowOrigin(h, r)
 	h["Vary"] = varyValue
 	h["Access-Control-Expose-Headers"] = exposeHeaders
@@ -369,7 +365,10 @@ func (st *reqState) onHeader(rw *ResponseWriter, code int) {
 	}
 }
 
-// finish does the completion accounting once (spec §4.4).
+// finish does the completion accounting exactly once, for streams and other
+// responses alike, as mistral.rs does: the request counter and duration
+// histogram, the in-flight gauge released, then the access line (or the
+// debug fallback line).
 func (st *reqState) finish() {
 	if st.finished {
 		return
@@ -514,7 +513,7 @@ func (*bufferedBody) Close() error { return nil }
 // limit is answered with 413 before the handler runs.
 type bodyLimit struct {
 	next http.Handler
-	o    *Observer
+	o    *HTTPLayer
 }
 
 func (b *bodyLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -143,7 +143,7 @@ func TestRequestIDHeaderDisabled(t *testing.T) {
 	}
 }
 
-// CORS: any origin; preflight answered with the spec's allowed methods and
+// CORS: any origin; preflight answered with mistral.rs's allowed methods and
 // headers (x-request-id among them); x-request-id exposed on other responses.
 func TestCORS(t *testing.T) {
 	e := newEnv(t, "off", nil)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"mistralrs/internal/engine"
+	"mistralrs/internal/loader"
 	"mistralrs/internal/observe"
 )
 
@@ -21,7 +21,7 @@ func BenchmarkListModels(b *testing.B) {
 		oo := observe.DefaultOptions()
 		oo.Logger = slog.New(observe.NewTracingHandler(io.Discard, nil))
 		oo.AccessLog, oo.Metrics, oo.RequestIDHeader = on, on, on
-		o := Options{Models: []ModelSpec{tinySpec(b, "tiny", tinyConfig, engine.LoadOptions{})}, Observe: &oo,
+		o := Options{Models: []ModelSpec{tinySpec(b, "tiny", tinyConfig, loader.Options{})}, Observe: &oo,
 			Logger: slog.New(slog.DiscardHandler), EngineLogger: slog.New(slog.DiscardHandler)}
 		srv, err := New(o)
 		if err != nil {

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"mistralrs/internal/loader"
+
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-
-	"mistralrs/internal/engine"
 )
 
 func chatParams(maxTokens int64) openai.ChatCompletionNewParams {
@@ -228,7 +228,7 @@ func TestChatToolsReachTheTemplate(t *testing.T) {
 		`{%- for m in messages %}{{ '<|im_start|>' + m.role + '\n' + m.content + '<|im_end|>\n' }}{% endfor -%}`+
 		`{%- if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}`)
 	ts := startServer(t, func(o *Options) {
-		o.Models = []ModelSpec{tinySpec(t, "tiny", tinyConfig, engine.LoadOptions{ChatTemplatePath: tmpl})}
+		o.Models = []ModelSpec{tinySpec(t, "tiny", tinyConfig, loader.Options{ChatTemplatePath: tmpl})}
 	})
 	base := map[string]any{"model": "tiny", "max_tokens": 1, "messages": []map[string]string{{"role": "user", "content": "x"}}}
 	promptTokens := func(body map[string]any) int {

@@ -5,29 +5,9 @@ import (
 
 	"mistralrs/internal/config"
 	"mistralrs/internal/demo"
-	"mistralrs/internal/engine"
+	"mistralrs/internal/loader"
 	"mistralrs/internal/observe"
 )
-
-// EngineOptions are the scheduler and KV cache settings of cfg ([runtime]
-// and [paged_attn], shared by every model).
-func EngineOptions(cfg *config.Config) engine.Options {
-	r, p := &cfg.Runtime, &cfg.PagedAttn
-	o := engine.Options{
-		Threads:                     r.Threads,
-		MaxSeqs:                     r.MaxSeqs,
-		MaxNumBatchedTokens:         r.MaxNumBatchedTokens,
-		MaxDecodeStepsBeforePrefill: r.MaxDecodeStepsBeforePrefill,
-		PrefixCacheN:                r.PrefixCacheN,
-		NoKVCache:                   r.NoKVCache,
-		PagedAttn:                   p.Mode,
-		BlockSize:                   p.BlockSize,
-		CacheType:                   p.CacheType,
-	}
-	b := p.Budget()
-	o.MemoryMB, o.ContextLen, o.MemoryFraction = b.MemoryMB, b.ContextLen, b.Fraction
-	return o
-}
 
 // OptionsFromConfig turns a validated configuration (from the serve flags or
 // a from-config TOML file: both arrive here) into server options: the model
@@ -44,7 +24,7 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		Observe:   &oo,
 		KeepAlive: cfg.Server.KeepAliveInterval,
 		Seed:      cfg.Global.Seed,
-		Engine:    EngineOptions(cfg),
+		Engine:    cfg.EngineOptions(),
 	}
 	if cfg.DemoModel() {
 		opts.Models = []ModelSpec{{ID: demo.ID, Load: demo.Load}}
@@ -58,12 +38,12 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		// Served under model_id as written (so default_model_id and requests
 		// name it as the file does), else under the file's name.
 		id := src.ID
-		lo := engine.LoadOptions{ID: id, ChatTemplatePath: cfg.ChatTemplateFor(i)}
+		lo := loader.Options{ID: id, ChatTemplatePath: cfg.ChatTemplateFor(i)}
 		path := src.Files[0]
 		opts.Models = append(opts.Models, ModelSpec{
 			ID:   id,
 			Path: strings.Join(src.Files, ";"),
-			Load: func() (*engine.Model, error) { return engine.Load(path, lo) },
+			Load: func() (*loader.Model, error) { return loader.Load(path, lo) },
 		})
 	}
 	opts.DefaultModel = opts.Models[cfg.DefaultModelIndex()].ID

@@ -22,10 +22,11 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/demo"
-	"mistralrs/internal/engine"
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/loader"
 	mdl "mistralrs/internal/model"
 	"mistralrs/internal/observe"
 )
@@ -110,15 +111,15 @@ func modelBytes(t testing.TB, cfg mdl.RandomConfig) []byte {
 
 // tinySpec serves a random model under id; every load parses it anew, as
 // a reload from disk would. opts may set a chat template file.
-func tinySpec(t testing.TB, id string, cfg mdl.RandomConfig, opts engine.LoadOptions) ModelSpec {
+func tinySpec(t testing.TB, id string, cfg mdl.RandomConfig, opts loader.Options) ModelSpec {
 	data := modelBytes(t, cfg)
 	opts.ID = id
-	return ModelSpec{ID: id, Load: func() (*engine.Model, error) {
+	return ModelSpec{ID: id, Load: func() (*loader.Model, error) {
 		f, err := gguf.Parse(id, data)
 		if err != nil {
 			return nil, err
 		}
-		return engine.FromFile(f, opts)
+		return loader.FromFile(f, opts)
 	}}
 }
 
@@ -146,10 +147,12 @@ func startServer(t *testing.T, opts ...testOpt) *testServer {
 	h := observe.NewTracingHandler(logs, filter)
 	oo := observe.DefaultOptions()
 	oo.Logger = slog.New(h)
+	eo := config.DefaultEngineOptions()
+	eo.Threads = 1
 	o := Options{
-		Models:       []ModelSpec{tinySpec(t, "tiny", tinyConfig, engine.LoadOptions{})},
+		Models:       []ModelSpec{tinySpec(t, "tiny", tinyConfig, loader.Options{})},
 		Observe:      &oo,
-		Engine:       engine.Options{Threads: 1},
+		Engine:       eo,
 		Logger:       slog.New(h.ForTarget(observe.TargetServer)),
 		EngineLogger: slog.New(h.ForTarget(observe.TargetEngine)),
 	}

@@ -16,8 +16,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"mistralrs/internal/engine"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/loader"
 	mdl "mistralrs/internal/model"
 	"mistralrs/internal/observe"
 )
@@ -29,7 +29,7 @@ var slowConfig = mdl.RandomConfig{Arch: "llama", Layers: 2, Embd: 256, FF: 1024,
 
 func slowServer(t *testing.T, opts ...testOpt) *testServer {
 	return startServer(t, append([]testOpt{func(o *Options) {
-		o.Models = []ModelSpec{tinySpec(t, "slow", slowConfig, engine.LoadOptions{})}
+		o.Models = []ModelSpec{tinySpec(t, "slow", slowConfig, loader.Options{})}
 	}}, opts...)...)
 }
 
@@ -69,10 +69,11 @@ func (ts *testServer) waitMetric(t *testing.T, what string, cond func(map[string
 }
 
 func TestKeepAliveFrames(t *testing.T) {
-	ts := slowServer(t, func(o *Options) { o.KeepAlive = 10 * time.Millisecond })
-	// A long prompt: its prefill leaves the stream idle long enough for
-	// several keep-alive comments before the first token.
-	resp := ts.openStream(t, "ka", map[string]any{"prompt": strings.Repeat("abcdefghij", 40), "max_tokens": 3, "ignore_eos": true})
+	ts := slowServer(t, func(o *Options) { o.KeepAlive = 2 * time.Millisecond })
+	// A long prompt: its prefill (tens of milliseconds even on a fast CPU)
+	// leaves the stream idle long enough for several keep-alive comments
+	// before the first token.
+	resp := ts.openStream(t, "ka", map[string]any{"prompt": strings.Repeat("abcdefghij", 150), "max_tokens": 3, "ignore_eos": true})
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	var frames []string

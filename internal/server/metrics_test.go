@@ -131,7 +131,7 @@ func TestMetricsAndAccessLog(t *testing.T) {
 		t.Errorf("running = %v", v)
 	}
 
-	// Access log: started and completed lines as spec section 4.2, the
+	// Access log: started and completed lines in mistral.rs's format, the
 	// stream extras, and nothing for housekeeping.
 	started := ts.log.waitLines(t, 1, "request started: request_id=s0 ")[0]
 	if !regexp.MustCompile(`INFO mistralrs_server_core::metrics: request started: request_id=s0 method=POST route=/v1/chat/completions path=/v1/chat/completions model=tiny content_length=\d+$`).MatchString(started) {

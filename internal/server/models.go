@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"mistralrs/internal/engine"
+	"mistralrs/internal/loader"
 )
 
 // Model status values of GET /v1/models and the model-management routes.
@@ -27,7 +28,7 @@ const (
 type ModelSpec struct {
 	ID   string
 	Path string // where it comes from, for logs ("" for the embedded demo model)
-	Load func() (*engine.Model, error)
+	Load func() (*loader.Model, error)
 }
 
 // models is the registry of served models. Each model has its own engine;
@@ -38,7 +39,7 @@ type models struct {
 	entries []*modelEntry
 	byID    map[string]*modelEntry
 	def     *modelEntry
-	newEng  func(id string, m *engine.Model) (*engine.Engine, *engineStats, error)
+	newEng  func(id string, m *loader.Model) (*engine.Engine, *engineStats, error)
 	log     *slog.Logger
 }
 
@@ -55,7 +56,7 @@ type modelEntry struct {
 // loadedModel is one engine on one loaded model. Requests hold a reference
 // while they generate, so an unload frees it only when the last one ends.
 type loadedModel struct {
-	model   *engine.Model
+	model   *loader.Model
 	eng     *engine.Engine
 	refs    int  // guarded by the entry's mu
 	retired bool // unloaded: freed when refs drops to 0
@@ -63,9 +64,7 @@ type loadedModel struct {
 
 func (l *loadedModel) free() {
 	l.eng.Close()
-	if l.model.File != nil {
-		_ = l.model.File.Close()
-	}
+	_ = l.model.Close()
 }
 
 // DefaultModel implements observe.ModelResolver.
@@ -243,7 +242,7 @@ func (r *models) close() {
 
 // newModels builds the registry and loads every model, in order.
 func newModels(specs []ModelSpec, defaultID string, log *slog.Logger,
-	newEng func(id string, m *engine.Model) (*engine.Engine, *engineStats, error)) (*models, error) {
+	newEng func(id string, m *loader.Model) (*engine.Engine, *engineStats, error)) (*models, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no models to serve")
 	}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"mistralrs/internal/engine"
+	"mistralrs/internal/loader"
 )
 
 func listModels(t *testing.T, ts *testServer) []modelJSON {
@@ -37,7 +37,7 @@ func TestMultiModelManagement(t *testing.T) {
 	other := tinyConfig
 	other.Seed = 99
 	ts := startServer(t, func(o *Options) {
-		o.Models = []ModelSpec{tinySpec(t, "alpha", tinyConfig, engine.LoadOptions{}), tinySpec(t, "beta", other, engine.LoadOptions{})}
+		o.Models = []ModelSpec{tinySpec(t, "alpha", tinyConfig, loader.Options{}), tinySpec(t, "beta", other, loader.Options{})}
 		o.DefaultModel = "beta"
 	})
 
@@ -131,10 +131,10 @@ func TestMultiModelManagement(t *testing.T) {
 
 // A model that fails to load again reports internal_error; requests for it get a 500.
 func TestReloadFailure(t *testing.T) {
-	spec := tinySpec(t, "flaky", tinyConfig, engine.LoadOptions{})
+	spec := tinySpec(t, "flaky", tinyConfig, loader.Options{})
 	var fail atomic.Bool
 	load := spec.Load
-	spec.Load = func() (*engine.Model, error) {
+	spec.Load = func() (*loader.Model, error) {
 		if fail.Load() {
 			return nil, errors.New("disk on fire")
 		}

@@ -16,7 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/engine"
+	"mistralrs/internal/loader"
 	"mistralrs/internal/observe"
 )
 
@@ -42,7 +44,7 @@ type Options struct {
 	// Seed seeds sampling for requests that carry no seed (--seed).
 	Seed *uint64
 	// Engine configures each model's engine (scheduler, KV cache, threads);
-	// zero values are engine.DefaultOptions' defaults.
+	// the zero value means config.DefaultEngineOptions().
 	Engine engine.Options
 	// PayloadLog, when set, records every request, response and error (-l).
 	PayloadLog *observe.PayloadLog
@@ -61,7 +63,7 @@ type Options struct {
 // Server serves the models over HTTP.
 type Server struct {
 	opts      Options
-	obs       *observe.Observer
+	obs       *observe.HTTPLayer
 	models    *models
 	mux       *http.ServeMux
 	handler   http.Handler
@@ -105,8 +107,12 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.obs = obs
-	newEng := func(id string, m *engine.Model) (*engine.Engine, *engineStats, error) {
-		eng, err := engine.NewWithOptions(m, opts.Engine)
+	engOpts := opts.Engine
+	if engOpts == (engine.Options{}) {
+		engOpts = config.DefaultEngineOptions()
+	}
+	newEng := func(id string, m *loader.Model) (*engine.Engine, *engineStats, error) {
+		eng, err := engine.New(m, engOpts)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -152,8 +158,8 @@ func (r resolverFunc) KnownModel(name string) bool {
 // Handler is the whole server: routes inside the observability layer.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Observer returns the observability layer (metrics registry, engine metrics).
-func (s *Server) Observer() *observe.Observer { return s.obs }
+// HTTPLayer returns the HTTP observability layer (metrics registry, engine metrics).
+func (s *Server) HTTPLayer() *observe.HTTPLayer { return s.obs }
 
 // DefaultModel returns the default model's id.
 func (s *Server) DefaultModel() string { return s.models.DefaultModel() }

@@ -84,59 +84,42 @@ func (s *sseWriter) streamError(msg string) error {
 	return s.done()
 }
 
-// generateStreaming runs req on its own goroutine and hands each output to
-// onOut on the calling goroutine, which owns the writer; while no frame was
-// written for keepAlive it sends comment frames. A failed write (the client
-// went away) or the end of ctx cancels the generation; the engine then
-// finishes it with reason canceled. It returns when the engine is done with
-// the sequence.
+// generateStreaming submits req and hands each output to onOut as it
+// arrives, on the calling goroutine, which owns the writer; while no frame
+// was written for keepAlive it sends comment frames. A failed write (the
+// client went away), an error from onOut or the end of ctx cancels the
+// generation; the engine then finishes it with reason canceled. It returns
+// when the engine is done with the sequence.
 func generateStreaming(ctx context.Context, eng *engine.Engine, req *engine.Request, sw *sseWriter,
 	keepAlive time.Duration, onOut func(engine.Output) error) (*engine.Result, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	outs := make(chan engine.Output, 256)
-	type result struct {
-		res *engine.Result
-		err error
+	st, err := eng.Submit(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	fin := make(chan result, 1)
-	go func() {
-		res, err := eng.Generate(ctx, req, func(o engine.Output) error {
-			select {
-			case outs <- o:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-		close(outs)
-		fin <- result{res, err}
-	}()
-
 	ka := time.NewTimer(keepAlive)
 	defer ka.Stop()
-	for {
+	for !st.Done() {
 		select {
-		case o, ok := <-outs:
-			if !ok {
-				r := <-fin
-				return r.res, r.err
-			}
-			if sw.err != nil {
-				continue // draining after the client left
-			}
-			if err := onOut(o); err != nil {
-				cancel()
+		case <-st.Ready():
+			for {
+				o, ok := st.Next()
+				if !ok {
+					break
+				}
+				if sw.err != nil || onOut(o) != nil {
+					st.Cancel()
+				}
 			}
 		case <-ka.C:
 			if sw.err == nil {
 				if idle := time.Since(sw.last); idle >= keepAlive {
 					if err := sw.keepAlive(); err != nil {
-						cancel()
+						st.Cancel()
 					}
 				}
 			}
 			ka.Reset(max(keepAlive-time.Since(sw.last), time.Millisecond))
 		}
 	}
+	return st.Result()
 }

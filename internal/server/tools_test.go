@@ -14,8 +14,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"mistralrs/internal/demo"
-	"mistralrs/internal/engine"
 	"mistralrs/internal/gguf"
+	"mistralrs/internal/loader"
 	"mistralrs/internal/tokenizer"
 )
 
@@ -67,12 +67,12 @@ func toolModelSpec(t *testing.T) ModelSpec {
 	if toolModelErr != nil {
 		t.Fatal(toolModelErr)
 	}
-	return ModelSpec{ID: "tiny", Load: func() (*engine.Model, error) {
+	return ModelSpec{ID: "tiny", Load: func() (*loader.Model, error) {
 		f, err := gguf.Parse("tiny", toolModelData)
 		if err != nil {
 			return nil, err
 		}
-		return engine.FromFile(f, engine.LoadOptions{ID: "tiny"})
+		return loader.FromFile(f, loader.Options{ID: "tiny"})
 	}}
 }
 

@@ -1,10 +1,13 @@
-// Package engine turns a loaded model into generated text: it loads GGUF
-// files (model, tokenizer, chat template), runs prompts through the forward
-// pass and samples tokens. It does not know about HTTP or Prometheus; it
-// reports what happens through the Observer interface.
-package engine
+// Package loader opens a GGUF model (one file or the first shard of a split
+// model) and builds what serving it takes: the network over the mapped
+// weights, the tokenizer, the chat template, and an identity for the prefix
+// cache. The engine runs a loaded Model; the server renders prompts with its
+// template. Close releases the file mapping.
+package loader
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +21,8 @@ import (
 	"mistralrs/internal/tokenizer"
 )
 
-// Model is everything needed to run one GGUF model.
+// Model is everything needed to run one GGUF model. Net's matrices point
+// into File's mapping: Close the Model only when nothing runs it any more.
 type Model struct {
 	ID       string // the name clients use (file name without .gguf by default)
 	Path     string
@@ -28,8 +32,38 @@ type Model struct {
 	Template *chat.Template
 }
 
-// LoadOptions adjust how a model is loaded.
-type LoadOptions struct {
+// Close unmaps the model's file (a no-op for a model parsed from memory).
+func (m *Model) Close() error {
+	if m == nil || m.File == nil {
+		return nil
+	}
+	return m.File.Close()
+}
+
+// Identity is a digest of the weights the keys and values come from (path,
+// architecture, name, every tensor's name, type, size and first bytes), so
+// that cached KV blocks are only ever reused with the model, and revision,
+// that computed them. It is cheap: no tensor is read past 64 bytes.
+func (m *Model) Identity() []byte {
+	h := sha256.New()
+	h.Write([]byte(m.Path))
+	h.Write([]byte{0})
+	h.Write([]byte(m.File.Architecture()))
+	if name, ok := m.File.String("general.name"); ok {
+		h.Write([]byte(name))
+	}
+	for i := range m.File.Tensors {
+		t := &m.File.Tensors[i]
+		h.Write([]byte(t.Name))
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(t.Type)))
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(t.Data))))
+		h.Write(t.Data[:min(len(t.Data), 64)])
+	}
+	return h.Sum(nil)
+}
+
+// Options adjust how a model is loaded.
+type Options struct {
 	ID               string // model id; default derived from the file name
 	ChatTemplatePath string // overrides tokenizer.chat_template (.jinja or HF tokenizer_config .json)
 	// Progress, when set, is called while the weights are paged in, with the
@@ -39,7 +73,7 @@ type LoadOptions struct {
 
 // Load opens a GGUF file (or the first shard of a split model) and builds the
 // network, tokenizer and chat template from it.
-func Load(path string, opts LoadOptions) (*Model, error) {
+func Load(path string, opts Options) (*Model, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
@@ -53,7 +87,7 @@ func Load(path string, opts LoadOptions) (*Model, error) {
 }
 
 // FromFile builds a Model from an opened GGUF file. The Model owns f.
-func FromFile(f *gguf.File, opts LoadOptions) (*Model, error) {
+func FromFile(f *gguf.File, opts Options) (*Model, error) {
 	net, err := model.Load(f)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,303 @@
+// Package engine turns a loaded model into generated text: a scheduler
+// batches the sequences of concurrent requests into engine steps (one
+// forward pass each), over a KV cache it meets through kvcache.Manager.
+// Callers Submit a Request and read its Stream. The engine knows nothing of
+// HTTP or Prometheus; it reports what happens through the Observer
+// interface.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"mistralrs/internal/kernels"
+	"mistralrs/internal/kvcache"
+	"mistralrs/internal/loader"
+	"mistralrs/internal/model"
+	"mistralrs/internal/sampler"
+	"mistralrs/internal/tokenizer"
+)
+
+// Finish reasons, as the OpenAI API and mistral.rs name them.
+const (
+	FinishStop     = "stop"
+	FinishLength   = "length"
+	FinishCanceled = "canceled"
+	FinishError    = "error"
+	// FinishToolCalls: the answer is tool calls (Request.ToolCalls said so).
+	FinishToolCalls = "tool_calls"
+)
+
+// Rejection reasons (mistral.rs's mistralrs_sequences_rejected_total labels).
+const (
+	RejectOverCapacity   = "over_total_capacity"
+	RejectCacheExhausted = "cache_exhausted"
+)
+
+// Request is one generation.
+type Request struct {
+	Prompt     []int32 // token ids, BOS included if wanted
+	Sampling   sampler.Params
+	MaxTokens  int      // 0: up to the context length
+	Stop       []string // stop strings, never emitted
+	StopTokens []int32  // extra stop token ids besides the model's end-of-generation tokens
+	IgnoreEOS  bool
+	// Continuation: the output continues the prompt's text (raw completions),
+	// so a SentencePiece leading space of the first token is kept. Chat
+	// answers start a new message and drop it, as Hugging Face decoding does.
+	Continuation bool
+	// ToolCalls, when set, reports whether the text of an answer that
+	// stopped (end of generation, stop token or stop string) is tool calls;
+	// its finish reason is then FinishToolCalls, in the Result and in the
+	// completion count alike, streamed or not. It runs once per sequence, on
+	// the engine's goroutine.
+	ToolCalls func(text string) bool
+}
+
+// Output is one generated token and the text it made safe to emit.
+type Output struct {
+	Token   int32
+	Text    string // may be empty (partial UTF-8 or a possible stop-string prefix held back)
+	Logprob *sampler.Choice
+	Time    time.Time // when the engine step that produced the token ended
+	// StopToken: the token ended the generation as an end-of-generation or
+	// stop token id; it is not part of the text.
+	StopToken bool
+}
+
+// Result summarises a finished generation.
+type Result struct {
+	Text             string
+	Tokens           []int32
+	FinishReason     string
+	PromptTokens     int
+	CompletionTokens int
+	CachedTokens     int           // prompt tokens whose KV came from the prefix cache
+	PromptTime       time.Duration // from the request's arrival until its first token was sampled
+	DecodeTime       time.Duration // from the first to the last token
+}
+
+// RequestError is a request the engine refuses before running it: the
+// server answers it with a 400-class status. Reason is a rejection reason
+// (RejectOverCapacity) or empty for plain validation errors.
+type RequestError struct {
+	Reason string
+	Msg    string
+}
+
+func (e *RequestError) Error() string { return e.Msg }
+
+// ErrClosed is returned by Generate once the engine is closed.
+var ErrClosed = errors.New("engine closed")
+
+// Options configure an engine's scheduler and KV cache. There are no
+// defaults here: internal/config's table holds them, and
+// config.DefaultEngineOptions (or Config.EngineOptions) fills every field
+// from it. New refuses limits that are not positive.
+type Options struct {
+	Threads int // worker threads (0: one per core)
+
+	MaxSeqs                     int // sequences scheduled at once (--max-seqs)
+	MaxNumBatchedTokens         int // tokens in one engine step (--max-num-batched-tokens)
+	MaxDecodeStepsBeforePrefill int // steps a waiting prompt that does not fit the KV cache may be passed over (--max-decode-steps-before-prefill)
+
+	PagedAttn string // "auto" or "" (on here), "on", "off": contiguous per-sequence caches
+	BlockSize int    // positions per KV block (--pa-block-size)
+	// Paged KV pool size: at most one applies, with mistral.rs's TOML
+	// precedence (fraction, then context length, then memory); none is
+	// DefaultMemoryFraction. A fraction f gives f × physical memory less
+	// the memory in use, at least one full context and at most MaxSeqs
+	// full contexts twice over. Block memory is allocated when first used.
+	MemoryMB       int
+	ContextLen     int     // in tokens, shared by all sequences
+	MemoryFraction float64 // of physical memory, in (0, 1]
+
+	PrefixCacheN int  // non-paged: finished caches kept for reuse; paged: 0 turns block reuse off
+	NoKVCache    bool // recompute the whole sequence for every token (also no prefix cache)
+
+	// CacheType is how keys and values are stored (--pa-cache-type):
+	// "auto" or "" (float32, what the model computes), or "f16" (halves:
+	// half the memory and memory traffic, rounded to nearest even).
+	CacheType string
+}
+
+// DefaultMemoryFraction is the paged KV budget when no size is given, as
+// mistral.rs's Utilization(0.9).
+const DefaultMemoryFraction = 0.9
+
+// check refuses limits the scheduler cannot work with.
+func (o *Options) check() error {
+	for _, l := range []struct {
+		name string
+		v    int
+	}{
+		{"max-seqs", o.MaxSeqs}, {"max-num-batched-tokens", o.MaxNumBatchedTokens},
+		{"max-decode-steps-before-prefill", o.MaxDecodeStepsBeforePrefill}, {"pa-block-size", o.BlockSize},
+	} {
+		if l.v <= 0 {
+			return fmt.Errorf("engine option %s is %d: must be positive", l.name, l.v)
+		}
+	}
+	if o.PrefixCacheN < 0 {
+		return fmt.Errorf("prefix cache size %d is negative", o.PrefixCacheN)
+	}
+	return nil
+}
+
+// Engine generates text with one model. Requests submitted concurrently
+// are batched by a scheduler goroutine: every engine step is one forward
+// pass over the decode tokens of the running sequences and chunks of the
+// prompts being prefilled.
+type Engine struct {
+	net  *model.Model
+	tok  *tokenizer.Tokenizer
+	pool *kernels.Pool
+
+	opts  Options
+	paged bool
+	kv    kvcache.Manager
+
+	mu     sync.Mutex
+	obs    Observer
+	inbox  []*seq // submitted, not yet seen by the scheduler
+	closed bool
+	nextID uint64
+	wake   chan struct{}
+	done   chan struct{}
+
+	stats stepStats
+}
+
+// New makes an engine running m, configured by o. The engine does not own
+// m: close it after the engine.
+func New(m *loader.Model, o Options) (*Engine, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	e := &Engine{net: m.Net, tok: m.Tok, opts: o, obs: NopObserver{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	f16 := false
+	switch o.CacheType {
+	case "", "auto", "f32":
+	case "f16":
+		f16 = true
+	default:
+		return nil, fmt.Errorf("KV cache type %q: want auto or f16", o.CacheType)
+	}
+	switch o.PagedAttn {
+	case "", "auto", "on":
+		e.paged = !o.NoKVCache
+	case "off":
+	default:
+		return nil, fmt.Errorf("paged attention mode %q: want auto, on or off", o.PagedAttn)
+	}
+	cfg := &m.Net.Config
+	sh := cfg.KVShape()
+	prefix := o.PrefixCacheN > 0 && !o.NoKVCache
+	switch {
+	case e.paged:
+		n, err := poolBlocks(o, sh, cfg.ContextLen, f16)
+		if err != nil {
+			return nil, err
+		}
+		e.kv = kvcache.NewPaged(kvcache.NewPool(sh, o.BlockSize, n, f16), m.Identity(), prefix)
+	case o.NoKVCache:
+		e.kv = kvcache.NewRecompute(sh, f16)
+	default:
+		e.kv = kvcache.NewContiguous(sh, f16, o.PrefixCacheN)
+	}
+	e.stats.blocksTotal = e.kv.Usage().BlocksTotal
+	e.pool = kernels.NewPool(o.Threads)
+	r := &runner{e: e, sched: newScheduler(o, e.kv)}
+	r.sampleFn = r.sampleRange
+	go r.run()
+	return e, nil
+}
+
+// SetObserver makes the engine report to obs (call it before any
+// generation) and publishes its capacity, the sequences it schedules at
+// once, and the idle state.
+func (e *Engine) SetObserver(obs Observer) {
+	if obs == nil {
+		obs = NopObserver{}
+	}
+	e.mu.Lock()
+	e.obs = obs
+	e.mu.Unlock()
+	obs.Capacity(e.Capacity())
+	obs.SchedulerState(0, 0)
+	if e.paged {
+		obs.KVCacheBlocks(0, e.kv.Usage().BlocksTotal)
+	}
+}
+
+func (e *Engine) observer() Observer {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.obs
+}
+
+// Capacity is the number of sequences the engine runs at once (--max-seqs).
+func (e *Engine) Capacity() int { return e.opts.MaxSeqs }
+
+// Options returns the engine's settings.
+func (e *Engine) Options() Options { return e.opts }
+
+// Paged reports whether the engine uses the paged KV cache.
+func (e *Engine) Paged() bool { return e.paged }
+
+// Workers is the engine's worker pool (for callers that run the model
+// directly on the same threads, such as benchmarks).
+func (e *Engine) Workers() *kernels.Pool { return e.pool }
+
+// KVCacheBlocks returns the paged pool's used and total blocks (0, 0 when
+// not paged), as of the scheduler's last report. Cached blocks no sequence
+// uses count as free.
+func (e *Engine) KVCacheBlocks() (used, total int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats.blocksUsed, e.stats.blocksTotal
+}
+
+// Close cancels what is still running, stops the scheduler and the worker
+// pool. Submit fails with ErrClosed afterwards.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.closed = true
+	e.mu.Unlock()
+	e.signal()
+	<-e.done
+	e.pool.Close()
+}
+
+func (e *Engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ContextLength is the longest sequence the model accepts.
+func (e *Engine) ContextLength() int { return e.net.Config.ContextLen }
+
+// VocabSize is the number of token ids the model has logits for.
+func (e *Engine) VocabSize() int { return e.net.Config.Vocab }
+
+// stepStats measure the scheduler (benchmarks, tests) and mirror the
+// pool's occupancy for KVCacheBlocks.
+type stepStats struct {
+	steps       int64
+	stepNanos   int64 // whole steps
+	fwdNanos    int64 // inside Forward
+	schedNanos  int64 // choosing the batch
+	blocksUsed  int
+	blocksTotal int
+}
+
+// Tokenizer is the model's tokenizer, which the engine decodes with.
+func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tok }

@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"slices"
+	"time"
+
+	"mistralrs/internal/model"
+)
+
+// runner is the engine loop: it takes new requests, lets the scheduler
+// decide each step, runs the step's batch through the model, samples the
+// sequences whose last token it computed, and delivers outputs.
+type runner struct {
+	e     *Engine
+	sched *scheduler
+
+	inputs   []model.SeqInput
+	inPtrs   []*model.SeqInput
+	sampled  []*seq
+	sampleFn func(lo, hi int)
+}
+
+// run loops until the engine closes.
+func (r *runner) run() {
+	e, s := r.e, r.sched
+	defer close(e.done)
+	for {
+		e.mu.Lock()
+		s.obs = e.obs
+		inbox, closed := e.inbox, e.closed
+		e.inbox = nil
+		if len(inbox) > 0 {
+			// Under the lock, so that it cannot overtake Submit's report.
+			s.obs.PendingAdmission(0)
+		}
+		e.mu.Unlock()
+		// Arrivals are in id order, after everything already waiting
+		// (preempted sequences keep their place by age).
+		s.waiting = append(s.waiting, inbox...)
+		if closed {
+			s.closeAll()
+			r.report()
+			s.deliver()
+			return
+		}
+		s.reap()
+		if len(s.running) == 0 && len(s.waiting) == 0 {
+			r.report()
+			s.deliver()
+			<-e.wake
+			continue
+		}
+		r.step()
+	}
+}
+
+// step schedules one batch, runs it through the model and samples the
+// sequences whose uncomputed tokens it completed.
+func (r *runner) step() {
+	e, s := r.e, r.sched
+	t0 := time.Now()
+	sch := s.schedule()
+	t1 := time.Now()
+	r.report()
+	if len(sch.Runs) == 0 {
+		s.deliver()
+		return
+	}
+
+	r.inputs = slices.Grow(r.inputs[:0], len(sch.Runs))[:len(sch.Runs)]
+	r.inPtrs = r.inPtrs[:0]
+	for i, run := range sch.Runs {
+		sq := run.seq
+		in := &r.inputs[i]
+		*in = model.SeqInput{Tokens: sq.tokens[run.Pos : run.Pos+run.N], Pos: run.Pos, Cache: sq.kv.Cache()}
+		if run.Sample {
+			if sq.logits == nil {
+				sq.logits = make([]float32, e.net.Config.Vocab)
+			}
+			in.Logits = sq.logits
+		}
+		r.inPtrs = append(r.inPtrs, in)
+	}
+	err := e.net.Forward(e.pool, &model.Batch{Seqs: r.inPtrs})
+	t2 := time.Now()
+	clear(r.inputs) // do not keep caches alive through the scratch
+	if err != nil {
+		// Like mistral.rs's pipeline error path: the batch fails and the
+		// non-paged prefix cache is dropped.
+		for _, run := range sch.Runs {
+			s.finish(run.seq, FinishError, err)
+		}
+		s.kv.DropPrefixes()
+		r.report()
+		s.deliver()
+		return
+	}
+	s.obs.TokensProcessed(sch.Tokens)
+
+	r.sampled = r.sampled[:0]
+	for _, run := range sch.Runs {
+		sq := run.seq
+		sq.n = 0
+		sq.computed = s.kv.Commit(sq.kv, sq.tokens, run.Pos+run.N)
+		if run.Sample {
+			sq.out.Time = t2
+			r.sampled = append(r.sampled, sq)
+		}
+	}
+	// Sampling, detokenizing and stop matching touch only their own
+	// sequence: spread them over the workers.
+	if len(r.sampled) > 1 {
+		e.pool.For(len(r.sampled), r.sampleFn)
+	} else {
+		r.sampleRange(0, len(r.sampled))
+	}
+	for _, sq := range r.sampled {
+		sq.box.push(sq.out)
+		if sq.reason != "" {
+			s.finish(sq, sq.reason, nil)
+		}
+	}
+	t3 := time.Now()
+	r.report()
+	s.deliver()
+
+	e.mu.Lock()
+	st := &e.stats
+	st.steps++
+	st.stepNanos += int64(t3.Sub(t0))
+	st.fwdNanos += int64(t2.Sub(t1))
+	st.schedNanos += int64(t1.Sub(t0))
+	e.mu.Unlock()
+}
+
+func (r *runner) sampleRange(lo, hi int) {
+	for _, sq := range r.sampled[lo:hi] {
+		accept(r.e.tok, sq, sq.smp.Sample(sq.logits, sq.tokens))
+	}
+}
+
+// report has the scheduler publish its state and keeps the pool's
+// occupancy for KVCacheBlocks.
+func (r *runner) report() {
+	u := r.sched.report()
+	if u.BlocksTotal > 0 {
+		r.e.mu.Lock()
+		r.e.stats.blocksUsed = u.BlocksUsed
+		r.e.mu.Unlock()
+	}
+}

@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"sync/atomic"
+	"time"
+
+	"mistralrs/internal/kvcache"
+	"mistralrs/internal/sampler"
+	"mistralrs/internal/tokenizer"
+)
+
+// seq is one generation. The scheduler's fields and the output fields
+// belong to the engine goroutine; cancel and box are shared with the
+// sequence's Stream.
+type seq struct {
+	id        uint64 // arrival order: smaller is older
+	req       *Request
+	maxTokens int
+	arrived   time.Time
+
+	// Scheduling (sched.go).
+	tokens    []int32 // prompt, then the sampled tokens
+	promptLen int
+	computed  int // tokens whose keys and values are committed to the cache
+	n         int // tokens scheduled in this step
+	running   bool
+	kv        *kvcache.State
+	starved   int  // steps it waited for KV blocks while others ran
+	hit       bool // counted as a prefix-cache hit (once per sequence)
+	cached    int  // prompt tokens taken from the prefix cache at first admission
+
+	// Output (output.go).
+	smp    *sampler.Sampler
+	stops  *sampler.StopMatcher
+	dec    *tokenizer.StreamDecoder
+	logits []float32
+	text   []byte
+	out    Output // what the step's sampling emits
+	reason string // non-empty: finished
+
+	firstTok, lastTok time.Time
+
+	final *final // result, delivered after the step is reported
+
+	cancel atomic.Bool // set by the Stream
+	box    outbox
+}
+
+// newSeq is a sequence of req generating at most maxTokens, whose KV state
+// is kv. Its sampler, stop matcher and decoder are set by Submit.
+func newSeq(req *Request, maxTokens int, kv *kvcache.State) *seq {
+	s := &seq{
+		req: req, maxTokens: maxTokens, arrived: time.Now(), kv: kv,
+		tokens:    append(make([]int32, 0, len(req.Prompt)+min(maxTokens, 256)), req.Prompt...),
+		promptLen: len(req.Prompt),
+	}
+	s.box.notify = make(chan struct{}, 1)
+	return s
+}

@@ -1,0 +1,38 @@
+package kvcache
+
+// Cache stores the keys and values of one sequence, per layer and
+// position. Rows are written as float32 and stored as float32 or halves (an
+// F16 cache: half the memory, rounded to nearest even): a key row has
+// KDim elements (all KV heads), a value row VDim.
+//
+// It is shaped so that a paged (block-table) cache can implement it: rows are
+// written one at a time with Put and read back as runs of consecutive
+// positions (Span), one run per block. The forward pass knows it as
+// Cache; Seq (paged) and ContiguousCache implement it.
+type Cache interface {
+	// Len is the number of positions stored.
+	Len() int
+	// Extend makes room for positions [Len(), n) and sets Len to n; the
+	// caller then fills those rows of every layer with Put. It fails when
+	// the cache cannot hold n positions. A paged cache allocates blocks here
+	// (and copies a block it shares with another sequence before rows of it
+	// are overwritten).
+	Extend(n int) error
+	// Truncate forgets positions [n, Len()); n > Len() is a no-op.
+	Truncate(n int)
+	// Put stores the key and value rows of position pos (< Len) of layer.
+	Put(layer, pos int, k, v []float32)
+	// Span returns the key and value rows of layer from position pos on,
+	// as far as they lie contiguously in memory. Its N may reach past Len;
+	// callers stop at Len.
+	Span(layer, pos int) Span
+}
+
+// Span is a run of N cached rows of one layer, positions pos..pos+N-1:
+// row j at K[j*KDim:] and V[j*VDim:] in a float32 cache, at K16 and V16 in
+// an F16 cache (K and V are then nil).
+type Span struct {
+	K, V     []float32
+	K16, V16 []uint16
+	N        int
+}
