@@ -196,9 +196,13 @@ func newEngine(t testing.TB, m *loader.Model, o engine.Options) (*engine.Engine,
 func opts(mod func(*engine.Options)) engine.Options {
 	o := config.DefaultEngineOptions()
 	o.BlockSize = 16
-	o.MemoryFraction = 0 // the test's budget, if any, applies
+	frac := o.MemoryFraction
+	o.MemoryFraction = 0
 	if mod != nil {
 		mod(&o)
+	}
+	if o.ContextLen == 0 && o.MemoryMB == 0 && o.MemoryFraction == 0 {
+		o.MemoryFraction = frac // no budget of the test's own: the default
 	}
 	return o
 }
@@ -623,6 +627,7 @@ func TestOptions(t *testing.T) {
 		opts(func(o *engine.Options) { o.MaxDecodeStepsBeforePrefill = 0 }),
 		opts(func(o *engine.Options) { o.BlockSize = 0 }),
 		{}, // no defaults here: config.DefaultEngineOptions fills them
+		func() engine.Options { o := opts(nil); o.MemoryFraction = 0; return o }(), // paged with no budget
 	}
 	for i, o := range bad {
 		if e, err := engine.New(m, o); err == nil {

@@ -106,8 +106,8 @@ type Options struct {
 	PagedAttn string // "auto" or "" (on here), "on", "off": contiguous per-sequence caches
 	BlockSize int    // positions per KV block (--pa-block-size)
 	// Paged KV pool size: at most one applies, with mistral.rs's TOML
-	// precedence (fraction, then context length, then memory); none is
-	// DefaultMemoryFraction. A fraction f gives f × physical memory less
+	// precedence (fraction, then context length, then memory); a paged
+	// engine needs one (config's table has the default fraction). A fraction f gives f × physical memory less
 	// the memory in use, at least one full context and at most MaxSeqs
 	// full contexts twice over. Block memory is allocated when first used.
 	MemoryMB       int
@@ -122,10 +122,6 @@ type Options struct {
 	// half the memory and memory traffic, rounded to nearest even).
 	CacheType string
 }
-
-// DefaultMemoryFraction is the paged KV budget when no size is given, as
-// mistral.rs's Utilization(0.9).
-const DefaultMemoryFraction = 0.9
 
 // check refuses limits the scheduler cannot work with.
 func (o *Options) check() error {

@@ -12,7 +12,8 @@ import (
 
 // poolBlocks sizes the paged KV pool from o's budget: fraction of physical
 // memory over context length over megabytes, as mistral.rs's TOML builder
-// resolves them; none is the default fraction. Block memory is allocated as
+// resolves them; one must be given (internal/config's table holds the
+// default fraction). Block memory is allocated as
 // blocks are first used, so a large budget is a ceiling, not an up-front
 // cost.
 func poolBlocks(o Options, sh kvcache.Shape, ctxLen int, f16 bool) (int, error) {
@@ -37,7 +38,7 @@ func poolBlocks(o Options, sh kvcache.Shape, ctxLen int, f16 bool) (int, error) 
 	default:
 		f := o.MemoryFraction
 		if f == 0 {
-			f = DefaultMemoryFraction
+			return 0, fmt.Errorf("no paged KV cache budget: set a memory fraction, a context length or megabytes (config.DefaultEngineOptions has the default fraction)")
 		}
 		if !(f > 0 && f <= 1) {
 			return 0, fmt.Errorf("KV cache memory fraction %g: must be in (0, 1]", f)

@@ -1,10 +1,13 @@
 package engine
 
 // Observer receives what the engine does, for metrics. The engine calls it
-// from its scheduler goroutine and from Generate callers; implementations
+// from its scheduler goroutine and from Submit callers; implementations
 // must be safe for concurrent use and cheap (they run on the hot path).
-// Counts follow the semantics of mistral.rs's engine metrics (spec §6.4,
-// §10.1, §10.3).
+// Counts follow the semantics of mistral.rs's engine metrics (its
+// mistralrs_* Prometheus families): completion reasons are its stop-reason
+// labels plus "error", counted once per sequence; prefix-cache lookups, hits
+// and evictions are counted as its prefix cacher (contiguous caches) and its
+// paged block pool count them.
 type Observer interface {
 	// TokensProcessed adds, once per engine step, the tokens that step
 	// computed: prompt chunks (paged: without the cached prefix; contiguous
