@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,12 +95,9 @@ func (l *lockedBuffer) String() string {
 func buildBinary(t testing.TB, root, dir string) string {
 	t.Helper()
 	trackSources(t, root)
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
+	// go test puts the go command that runs it first on PATH.
 	bin := filepath.Join(dir, "mistralrs")
-	cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/mistralrs")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/mistralrs")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/mistralrs: %v\n%s", err, out)

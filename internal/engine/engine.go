@@ -89,7 +89,8 @@ type RequestError struct {
 
 func (e *RequestError) Error() string { return e.Msg }
 
-// ErrClosed is returned by Generate once the engine is closed.
+// ErrClosed is returned by Submit once the engine is closed, and is the
+// result of a sequence still running when it closes.
 var ErrClosed = errors.New("engine closed")
 
 // Options configure an engine's scheduler and KV cache. There are no

@@ -49,7 +49,7 @@ type chatJob struct {
 	logprobs     bool
 	tools        *chat.ToolParser // nil: the answer is not read for tool calls
 	// answer is the answer read as tool calls, set by the engine's
-	// Request.ToolCalls when it finds calls (so before Generate returns).
+	// Request.ToolCalls when it finds calls (so before the stream ends).
 	answer toolAnswer
 }
 
