@@ -7,7 +7,7 @@ import (
 )
 
 // Schedule is what one scheduling decision chose: the engine step runs it.
-// Its slices are the scheduler's and valid until the next decision.
+// Its slices are the scheduler's scratch, valid until the next decision.
 type Schedule struct {
 	// Runs are the sequences this step computes: decodes first (oldest
 	// first), then prompt chunks, then newly admitted sequences.
@@ -70,7 +70,7 @@ func newScheduler(o Options, kv kvcache.Manager) *scheduler {
 // then new sequences from the waiting queue, within max-num-batched-tokens
 // and max-seqs. When the paged pool runs out, the youngest running sequence
 // goes back to the waiting queue to be recomputed later.
-func (s *scheduler) schedule() *Schedule {
+func (s *scheduler) schedule() Schedule {
 	o := &s.opts
 	budget := o.MaxNumBatchedTokens
 	s.batch = s.batch[:0]
@@ -136,7 +136,7 @@ func (s *scheduler) schedule() *Schedule {
 	for _, sq := range s.batch {
 		sch.Runs = append(sch.Runs, Run{ID: sq.id, Pos: sq.computed, N: sq.n, Sample: sq.computed+sq.n == len(sq.tokens), seq: sq})
 	}
-	return sch
+	return *sch
 }
 
 // reserve makes room in the cache for sq to hold n positions, preempting
