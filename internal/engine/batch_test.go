@@ -38,6 +38,9 @@ type recorder struct {
 	maxBlocks   int
 	preempted   int
 	pending     int
+	// speculative decoding
+	specDrafts, specProposed, specAccepted, specDrops int
+	specPerPos                                        []int
 
 	gate chan struct{} // while set, the scheduler waits in TokensProcessed
 }
@@ -65,6 +68,19 @@ func (r *recorder) SequenceRejected(s string)  { defer r.lock()(); r.rejected[s]
 func (r *recorder) Preempted()                 { defer r.lock()(); r.preempted++ }
 func (r *recorder) PendingAdmission(n int)     { defer r.lock()(); r.pending = n }
 func (r *recorder) Capacity(n int)             { defer r.lock()(); r.capacity = n }
+func (r *recorder) SpeculativeStats(drafts, proposed, accepted int, perPos []int) {
+	defer r.lock()()
+	r.specDrafts += drafts
+	r.specProposed += proposed
+	r.specAccepted += accepted
+	for i, n := range perPos {
+		if i >= len(r.specPerPos) {
+			r.specPerPos = append(r.specPerPos, 0)
+		}
+		r.specPerPos[i] += n
+	}
+}
+func (r *recorder) SpeculativeStagedDrops(n int) { defer r.lock()(); r.specDrops += n }
 func (r *recorder) SchedulerState(running, waiting int) {
 	defer r.lock()()
 	r.running, r.waiting = running, waiting
@@ -88,36 +104,37 @@ var (
 func tiny(t testing.TB) *loader.Model {
 	t.Helper()
 	tinyOnce.Do(func() {
-		typ, ok := invariantType()
-		if !ok {
-			tinyErr = errors.New("no weight type has batch-invariant kernels: dot4 differs from dot in the last bits for every type, " +
-				"so batched outputs cannot match single-sequence outputs bit for bit")
-			return
-		}
-		w, err := demo.RandomModel(model.RandomConfig{
-			Arch: "llama", Layers: 2, Embd: 256, FF: 512, Heads: 4, KVHeads: 2,
-			Vocab: 384, ContextLen: 2048, Type: typ, Seed: 7,
-		})
-		if err != nil {
-			tinyErr = err
-			return
-		}
-		var buf bytesBuffer
-		if _, err := w.WriteTo(&buf); err != nil {
-			tinyErr = err
-			return
-		}
-		f, err := gguf.Parse("tiny", buf.b)
-		if err != nil {
-			tinyErr = err
-			return
-		}
-		tinyModel, tinyErr = loader.FromFile(f, loader.Options{ID: "tiny"})
+		tinyModel, tinyErr = randomModel("tiny", model.RandomConfig{Arch: "llama", Layers: 2, Embd: 256, FF: 512, Heads: 4, KVHeads: 2,
+			Vocab: 384, ContextLen: 2048, Seed: 7})
 	})
 	if tinyErr != nil {
 		t.Fatal(tinyErr)
 	}
 	return tinyModel
+}
+
+// randomModel builds a random-weight model of cfg with a batch-invariant
+// weight type, parsed from memory.
+func randomModel(name string, cfg model.RandomConfig) (*loader.Model, error) {
+	typ, ok := invariantType()
+	if !ok {
+		return nil, errors.New("no weight type has batch-invariant kernels: dot4 differs from dot in the last bits for every type, " +
+			"so batched outputs cannot match single-sequence outputs bit for bit")
+	}
+	cfg.Type = typ
+	w, err := demo.RandomModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytesBuffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	f, err := gguf.Parse(name, buf.b)
+	if err != nil {
+		return nil, err
+	}
+	return loader.FromFile(f, loader.Options{ID: name})
 }
 
 // invariantType finds a weight type whose MatMul computes each row alike

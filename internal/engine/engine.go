@@ -48,6 +48,9 @@ type Request struct {
 	// so a SentencePiece leading space of the first token is kept. Chat
 	// answers start a new message and drop it, as Hugging Face decoding does.
 	Continuation bool
+	// NoSpeculation turns speculative decoding off for this request (the
+	// API's "speculative": false extension).
+	NoSpeculation bool
 	// ToolCalls, when set, reports whether the text of an answer that
 	// stopped (end of generation, stop token or stop string) is tool calls;
 	// its finish reason is then FinishToolCalls, in the Result and in the
@@ -122,7 +125,21 @@ type Options struct {
 	// "auto" or "" (float32, what the model computes), or "f16" (halves:
 	// half the memory and memory traffic, rounded to nearest even).
 	CacheType string
+
+	// Speculative decoding: a proposer guesses up to SpecTokens tokens
+	// (--mtp-n-predict, 1..16) and one forward pass of the model verifies
+	// them all. The proposer is the Draft model (--mtp-model) when set,
+	// else prompt lookup over the sequence's own tokens with n-grams of up
+	// to SpecNgram tokens (--spec-ngram; 0: off).
+	SpecTokens int
+	SpecNgram  int
+	// Draft is the draft ("assistant") model, loaded by the caller and
+	// sharing the model's vocabulary; nil: none. The engine does not own it.
+	Draft *loader.Model
 }
+
+// MaxSpecTokens is the most draft tokens one step may verify.
+const MaxSpecTokens = 16
 
 // check refuses limits the scheduler cannot work with.
 func (o *Options) check() error {
@@ -140,6 +157,12 @@ func (o *Options) check() error {
 	if o.PrefixCacheN < 0 {
 		return fmt.Errorf("prefix cache size %d is negative", o.PrefixCacheN)
 	}
+	if (o.Draft != nil || o.SpecNgram > 0) && (o.SpecTokens < 1 || o.SpecTokens > MaxSpecTokens) {
+		return fmt.Errorf("speculative decoding: %d draft tokens per step, want 1..%d", o.SpecTokens, MaxSpecTokens)
+	}
+	if o.SpecNgram < 0 {
+		return fmt.Errorf("speculative n-gram size %d is negative", o.SpecNgram)
+	}
 	return nil
 }
 
@@ -155,6 +178,7 @@ type Engine struct {
 	opts  Options
 	paged bool
 	kv    kvcache.Manager
+	prop  proposer // nil: no speculative decoding
 
 	mu     sync.Mutex
 	obs    Observer
@@ -205,7 +229,20 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 		e.kv = kvcache.NewContiguous(sh, f16, o.PrefixCacheN)
 	}
 	e.stats.blocksTotal = e.kv.Usage().BlocksTotal
+	if o.Draft != nil {
+		if err := checkDraft(m, o.Draft); err != nil {
+			return nil, err
+		}
+	}
 	e.pool = kernels.NewPool(o.Threads)
+	switch {
+	case o.NoKVCache:
+		// Every token recomputes the sequence: nothing to gain.
+	case o.Draft != nil:
+		e.prop = newDraftProposer(o.Draft, e.pool)
+	case o.SpecNgram > 0:
+		e.prop = ngramProposer{n: o.SpecNgram}
+	}
 	r := &runner{e: e, sched: newScheduler(o, e.kv)}
 	r.sampleFn = r.sampleRange
 	go r.run()

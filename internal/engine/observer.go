@@ -47,6 +47,17 @@ type Observer interface {
 	// Capacity reports the maximum number of concurrently scheduled
 	// sequences (--max-seqs), once, from SetObserver.
 	Capacity(n int)
+	// SpeculativeStats records one step's speculative verification (only
+	// when drafts > 0): drafts is the number of sequences verified, proposed
+	// and accepted their draft tokens (accepted excludes the bonus token the
+	// verification itself produces, and drafts cut off by a stop or the
+	// token limit), and acceptedPerPos[i] the sequences that accepted at
+	// least i+1 drafts (acceptance is prefix-wise).
+	SpeculativeStats(drafts, proposed, accepted int, acceptedPerPos []int)
+	// SpeculativeStagedDrops counts sequences whose proposal was discarded
+	// without verification: the step could not hold it (token budget or KV
+	// room), the sequence was preempted, or the proposer failed.
+	SpeculativeStagedDrops(n int)
 }
 
 // NopObserver ignores everything.
@@ -63,3 +74,6 @@ func (NopObserver) KVCacheBlocks(int, int)   {}
 func (NopObserver) Preempted()               {}
 func (NopObserver) PendingAdmission(int)     {}
 func (NopObserver) Capacity(int)             {}
+
+func (NopObserver) SpeculativeStats(int, int, int, []int) {}
+func (NopObserver) SpeculativeStagedDrops(int)            {}

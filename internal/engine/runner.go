@@ -18,6 +18,8 @@ type runner struct {
 	inPtrs   []*model.SeqInput
 	sampled  []*seq
 	sampleFn func(lo, hi int)
+	staged   []*seq // sequences asked for guesses this step
+	perPos   []int  // speculative acceptance by position, per step
 }
 
 // run loops until the engine closes.
@@ -59,6 +61,7 @@ func (r *runner) run() {
 func (r *runner) step() {
 	e, s := r.e, r.sched
 	t0 := time.Now()
+	r.stage()
 	sch := s.schedule()
 	t1 := time.Now()
 	r.report()
@@ -73,7 +76,15 @@ func (r *runner) step() {
 		sq := run.seq
 		in := &r.inputs[i]
 		*in = model.SeqInput{Tokens: sq.tokens[run.Pos : run.Pos+run.N], Pos: run.Pos, Cache: sq.kv.Cache()}
-		if run.Sample {
+		if len(run.Draft) > 0 {
+			// The last token and the guesses, with the logits of each.
+			sq.feed = append(append(sq.feed[:0], sq.tokens[run.Pos]), run.Draft...)
+			in.Tokens = sq.feed
+			if n := run.N * e.net.Config.Vocab; cap(sq.allLogits) < n {
+				sq.allLogits = make([]float32, n)
+			}
+			in.AllLogits = sq.allLogits[:run.N*e.net.Config.Vocab]
+		} else if run.Sample {
 			if sq.logits == nil {
 				sq.logits = make([]float32, e.net.Config.Vocab)
 			}
@@ -101,7 +112,10 @@ func (r *runner) step() {
 	for _, run := range sch.Runs {
 		sq := run.seq
 		sq.n = 0
-		sq.computed = s.kv.Commit(sq.kv, sq.tokens, run.Pos+run.N)
+		if len(run.Draft) == 0 {
+			// (A verifying run commits once its guesses are decided.)
+			sq.computed = s.kv.Commit(sq.kv, sq.tokens, run.Pos+run.N)
+		}
 		if run.Sample {
 			sq.out.Time = t2
 			r.sampled = append(r.sampled, sq)
@@ -114,8 +128,8 @@ func (r *runner) step() {
 	} else {
 		r.sampleRange(0, len(r.sampled))
 	}
+	r.settle(sch)
 	for _, sq := range r.sampled {
-		sq.box.push(sq.out)
 		if sq.reason != "" {
 			s.finish(sq, sq.reason, nil)
 		}
@@ -135,7 +149,43 @@ func (r *runner) step() {
 
 func (r *runner) sampleRange(lo, hi int) {
 	for _, sq := range r.sampled[lo:hi] {
+		if len(sq.draft) > 0 {
+			sq.kept = verify(r.e, sq, sq.allLogits)
+			continue
+		}
 		accept(r.e.tok, sq, sq.smp.Sample(sq.logits, sq.tokens))
+		sq.box.push(sq.out)
+	}
+}
+
+// settle commits what the verifying runs kept (their last token and the
+// kept guesses; the rejected guesses' keys and values are rolled back) and
+// reports the step's speculative counts.
+func (r *runner) settle(sch Schedule) {
+	s := r.sched
+	drafts, proposed, accepted := 0, 0, 0
+	for _, run := range sch.Runs {
+		sq := run.seq
+		k := len(run.Draft)
+		if k == 0 {
+			continue
+		}
+		sq.computed = s.kv.Commit(sq.kv, sq.tokens, run.Pos+1+sq.kept)
+		s.kv.Rollback(sq.kv)
+		drafts++
+		proposed += k
+		accepted += sq.kept
+		if len(r.perPos) < k {
+			r.perPos = append(r.perPos, make([]int, k-len(r.perPos))...)
+		}
+		for i := range sq.kept {
+			r.perPos[i]++
+		}
+		sq.draft, sq.draftQ = sq.draft[:0], sq.draftQ[:0]
+	}
+	if drafts > 0 {
+		s.obs.SpeculativeStats(drafts, proposed, accepted, r.perPos)
+		clear(r.perPos)
 	}
 }
 

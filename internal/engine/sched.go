@@ -24,14 +24,21 @@ type Schedule struct {
 	// Tokens is what the step processes, as reported to the observer
 	// (TokensProcessed).
 	Tokens int
+	// StagedDrops counts sequences whose staged guesses this decision
+	// discarded: no room for them in the token budget or the KV cache, or
+	// the sequence was preempted or not scheduled.
+	StagedDrops int
 }
 
 // Run is one sequence in a step: it computes tokens [Pos, Pos+N) and, when
-// Sample, the logits of its last token, from which the next is sampled.
+// Sample, the logits of its last token, from which the next is sampled. A
+// decode that verifies guesses has them in Draft: it computes its last
+// token and the guesses (N = 1 + len(Draft)), and all their logits.
 type Run struct {
 	ID     uint64
 	Pos, N int
 	Sample bool
+	Draft  []int32
 
 	seq *seq
 }
@@ -76,7 +83,7 @@ func (s *scheduler) schedule() Schedule {
 	s.batch = s.batch[:0]
 	sch := &s.sch
 	clear(sch.Runs)
-	sch.Runs, sch.Preempted, sch.Rejected, sch.Tokens = sch.Runs[:0], sch.Preempted[:0], sch.Rejected[:0], 0
+	sch.Runs, sch.Preempted, sch.Rejected, sch.Tokens, sch.StagedDrops = sch.Runs[:0], sch.Preempted[:0], sch.Rejected[:0], 0, 0
 
 	// Running sequences: decodes before prefill chunks, oldest first. (A
 	// sequence is admitted only with budget left after every running one
@@ -91,6 +98,15 @@ func (s *scheduler) schedule() Schedule {
 			n := min(need, budget)
 			if n == 0 {
 				break
+			}
+			if k := len(sq.draft); k > 0 {
+				// Staged guesses ride along when the step has room for
+				// them; nobody is preempted for a guess.
+				if 1+k <= budget && s.kv.Reserve(sq.kv, sq.computed+1+k) {
+					s.add(sq, 1+k, &budget)
+					continue
+				}
+				s.dropDraft(sq)
 			}
 			if !s.reserve(sq, sq.computed+n, &budget) {
 				continue
@@ -133,10 +149,28 @@ func (s *scheduler) schedule() Schedule {
 		break
 	}
 
+	for _, sq := range s.running {
+		if len(sq.draft) > 0 && sq.n != 1+len(sq.draft) {
+			s.dropDraft(sq) // not scheduled with them
+		}
+	}
 	for _, sq := range s.batch {
-		sch.Runs = append(sch.Runs, Run{ID: sq.id, Pos: sq.computed, N: sq.n, Sample: sq.computed+sq.n == len(sq.tokens), seq: sq})
+		r := Run{ID: sq.id, Pos: sq.computed, N: sq.n, Sample: sq.computed+sq.n >= len(sq.tokens), seq: sq}
+		if sq.computed+sq.n > len(sq.tokens) {
+			r.Draft = sq.draft
+		}
+		sch.Runs = append(sch.Runs, r)
+	}
+	if sch.StagedDrops > 0 {
+		s.obs.SpeculativeStagedDrops(sch.StagedDrops)
 	}
 	return *sch
+}
+
+// dropDraft discards sq's staged guesses (a staged drop).
+func (s *scheduler) dropDraft(sq *seq) {
+	sq.draft, sq.draftQ = sq.draft[:0], sq.draftQ[:0]
+	s.sch.StagedDrops++
 }
 
 // reserve makes room in the cache for sq to hold n positions, preempting
@@ -220,6 +254,9 @@ func (s *scheduler) youngest(older uint64) *seq {
 // stay in the prefix cache while the pool can keep them).
 func (s *scheduler) preempt(sq *seq, budget *int) {
 	s.unschedule(sq, budget)
+	if len(sq.draft) > 0 {
+		s.dropDraft(sq)
+	}
 	s.running = slices.DeleteFunc(s.running, func(r *seq) bool { return r == sq })
 	sq.running = false
 	s.kv.Release(sq.kv, sq.tokens, false)
@@ -302,7 +339,8 @@ func (s *scheduler) drop(sq *seq, finished bool) {
 	s.waiting = slices.DeleteFunc(s.waiting, func(w *seq) bool { return w == sq })
 	sq.running = false
 	s.kv.Release(sq.kv, sq.tokens, finished)
-	sq.logits = nil
+	sq.logits, sq.allLogits = nil, nil
+	sq.draft, sq.draftQ, sq.ds = nil, nil, nil // the speculative state goes with it
 }
 
 // finish ends sq with reason (err: the generation failed, or the engine

@@ -40,6 +40,16 @@ type seq struct {
 
 	firstTok, lastTok time.Time
 
+	// Speculative decoding (speculative.go).
+	spec      bool        // guesses are proposed for it
+	draft     []int32     // staged guesses for its next step
+	draftQ    []float32   // their distributions (len(draft)×vocab), when sampled
+	specWant  int         // guesses wanted in the current proposal
+	kept      int         // guesses the last verification kept
+	ds        *draftState // its state in a draft model
+	feed      []int32     // a verifying step's tokens: the last one and the guesses
+	allLogits []float32   // their logits
+
 	final *final // result, delivered after the step is reported
 
 	cancel atomic.Bool // set by the Stream

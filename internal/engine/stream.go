@@ -47,6 +47,7 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 
 	sq := newSeq(req, maxTokens, e.kv.NewState(min(ctxLen, len(req.Prompt)+maxTokens)))
 	sq.smp = sampler.New(req.Sampling)
+	sq.spec = e.prop != nil && !req.NoSpeculation
 	sq.stops = sampler.NewStopMatcher(req.Stop)
 	if req.Continuation {
 		sq.dec = e.tok.NewContinuationDecoder()

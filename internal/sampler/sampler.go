@@ -40,6 +40,7 @@ type Sampler struct {
 	cand []int32   // candidate token ids
 	cw   []float32 // weights of cand (top-k path)
 	win  []int32   // repetition window scratch
+	pbuf []float32 // vocab-sized: Verify's target distribution
 
 	// Generated-token counts for frequency/presence penalties, updated incrementally from the
 	// history's tail: the first call's history is the prompt.

@@ -20,6 +20,9 @@ type engineStats struct {
 	hits    atomic.Int64 // cumulative
 	running atomic.Int64
 	waiting atomic.Int64
+	// Speculative decoding in the current interval: sequences verified and
+	// draft tokens proposed and accepted.
+	specDrafts, specProposed, specAccepted atomic.Int64
 }
 
 func newEngineStats(next engine.Observer) *engineStats {
@@ -59,6 +62,15 @@ func (s *engineStats) Preempted()                      { s.next.Preempted() }
 func (s *engineStats) PendingAdmission(n int)          { s.next.PendingAdmission(n) }
 func (s *engineStats) Capacity(n int)                  { s.next.Capacity(n) }
 
+func (s *engineStats) SpeculativeStats(drafts, proposed, accepted int, perPos []int) {
+	s.specDrafts.Add(int64(drafts))
+	s.specProposed.Add(int64(proposed))
+	s.specAccepted.Add(int64(accepted))
+	s.next.SpeculativeStats(drafts, proposed, accepted, perPos)
+}
+
+func (s *engineStats) SpeculativeStagedDrops(n int) { s.next.SpeculativeStagedDrops(n) }
+
 // intervalLine returns the throughput line for the interval just ended and
 // starts the next one. Like mistral.rs it says nothing for an interval
 // without processed tokens or before any sequence was looked up.
@@ -69,8 +81,16 @@ func (s *engineStats) intervalLine(elapsed time.Duration) (string, bool) {
 		return "", false
 	}
 	hitrate := 100 * float64(s.hits.Load()) / float64(lookups)
-	return fmt.Sprintf("Throughput (T/s) %.2f, Prefix cache hitrate %.2f%%, %d running, %d waiting",
-		float64(tokens)/elapsed.Seconds(), hitrate, s.running.Load(), s.waiting.Load()), true
+	drafts, proposed, accepted := s.specDrafts.Swap(0), s.specProposed.Swap(0), s.specAccepted.Swap(0)
+	mtp := ""
+	if proposed > 0 && drafts > 0 {
+		// mistral.rs's segment: the acceptance rate, and the mean tokens a
+		// verified step yields (the accepted drafts plus the one the
+		// verification produces).
+		mtp = fmt.Sprintf(", MTP accept %.1f%% (len %.2f)", 100*float64(accepted)/float64(proposed), 1+float64(accepted)/float64(drafts))
+	}
+	return fmt.Sprintf("Throughput (T/s) %.2f, Prefix cache hitrate %.2f%%%s, %d running, %d waiting",
+		float64(tokens)/elapsed.Seconds(), hitrate, mtp, s.running.Load(), s.waiting.Load()), true
 }
 
 // logThroughput prints each engine's throughput line every interval while
