@@ -70,6 +70,13 @@ type RuntimeConfig struct {
 	ChatTemplate                string `toml:"chat_template"`
 	JinjaExplicit               string `toml:"jinja_explicit"`
 	Threads                     int    `toml:"threads"` // ours; 0: one per core
+
+	// Speculative decoding of the first model (SpeculativeFor); a [[models]]
+	// entry's own keys override them for that entry.
+	MTP         bool   `toml:"mtp"`           // built-in MTP head: refused by Validate (no supported architecture has one)
+	MTPModel    string `toml:"mtp_model"`     // draft model: a .gguf file, a directory or an HF id, resolved like model_id
+	MTPNPredict int    `toml:"mtp_n_predict"` // draft tokens per step, 1..engine.MaxSpecTokens
+	SpecNgram   int    `toml:"spec_ngram"`    // ours: prompt-lookup n-gram size, 0..MaxSpecNgram; 0: off
 }
 
 // PagedAttnConfig is the paged KV cache, global for all models.
@@ -91,6 +98,13 @@ type ModelConfig struct {
 	JinjaExplicit string      `toml:"jinja_explicit"` // overrides runtime.jinja_explicit
 	Format        ModelFormat `toml:"format"`
 	Device        ModelDevice `toml:"device"`
+
+	// Speculative decoding of this model (ours: mistral.rs gives only the
+	// first model a proposer, from [runtime]). Unset (""/nil): the first
+	// model takes the [runtime] value, a later one the table's default.
+	MTPModel    string `toml:"mtp_model"`
+	MTPNPredict *int   `toml:"mtp_n_predict"`
+	SpecNgram   *int   `toml:"spec_ngram"`
 }
 
 // ModelFormat is [models.format].
@@ -295,6 +309,9 @@ func (c *Config) Validate() error {
 	if err := checkTemplate(bad, "runtime.jinja_explicit", r.JinjaExplicit, false); err != nil {
 		return err
 	}
+	if err := c.checkSpeculative(bad); err != nil {
+		return err
+	}
 
 	p := &c.PagedAttn
 	switch p.Mode {
@@ -354,6 +371,9 @@ func (c *Config) Validate() error {
 			return err
 		}
 		if err := checkTemplate(bad, k("jinja_explicit"), m.JinjaExplicit, false); err != nil {
+			return err
+		}
+		if err := c.checkModelSpeculative(bad, i); err != nil {
 			return err
 		}
 		if _, err := m.format(); err != nil {

@@ -111,6 +111,10 @@ func TestDefaults(t *testing.T) {
 		"runtime.chat_template":                   "",
 		"runtime.jinja_explicit":                  "",
 		"runtime.threads":                         0,
+		"runtime.mtp":                             false,
+		"runtime.mtp_model":                       "",
+		"runtime.mtp_n_predict":                   4,
+		"runtime.spec_ngram":                      0,
 		"paged_attn.mode":                         "auto",
 		"paged_attn.block_size":                   32,
 		"paged_attn.cache_type":                   "auto",
@@ -121,6 +125,9 @@ func TestDefaults(t *testing.T) {
 		"models.model_id":                         "",
 		"models.chat_template":                    "",
 		"models.jinja_explicit":                   "",
+		"models.mtp_model":                        "",
+		"models.mtp_n_predict":                    (*int)(nil),
+		"models.spec_ngram":                       (*int)(nil),
 		"models.format.format":                    "",
 		"models.format.quantized_file":            FileList(nil),
 		"models.device.cpu":                       false,
@@ -201,7 +208,8 @@ func TestFlagHelpDefaults(t *testing.T) {
 		"max-decode-steps-before-prefill": "8", "prefix-cache-n": "16", "paged-attn": "auto",
 		"pa-block-size": "32", "access-log-format": "text", "threads": "0", "pa-memory-mb": "",
 		"pa-context-len": "", "pa-memory-fraction": "", "quantized-file": "", "seed": "", "verbose": "0",
-		"no-ui": "false", "disable-metrics": "false",
+		"no-ui": "false", "disable-metrics": "false", "mtp": "false", "mtp-model": "", "mtp-n-predict": "4",
+		"spec-ngram": "0",
 	} {
 		f := fs.Lookup(flag)
 		if f == nil {
@@ -228,6 +236,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"disable-metrics": "", "max-num-batched-tokens": "", "max-decode-steps-before-prefill": "",
 		"no-kv-cache": "", "prefix-cache-n": "", "paged-attn": "", "pa-block-size": "", "pa-cache-type": "", "pa-memory-mb": "",
 		"pa-context-len": "", "pa-memory-fraction": "", "threads": "", "cpu": "", "hf-cache": "",
+		"mtp": "", "mtp-model": "", "mtp-n-predict": "", "spec-ngram": "",
 	}
 	global := map[string]string{"seed": "", "log": "l", "verbose": "v"}
 	for _, set := range []struct {
@@ -277,6 +286,10 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"runtime.chat_template":                   {fmt.Sprintf("%q", json), json},
 		"runtime.jinja_explicit":                  {fmt.Sprintf("%q", tmpl), tmpl},
 		"runtime.threads":                         {`2`, "2"},
+		"runtime.mtp":                             {`true`, "true"}, // refused: see refusedSamples
+		"runtime.mtp_model":                       {`"draft.gguf"`, "draft.gguf"},
+		"runtime.mtp_n_predict":                   {`8`, "8"},
+		"runtime.spec_ngram":                      {`2`, "2"},
 		"paged_attn.mode":                         {`"off"`, "off"},
 		"paged_attn.block_size":                   {`16`, "16"},
 		"paged_attn.cache_type":                   {`"f16"`, "f16"},
@@ -287,11 +300,21 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"models.model_id":                         {`"m"`, "m"},
 		"models.chat_template":                    {fmt.Sprintf("%q", tmpl), ""},
 		"models.jinja_explicit":                   {fmt.Sprintf("%q", tmpl), ""},
+		"models.mtp_model":                        {`"draft.gguf"`, ""},
+		"models.mtp_n_predict":                    {`6`, ""},
+		"models.spec_ngram":                       {`5`, ""},
 		"models.format.format":                    {`"gguf"`, "gguf"},
 		"models.format.quantized_file":            {`"a.gguf;b.gguf"`, "a.gguf;b.gguf"},
 		"models.device.cpu":                       {`true`, "true"},
 		"models.device.hf_cache":                  {`"/tmp/hub"`, "/tmp/hub"},
 	}
+}
+
+// refusedSamples are settings whose only other value is refused by Validate
+// (their errors are checked in TestSpeculativeErrors): both ways of setting
+// them must fail the same way.
+var refusedSamples = map[string]string{
+	"runtime.mtp": "the built-in MTP head is not supported",
 }
 
 // tomlFor writes key = value in its table; model keys go into one [[models]] entry.
@@ -339,6 +362,13 @@ func TestEveryKeyAndFlagSetsTheSameField(t *testing.T) {
 		}
 		t.Run(o.Key, func(t *testing.T) {
 			c, warns, err := loadString(t, tomlFor(o.Key, s[0]))
+			if why, ok := refusedSamples[o.Key]; ok {
+				_, ferr := parseFlags(t, "--"+o.Flag+"="+s[1])
+				if err == nil || ferr == nil || !strings.Contains(err.Error(), why) || !strings.Contains(ferr.Error(), why) {
+					t.Errorf("TOML: %v; flag: %v; want both to fail with %q", err, ferr, why)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("TOML %s = %s: %v", o.Key, s[0], err)
 			}
@@ -710,7 +740,7 @@ prot = 80
 mcp_port = 4321
 [runtime]
 max_seq = 3
-mtp = true
+matformer_slice_name = "s"
 [paged_attn]
 cache_type = "f8e4m3"
 [sandbox]
@@ -757,8 +787,8 @@ max_seq_len = 4096
 		"models.quantization: not supported by this server; ignored",
 		"models.weird: unknown key; ignored",
 		`paged_attn.cache_type: f8e4m3 is not supported by this server; the KV cache is stored as float32 ("auto")`,
+		"runtime.matformer_slice_name: not supported by this server; ignored",
 		"runtime.max_seq: unknown key; ignored (did you mean runtime.max_seqs?)",
-		"runtime.mtp: not supported by this server; ignored",
 		"sandbox: not supported by this server; ignored",
 		"server.mcp_port: not supported by this server; ignored",
 		"server.prot: unknown key; ignored (did you mean server.port?)",

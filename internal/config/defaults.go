@@ -17,8 +17,9 @@ type Option struct {
 	Default any    // int, bool, string, float64, time.Duration, FileList; nil for an unset optional value
 	Usage   string
 
-	global bool // a global flag (BindGlobalFlags), not a serve flag
-	count  bool // a counted flag (-v, -vv)
+	global bool   // a global flag (BindGlobalFlags), not a serve flag
+	count  bool   // a counted flag (-v, -vv)
+	bare   string // the value of the flag given alone (pflag's NoOptDefVal); "" when it needs a value
 	// field returns a pointer to the setting inside a Config; modelField
 	// inside one model entry. Exactly one is set.
 	field      func(*Config) any
@@ -81,6 +82,14 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.Runtime.JinjaExplicit }},
 	{Key: "runtime.threads", Flag: "threads", Default: 0, Usage: "threads for the forward pass (0: one per core)",
 		field: func(c *Config) any { return &c.Runtime.Threads }},
+	{Key: "runtime.mtp", Flag: "mtp", Default: false, Usage: "built-in MTP head: refused, no supported architecture carries MTP layers (use --mtp-model or --spec-ngram)",
+		field: func(c *Config) any { return &c.Runtime.MTP }},
+	{Key: "runtime.mtp_model", Flag: "mtp-model", Default: "", Usage: "draft model for speculative decoding: a .gguf file, a directory or a Hugging Face id in the local cache, with the model's vocabulary",
+		field: func(c *Config) any { return &c.Runtime.MTPModel }},
+	{Key: "runtime.mtp_n_predict", Flag: "mtp-n-predict", Default: 4, Usage: "draft tokens proposed and verified per step (1-16)",
+		field: func(c *Config) any { return &c.Runtime.MTPNPredict }},
+	{Key: "runtime.spec_ngram", Flag: "spec-ngram", bare: "3", Default: 0, Usage: "prompt-lookup speculative decoding with n-grams of up to N tokens (0: off, at most 8; --spec-ngram alone: 3; give N as --spec-ngram=N)",
+		field: func(c *Config) any { return &c.Runtime.SpecNgram }},
 
 	// [paged_attn]
 	{Key: "paged_attn.mode", Flag: "paged-attn", Default: "auto", Usage: `paged KV cache: "auto" (on in this engine), "on" or "off"`,
@@ -105,6 +114,12 @@ var Options = []Option{
 		modelField: func(m *ModelConfig) any { return &m.ChatTemplate }},
 	{Key: "models.jinja_explicit", Default: "", Usage: "Jinja template of this model (overrides runtime.jinja_explicit)",
 		modelField: func(m *ModelConfig) any { return &m.JinjaExplicit }},
+	{Key: "models.mtp_model", Default: "", Usage: "draft model of this model (the first model falls back to runtime.mtp_model)",
+		modelField: func(m *ModelConfig) any { return &m.MTPModel }},
+	{Key: "models.mtp_n_predict", Default: nil, Usage: "draft tokens per step for this model (the first model falls back to runtime.mtp_n_predict)",
+		modelField: func(m *ModelConfig) any { return &m.MTPNPredict }},
+	{Key: "models.spec_ngram", Default: nil, Usage: "prompt-lookup n-gram size for this model, 0: off (the first model falls back to runtime.spec_ngram)",
+		modelField: func(m *ModelConfig) any { return &m.SpecNgram }},
 	{Key: "models.format.format", Flag: "format", Default: "", Usage: `model format: "gguf" (inferred from the -f suffix)`,
 		modelField: func(m *ModelConfig) any { return &m.Format.Format }},
 	{Key: "models.format.quantized_file", Flag: "quantized-file", Short: "f", Default: FileList(nil), Usage: "GGUF file(s) inside the model directory, semicolon-separated (shards of one model)",

@@ -19,6 +19,10 @@ func (c *Config) EngineOptions() engine.Options {
 		PagedAttn:                   p.Mode,
 		BlockSize:                   p.BlockSize,
 		CacheType:                   p.CacheType,
+		// The first model's proposer settings; the server gives each model
+		// its own (Config.SpeculativeFor) and loads its draft model.
+		SpecTokens: r.MTPNPredict,
+		SpecNgram:  r.SpecNgram,
 	}
 	b := p.Budget()
 	o.MemoryMB, o.ContextLen, o.MemoryFraction = b.MemoryMB, b.ContextLen, b.Fraction

@@ -8,9 +8,9 @@ import (
 	"mistralrs/internal/engine"
 )
 
-// TestEngineOptionsMapped: every field of engine.Options takes its value
-// from a [runtime] or [paged_attn] setting of the table, so that no engine
-// default is written anywhere else. Each setting is changed alone; every
+// TestEngineOptionsMapped: every field of engine.Options but Draft (a loaded
+// model, set by the server) takes its value from a [runtime] or [paged_attn]
+// setting of the table, so that no engine default is written anywhere else. Each setting is changed alone; every
 // field must be changed by one of them.
 func TestEngineOptionsMapped(t *testing.T) {
 	base := Default().EngineOptions()
@@ -31,9 +31,18 @@ func TestEngineOptionsMapped(t *testing.T) {
 			}
 		}
 	}
+	// Draft is the one exception: a loaded model, not a setting. The server
+	// loads each model's draft (runtime.mtp_model or the entry's own) and sets it.
+	notSettings := map[string]bool{"Draft": true}
 	typ := reflect.TypeFor[engine.Options]()
 	for f := range typ.NumField() {
 		name := typ.Field(f).Name
+		if notSettings[name] {
+			if changed[name] != "" {
+				t.Errorf("engine.Options.%s is set by %s, but is listed as no setting's", name, changed[name])
+			}
+			continue
+		}
 		if changed[name] == "" {
 			t.Errorf("engine.Options.%s is set by no setting of the table", name)
 		} else {
@@ -42,7 +51,8 @@ func TestEngineOptionsMapped(t *testing.T) {
 	}
 	// The defaults reach the engine as the table writes them.
 	if o := DefaultEngineOptions(); o.MaxSeqs != 32 || o.MaxNumBatchedTokens != 4096 || o.MaxDecodeStepsBeforePrefill != 8 ||
-		o.BlockSize != 32 || o.PrefixCacheN != 16 || o.MemoryFraction != DefaultMemoryFraction {
+		o.BlockSize != 32 || o.PrefixCacheN != 16 || o.MemoryFraction != DefaultMemoryFraction ||
+		o.SpecTokens != 4 || o.SpecNgram != 0 || o.Draft != nil {
 		t.Errorf("default engine options %+v", o)
 	}
 }

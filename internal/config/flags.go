@@ -37,6 +37,9 @@ func BindServeFlags(fs *pflag.FlagSet, c *Config) {
 			ptr = o.field(c)
 		}
 		bindFlag(fs, o, ptr)
+		if o.bare != "" {
+			fs.Lookup(o.Flag).NoOptDefVal = o.bare
+		}
 	}
 }
 

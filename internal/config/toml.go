@@ -137,9 +137,6 @@ var unsupportedKeys = map[string]string{
 
 	"runtime.matformer_config_path":  "",
 	"runtime.matformer_slice_name":   "",
-	"runtime.mtp":                    "",
-	"runtime.mtp_model":              "",
-	"runtime.mtp_n_predict":          "",
 	"runtime.mcp_config":             "",
 	"runtime.agent":                  "",
 	"runtime.enable_search":          "",

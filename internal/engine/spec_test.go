@@ -77,7 +77,12 @@ func TestSpeculativeGreedyIdentical(t *testing.T) {
 				t.Errorf("another model as draft: all %d guesses accepted", rec.specProposed)
 			}
 		}},
-		{"ngram-preemption", func(o *engine.Options) { o.SpecNgram = 2; o.SpecTokens = 8; o.ContextLen = 400; o.MaxDecodeStepsBeforePrefill = 2 }, func(t *testing.T, rec *recorder) {
+		{"ngram-preemption", func(o *engine.Options) {
+			o.SpecNgram = 2
+			o.SpecTokens = 8
+			o.ContextLen = 400
+			o.MaxDecodeStepsBeforePrefill = 2
+		}, func(t *testing.T, rec *recorder) {
 			if rec.preempted == 0 || rec.hits == 0 {
 				t.Errorf("preemptions %d, prefix hits %d: the case wants both", rec.preempted, rec.hits)
 			}

@@ -41,7 +41,6 @@ func (p ngramProposer) propose(seqs []*seq, want func(*seq) int) int {
 	return 0
 }
 
-
 // ngramLookup appends to dst up to k tokens that followed the last earlier
 // occurrence of the final n (n..1) tokens of toks.
 func ngramLookup(dst, toks []int32, maxN, k int) []int32 {

@@ -11,8 +11,10 @@ import (
 
 // OptionsFromConfig turns a validated configuration (from the serve flags or
 // a from-config TOML file: both arrive here) into server options: the model
-// files are found on disk now, and loaded by New. With no model named, the
-// embedded demo model is served and demoModel is true.
+// files, and the draft models of speculative decoding, are found on disk now
+// and loaded by New. Each model gets its own speculative settings
+// (config.SpeculativeFor: [runtime]'s are the first model's). With no model
+// named, the embedded demo model is served and demoModel is true.
 func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err error) {
 	oo := observe.DefaultOptions()
 	oo.AccessLog = !cfg.Server.DisableAccessLog
@@ -27,7 +29,11 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		Engine:    cfg.EngineOptions(),
 	}
 	if cfg.DemoModel() {
-		opts.Models = []ModelSpec{{ID: demo.ID, Load: demo.Load}}
+		spec := ModelSpec{ID: demo.ID, Load: demo.Load}
+		if err := addSpeculative(&spec, cfg, 0); err != nil {
+			return Options{}, false, err
+		}
+		opts.Models = []ModelSpec{spec}
 		return opts, true, nil
 	}
 	for i, mc := range cfg.Models {
@@ -40,12 +46,32 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		id := src.ID
 		lo := loader.Options{ID: id, ChatTemplatePath: cfg.ChatTemplateFor(i)}
 		path := src.Files[0]
-		opts.Models = append(opts.Models, ModelSpec{
+		spec := ModelSpec{
 			ID:   id,
 			Path: strings.Join(src.Files, ";"),
 			Load: func() (*loader.Model, error) { return loader.Load(path, lo) },
-		})
+		}
+		if err := addSpeculative(&spec, cfg, i); err != nil {
+			return Options{}, false, err
+		}
+		opts.Models = append(opts.Models, spec)
 	}
 	opts.DefaultModel = opts.Models[cfg.DefaultModelIndex()].ID
 	return opts, false, nil
+}
+
+// addSpeculative gives model i its speculative settings and, when it has a
+// draft model, finds the draft's files and how to load them.
+func addSpeculative(spec *ModelSpec, cfg *config.Config, i int) error {
+	sp := cfg.SpeculativeFor(i)
+	spec.Spec = &SpecOptions{Tokens: sp.Tokens, Ngram: sp.Ngram}
+	src, err := cfg.ResolveDraft(i)
+	if err != nil || src == nil {
+		return err
+	}
+	path := src.Files[0]
+	lo := loader.Options{ID: src.ID}
+	spec.DraftPath = strings.Join(src.Files, ";")
+	spec.LoadDraft = func() (*loader.Model, error) { return loader.Load(path, lo) }
+	return nil
 }

@@ -24,11 +24,26 @@ const (
 )
 
 // ModelSpec is one model the server serves: its id and how to load it (again,
-// after an unload).
+// after an unload), with its draft model for speculative decoding.
 type ModelSpec struct {
 	ID   string
 	Path string // where it comes from, for logs ("" for the embedded demo model)
 	Load func() (*loader.Model, error)
+
+	// LoadDraft loads the model's draft model (--mtp-model), loaded with the
+	// model and freed with it; nil: none. DraftPath names it in logs and errors.
+	LoadDraft func() (*loader.Model, error)
+	DraftPath string
+	// Spec, when set, replaces Options.Engine's SpecTokens and SpecNgram for
+	// this model. OptionsFromConfig sets it on every model, since the
+	// [runtime] proposer is the first model's only; nil: Options.Engine's.
+	Spec *SpecOptions
+}
+
+// SpecOptions is one model's speculative decoding (config.Speculative).
+type SpecOptions struct {
+	Tokens int // draft tokens proposed and verified per step
+	Ngram  int // prompt-lookup n-gram size; 0: off
 }
 
 // models is the registry of served models. Each model has its own engine;
@@ -39,9 +54,13 @@ type models struct {
 	entries []*modelEntry
 	byID    map[string]*modelEntry
 	def     *modelEntry
-	newEng  func(id string, m *loader.Model) (*engine.Engine, *engineStats, error)
+	newEng  newEngineFunc
 	log     *slog.Logger
 }
+
+// newEngineFunc builds the engine of a served model on its loaded model and
+// draft (nil when it has none).
+type newEngineFunc func(spec *ModelSpec, m, draft *loader.Model) (*engine.Engine, *engineStats, error)
 
 type modelEntry struct {
 	spec ModelSpec
@@ -57,6 +76,7 @@ type modelEntry struct {
 // while they generate, so an unload frees it only when the last one ends.
 type loadedModel struct {
 	model   *loader.Model
+	draft   *loader.Model // nil: no draft model
 	eng     *engine.Engine
 	refs    int  // guarded by the entry's mu
 	retired bool // unloaded: freed when refs drops to 0
@@ -65,6 +85,7 @@ type loadedModel struct {
 func (l *loadedModel) free() {
 	l.eng.Close()
 	_ = l.model.Close()
+	_ = l.draft.Close()
 }
 
 // DefaultModel implements observe.ModelResolver.
@@ -178,15 +199,23 @@ func (e *modelEntry) load() (string, error) {
 
 	start := time.Now()
 	m, err := e.spec.Load()
+	var draft *loader.Model
+	if err == nil && e.spec.LoadDraft != nil {
+		if draft, err = e.spec.LoadDraft(); err != nil {
+			_ = m.Close()
+			err = draftError(e.spec.DraftPath, err)
+		}
+	}
 	var l *loadedModel
 	var stats *engineStats
 	if err == nil {
 		var eng *engine.Engine
-		eng, stats, err = e.reg.newEng(e.spec.ID, m)
+		eng, stats, err = e.reg.newEng(&e.spec, m, draft)
 		if err == nil {
-			l = &loadedModel{model: m, eng: eng}
-		} else if m.File != nil {
-			_ = m.File.Close()
+			l = &loadedModel{model: m, draft: draft, eng: eng}
+		} else {
+			_ = m.Close()
+			_ = draft.Close()
 		}
 	}
 
@@ -203,6 +232,15 @@ func (e *modelEntry) load() (string, error) {
 	}
 	e.reg.log.Info(fmt.Sprintf("Model %s loaded in %.2fs", e.spec.ID, time.Since(start).Seconds()))
 	return StatusLoaded, nil
+}
+
+// draftError names the draft file in a failed draft load, unless the error
+// already does.
+func draftError(path string, err error) error {
+	if path != "" && !strings.Contains(err.Error(), path) {
+		return fmt.Errorf("draft model %s: %w", path, err)
+	}
+	return fmt.Errorf("draft model: %w", err)
 }
 
 // unload frees the model's engine (at once, or when its last request ends).
@@ -241,8 +279,7 @@ func (r *models) close() {
 }
 
 // newModels builds the registry and loads every model, in order.
-func newModels(specs []ModelSpec, defaultID string, log *slog.Logger,
-	newEng func(id string, m *loader.Model) (*engine.Engine, *engineStats, error)) (*models, error) {
+func newModels(specs []ModelSpec, defaultID string, log *slog.Logger, newEng newEngineFunc) (*models, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no models to serve")
 	}
@@ -270,10 +307,27 @@ func newModels(specs []ModelSpec, defaultID string, log *slog.Logger,
 		if e.spec.Path != "" {
 			log.Info(fmt.Sprintf("Loading model %s from %s", e.spec.ID, e.spec.Path))
 		}
+		if line := e.spec.speculationLine(); line != "" {
+			log.Info(line)
+		}
 		if _, err := e.load(); err != nil {
 			r.close()
 			return nil, err
 		}
 	}
 	return r, nil
+}
+
+// speculationLine says how the model decodes speculatively, for the startup
+// log; "" when it does not (or Options.Engine decides).
+func (s *ModelSpec) speculationLine() string {
+	switch {
+	case s.LoadDraft != nil && s.Spec != nil:
+		return fmt.Sprintf("Speculative decoding for %s: draft model %s, %d draft tokens per step", s.ID, s.DraftPath, s.Spec.Tokens)
+	case s.LoadDraft != nil:
+		return fmt.Sprintf("Speculative decoding for %s: draft model %s", s.ID, s.DraftPath)
+	case s.Spec != nil && s.Spec.Ngram > 0:
+		return fmt.Sprintf("Speculative decoding for %s: prompt lookup (n-grams of up to %d tokens), %d draft tokens per step", s.ID, s.Spec.Ngram, s.Spec.Tokens)
+	}
+	return ""
 }

@@ -43,8 +43,10 @@ type Options struct {
 	KeepAlive time.Duration
 	// Seed seeds sampling for requests that carry no seed (--seed).
 	Seed *uint64
-	// Engine configures each model's engine (scheduler, KV cache, threads);
-	// the zero value means config.DefaultEngineOptions().
+	// Engine configures each model's engine (scheduler, KV cache, threads,
+	// speculative decoding unless a ModelSpec's Spec replaces it); the zero
+	// value means config.DefaultEngineOptions(). Its Draft is ignored: each
+	// model's draft comes from its ModelSpec.LoadDraft.
 	Engine engine.Options
 	// PayloadLog, when set, records every request, response and error (-l).
 	PayloadLog *observe.PayloadLog
@@ -111,8 +113,13 @@ func New(opts Options) (*Server, error) {
 	if engOpts == (engine.Options{}) {
 		engOpts = config.DefaultEngineOptions()
 	}
-	newEng := func(id string, m *loader.Model) (*engine.Engine, *engineStats, error) {
-		eng, err := engine.New(m, engOpts)
+	newEng := func(spec *ModelSpec, m, draft *loader.Model) (*engine.Engine, *engineStats, error) {
+		eo := engOpts
+		if spec.Spec != nil {
+			eo.SpecTokens, eo.SpecNgram = spec.Spec.Tokens, spec.Spec.Ngram
+		}
+		eo.Draft = draft
+		eng, err := engine.New(m, eo)
 		if err != nil {
 			return nil, nil, err
 		}
