@@ -216,7 +216,6 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, cj *chatJob)
 		held = &toolStream{p: cj.tools}
 	}
 	res, err := generateStreaming(r.Context(), j.lm.eng, j.req, sw, s.opts.KeepAlive, func(o engine.Output) error {
-		st.TokenStep(o.Time)
 		var lp *chatLogprobs
 		if cj.logprobs && o.Logprob != nil && !o.StopToken {
 			lp = &chatLogprobs{Content: []tokenLogprob{chatLogprob(tok, o.Logprob)}}

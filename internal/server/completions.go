@@ -219,7 +219,6 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, cj *co
 	echo := cj.echo
 	offset := len(echo)
 	res, err := generateStreaming(r.Context(), j.lm.eng, j.req, sw, s.opts.KeepAlive, func(o engine.Output) error {
-		st.TokenStep(o.Time)
 		var lp *completionLogprob
 		if cj.logprobs && o.Logprob != nil && !o.StopToken {
 			l := newCompletionLogprobs(offset)

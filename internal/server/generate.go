@@ -47,7 +47,7 @@ func (s *Server) newJob(ctx context.Context, e *modelEntry, g *genSettings) (*jo
 	}
 	return &job{
 		s: s, entry: e, lm: lm, release: release,
-		req: &engine.Request{Sampling: g.params, MaxTokens: g.maxTokens, Stop: g.stop, IgnoreEOS: g.ignoreEOS},
+		req: &engine.Request{Sampling: g.params, MaxTokens: g.maxTokens, Stop: g.stop, IgnoreEOS: g.ignoreEOS, NoSpeculation: g.noSpec},
 		id:  strconv.FormatUint(s.seq.Add(1)-1, 10), created: time.Now().Unix(),
 	}, nil
 }

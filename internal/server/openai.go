@@ -35,6 +35,9 @@ type samplingFields struct {
 	Stream              bool               `json:"stream"`
 	StreamOptions       *streamOptions     `json:"stream_options"`
 	IgnoreEOS           bool               `json:"ignore_eos"`
+	// Speculative false turns speculative decoding off for the request (an
+	// extension; default: on where the model has a proposer).
+	Speculative *bool `json:"speculative"`
 }
 
 type streamOptions struct {
@@ -249,12 +252,14 @@ type genSettings struct {
 	maxTokens int // 0: up to the context length
 	stop      []string
 	ignoreEOS bool
+	noSpec    bool // "speculative": false
 }
 
 // settings checks the sampling fields; logprobs and topLogprobs come from
 // the endpoint's own fields. globalSeed applies when the request has none.
 func (f *samplingFields) settings(logprobs bool, topLogprobs int, globalSeed *uint64) (*genSettings, error) {
-	g := &genSettings{params: sampler.DefaultParams(), stop: f.Stop.strings(), ignoreEOS: f.IgnoreEOS}
+	g := &genSettings{params: sampler.DefaultParams(), stop: f.Stop.strings(), ignoreEOS: f.IgnoreEOS,
+		noSpec: f.Speculative != nil && !*f.Speculative}
 	max := f.MaxTokens
 	if f.MaxCompletionTokens != nil {
 		max = f.MaxCompletionTokens

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"mistralrs/internal/engine"
+	"mistralrs/internal/observe"
 )
 
 // sseWriter writes a server-sent event stream: unnamed `data:` events and
@@ -86,7 +87,9 @@ func (s *sseWriter) streamError(msg string) error {
 
 // generateStreaming submits req and hands each output to onOut as it
 // arrives, on the calling goroutine, which owns the writer; while no frame
-// was written for keepAlive it sends comment frames. A failed write (the
+// was written for keepAlive it sends comment frames. Each engine step that
+// produced outputs is one token step for TTFT and ITL: the tokens of a
+// verified speculative run share their step's time and count once. A failed write (the
 // client went away), an error from onOut or the end of ctx cancels the
 // generation; the engine then finishes it with reason canceled. It returns
 // when the engine is done with the sequence.
@@ -96,6 +99,8 @@ func generateStreaming(ctx context.Context, eng *engine.Engine, req *engine.Requ
 	if err != nil {
 		return nil, err
 	}
+	steps := observe.StreamFromContext(ctx)
+	var lastStep time.Time
 	ka := time.NewTimer(keepAlive)
 	defer ka.Stop()
 	for !st.Done() {
@@ -105,6 +110,10 @@ func generateStreaming(ctx context.Context, eng *engine.Engine, req *engine.Requ
 				o, ok := st.Next()
 				if !ok {
 					break
+				}
+				if !o.Time.Equal(lastStep) {
+					steps.TokenStep(o.Time)
+					lastStep = o.Time
 				}
 				if sw.err != nil || onOut(o) != nil {
 					st.Cancel()
