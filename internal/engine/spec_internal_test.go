@@ -113,3 +113,33 @@ func TestSpeculativeCountersScripted(t *testing.T) {
 		t.Errorf("outputs came in %d steps, want 6 (the prompt's, then 5 verifications)", steps)
 	}
 }
+
+// A draft model whose forward pass fails turns speculation off for the
+// sequences of that pass, which go on without guesses.
+func TestDraftFailureTurnsSpeculationOff(t *testing.T) {
+	m, err := demo.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newDraftProposer(m, nil)
+	mk := func() *seq {
+		sq := newSeq(&Request{Prompt: []int32{1, 2, 3}, MaxTokens: 10, Sampling: sampler.Params{Temperature: 0}}, 10, nil)
+		sq.spec = true
+		return sq
+	}
+	a, b := mk(), mk()
+	b.ds = p.state(a) // one cache for two sequences: the forward pass refuses the batch
+	if failed := p.propose([]*seq{a, b}, func(*seq) int { return 3 }); failed != 2 {
+		t.Fatalf("%d failed, want 2", failed)
+	}
+	for _, sq := range []*seq{a, b} {
+		if sq.spec || len(sq.draft) != 0 || sq.ds != nil {
+			t.Errorf("after the failure: spec %v, draft %v, state %v", sq.spec, sq.draft, sq.ds)
+		}
+	}
+	// A sequence alone proposes.
+	c := mk()
+	if failed := p.propose([]*seq{c}, func(*seq) int { return 3 }); failed != 0 || len(c.draft) != 3 || len(c.draftQ) != 3*m.Net.Config.Vocab {
+		t.Fatalf("failed %d, draft %v, %d distribution values", failed, c.draft, len(c.draftQ))
+	}
+}
