@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -26,8 +27,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			"streaming and not), with access logs, request ids and Prometheus metrics.\n" +
 			"-m names a local directory holding a GGUF model or a Hugging Face id found in the\n" +
 			"local Hugging Face cache; -f names GGUF files. Without either, the embedded demo\n" +
-			"model is served (it generates meaningless text).",
-		Args: cobra.NoArgs,
+			"model is served (it generates meaningless text). --mtp-model (a draft model with the\n" +
+			"same vocabulary) or --spec-ngram (prompt lookup) turns on speculative decoding.",
+		Args: serveArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Global.Verbose = g.verbose
 			cfg.Global.Log = g.logPath
@@ -44,6 +46,17 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	}
 	config.BindServeFlags(cmd.Flags(), cfg)
 	return cmd
+}
+
+// serveArgs refuses arguments, with a hint for `--spec-ngram 5`: the flag's
+// value is optional, so a size must follow an "=".
+func serveArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 && cmd.Flags().Changed("spec-ngram") {
+		if _, err := strconv.Atoi(args[0]); err == nil {
+			return fmt.Errorf("--spec-ngram takes its size after an equals sign: --spec-ngram=%s (alone it means 3)", args[0])
+		}
+	}
+	return cobra.NoArgs(cmd, args)
 }
 
 // serveConfig is the one server path of `serve` and `from-config`: logging,

@@ -42,6 +42,10 @@ var engineSettings = []struct {
 		func(o engine.Options) any { return o.PrefixCacheN }},
 	{"runtime.threads", func(c *config.Config) { c.Runtime.Threads = 3 }, 3,
 		func(o engine.Options) any { return o.Threads }},
+	{"runtime.mtp_n_predict", func(c *config.Config) { c.Runtime.MTPNPredict = 9 }, 9,
+		func(o engine.Options) any { return o.SpecTokens }},
+	{"runtime.spec_ngram", func(c *config.Config) { c.Runtime.SpecNgram = 6 }, 6,
+		func(o engine.Options) any { return o.SpecNgram }},
 	{"paged_attn.mode", func(c *config.Config) { c.PagedAttn.Mode = "off" }, "off",
 		func(o engine.Options) any { return o.PagedAttn }},
 	{"paged_attn.block_size", func(c *config.Config) { c.PagedAttn.BlockSize = 16 }, 16,
@@ -54,9 +58,13 @@ var engineSettings = []struct {
 }
 
 // perModelSettings are the [runtime] settings that do not reach the engine
-// options: they are each model's chat template defaults, which
-// config.ChatTemplateFor resolves into the model's load options.
-var perModelSettings = map[string]bool{"runtime.chat_template": true, "runtime.jinja_explicit": true}
+// options: each model's chat template defaults, which
+// config.ChatTemplateFor resolves into the model's load options; the draft
+// model, which OptionsFromConfig resolves into the first model's LoadDraft
+// (TestOptionsFromConfigSpeculative); and the built-in MTP head, which
+// Validate refuses.
+var perModelSettings = map[string]bool{"runtime.chat_template": true, "runtime.jinja_explicit": true,
+	"runtime.mtp_model": true, "runtime.mtp": true}
 
 // Every [runtime] and [paged_attn] setting of the configuration table is
 // either checked by TestEngineOptions or known not to be an engine option: a
