@@ -40,12 +40,13 @@ func TestPrometheusIntegration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	// The server, on the demo model, with default flags.
+	// The server, on the demo model, with default flags and prompt-lookup speculative decoding
+	// (so that the speculative queries see live data).
 	bin := buildBinary(t, root, dir)
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	srvOut := &lockedBuffer{}
-	srv := exec.Command(bin, "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+	srv := exec.Command(bin, "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--spec-ngram")
 	srv.Env = append(os.Environ(), "RUST_LOG=") // the default filter, whatever the caller's shell says
 	srvDone := startProcess(t, srv, srvOut)
 	waitHTTP(t, "http://"+addr+"/health", 30*time.Second, srvOut)
@@ -304,11 +305,20 @@ func checkSamples(s []promSample, w want) string {
 		return "empty result"
 	}
 	switch w {
-	case wantNaN:
+	case wantOpenRatio, wantAboveOne:
+		inside := 0
 		for _, x := range s {
-			if !math.IsNaN(x.Value) {
-				return fmt.Sprintf("value %g, want NaN (speculative decoding is off)", x.Value)
+			switch {
+			case math.IsNaN(x.Value):
+				continue
+			case w == wantOpenRatio && (x.Value < 0 || x.Value > 1), w == wantAboveOne && x.Value < 1:
+				return fmt.Sprintf("value %g is not %s", x.Value, w)
+			case w == wantOpenRatio && x.Value > 0 && x.Value < 1, w == wantAboveOne && x.Value > 1:
+				inside++
 			}
+		}
+		if inside == 0 {
+			return fmt.Sprintf("no value is %s: %s", w, formatSamples(s))
 		}
 	case wantRatio, wantFinite:
 		finite := 0
@@ -422,8 +432,8 @@ func signalParts(expr string) []string {
 
 // ruleWant is what each recorded series holds after the test's traffic.
 var ruleWant = map[string]want{
-	"mistralrs:mtp_accept_rate:rate5m":          wantNaN,
-	"mistralrs:mtp_mean_accepted_tokens:rate5m": wantNaN,
+	"mistralrs:mtp_accept_rate:rate5m":          wantOpenRatio,
+	"mistralrs:mtp_mean_accepted_tokens:rate5m": wantAboveOne,
 	"mistralrs:kv_cache_pressure:ratio":         wantRatio,
 	"mistralrs:http_error_ratio:rate5m":         wantRatio,
 	"mistralrs:prefix_cache_hit_ratio:rate5m":   wantRatio,
@@ -483,8 +493,8 @@ func checkRules(t *testing.T, ctx context.Context, pc promClient, root string) {
 
 // panelWant is what each dashboard panel shows after the test's traffic (default wantFinite).
 var panelWant = map[string]want{
-	"Draft acceptance rate":             wantNaN,
-	"Mean tokens per verification step": wantNaN,
+	"Draft acceptance rate":             wantOpenRatio,
+	"Mean tokens per verification step": wantAboveOne,
 	"Server error ratio (5xx)":          wantRatio,
 	"Capacity utilisation":              wantRatio,
 	"KV cache pressure":                 wantRatio,

@@ -25,14 +25,15 @@ const (
 	wantFinite want = iota
 	// wantRatio: at least one sample, every value in [0, 1].
 	wantRatio
-	// wantNaN: the feature is off here (no speculative proposer): the counters exist at 0, so
-	// the ratio is 0/0, and every sample is exactly NaN. Empty would mean the counters are
-	// missing from /metrics, NaN-free would mean the feature moved without a proposer.
-	wantNaN
+	// wantOpenRatio: a speculative acceptance rate on live data: at least one sample strictly
+	// between 0 and 1 (some guesses accepted, some not), none outside [0, 1].
+	wantOpenRatio
+	// wantAboveOne: the mean tokens per verified step: at least one sample above 1, none below.
+	wantAboveOne
 )
 
 func (w want) String() string {
-	return [...]string{"finite values", "ratios in [0, 1]", "NaN only (feature off)"}[w]
+	return [...]string{"finite values", "ratios in [0, 1]", "ratios strictly between 0 and 1", "values above 1"}[w]
 }
 
 // seedQueries are the seed's expressions, copied verbatim (TestSeedQueriesMatchSpec keeps them
@@ -42,13 +43,13 @@ var seedQueries = []seedQuery{
 		Comment: "Fraction of proposed draft tokens that were accepted",
 		Expr: "rate(mistralrs_speculative_draft_tokens_accepted_total[5m])\n" +
 			"  / rate(mistralrs_speculative_draft_tokens_proposed_total[5m])",
-		Want: wantNaN,
+		Want: wantOpenRatio,
 	},
 	{
 		Comment: "Mean tokens accepted per verification step (1.0 = speculation is not helping)",
 		Expr: "1 + rate(mistralrs_speculative_draft_tokens_accepted_total[5m])\n" +
 			"  / rate(mistralrs_speculative_drafts_total[5m])",
-		Want: wantNaN,
+		Want: wantAboveOne,
 	},
 	{
 		Comment: "P99 time to first token, all models",

@@ -75,7 +75,7 @@ func (r *runner) step() {
 	for i, run := range sch.Runs {
 		sq := run.seq
 		in := &r.inputs[i]
-		*in = model.SeqInput{Tokens: sq.tokens[run.Pos : run.Pos+run.N], Pos: run.Pos, Cache: sq.kv.Cache()}
+		*in = model.SeqInput{Pos: run.Pos, Cache: sq.kv.Cache()}
 		if len(run.Draft) > 0 {
 			// The last token and the guesses, with the logits of each.
 			sq.feed = append(append(sq.feed[:0], sq.tokens[run.Pos]), run.Draft...)
@@ -84,11 +84,14 @@ func (r *runner) step() {
 				sq.allLogits = make([]float32, n)
 			}
 			in.AllLogits = sq.allLogits[:run.N*e.net.Config.Vocab]
-		} else if run.Sample {
-			if sq.logits == nil {
-				sq.logits = make([]float32, e.net.Config.Vocab)
+		} else {
+			in.Tokens = sq.tokens[run.Pos : run.Pos+run.N]
+			if run.Sample {
+				if sq.logits == nil {
+					sq.logits = make([]float32, e.net.Config.Vocab)
+				}
+				in.Logits = sq.logits
 			}
-			in.Logits = sq.logits
 		}
 		r.inPtrs = append(r.inPtrs, in)
 	}

@@ -223,3 +223,19 @@ func TestSpeculativeDraftVocabulary(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// Long answers: guesses past the token slice's capacity (a regression: the
+// step sliced the tokens for the guesses' positions).
+func TestSpeculativeLongAnswer(t *testing.T) {
+	m := tiny(t)
+	ref, _ := newEngine(t, m, opts(nil))
+	spec, _ := newEngine(t, m, opts(func(o *engine.Options) { o.Draft = m; o.SpecTokens = 8 }))
+	req := func() *engine.Request {
+		return &engine.Request{Prompt: []int32{3, 4, 5, 6}, Sampling: greedy(), MaxTokens: 400, IgnoreEOS: true}
+	}
+	want := runConcurrently(t, ref, []*engine.Request{req()})[0]
+	got := runConcurrently(t, spec, []*engine.Request{req()})[0]
+	if !slices.Equal(got.Tokens, want.Tokens) {
+		t.Fatalf("%d tokens differ from the %d without speculation", len(got.Tokens), len(want.Tokens))
+	}
+}
