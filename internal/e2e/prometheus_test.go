@@ -221,6 +221,9 @@ func (tr *traffic) wave(ctx context.Context, i int) {
 	}
 	tr.do(ctx, "POST", "/v1/completions", `{"prompt":"Once upon a time","max_tokens":8}`, 200, false)
 	tr.do(ctx, "POST", "/v1/completions", `{"prompt":"Once upon a time","max_tokens":16,"stream":true,"ignore_eos":true}`, 200, true)
+	// Greedy: prompt lookup finds guesses in the demo model's repetitive output, some accepted
+	// and some not, the same in every run (the speculative panels' data).
+	tr.do(ctx, "POST", "/v1/completions", `{"prompt":"Once upon a time","max_tokens":40,"temperature":0,"ignore_eos":true}`, 200, false)
 	tr.do(ctx, "GET", "/v1/models", "", 200, false)
 	// Client errors for the error panels: unknown model, malformed JSON, unknown route.
 	tr.do(ctx, "POST", "/v1/chat/completions", `{"model":"no-such-model","messages":[{"role":"user","content":"hi"}]}`, 404, false)
