@@ -34,6 +34,7 @@ type benchFlags struct {
 	noWarmup bool
 	cpuProf  string
 	load     loadFlags
+	spec     specFlags
 }
 
 // benchResult carries llama-bench's JSON keys, so scripts read both tools.
@@ -67,6 +68,12 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 			"generation (tgN: N tokens one at a time) throughput, as mean ± sd over repetitions.\n" +
 			"Lists (-p 64,512) run every combination. -d N runs each test after N tokens already in\n" +
 			"the cache (\"pp512 @ d2048\"), as llama-bench -d. --json prints llama-bench compatible JSON.\n\n" +
+			"With --mtp-model FILE or --spec-ngram[=N] it measures speculative decoding instead: tgN\n" +
+			"through the engine (greedy) with the proposer and without it, interleaved, with the\n" +
+			"acceptance rate and the mean accepted length (tokens per verification step); the speedup\n" +
+			"column is the best run with over the best run without. The prompt is -p random tokens or\n" +
+			"--prompt TEXT: n-gram acceptance depends on how much the output repeats it. --verify-cost\n" +
+			"times a forward pass of k+1 tokens (a verification of k guesses) against a 1-token decode.\n\n" +
 			"With --url it load-tests a running server instead, like vLLM's bench serve: --concurrency\n" +
 			"streamed chat requests at a time, reporting TTFT, inter-token and end-to-end latency\n" +
 			"percentiles and token throughput.",
@@ -98,12 +105,16 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	fl.IntVar(&f.load.inputWords, "input-words", 64, "with --url: random words in each prompt")
 	fl.IntVar(&f.load.maxTokens, "max-tokens", 64, "with --url: tokens to generate per request (EOS ignored)")
 	fl.Uint64Var(&f.load.seed, "prompt-seed", 1, "with --url: seed of the random prompts")
+	addSpecFlags(fl, &f.spec)
 	return cmd
 }
 
 func runBench(cmd *cobra.Command, f *benchFlags) error {
 	if f.reps < 1 {
 		return fmt.Errorf("--repetitions must be at least 1")
+	}
+	if f.spec.verifyCost && f.spec.speculative() {
+		return fmt.Errorf("--verify-cost and a speculative proposer both given: run them one at a time")
 	}
 	kvType := "f32"
 	switch f.kvType {
@@ -135,6 +146,16 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		name = filepath.Base(f.file)
 	}
 	typeName := fmt.Sprintf("%s %s %s", m.Net.Config.Arch, humanCount(params), mainType)
+	if f.spec.verifyCost || f.spec.speculative() {
+		b := &benchModel{m: m, name: name, typeName: typeName, size: size, params: params, kvType: kvType,
+			out: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), jsonOut: f.jsonOut, noWarm: f.noWarmup, reps: f.reps,
+			threads: f.threads, depths: f.depths, depthSet: cmd.Flags().Changed("n-depth"),
+			prompts: f.prompts, gens: f.gens, specOpts: &f.spec}
+		if f.spec.verifyCost {
+			return runVerifyCost(b)
+		}
+		return runSpecBench(b)
+	}
 
 	type test struct{ pp, tg, depth int }
 	var tests []test

@@ -143,3 +143,24 @@ func TestDraftFailureTurnsSpeculationOff(t *testing.T) {
 		t.Fatalf("failed %d, draft %v, %d distribution values", failed, c.draft, len(c.draftQ))
 	}
 }
+
+func TestNgramLookup(t *testing.T) {
+	cases := []struct {
+		toks   []int32
+		n, k   int
+		want   []int32
+		reason string
+	}{
+		{[]int32{1, 2, 3, 9, 1, 2, 3}, 3, 2, []int32{9, 1}, "the tokens after the earlier 1 2 3"},
+		{[]int32{1, 2, 3, 9, 1, 2, 3}, 3, 6, []int32{9, 1, 2, 3, 9, 1}, "past the end: the loop goes on"},
+		{[]int32{5, 5, 5}, 2, 4, []int32{5, 5, 5, 5}, "a repeated token"},
+		{[]int32{1, 2, 7, 2, 8, 4, 2}, 3, 2, []int32{8, 4}, "the latest match of the longest suffix (2)"},
+		{[]int32{1, 2, 3, 4}, 3, 3, nil, "no earlier occurrence"},
+		{[]int32{7}, 3, 3, nil, "too short"},
+	}
+	for _, c := range cases {
+		if got := ngramLookup(nil, c.toks, c.n, c.k); !slices.Equal(got, c.want) {
+			t.Errorf("%v n=%d k=%d: %v, want %v (%s)", c.toks, c.n, c.k, got, c.want, c.reason)
+		}
+	}
+}

@@ -41,8 +41,9 @@ func (p ngramProposer) propose(seqs []*seq, want func(*seq) int) int {
 	return 0
 }
 
-// ngramLookup appends to dst up to k tokens that followed the last earlier
-// occurrence of the final n (n..1) tokens of toks.
+// ngramLookup appends to dst k tokens that followed the last earlier
+// occurrence of the final n (n..1) tokens of toks, nothing when there is
+// none.
 func ngramLookup(dst, toks []int32, maxN, k int) []int32 {
 	L := len(toks)
 	for n := min(maxN, L-1); n >= 1; n-- {
@@ -52,7 +53,18 @@ func ngramLookup(dst, toks []int32, maxN, k int) []int32 {
 			if toks[e-1] != suffix[n-1] || !equalTokens(toks[e-n:e], suffix) {
 				continue
 			}
-			return append(dst, toks[e:min(e+k, L)]...)
+			// Copy on from the match, past the sequence's end into the
+			// guesses made so far (as LZ77 does): in an output loop of
+			// period p the match is p tokens back, and the loop goes on.
+			start := len(dst)
+			for j := e; j < e+k; j++ {
+				if j < L {
+					dst = append(dst, toks[j])
+				} else {
+					dst = append(dst, dst[start+j-L])
+				}
+			}
+			return dst
 		}
 	}
 	return dst
