@@ -48,6 +48,10 @@ type Request struct {
 	// so a SentencePiece leading space of the first token is kept. Chat
 	// answers start a new message and drop it, as Hugging Face decoding does.
 	Continuation bool
+	// N is the number of choices (0 or 1: one). The prompt is computed
+	// once; the other choices start from a copy of its KV cache (shared
+	// blocks) and sample with their own random streams.
+	N int
 	// NoSpeculation turns speculative decoding off for this request (the
 	// API's "speculative": false extension).
 	NoSpeculation bool
@@ -61,6 +65,7 @@ type Request struct {
 
 // Output is one generated token and the text it made safe to emit.
 type Output struct {
+	Index   int // the choice it belongs to (0 unless Request.N > 1)
 	Token   int32
 	Text    string // may be empty (partial UTF-8 or a possible stop-string prefix held back)
 	Logprob *sampler.Choice
@@ -140,6 +145,9 @@ type Options struct {
 
 // MaxSpecTokens is the most draft tokens one step may verify.
 const MaxSpecTokens = 16
+
+// MaxChoices is the most choices (Request.N) one request may ask for.
+const MaxChoices = 16
 
 // check refuses limits the scheduler cannot work with.
 func (o *Options) check() error {

@@ -25,7 +25,7 @@ func accept(tok *tokenizer.Tokenizer, sq *seq, choice sampler.Choice) {
 	sq.lastTok = now
 	id := choice.Token
 	sq.tokens = append(sq.tokens, id)
-	sq.out = Output{Token: id, Time: now}
+	sq.out = Output{Index: sq.index, Token: id, Time: now}
 	if sq.req.Sampling.Logprobs {
 		c := choice
 		sq.out.Logprob = &c

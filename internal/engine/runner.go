@@ -122,6 +122,9 @@ func (r *runner) step() {
 		if run.Sample {
 			sq.out.Time = t2
 			r.sampled = append(r.sampled, sq)
+			if len(sq.children) > 0 {
+				r.fork(sq)
+			}
 		}
 	}
 	// Sampling, detokenizing and stop matching touch only their own
@@ -148,6 +151,28 @@ func (r *runner) step() {
 	st.fwdNanos += int64(t2.Sub(t1))
 	st.schedNanos += int64(t1.Sub(t0))
 	e.mu.Unlock()
+}
+
+// fork starts the other choices of p, whose prompt this step completed,
+// from copies of its cache (shared blocks) and its logits: they sample
+// their first tokens in this step, each with its own random stream. A
+// choice that does not fit (sequence limit, no free block for the copy)
+// waits in the queue and computes its prompt itself.
+func (r *runner) fork(p *seq) {
+	s := r.sched
+	for _, c := range p.children {
+		if len(s.running) < s.opts.MaxSeqs && s.kv.Fork(c.kv, p.kv, p.promptLen) {
+			c.computed, c.cached = p.promptLen, p.cached
+			c.running = true
+			s.running = append(s.running, c)
+			c.logits = append(c.logits[:0], p.logits...)
+			c.out.Time = p.out.Time
+			r.sampled = append(r.sampled, c)
+			continue
+		}
+		s.enqueue(c)
+	}
+	p.children = nil
 }
 
 func (r *runner) sampleRange(lo, hi int) {

@@ -261,10 +261,15 @@ func (s *scheduler) preempt(sq *seq, budget *int) {
 	sq.running = false
 	s.kv.Release(sq.kv, sq.tokens, false)
 	sq.computed = 0
-	i, _ := slices.BinarySearchFunc(s.waiting, sq.id, func(w *seq, id uint64) int { return cmpID(w.id, id) })
-	s.waiting = slices.Insert(s.waiting, i, sq)
+	s.enqueue(sq)
 	s.sch.Preempted = append(s.sch.Preempted, sq.id)
 	s.obs.Preempted()
+}
+
+// enqueue puts sq in the waiting queue by age.
+func (s *scheduler) enqueue(sq *seq) {
+	i, _ := slices.BinarySearchFunc(s.waiting, sq.id, func(w *seq, id uint64) int { return cmpID(w.id, id) })
+	s.waiting = slices.Insert(s.waiting, i, sq)
 }
 
 func cmpID(a, b uint64) int {
@@ -300,8 +305,12 @@ func (s *scheduler) exhausted(sq *seq) {
 	s.reject(sq, RejectCacheExhausted)
 	s.obs.SequenceRejected(RejectCacheExhausted)
 	s.drop(sq, false)
-	s.queueFinal(sq, &final{err: &RequestError{Reason: RejectCacheExhausted,
-		Msg: "prompt does not fit the KV cache even with no other sequence running"}})
+	err := &RequestError{Reason: RejectCacheExhausted, Msg: "prompt does not fit the KV cache even with no other sequence running"}
+	for _, c := range sq.children {
+		s.queueFinal(c, &final{err: err})
+	}
+	sq.children = nil
+	s.queueFinal(sq, &final{err: err})
 }
 
 func (s *scheduler) reject(sq *seq, reason string) {
@@ -347,6 +356,12 @@ func (s *scheduler) drop(sq *seq, finished bool) {
 // closed) and queues its result for delivery after the step's state is
 // reported.
 func (s *scheduler) finish(sq *seq, reason string, err error) {
+	// Choices still waiting for this one's prompt end with it.
+	children := sq.children
+	sq.children = nil
+	for _, c := range children {
+		s.finish(c, reason, err)
+	}
 	s.drop(sq, err == nil)
 	reason = finalReason(sq, reason, err)
 	s.obs.SequenceCompleted(reason)
@@ -359,6 +374,7 @@ func (s *scheduler) finish(sq *seq, reason string, err error) {
 }
 
 func (s *scheduler) queueFinal(sq *seq, f *final) {
+	f.index = sq.index
 	sq.final = f
 	s.finished = append(s.finished, sq)
 }

@@ -242,6 +242,14 @@ func TestScheduleBudgetAndOrder(t *testing.T) {
 	}
 }
 
+// lastFinal is the result delivered to sq's stream, if any.
+func lastFinal(sq *seq) *final {
+	if n := len(sq.box.fins); n > 0 {
+		return sq.box.fins[n-1]
+	}
+	return nil
+}
+
 func equalSchedule(a, b Schedule) bool {
 	return slices.EqualFunc(a.Runs, b.Runs, equalRun) && slices.Equal(a.Preempted, b.Preempted) &&
 		slices.Equal(a.Rejected, b.Rejected) && a.Tokens == b.Tokens && a.StagedDrops == b.StagedDrops
@@ -261,7 +269,7 @@ func TestScheduleRejections(t *testing.T) {
 		t.Fatalf("schedule %+v, want the prompt rejected", sch)
 	}
 	var re *RequestError
-	if f := s.seqs[big].box.fin; f == nil || !errors.As(f.err, &re) || re.Reason != RejectCacheExhausted {
+	if f := lastFinal(s.seqs[big]); f == nil || !errors.As(f.err, &re) || re.Reason != RejectCacheExhausted {
 		t.Fatalf("rejected sequence's result %+v", f)
 	}
 	grow := s.add(tokensOf(14), 10)
@@ -277,7 +285,7 @@ func TestScheduleRejections(t *testing.T) {
 			t.Fatal("the sequence never outgrew the pool")
 		}
 	}
-	if f := s.seqs[grow].box.fin; f == nil || f.res == nil || f.res.FinishReason != FinishLength || f.res.CompletionTokens != 16-14+1 {
+	if f := lastFinal(s.seqs[grow]); f == nil || f.res == nil || f.res.FinishReason != FinishLength || f.res.CompletionTokens != 16-14+1 {
 		t.Fatalf("outgrown sequence's result %+v", f.res)
 	}
 	s.checkPool(0)

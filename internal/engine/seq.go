@@ -52,8 +52,13 @@ type seq struct {
 
 	final *final // result, delivered after the step is reported
 
+	// Choices (Request.N > 1): the first choice holds the others until its
+	// prompt is computed; then they start from a fork of its cache.
+	index    int
+	children []*seq
+
 	cancel atomic.Bool // set by the Stream
-	box    outbox
+	box    *outbox     // shared by the choices of a request
 }
 
 // newSeq is a sequence of req generating at most maxTokens, whose KV state
@@ -64,6 +69,6 @@ func newSeq(req *Request, maxTokens int, kv *kvcache.State) *seq {
 		tokens:    append(make([]int32, 0, len(req.Prompt)+min(maxTokens, 256)), req.Prompt...),
 		promptLen: len(req.Prompt),
 	}
-	s.box.notify = make(chan struct{}, 1)
+	s.box = &outbox{notify: make(chan struct{}, 1)}
 	return s
 }

@@ -45,55 +45,81 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 			"prompt of %d tokens is longer than the whole KV cache (%d blocks of %d tokens)", len(req.Prompt), c/e.opts.BlockSize, e.opts.BlockSize)}
 	}
 
-	sq := newSeq(req, maxTokens, e.kv.NewState(min(ctxLen, len(req.Prompt)+maxTokens)))
-	sq.smp = sampler.New(req.Sampling)
-	sq.spec = e.prop != nil && !req.NoSpeculation
-	sq.stops = sampler.NewStopMatcher(req.Stop)
-	if req.Continuation {
-		sq.dec = e.tok.NewContinuationDecoder()
-	} else {
-		sq.dec = e.tok.NewDecoder()
+	n := max(req.N, 1)
+	if n > MaxChoices {
+		return nil, &RequestError{Msg: fmt.Sprintf("%d choices asked for, at most %d", n, MaxChoices)}
 	}
+	seqs := make([]*seq, n)
+	for i := range seqs {
+		sq := newSeq(req, maxTokens, e.kv.NewState(min(ctxLen, len(req.Prompt)+maxTokens)))
+		params := req.Sampling
+		if params.Seed != nil && i > 0 {
+			// Each choice its own random stream, reproducible with the seed.
+			seed := *params.Seed + uint64(i)*0x9e3779b97f4a7c15
+			params.Seed = &seed
+		}
+		sq.smp = sampler.New(params)
+		sq.spec = e.prop != nil && !req.NoSpeculation
+		sq.stops = sampler.NewStopMatcher(req.Stop)
+		if req.Continuation {
+			sq.dec = e.tok.NewContinuationDecoder()
+		} else {
+			sq.dec = e.tok.NewDecoder()
+		}
+		sq.index = i
+		if i > 0 {
+			sq.box = seqs[0].box
+		}
+		seqs[i] = sq
+	}
+	seqs[0].children = seqs[1:]
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return nil, ErrClosed
 	}
-	e.nextID++
-	sq.id = e.nextID
-	e.inbox = append(e.inbox, sq)
+	for _, sq := range seqs {
+		e.nextID++
+		sq.id = e.nextID
+	}
+	e.inbox = append(e.inbox, seqs[0])
 	obs.PendingAdmission(len(e.inbox))
 	e.mu.Unlock()
 	e.signal()
 
-	st := &Stream{e: e, sq: sq}
+	st := &Stream{e: e, seqs: seqs, box: seqs[0].box, fins: make([]*final, n), delivered: make([]int, n), text: make([][]byte, n)}
 	st.stop = context.AfterFunc(ctx, st.Cancel)
 	return st, nil
 }
 
 // Stream is one submitted generation's outputs, read by one goroutine:
-// wait on Ready, take what arrived with Next, until Done; then Result. The
-// engine never blocks on a slow reader (outputs queue up).
+// wait on Ready, take what arrived with Next, until Done; then Result (or
+// Results, for several choices). The engine never blocks on a slow reader
+// (outputs queue up).
 type Stream struct {
 	e    *Engine
-	sq   *seq
+	seqs []*seq // the choices
+	box  *outbox
 	stop func() bool // unregisters the context's cancellation
 
 	buf       []Output // taken from the outbox, not yet returned by Next
 	i         int
-	fin       *final
-	delivered int    // outputs returned by Next
-	text      []byte // their text
+	fins      []*final // by choice
+	nfin      int
+	delivered []int    // outputs returned by Next, by choice
+	text      [][]byte // their text
 }
+
+func (st *Stream) canceled() bool { return st.seqs[0].cancel.Load() }
 
 // Ready receives a value when outputs or the end may be waiting (a wake-up
 // can be spurious: Next then returns nothing).
-func (st *Stream) Ready() <-chan struct{} { return st.sq.box.notify }
+func (st *Stream) Ready() <-chan struct{} { return st.box.notify }
 
 // Next returns the next output if one is waiting, never blocking. After
 // Cancel it returns nothing more.
 func (st *Stream) Next() (Output, bool) {
-	if st.sq.cancel.Load() {
+	if st.canceled() {
 		return Output{}, false
 	}
 	if st.i == len(st.buf) {
@@ -104,55 +130,81 @@ func (st *Stream) Next() (Output, bool) {
 	}
 	o := st.buf[st.i]
 	st.i++
-	st.delivered++
-	st.text = append(st.text, o.Text...)
+	st.delivered[o.Index]++
+	st.text[o.Index] = append(st.text[o.Index], o.Text...)
 	return o, true
 }
 
 // poll takes what the engine queued since the last call.
 func (st *Stream) poll() {
-	if st.fin == nil {
-		st.buf, st.fin = st.sq.box.take(st.buf[:0])
-		st.i = 0
+	if st.nfin == len(st.fins) {
+		return
+	}
+	var fins []*final
+	st.buf, fins = st.box.take(st.buf[:0])
+	st.i = 0
+	for _, f := range fins {
+		st.fins[f.index] = f
+		st.nfin++
 	}
 }
 
-// Done reports whether the generation ended and every output was taken
-// (after Cancel: whether the engine let go of the sequence).
+// Done reports whether every choice ended and every output was taken
+// (after Cancel: whether the engine let go of the sequences).
 func (st *Stream) Done() bool {
-	canceled := st.sq.cancel.Load()
-	if st.fin == nil && (st.i == len(st.buf) || canceled) {
+	canceled := st.canceled()
+	if st.nfin < len(st.fins) && (st.i == len(st.buf) || canceled) {
 		st.poll()
 	}
-	return st.fin != nil && (st.i == len(st.buf) || canceled)
+	return st.nfin == len(st.fins) && (st.i == len(st.buf) || canceled)
 }
 
-// Cancel ends the generation: the engine drops the sequence at its next
-// step, and the Result holds only what Next returned (its reason stays the
-// engine's, canceled, unless the sequence had finished first). Safe from
+// Cancel ends the generation: the engine drops the sequences at its next
+// step, and the results hold only what Next returned (their reason stays
+// the engine's, canceled, unless a choice had finished first). Safe from
 // any goroutine.
 func (st *Stream) Cancel() {
-	if !st.sq.cancel.Swap(true) {
+	fresh := false
+	for _, sq := range st.seqs {
+		if !sq.cancel.Swap(true) {
+			fresh = true
+		}
+	}
+	if fresh {
 		st.e.signal()
 	}
 }
 
-// Result is the finished generation, once Done.
+// Result is the finished generation of the first choice, once Done.
 func (st *Stream) Result() (*Result, error) {
+	res, err := st.Results()
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// Results are the finished generations of every choice, by index, once
+// Done. A failure of any choice fails them all.
+func (st *Stream) Results() ([]*Result, error) {
 	if !st.Done() {
 		return nil, errors.New("engine: Result called before the stream was done")
 	}
 	st.stop()
-	if st.fin.err != nil {
-		return nil, st.fin.err
+	out := make([]*Result, len(st.fins))
+	for i, f := range st.fins {
+		if f.err != nil {
+			return nil, f.err
+		}
+		res := f.res
+		if st.canceled() {
+			res.Tokens = res.Tokens[:min(st.delivered[i], len(res.Tokens))]
+			res.CompletionTokens = len(res.Tokens)
+			res.Text = string(st.text[i])
+		}
+		out[i] = res
 	}
-	res := st.fin.res
-	if st.sq.cancel.Load() {
-		res.Tokens = res.Tokens[:min(st.delivered, len(res.Tokens))]
-		res.CompletionTokens = len(res.Tokens)
-		res.Text = string(st.text)
-	}
-	return res, nil
+	return out, nil
 }
 
 // Generate runs req to completion, calling emit (on the caller's
@@ -185,13 +237,14 @@ func (e *Engine) Generate(ctx context.Context, req *Request, emit func(Output) e
 type outbox struct {
 	mu     sync.Mutex
 	outs   []Output
-	fin    *final
+	fins   []*final
 	notify chan struct{}
 }
 
 type final struct {
-	res *Result
-	err error
+	index int // the choice
+	res   *Result
+	err   error
 }
 
 func (b *outbox) push(o Output) {
@@ -203,7 +256,7 @@ func (b *outbox) push(o Output) {
 
 func (b *outbox) finish(f *final) {
 	b.mu.Lock()
-	b.fin = f
+	b.fins = append(b.fins, f)
 	b.mu.Unlock()
 	b.poke()
 }
@@ -215,11 +268,13 @@ func (b *outbox) poke() {
 	}
 }
 
-func (b *outbox) take(dst []Output) ([]Output, *final) {
+func (b *outbox) take(dst []Output) ([]Output, []*final) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	dst = append(dst, b.outs...)
 	clear(b.outs)
 	b.outs = b.outs[:0]
-	return dst, b.fin
+	fins := b.fins
+	b.fins = nil
+	return dst, fins
 }

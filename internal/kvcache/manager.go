@@ -42,6 +42,13 @@ type Manager interface {
 	Commit(s *State, tokens []int32, n int) int
 	// Rollback forgets the positions past the committed ones.
 	Rollback(s *State)
+	// Fork starts dst, a new state, with the first n positions of src,
+	// which are committed (the choices of one request share their prompt):
+	// a paged pool shares src's full blocks and copies the rows of a
+	// partial last one, a contiguous cache copies. It reports false, with
+	// nothing taken, when the cache cannot hold the copy (or, recomputing,
+	// keeps nothing to share).
+	Fork(dst, src *State, n int) bool
 	// Release gives back a sequence's memory; finished (it ended without
 	// error) lets a contiguous cache enter the prefix store. The state can
 	// be admitted again.
@@ -218,6 +225,33 @@ func (m *Paged) Rollback(s *State) {
 	s.hashes = s.hashes[:min(len(s.hashes), s.committed/m.pool.bs)]
 }
 
+// Fork implements Manager: the full blocks are shared (one more reference
+// each); the rows of a partial block are copied into a block of dst's own.
+func (m *Paged) Fork(dst, src *State, n int) bool {
+	if src.paged == nil || n > src.committed || dst.paged != nil && dst.paged.Len() != 0 {
+		return false
+	}
+	bs := m.pool.bs
+	full := n / bs
+	if n%bs != 0 && m.pool.Free() == 0 {
+		return false
+	}
+	if dst.paged == nil {
+		dst.paged = m.pool.NewSeq()
+	}
+	dst.paged.Adopt(src.paged.blocks[:full])
+	if rows := n % bs; rows > 0 {
+		if err := dst.paged.Extend(n); err != nil {
+			panic("kvcache: the free block counted for a fork vanished")
+		}
+		m.pool.copyRows(dst.paged.blocks[full], src.paged.blocks[full], rows)
+	}
+	dst.hashes = append(dst.hashes[:0], src.hashes[:min(full, len(src.hashes))]...)
+	dst.blocks = min(full, src.blocks)
+	dst.committed = n
+	return true
+}
+
 // Release implements Manager. The sequence's committed full blocks stay in
 // the prefix cache while the pool can keep them; its hashes are kept for a
 // re-admission.
@@ -323,6 +357,25 @@ func (m *Contiguous) Commit(s *State, tokens []int32, n int) int {
 	s.committed = n
 	return n
 }
+
+// Fork implements Manager: a copy of src's first n positions.
+func (m *Contiguous) Fork(dst, src *State, n int) bool {
+	if src.cont == nil || n > src.committed || src.cont.Len() < n {
+		return false
+	}
+	if dst.cont == nil {
+		dst.cont = NewContiguousCache(m.shape, dst.maxLen, m.f16)
+	}
+	dst.cont.Truncate(0)
+	if CopyPrefix(dst.cont, src.cont, m.shape, n) != nil {
+		return false
+	}
+	dst.committed = n
+	return true
+}
+
+// Fork implements Manager: nothing is kept to share.
+func (m *Recompute) Fork(dst, src *State, n int) bool { return false }
 
 // Rollback implements Manager.
 func (m *Contiguous) Rollback(s *State) {

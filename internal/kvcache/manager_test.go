@@ -186,3 +186,71 @@ func TestRecompute(t *testing.T) {
 		t.Fatalf("recompute reused a prefix: %+v", adm)
 	}
 }
+
+// Forking shares the full blocks and copies the rows of the partial one;
+// the two sequences then write their own positions.
+func TestPagedFork(t *testing.T) {
+	pool := NewPool(oneRow, 4, 8, false)
+	m := NewPaged(pool, []byte("m"), true)
+	toks := seqTokens(10)
+	src := m.NewState(64)
+	m.Admit(src, toks, 100)
+	write(t, src, 10)
+	m.Commit(src, toks, 10)
+	dst := m.NewState(64)
+	if !m.Fork(dst, src, 10) {
+		t.Fatal("fork refused")
+	}
+	if pool.Used() != 4 || pool.Refs(src.paged.Blocks()[0]) != 2 || pool.Refs(src.paged.Blocks()[2]) != 1 || dst.Committed() != 10 {
+		t.Fatalf("after the fork: %d used, refs %d/%d, committed %d; want 4 blocks (2 shared, 1 copied)",
+			pool.Used(), pool.Refs(src.paged.Blocks()[0]), pool.Refs(src.paged.Blocks()[2]), dst.Committed())
+	}
+	for pos := 0; pos < 10; pos++ {
+		a, b := src.Cache().Span(0, pos), dst.Cache().Span(0, pos)
+		if a.K[0] != b.K[0] || a.V[0] != b.V[0] || b.K[0] != float32(pos) {
+			t.Fatalf("position %d: %v/%v vs %v/%v", pos, a.K[0], a.V[0], b.K[0], b.V[0])
+		}
+	}
+	// Each writes its own next position into its own third block.
+	for i, s := range []*State{src, dst} {
+		c := s.Cache()
+		if err := c.Extend(11); err != nil {
+			t.Fatal(err)
+		}
+		c.Put(0, 10, []float32{float32(100 + i)}, []float32{0})
+	}
+	if src.Cache().Span(0, 10).K[0] != 100 || dst.Cache().Span(0, 10).K[0] != 101 {
+		t.Fatal("the forked sequences share a written row")
+	}
+	m.Release(src, toks, true)
+	m.Release(dst, toks, true)
+	if err := pool.Check(); err != nil || pool.Used() != 0 {
+		t.Fatalf("after release: %d used, %v", pool.Used(), err)
+	}
+	// No free block for the partial one: refused, nothing taken.
+	full := NewPool(oneRow, 4, 3, false)
+	fm := NewPaged(full, []byte("m"), false)
+	a := fm.NewState(64)
+	fm.Admit(a, toks, 100)
+	write(t, a, 10)
+	fm.Commit(a, toks, 10)
+	if b := fm.NewState(64); fm.Fork(b, a, 10) || full.Used() != 3 {
+		t.Fatalf("fork without a free block: accepted or took blocks (%d used)", full.Used())
+	}
+}
+
+func TestContiguousFork(t *testing.T) {
+	m := NewContiguous(oneRow, false, 0)
+	toks := seqTokens(6)
+	src := m.NewState(16)
+	m.Admit(src, toks, 100)
+	write(t, src, 6)
+	m.Commit(src, toks, 6)
+	dst := m.NewState(16)
+	if !m.Fork(dst, src, 6) || dst.Cache().Len() != 6 || dst.Cache().Span(0, 0).K[5] != 5 {
+		t.Fatal("contiguous fork")
+	}
+	if NewRecompute(oneRow, false).Fork(m.NewState(16), src, 6) {
+		t.Error("recompute forked")
+	}
+}

@@ -160,6 +160,24 @@ func (p *Pool) acquire(id int32) {
 	b.ref++
 }
 
+// copyRows copies the key and value rows of positions [0, rows) of every
+// layer from block src to block dst.
+func (p *Pool) copyRows(dst, src int32, rows int) {
+	d, s := &p.blocks[dst], &p.blocks[src]
+	for l := range p.layers {
+		base := l * p.stride
+		k := [2]int{base, base + rows*p.kdim}
+		v := [2]int{base + p.bs*p.kdim, base + p.bs*p.kdim + rows*p.vdim}
+		if p.f16 {
+			copy(d.data16[k[0]:k[1]], s.data16[k[0]:k[1]])
+			copy(d.data16[v[0]:v[1]], s.data16[v[0]:v[1]])
+			continue
+		}
+		copy(d.data[k[0]:k[1]], s.data[k[0]:k[1]])
+		copy(d.data[v[0]:v[1]], s.data[v[0]:v[1]])
+	}
+}
+
 // Lookup returns the block caching h.
 func (p *Pool) Lookup(h Hash) (int32, bool) {
 	id, ok := p.cached[h]
