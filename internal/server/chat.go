@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 
 	"mistralrs/internal/chat"
 	"mistralrs/internal/engine"
@@ -48,9 +49,19 @@ type chatJob struct {
 	includeUsage bool
 	logprobs     bool
 	tools        *chat.ToolParser // nil: the answer is not read for tool calls
-	// answer is the answer read as tool calls, set by the engine's
-	// Request.ToolCalls when it finds calls (so before the stream ends).
-	answer toolAnswer
+	// answers are the answers read as tool calls, by their text, set by
+	// the engine's Request.ToolCalls when it finds calls (so before the
+	// stream ends; one per choice).
+	mu      sync.Mutex
+	answers map[string]toolAnswer
+}
+
+// answer is the tool-call reading of a choice's text.
+func (cj *chatJob) answer(text string) *toolAnswer {
+	cj.mu.Lock()
+	defer cj.mu.Unlock()
+	a := cj.answers[text]
+	return &a
 }
 
 func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
@@ -125,7 +136,12 @@ func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 		j.req.ToolCalls = func(text string) bool {
 			content, calls, ok := tools.Parse(text)
 			if ok {
-				cj.answer = toolAnswer{content: content, calls: calls}
+				cj.mu.Lock()
+				if cj.answers == nil {
+					cj.answers = map[string]toolAnswer{}
+				}
+				cj.answers[text] = toolAnswer{content: content, calls: calls}
+				cj.mu.Unlock()
 			}
 			return ok
 		}
@@ -158,41 +174,44 @@ func checkResponseFormat(raw json.RawMessage) error {
 func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, cj *chatJob) {
 	j := cj.job
 	tok := j.lm.model.Tok
-	var lps []tokenLogprob
-	res, err := j.lm.eng.Generate(r.Context(), j.req, func(o engine.Output) error {
+	lps := make([][]tokenLogprob, max(j.req.N, 1))
+	results, err := generateAll(r.Context(), j.lm.eng, j.req, func(o engine.Output) {
 		if cj.logprobs && o.Logprob != nil && !o.StopToken {
-			lps = append(lps, chatLogprob(tok, o.Logprob))
+			lps[o.Index] = append(lps[o.Index], chatLogprob(tok, o.Logprob))
 		}
-		return nil
 	})
 	if err != nil {
 		s.writeRequestError(w, r, generateError(err))
 		return
 	}
-	if res.FinishReason == engine.FinishCanceled && clientGone(r) {
+	if results[0].FinishReason == engine.FinishCanceled && clientGone(r) {
 		observe.WriteErrorMessage(w, r, statusClientClosed, "client closed the request")
 		return
 	}
-	text := res.Text
-	reason := res.FinishReason
-	msg := &chatMessageJSON{Role: "assistant", Content: &text}
-	if reason == engine.FinishToolCalls {
-		msg.Content = nil // OpenAI: null when the answer is only calls
-		if content := cj.answer.content; content != "" {
-			msg.Content = &content
+	choices := make([]chatChoiceJSON, len(results))
+	for i, res := range results {
+		text := res.Text
+		reason := res.FinishReason
+		msg := &chatMessageJSON{Role: "assistant", Content: &text}
+		if reason == engine.FinishToolCalls {
+			a := cj.answer(res.Text)
+			msg.Content = nil // OpenAI: null when the answer is only calls
+			if content := a.content; content != "" {
+				msg.Content = &content
+			}
+			msg.ToolCalls = toolCallsJSON(a.calls, false)
 		}
-		msg.ToolCalls = toolCallsJSON(cj.answer.calls, false)
-	}
-	choice := chatChoiceJSON{Index: 0, Message: msg, FinishReason: &reason}
-	if cj.logprobs {
-		if lps == nil {
-			lps = []tokenLogprob{}
+		choices[i] = chatChoiceJSON{Index: i, Message: msg, FinishReason: &reason}
+		if cj.logprobs {
+			if lps[i] == nil {
+				lps[i] = []tokenLogprob{}
+			}
+			choices[i].Logprobs = &chatLogprobs{Content: lps[i]}
 		}
-		choice.Logprobs = &chatLogprobs{Content: lps}
 	}
 	resp := chatCompletionJSON{
 		ID: j.id, Object: "chat.completion", Created: j.created, Model: j.entry.spec.ID,
-		SystemFingerprint: systemFingerprint, Choices: []chatChoiceJSON{choice}, Usage: usage(res),
+		SystemFingerprint: systemFingerprint, Choices: choices, Usage: usageAll(results),
 	}
 	_ = s.opts.PayloadLog.Response(resp)
 	writeJSON(w, http.StatusOK, resp)
@@ -211,52 +230,59 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, cj *chatJob)
 		_ = s.opts.PayloadLog.Response(v)
 		return sw.data(v)
 	}
-	var held *toolStream
-	if cj.tools != nil {
-		held = &toolStream{p: cj.tools}
+	delta := func(i int, m *chatMessageJSON) chatCompletionJSON {
+		return chunk([]chatChoiceJSON{{Index: i, Delta: m}}, nil)
 	}
-	res, err := generateStreaming(r.Context(), j.lm.eng, j.req, sw, s.opts.KeepAlive, func(o engine.Output) error {
+	held := make([]*toolStream, max(j.req.N, 1)) // by choice
+	if cj.tools != nil {
+		for i := range held {
+			held[i] = &toolStream{p: cj.tools}
+		}
+	}
+	results, err := generateStreamingAll(r.Context(), j.lm.eng, j.req, sw, s.opts.KeepAlive, func(o engine.Output) error {
 		var lp *chatLogprobs
 		if cj.logprobs && o.Logprob != nil && !o.StopToken {
 			lp = &chatLogprobs{Content: []tokenLogprob{chatLogprob(tok, o.Logprob)}}
 		}
 		text := o.Text
-		if held != nil {
-			text = held.push(text)
+		if h := held[o.Index]; h != nil {
+			text = h.push(text)
 		}
 		if text == "" && lp == nil {
 			return nil
 		}
-		return send(chunk([]chatChoiceJSON{{Index: 0, Delta: &chatMessageJSON{Role: "assistant", Content: &text}, Logprobs: lp}}, nil))
+		return send(chunk([]chatChoiceJSON{{Index: o.Index, Delta: &chatMessageJSON{Role: "assistant", Content: &text}, Logprobs: lp}}, nil))
 	})
-	s.finishStream(r, sw, st, res, err, func(reason string, u *usageJSON) (bool, error) {
-		if held != nil {
-			// What was held back: text, or the tool calls in one delta.
-			var answer *toolAnswer
-			if reason == engine.FinishToolCalls {
-				answer = &cj.answer
-			}
-			rest, calls := held.finish(answer)
-			if rest != "" {
-				if err := send(chunk([]chatChoiceJSON{{Index: 0, Delta: &chatMessageJSON{Role: "assistant", Content: &rest}}}, nil)); err != nil {
-					return false, err
+	s.finishStreamAll(r, sw, st, results, err, func(results []*engine.Result, u *usageJSON) (bool, error) {
+		for i, res := range results {
+			reason := res.FinishReason
+			if h := held[i]; h != nil {
+				// What was held back: text, or the tool calls in one delta.
+				var answer *toolAnswer
+				if reason == engine.FinishToolCalls {
+					answer = cj.answer(res.Text)
+				}
+				rest, calls := h.finish(answer)
+				if rest != "" {
+					if err := send(delta(i, &chatMessageJSON{Role: "assistant", Content: &rest})); err != nil {
+						return false, err
+					}
+				}
+				if calls != nil {
+					if err := send(delta(i, &chatMessageJSON{Role: "assistant", ToolCalls: toolCallsJSON(calls, true)})); err != nil {
+						return false, err
+					}
 				}
 			}
-			if calls != nil {
-				d := &chatMessageJSON{Role: "assistant", ToolCalls: toolCallsJSON(calls, true)}
-				if err := send(chunk([]chatChoiceJSON{{Index: 0, Delta: d}}, nil)); err != nil {
-					return false, err
-				}
+			empty := ""
+			last := chunk([]chatChoiceJSON{{Index: i, Delta: &chatMessageJSON{Role: "assistant", Content: &empty}, FinishReason: &reason}}, nil)
+			if !cj.includeUsage && i == len(results)-1 {
+				// mistral.rs puts the usage on the final chunk.
+				last.Usage = u
 			}
-		}
-		empty := ""
-		last := chunk([]chatChoiceJSON{{Index: 0, Delta: &chatMessageJSON{Role: "assistant", Content: &empty}, FinishReason: &reason}}, nil)
-		if !cj.includeUsage {
-			// mistral.rs puts the usage on the final chunk.
-			last.Usage = u
-		}
-		if err := send(last); err != nil {
-			return false, err
+			if err := send(last); err != nil {
+				return false, err
+			}
 		}
 		if cj.includeUsage {
 			// OpenAI's stream_options.include_usage: one more chunk, no choices.
@@ -271,6 +297,18 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, cj *chatJob)
 // error event; then [DONE]. A client that left gets nothing more.
 func (s *Server) finishStream(r *http.Request, sw *sseWriter, st *observe.Stream, res *engine.Result, err error,
 	last func(reason string, u *usageJSON) (bool, error)) {
+	var all []*engine.Result
+	if res != nil {
+		all = []*engine.Result{res}
+	}
+	s.finishStreamAll(r, sw, st, all, err, func(all []*engine.Result, u *usageJSON) (bool, error) {
+		return last(all[0].FinishReason, u)
+	})
+}
+
+// finishStreamAll is finishStream for the results of every choice.
+func (s *Server) finishStreamAll(r *http.Request, sw *sseWriter, st *observe.Stream, results []*engine.Result, err error,
+	last func(results []*engine.Result, u *usageJSON) (bool, error)) {
 	if err != nil {
 		msg := generateError(err).Error()
 		st.Error(msg)
@@ -278,11 +316,11 @@ func (s *Server) finishStream(r *http.Request, sw *sseWriter, st *observe.Stream
 		_ = sw.streamError(msg)
 		return
 	}
-	if sw.err != nil || (res.FinishReason == engine.FinishCanceled && clientGone(r)) {
+	if sw.err != nil || (results[0].FinishReason == engine.FinishCanceled && clientGone(r)) {
 		return
 	}
-	u := usage(res)
-	sent, err := last(res.FinishReason, u)
+	u := usageAll(results)
+	sent, err := last(results, u)
 	if err != nil {
 		return
 	}

@@ -172,32 +172,37 @@ const hexDigits = "0123456789abcdef"
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, cj *completionJob) {
 	j := cj.job
 	tok := j.lm.model.Tok
-	var lps *completionLogprobs
+	n := max(j.req.N, 1)
+	lps := make([]*completionLogprobs, n)
 	if cj.logprobs {
-		lps = newCompletionLogprobs(len(cj.echo))
-	}
-	res, err := j.lm.eng.Generate(r.Context(), j.req, func(o engine.Output) error {
-		if lps != nil && o.Logprob != nil && !o.StopToken {
-			lps.add(tok, o.Logprob)
+		for i := range lps {
+			lps[i] = newCompletionLogprobs(len(cj.echo))
 		}
-		return nil
+	}
+	results, err := generateAll(r.Context(), j.lm.eng, j.req, func(o engine.Output) {
+		if l := lps[o.Index]; l != nil && o.Logprob != nil && !o.StopToken {
+			l.add(tok, o.Logprob)
+		}
 	})
 	if err != nil {
 		s.writeRequestError(w, r, generateError(err))
 		return
 	}
-	if res.FinishReason == engine.FinishCanceled && clientGone(r) {
+	if results[0].FinishReason == engine.FinishCanceled && clientGone(r) {
 		observe.WriteErrorMessage(w, r, statusClientClosed, "client closed the request")
 		return
 	}
-	reason := res.FinishReason
-	choice := completionChoiceJSON{Index: 0, Text: cj.echo + res.Text, FinishReason: &reason}
-	if lps != nil {
-		choice.Logprobs = &lps.lp
+	choices := make([]completionChoiceJSON, len(results))
+	for i, res := range results {
+		reason := res.FinishReason
+		choices[i] = completionChoiceJSON{Index: i, Text: cj.echo + res.Text, FinishReason: &reason}
+		if lps[i] != nil {
+			choices[i].Logprobs = &lps[i].lp
+		}
 	}
 	resp := completionJSON{
 		ID: j.id, Object: "text_completion", Created: j.created, Model: j.entry.spec.ID,
-		SystemFingerprint: systemFingerprint, Choices: []completionChoiceJSON{choice}, Usage: usage(res),
+		SystemFingerprint: systemFingerprint, Choices: choices, Usage: usageAll(results),
 	}
 	_ = s.opts.PayloadLog.Response(resp)
 	writeJSON(w, http.StatusOK, resp)
@@ -216,27 +221,35 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, cj *co
 		_ = s.opts.PayloadLog.Response(v)
 		return sw.data(v)
 	}
-	echo := cj.echo
-	offset := len(echo)
-	res, err := generateStreaming(r.Context(), j.lm.eng, j.req, sw, s.opts.KeepAlive, func(o engine.Output) error {
+	n := max(j.req.N, 1)
+	echo := make([]string, n) // per choice, until its first chunk
+	offset := make([]int, n)
+	for i := range echo {
+		echo[i], offset[i] = cj.echo, len(cj.echo)
+	}
+	results, err := generateStreamingAll(r.Context(), j.lm.eng, j.req, sw, s.opts.KeepAlive, func(o engine.Output) error {
+		i := o.Index
 		var lp *completionLogprob
 		if cj.logprobs && o.Logprob != nil && !o.StopToken {
-			l := newCompletionLogprobs(offset)
+			l := newCompletionLogprobs(offset[i])
 			l.add(tok, o.Logprob)
 			lp = &l.lp
 		}
-		text := echo + o.Text
+		text := echo[i] + o.Text
 		if text == "" && lp == nil {
 			return nil
 		}
-		echo = ""
-		offset += len(o.Text)
-		return send(chunk([]completionChoiceJSON{{Index: 0, Text: text, Logprobs: lp}}, nil))
+		echo[i] = ""
+		offset[i] += len(o.Text)
+		return send(chunk([]completionChoiceJSON{{Index: i, Text: text, Logprobs: lp}}, nil))
 	})
-	s.finishStream(r, sw, st, res, err, func(reason string, u *usageJSON) (bool, error) {
-		text := echo // an echo not sent yet (no token produced text)
-		if err := send(chunk([]completionChoiceJSON{{Index: 0, Text: text, FinishReason: &reason}}, nil)); err != nil {
-			return false, err
+	s.finishStreamAll(r, sw, st, results, err, func(results []*engine.Result, u *usageJSON) (bool, error) {
+		for i, res := range results {
+			reason := res.FinishReason
+			text := echo[i] // an echo not sent yet (no token produced text)
+			if err := send(chunk([]completionChoiceJSON{{Index: i, Text: text, FinishReason: &reason}}, nil)); err != nil {
+				return false, err
+			}
 		}
 		if cj.includeUsage {
 			// Completions chunks carry no usage (as in mistral.rs) unless

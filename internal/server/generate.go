@@ -47,7 +47,7 @@ func (s *Server) newJob(ctx context.Context, e *modelEntry, g *genSettings) (*jo
 	}
 	return &job{
 		s: s, entry: e, lm: lm, release: release,
-		req: &engine.Request{Sampling: g.params, MaxTokens: g.maxTokens, Stop: g.stop, IgnoreEOS: g.ignoreEOS, NoSpeculation: g.noSpec},
+		req: &engine.Request{Sampling: g.params, MaxTokens: g.maxTokens, Stop: g.stop, IgnoreEOS: g.ignoreEOS, NoSpeculation: g.noSpec, N: g.n},
 		id:  strconv.FormatUint(s.seq.Add(1)-1, 10), created: time.Now().Unix(),
 	}, nil
 }
@@ -92,6 +92,39 @@ func usage(res *engine.Result) *usageJSON {
 		TotalPromptTimeSec:     prompt,
 		TotalCompletionTimeSec: compl,
 	}
+}
+
+// usageAll is the usage of a request's choices: the prompt counted once,
+// the completions added up, timed from the arrival to the last choice's
+// last token.
+func usageAll(res []*engine.Result) *usageJSON {
+	m := *res[0]
+	for _, r := range res[1:] {
+		m.CompletionTokens += r.CompletionTokens
+		m.DecodeTime = max(m.DecodeTime, r.DecodeTime+r.PromptTime-m.PromptTime)
+	}
+	return usage(&m)
+}
+
+// generateAll runs req to the end, handing each output to emit on the
+// calling goroutine, and returns every choice's result (emit's error or
+// the end of ctx cancels the generation).
+func generateAll(ctx context.Context, eng *engine.Engine, req *engine.Request, emit func(engine.Output)) ([]*engine.Result, error) {
+	st, err := eng.Submit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for !st.Done() {
+		<-st.Ready()
+		for {
+			o, ok := st.Next()
+			if !ok {
+				break
+			}
+			emit(o)
+		}
+	}
+	return st.Results()
 }
 
 // accessUsage is what the access log shows of a stream's usage.

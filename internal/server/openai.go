@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"mistralrs/internal/chat"
+	"mistralrs/internal/engine"
 	"mistralrs/internal/sampler"
 )
 
@@ -253,6 +254,7 @@ type genSettings struct {
 	stop      []string
 	ignoreEOS bool
 	noSpec    bool // "speculative": false
+	n         int  // choices
 }
 
 // settings checks the sampling fields; logprobs and topLogprobs come from
@@ -270,11 +272,12 @@ func (f *samplingFields) settings(logprobs bool, topLogprobs int, globalSeed *ui
 		}
 		g.maxTokens = *max
 	}
-	if f.N != nil && *f.N != 1 {
-		if *f.N < 1 {
-			return nil, badRequest("n", "n must be at least 1, got %d", *f.N)
+	g.n = 1
+	if f.N != nil {
+		if *f.N < 1 || *f.N > engine.MaxChoices {
+			return nil, badRequest("n", "n must be between 1 and %d, got %d", engine.MaxChoices, *f.N)
 		}
-		return nil, badRequest("n", "n = %d is not supported: this server generates one choice per request (n = 1)", *f.N)
+		g.n = *f.N
 	}
 	p := &g.params
 	if f.Temperature != nil {

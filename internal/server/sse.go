@@ -18,6 +18,9 @@ type sseWriter struct {
 	last time.Time // last frame written
 	err  error     // first write failure: the client is gone
 	buf  []byte
+	// ping is the keep-alive frame: nil for the `:` comment frame; the
+	// Anthropic dialect sets its `event: ping`.
+	ping []byte
 }
 
 // startSSE sends the stream's header block.
@@ -66,8 +69,14 @@ func (s *sseWriter) data(v any) error {
 // done sends the closing `data: [DONE]` event.
 func (s *sseWriter) done() error { return s.frame([]byte("data: [DONE]\n\n")) }
 
-// keepAlive sends an empty comment frame, as axum's KeepAlive does.
-func (s *sseWriter) keepAlive() error { return s.frame([]byte(":\n\n")) }
+// keepAlive sends an empty comment frame, as axum's KeepAlive does, or the
+// dialect's own ping.
+func (s *sseWriter) keepAlive() error {
+	if s.ping != nil {
+		return s.frame(s.ping)
+	}
+	return s.frame([]byte(":\n\n"))
+}
 
 // streamError sends the OpenAI-style error event that ends a failed stream.
 func (s *sseWriter) streamError(msg string) error {
@@ -95,6 +104,18 @@ func (s *sseWriter) streamError(msg string) error {
 // when the engine is done with the sequence.
 func generateStreaming(ctx context.Context, eng *engine.Engine, req *engine.Request, sw *sseWriter,
 	keepAlive time.Duration, onOut func(engine.Output) error) (*engine.Result, error) {
+	res, err := generateStreamingAll(ctx, eng, req, sw, keepAlive, onOut)
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// generateStreamingAll is generateStreaming for a request of several
+// choices (their outputs interleave, tagged by Output.Index); it returns
+// every choice's result.
+func generateStreamingAll(ctx context.Context, eng *engine.Engine, req *engine.Request, sw *sseWriter,
+	keepAlive time.Duration, onOut func(engine.Output) error) ([]*engine.Result, error) {
 	st, err := eng.Submit(ctx, req)
 	if err != nil {
 		return nil, err
@@ -130,5 +151,5 @@ func generateStreaming(ctx context.Context, eng *engine.Engine, req *engine.Requ
 			ka.Reset(max(keepAlive-time.Since(sw.last), time.Millisecond))
 		}
 	}
-	return st.Result()
+	return st.Results()
 }
