@@ -83,6 +83,7 @@ type Result struct {
 	PromptTokens     int
 	CompletionTokens int
 	CachedTokens     int           // prompt tokens whose KV came from the prefix cache
+	Embedding        []float32     // an embedding (Engine.Embed): the pooled, L2-normalised final hidden states
 	PromptTime       time.Duration // from the request's arrival until its first token was sampled
 	DecodeTime       time.Duration // from the first to the last token
 }

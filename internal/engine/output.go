@@ -82,6 +82,7 @@ func result(sq *seq, reason string) *Result {
 	res := &Result{
 		Text: string(sq.text), Tokens: sq.tokens[sq.promptLen:], FinishReason: reason,
 		PromptTokens: sq.promptLen, CompletionTokens: len(sq.tokens) - sq.promptLen, CachedTokens: sq.cached,
+		Embedding: sq.embed,
 	}
 	if !sq.firstTok.IsZero() {
 		res.PromptTime = sq.firstTok.Sub(sq.arrived)

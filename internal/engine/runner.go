@@ -19,6 +19,7 @@ type runner struct {
 	sampled  []*seq
 	sampleFn func(lo, hi int)
 	staged   []*seq // sequences asked for guesses this step
+	embedded []*seq // embeddings this step completed
 	perPos   []int  // speculative acceptance by position, per step
 }
 
@@ -84,6 +85,13 @@ func (r *runner) step() {
 				sq.allLogits = make([]float32, n)
 			}
 			in.AllLogits = sq.allLogits[:run.N*e.net.Config.Vocab]
+		} else if sq.embed != nil {
+			// An embedding: every token's final hidden state, no logits.
+			in.Tokens = sq.tokens[run.Pos : run.Pos+run.N]
+			if n := run.N * e.net.Config.Embd; cap(sq.hidden) < n {
+				sq.hidden = make([]float32, n)
+			}
+			in.Hidden = sq.hidden[:run.N*e.net.Config.Embd]
 		} else {
 			in.Tokens = sq.tokens[run.Pos : run.Pos+run.N]
 			if run.Sample {
@@ -119,6 +127,13 @@ func (r *runner) step() {
 			// (A verifying run commits once its guesses are decided.)
 			sq.computed = s.kv.Commit(sq.kv, sq.tokens, run.Pos+run.N)
 		}
+		if sq.embed != nil {
+			e.poolHidden(sq, sq.hidden, run.Pos, run.N, run.Sample)
+			if run.Sample {
+				r.embedded = append(r.embedded, sq)
+			}
+			continue
+		}
 		if run.Sample {
 			sq.out.Time = t2
 			r.sampled = append(r.sampled, sq)
@@ -135,6 +150,11 @@ func (r *runner) step() {
 		r.sampleRange(0, len(r.sampled))
 	}
 	r.settle(sch)
+	for _, sq := range r.embedded {
+		s.finish(sq, FinishStop, nil)
+	}
+	clear(r.embedded)
+	r.embedded = r.embedded[:0]
 	for _, sq := range r.sampled {
 		if sq.reason != "" {
 			s.finish(sq, sq.reason, nil)

@@ -52,6 +52,9 @@ type seq struct {
 
 	final *final // result, delivered after the step is reported
 
+	embed  []float32 // an embedding sequence's pooled hidden states (embed.go)
+	hidden []float32 // the step's hidden states
+
 	// Choices (Request.N > 1): the first choice holds the others until its
 	// prompt is computed; then they start from a fork of its cache.
 	index    int

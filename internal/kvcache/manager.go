@@ -90,6 +90,7 @@ type Usage struct {
 type State struct {
 	maxLen    int
 	committed int // positions committed
+	noPrefix  bool
 
 	paged  *Seq // Paged
 	hashes []Hash
@@ -111,6 +112,10 @@ func (s *State) Cache() Cache {
 
 // Committed is the number of positions committed.
 func (s *State) Committed() int { return s.committed }
+
+// NoPrefix makes the sequence compute every position: Admit takes nothing
+// from the prefix cache (an embedding pools the states of all its tokens).
+func (s *State) NoPrefix() { s.noPrefix = true }
 
 // Paged is the Manager over a Pool: sequences hold blocks, full committed
 // blocks are registered under the hash of their prefix, and a sequence
@@ -141,7 +146,7 @@ func (m *Paged) Capacity() int { return m.pool.Tokens() }
 // would compute first and the free blocks that takes.
 func (m *Paged) fit(s *State, tokens []int32, budget int) (hit []int32, n, need int) {
 	bs := m.pool.bs
-	if m.prefix {
+	if m.prefix && !s.noPrefix {
 		// Whole blocks before the last token: that one is always computed,
 		// for its logits.
 		limit := (len(tokens) - 1) / bs
@@ -340,6 +345,9 @@ func (m *Contiguous) Admit(s *State, tokens []int32, budget int) (Admission, boo
 	}
 	s.cont.Truncate(0)
 	s.committed = 0
+	if s.noPrefix {
+		return Admission{}, true
+	}
 	src, n := m.store.Match(tokens, len(tokens)-1)
 	if n == 0 || CopyPrefix(s.cont, src, m.shape, n) != nil {
 		return Admission{}, true

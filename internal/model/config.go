@@ -25,6 +25,11 @@ type Config struct {
 	Vocab      int    // from token_embd.weight
 	ContextLen int    // context_length the model was trained with
 	RMSEps     float32
+	// Pooling is how an embedding pools the final hidden states
+	// (pooling_type): "mean" (1, and the default when the key is absent or
+	// 0, none), "cls" (2: the first token), "last" (3: the last token, as
+	// Qwen3-Embedding), "rank" (4: rerankers, not supported for embeddings).
+	Pooling string
 
 	RopeBase    float64 // rope.freq_base
 	RopeDim     int     // rope.dimension_count: leading dims of each head that are rotated
@@ -113,6 +118,18 @@ func readConfig(f *gguf.File) (Config, error) {
 	c.RopeBase = r.float("rope.freq_base", 10000)
 	c.RopeScale = r.float("rope.scaling.factor", r.float("rope.scale_linear", 1))
 	c.RopeOrigCtx = r.int("rope.scaling.original_context_length", c.ContextLen)
+	switch pt := r.int("pooling_type", 0); pt {
+	case 0, 1:
+		c.Pooling = "mean"
+	case 2:
+		c.Pooling = "cls"
+	case 3:
+		c.Pooling = "last"
+	case 4:
+		c.Pooling = "rank"
+	default:
+		return Config{}, fmt.Errorf("%s: %spooling_type %d is unknown (0 none, 1 mean, 2 cls, 3 last, 4 rank)", f.Path, r.prefix, pt)
+	}
 	c.RopeScaling = "linear" // llama.cpp's default when a factor is given without a type
 	if s, ok := f.String(r.prefix + "rope.scaling.type"); ok {
 		c.RopeScaling = s

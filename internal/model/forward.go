@@ -22,6 +22,10 @@ type SeqInput struct {
 
 	Logits    []float32 // if non-nil (len Vocab): receives the logits of the last token
 	AllLogits []float32 // if non-nil (len len(Tokens)*Vocab): receives the logits of every token
+	// Hidden, if non-nil (len len(Tokens)*Embd), receives the final hidden
+	// state of every token: after the last layer and the output norm, what
+	// the output matrix would turn into logits (embeddings pool them).
+	Hidden []float32
 }
 
 // Forward runs the model over the batch: it appends the new tokens' keys and
@@ -111,6 +115,8 @@ func (m *Model) prepare(p *kernels.Pool, b *Batch) (*state, error) {
 			return nil, fmt.Errorf("forward: sequence %d: Logits has length %d, want vocab size %d", i, len(sq.Logits), c.Vocab)
 		case sq.AllLogits != nil && len(sq.AllLogits) != len(sq.Tokens)*c.Vocab:
 			return nil, fmt.Errorf("forward: sequence %d: AllLogits has length %d, want %d tokens × %d", i, len(sq.AllLogits), len(sq.Tokens), c.Vocab)
+		case sq.Hidden != nil && len(sq.Hidden) != len(sq.Tokens)*c.Embd:
+			return nil, fmt.Errorf("forward: sequence %d: Hidden has length %d, want %d tokens × %d", i, len(sq.Hidden), len(sq.Tokens), c.Embd)
 		}
 		for _, t := range sq.Tokens {
 			if t < 0 || int(t) >= c.Vocab {
@@ -441,10 +447,20 @@ func (s *state) swigluRange(lo, hi int) {
 }
 
 // logits applies the final norm and the output matrix to the rows that
-// want logits and hands them to their sequences.
+// want logits and hands them to their sequences; sequences that want their
+// hidden states get every token's normed row.
 func (s *state) logits(p *kernels.Pool) {
 	c := &s.m.Config
 	E, V := c.Embd, c.Vocab
+	t := 0
+	for _, sq := range s.b.Seqs {
+		if sq.Hidden != nil {
+			for j := range sq.Tokens {
+				rmsnorm(sq.Hidden[j*E:(j+1)*E], s.x[(t+j)*E:(t+j+1)*E], s.m.OutputNorm, c.RMSEps)
+			}
+		}
+		t += len(sq.Tokens)
+	}
 	R := len(s.rows)
 	if R == 0 {
 		return

@@ -352,3 +352,41 @@ func TestConfig(t *testing.T) {
 		t.Errorf("config %+v", c)
 	}
 }
+
+// Hidden gives every token's final normed state, as the float64 reference
+// computes it, in chunks and alongside logits alike.
+func TestHiddenStates(t *testing.T) {
+	for _, name := range []string{"llama", "qwen3"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := fixtureConfigs()[name]
+			cfg.Type = kernels.F32
+			m, f := loadFixture(t, cfg)
+			ref := &refModel{cfg: cfg.withDefaults(), f: f, neox: cfg.Arch != "llama"}
+			ref.logits(t, fixtureTokens)
+			E := m.Config.Embd
+			cache := newContiguous(m.Config, 0)
+			n := len(fixtureTokens)
+			first, rest := make([]float32, 5*E), make([]float32, (n-5)*E)
+			if err := m.Forward(nil, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens[:5], Cache: cache, Hidden: first}}}); err != nil {
+				t.Fatal(err)
+			}
+			last := make([]float32, m.Config.Vocab)
+			if err := m.Forward(nil, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens[5:], Pos: 5, Cache: cache, Hidden: rest, Logits: last}}}); err != nil {
+				t.Fatal(err)
+			}
+			got := append(first, rest...)
+			var worst float64
+			for i := range n {
+				for d := range E {
+					worst = math.Max(worst, math.Abs(float64(got[i*E+d])-ref.hiddenStates[i][d]))
+				}
+			}
+			if worst > 1e-4 {
+				t.Errorf("largest difference from the reference hidden states: %g", worst)
+			}
+			if err := m.Forward(nil, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens[:2], Cache: newContiguous(m.Config, 0), Hidden: make([]float32, E)}}}); err == nil {
+				t.Error("a Hidden buffer of the wrong length was accepted")
+			}
+		})
+	}
+}

@@ -36,6 +36,7 @@ type RandomConfig struct {
 	RopeFreqs   bool    // add a llama3-style rope_freqs.weight
 	RopeScale   float64 // > 1: write rope.scaling.type/factor with RopeScaling
 	RopeScaling string  // "linear" (default) or "yarn"
+	PoolingType int     // > 0: write pooling_type (1 mean, 2 cls, 3 last)
 
 	Seed uint64
 }
@@ -67,6 +68,9 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 	w.AddKV(a+"block_count", uint32(cfg.Layers))
 	w.AddKV(a+"context_length", uint32(cfg.ContextLen))
 	w.AddKV(a+"embedding_length", uint32(cfg.Embd))
+	if cfg.PoolingType > 0 {
+		w.AddKV(a+"pooling_type", uint32(cfg.PoolingType))
+	}
 	w.AddKV(a+"feed_forward_length", uint32(cfg.FF))
 	w.AddKV(a+"attention.head_count", uint32(cfg.Heads))
 	w.AddKV(a+"attention.head_count_kv", uint32(cfg.KVHeads))

@@ -20,6 +20,8 @@ type refModel struct {
 	cfg  RandomConfig
 	f    *gguf.File
 	neox bool
+
+	hiddenStates [][]float64 // of the last logits call: each token's normed final state
 }
 
 func (r *refModel) tensor(t testing.TB, name string) []float64 {
@@ -186,8 +188,10 @@ func (r *refModel) logits(t testing.TB, tokens []int32) [][]float64 {
 		out = emb
 	}
 	logits := make([][]float64, T)
+	r.hiddenStates = make([][]float64, T)
 	for i := range T {
-		logits[i] = refMatVec(out, refRMSNorm(x[i], on, eps), V)
+		r.hiddenStates[i] = refRMSNorm(x[i], on, eps)
+		logits[i] = refMatVec(out, r.hiddenStates[i], V)
 	}
 	return logits
 }
