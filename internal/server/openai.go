@@ -39,6 +39,61 @@ type samplingFields struct {
 	// Speculative false turns speculative decoding off for the request (an
 	// extension; default: on where the model has a proposer).
 	Speculative *bool `json:"speculative"`
+
+	unimplemented
+}
+
+// unimplemented are mistral.rs's extension fields this server does not
+// implement: a request that sets one is refused with a 400 naming it
+// rather than answered as if it had not been asked.
+type unimplemented struct {
+	Grammar                 json.RawMessage `json:"grammar"`
+	DryMultiplier           json.RawMessage `json:"dry_multiplier"`
+	DryBase                 json.RawMessage `json:"dry_base"`
+	DryAllowedLength        json.RawMessage `json:"dry_allowed_length"`
+	DrySequenceBreakers     json.RawMessage `json:"dry_sequence_breakers"`
+	ReasoningEffort         json.RawMessage `json:"reasoning_effort"`
+	Adapter                 json.RawMessage `json:"adapter"`
+	WebSearchOptions        json.RawMessage `json:"web_search_options"`
+	AgentPermission         json.RawMessage `json:"agent_permission"`
+	CodeExecutionPermission json.RawMessage `json:"code_execution_permission"`
+}
+
+// check refuses the first unimplemented field set to something other than
+// null (reasoning_effort "off" or "none" asks for nothing and passes).
+func (u *unimplemented) check() error {
+	set := func(raw json.RawMessage) bool {
+		b := bytes.TrimSpace(raw)
+		return len(b) > 0 && string(b) != "null"
+	}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+		why  string
+	}{
+		{"grammar", u.Grammar, "constrained decoding is not implemented"},
+		{"dry_multiplier", u.DryMultiplier, "DRY sampling is not implemented"},
+		{"dry_base", u.DryBase, "DRY sampling is not implemented"},
+		{"dry_allowed_length", u.DryAllowedLength, "DRY sampling is not implemented"},
+		{"dry_sequence_breakers", u.DrySequenceBreakers, "DRY sampling is not implemented"},
+		{"reasoning_effort", u.ReasoningEffort, "reasoning budgets are not implemented"},
+		{"adapter", u.Adapter, "LoRA adapters are not supported"},
+		{"web_search_options", u.WebSearchOptions, "web search is not supported"},
+		{"agent_permission", u.AgentPermission, "agentic tool execution is not supported"},
+		{"code_execution_permission", u.CodeExecutionPermission, "agentic tool execution is not supported"},
+	} {
+		if !set(f.raw) {
+			continue
+		}
+		if f.name == "reasoning_effort" {
+			var v string
+			if json.Unmarshal(f.raw, &v) == nil && (v == "off" || v == "none") {
+				continue
+			}
+		}
+		return badRequest(f.name, "%s is not supported by this server: %s", f.name, f.why)
+	}
+	return nil
 }
 
 type streamOptions struct {
@@ -260,6 +315,9 @@ type genSettings struct {
 // settings checks the sampling fields; logprobs and topLogprobs come from
 // the endpoint's own fields. globalSeed applies when the request has none.
 func (f *samplingFields) settings(logprobs bool, topLogprobs int, globalSeed *uint64) (*genSettings, error) {
+	if err := f.unimplemented.check(); err != nil {
+		return nil, err
+	}
 	g := &genSettings{params: sampler.DefaultParams(), stop: f.Stop.strings(), ignoreEOS: f.IgnoreEOS,
 		noSpec: f.Speculative != nil && !*f.Speculative}
 	max := f.MaxTokens
