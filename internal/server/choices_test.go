@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -68,5 +69,21 @@ func TestChoicesOpenAI(t *testing.T) {
 	}
 	if full.Choices[0].Text == full.Choices[1].Text {
 		t.Errorf("two sampled choices are equal: %q", full.Choices[0].Text)
+	}
+}
+
+// Streamed choices advance together: one TTFT sample, and one ITL sample
+// per engine step after the first (not per choice's chunk).
+func TestChoicesTokenSteps(t *testing.T) {
+	ts := startServer(t)
+	resp := ts.openStream(t, "n2", map[string]any{"model": "tiny", "prompt": "abc", "max_tokens": 9, "ignore_eos": true, "n": 2})
+	defer resp.Body.Close()
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"path": "/v1/completions", "model": "tiny", "status": "200"}
+	fams := ts.metrics()
+	if ttft, itl := value(fams, "mistralrs_time_to_first_token_seconds", labels), value(fams, "mistralrs_inter_token_latency_seconds", labels); ttft != 1 || itl != 8 {
+		t.Errorf("TTFT samples %v, ITL samples %v; want 1 and 8 (9 steps of two choices)", ttft, itl)
 	}
 }
