@@ -54,6 +54,9 @@ func runConfig(cmd *cobra.Command, cfg *config.Config, warns []config.Warning) e
 	f.threads = cfg.Runtime.Threads
 	if !cfg.DemoModel() {
 		i := cfg.DefaultModelIndex()
+		if cfg.Models[i].Kind == config.KindEmbedding {
+			return fmt.Errorf("command = \"run\" chats with the default model, and %s is an embedding model (kind = \"embedding\")", cfg.Models[i].ModelID)
+		}
 		src, err := config.ResolveModel(cfg.Models[i], nil)
 		if err != nil {
 			return err

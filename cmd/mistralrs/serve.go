@@ -20,31 +20,56 @@ import (
 
 func newServeCmd(g *globalFlags) *cobra.Command {
 	cfg := config.Default()
-	cmd := &cobra.Command{
-		Use:   "serve [-m MODEL_ID] [-f FILE.gguf]",
-		Short: "Serve a model over an OpenAI-compatible HTTP API",
-		Long: "Serve a model over an OpenAI-compatible HTTP API (chat and text completions,\n" +
-			"streaming and not), with access logs, request ids and Prometheus metrics.\n" +
-			"-m names a local directory holding a GGUF model or a Hugging Face id found in the\n" +
-			"local Hugging Face cache; -f names GGUF files. Without either, the embedded demo\n" +
-			"model is served (it generates meaningless text). --mtp-model (a draft model with the\n" +
-			"same vocabulary) or --spec-ngram (prompt lookup) turns on speculative decoding.",
-		Args: serveArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+	run := func(kind string) func(cmd *cobra.Command, args []string) error {
+		return func(cmd *cobra.Command, args []string) error {
 			cfg.Global.Verbose = g.verbose
 			cfg.Global.Log = g.logPath
 			if g.seedSet {
 				seed := g.seed
 				cfg.Global.Seed = &seed
 			}
+			if kind != "" {
+				if cfg.DemoModel() {
+					return fmt.Errorf("serve %s needs a model: -m MODEL_ID or -f FILE.gguf (only the bare `serve` runs the embedded demo model)", kind)
+				}
+				cfg.Models[0].Kind = kind
+			}
 			warns := cfg.ApplyEnv(nil)
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
 			return serveConfig(cmd, cfg, warns)
-		},
+		}
 	}
-	config.BindServeFlags(cmd.Flags(), cfg)
+	cmd := &cobra.Command{
+		Use:   "serve [-m MODEL_ID] [-f FILE.gguf] | serve [FLAGS] auto|text|embedding -m MODEL_ID",
+		Short: "Serve a model over an OpenAI-compatible HTTP API",
+		Long: "Serve a model over an OpenAI-compatible HTTP API (chat and text completions,\n" +
+			"streaming and not, and embeddings), with access logs, request ids and Prometheus metrics.\n" +
+			"-m names a local directory holding a GGUF model or a Hugging Face id found in the\n" +
+			"local Hugging Face cache; -f names GGUF files. Without either, the embedded demo\n" +
+			"model is served (it generates meaningless text). --mtp-model (a draft model with the\n" +
+			"same vocabulary) or --spec-ngram (prompt lookup) turns on speculative decoding.\n" +
+			"The subcommands name the model's kind, as in mistral.rs: `serve text` (and `serve auto`,\n" +
+			"the same here) is the bare form; `serve embedding` serves the model for /v1/embeddings\n" +
+			"only. They need -m or -f; the flags may come before or after the subcommand.",
+		Args: serveArgs,
+		RunE: run(""),
+	}
+	// Persistent: the kind subcommands take every serve flag.
+	config.BindServeFlags(cmd.PersistentFlags(), cfg)
+	for _, k := range []struct{ kind, short string }{
+		{config.KindAuto, "Serve a model by its kind: text here, as every supported architecture generates"},
+		{config.KindText, "Serve a text model: chat, completions and embeddings"},
+		{config.KindEmbedding, "Serve a model for embeddings only (POST /v1/embeddings; chat and completions are refused)"},
+	} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   k.kind + " -m MODEL_ID [-f FILE.gguf]",
+			Short: k.short,
+			Args:  serveArgs,
+			RunE:  run(k.kind),
+		})
+	}
 	return cmd
 }
 

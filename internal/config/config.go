@@ -92,7 +92,7 @@ type PagedAttnConfig struct {
 
 // ModelConfig is one [[models]] entry (or the model of `serve -m/-f`).
 type ModelConfig struct {
-	Kind          string      `toml:"kind"` // "auto" or "text"
+	Kind          string      `toml:"kind"` // KindAuto, KindText or KindEmbedding
 	ModelID       string      `toml:"model_id"`
 	ChatTemplate  string      `toml:"chat_template"`  // overrides runtime.chat_template
 	JinjaExplicit string      `toml:"jinja_explicit"` // overrides runtime.jinja_explicit
@@ -106,6 +106,15 @@ type ModelConfig struct {
 	MTPNPredict *int   `toml:"mtp_n_predict"`
 	SpecNgram   *int   `toml:"spec_ngram"`
 }
+
+// Model kinds (models.kind; `serve auto|text|embedding`). A text model
+// (auto is text here: every supported architecture generates) serves chat,
+// completions and embeddings; an embedding model serves embeddings only.
+const (
+	KindAuto      = "auto"
+	KindText      = "text"
+	KindEmbedding = "embedding"
+)
 
 // ModelFormat is [models.format].
 type ModelFormat struct {
@@ -352,11 +361,11 @@ func (c *Config) Validate() error {
 		m := &c.Models[i]
 		k := func(name string) string { return fmt.Sprintf("models[%d].%s", i, name) }
 		switch m.Kind {
-		case "auto", "text":
-		case "multimodal", "diffusion", "speech", "embedding":
-			return bad(k("kind"), m.Kind, "not supported by this engine (text models only)")
+		case KindAuto, KindText, KindEmbedding:
+		case "multimodal", "diffusion", "speech":
+			return bad(k("kind"), m.Kind, "not supported by this engine (text and embedding models only)")
 		default:
-			return bad(k("kind"), m.Kind, `must be "auto" or "text"`)
+			return bad(k("kind"), m.Kind, `must be "auto", "text" or "embedding"`)
 		}
 		if m.ModelID == "" && !(c.origin == originFlags && i == 0) {
 			return bad(k("model_id"), nil, "missing; every [[models]] entry needs a model_id")
@@ -374,6 +383,9 @@ func (c *Config) Validate() error {
 			return err
 		}
 		if err := c.checkModelSpeculative(bad, i); err != nil {
+			return err
+		}
+		if err := c.checkEmbeddingModel(i); err != nil {
 			return err
 		}
 		if _, err := m.format(); err != nil {

@@ -696,8 +696,12 @@ func TestTOMLErrors(t *testing.T) {
 		{"[[models]]\nmodel_id = \"a\"\n[[models]]\nmodel_id = \"a\"\n", `models[1].model_id = "a": already used by models[0]; model ids must be unique`},
 		{"[[models]]\nmodel_id = 3\n", `(last key "models.model_id"): incompatible types`},
 		{"models = 3\n", `(last key "models"): incompatible types`},
-		{"[[models]]\nmodel_id = \"a\"\nkind = \"speech\"\n", `models[0].kind = "speech": not supported by this engine (text models only)`},
-		{"[[models]]\nmodel_id = \"a\"\nkind = \"robot\"\n", `models[0].kind = "robot": must be "auto" or "text"`},
+		{"[[models]]\nmodel_id = \"a\"\nkind = \"speech\"\n", `models[0].kind = "speech": not supported by this engine (text and embedding models only)`},
+		{"[[models]]\nmodel_id = \"a\"\nkind = \"robot\"\n", `models[0].kind = "robot": must be "auto", "text" or "embedding"`},
+		{"[runtime]\nmtp_model = \"d.gguf\"\n[[models]]\nmodel_id = \"a\"\nkind = \"embedding\"\n",
+			`models[0].kind = "embedding": runtime.mtp_model does not apply, an embedding model generates no tokens to speculate on`},
+		{"[[models]]\nmodel_id = \"a\"\n[[models]]\nmodel_id = \"b\"\nkind = \"embedding\"\nspec_ngram = 3\n",
+			`models[1].kind = "embedding": models[1].spec_ngram does not apply, an embedding model generates no tokens to speculate on`},
 		{"[[models]]\nmodel_id = \"a\"\n[models.format]\nformat = \"plain\"\n", `models[0].format.format = "plain": not supported by this engine (GGUF files only)`},
 		{"[[models]]\nmodel_id = \"a\"\n[models.format]\nformat = \"x\"\n", `models[0].format.format = "x": must be "gguf", "plain" or "ggml"`},
 		{"[[models]]\nmodel_id = \"a\"\n[models.format]\nquantized_file = [\"a.gguf\", \"b.ggml\"]\n", `models[0].format.quantized_file = "a.gguf;b.ggml": mixes .gguf and .ggml files`},
@@ -933,5 +937,34 @@ func TestBindServeFlagsOnZeroConfig(t *testing.T) {
 	}
 	if c.Command != "serve" || c.Server.KeepAliveInterval != 10*time.Second || c.Server.Port != 1234 {
 		t.Errorf("%+v", c)
+	}
+}
+
+// TestEmbeddingKind: kind = "embedding" loads (TOML, and `serve embedding`
+// on the command line), and a proposer on such a model is refused.
+func TestEmbeddingKind(t *testing.T) {
+	c, _, err := loadString(t, "[runtime]\nspec_ngram = 3\n[[models]]\nmodel_id = \"a\"\n[[models]]\nmodel_id = \"e\"\nkind = \"embedding\"\n")
+	if err != nil || c.Models[0].Kind != KindAuto || c.Models[1].Kind != KindEmbedding {
+		t.Fatalf("%v %+v", err, c)
+	}
+	// [runtime]'s proposer is the first model's only: a later embedding
+	// model without its own keys has none.
+	if s := c.SpeculativeFor(1); s.DraftModel != "" || s.Ngram != 0 {
+		t.Errorf("speculative settings of the embedding model: %+v", s)
+	}
+
+	c, err = parseFlags(t, "-m", "x.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Models[0].Kind = KindEmbedding // what `serve embedding` sets
+	if err := c.Validate(); err != nil {
+		t.Errorf("serve embedding: %v", err)
+	}
+	c, _ = parseFlags(t, "-m", "x.gguf", "--spec-ngram")
+	c.Models[0].Kind = KindEmbedding
+	want := "--spec-ngram cannot be used with `serve embedding`: an embedding model generates no tokens to speculate on"
+	if err := c.Validate(); err == nil || err.Error() != want {
+		t.Errorf("serve embedding --spec-ngram: %v", err)
 	}
 }

@@ -106,7 +106,7 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.PagedAttn.MemoryFraction }},
 
 	// [[models]]
-	{Key: "models.kind", Default: "auto", Usage: `model kind: "auto" or "text"`,
+	{Key: "models.kind", Default: "auto", Usage: `model kind: "auto" or "text" (chat, completions and embeddings), or "embedding" (embeddings only)`,
 		modelField: func(m *ModelConfig) any { return &m.Kind }},
 	{Key: "models.model_id", Flag: "model-id", Short: "m", Default: "", Usage: "local directory holding a GGUF model, or a Hugging Face id in the local HF cache",
 		modelField: func(m *ModelConfig) any { return &m.ModelID }},

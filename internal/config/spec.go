@@ -143,6 +143,26 @@ func (c *Config) checkModelSpeculative(bad badFunc, i int) error {
 	return nil
 }
 
+// checkEmbeddingModel refuses a proposer on an embedding model: it
+// generates no tokens to speculate on.
+func (c *Config) checkEmbeddingModel(i int) error {
+	if c.Models[i].Kind != KindEmbedding {
+		return nil
+	}
+	s := c.SpeculativeFor(i)
+	key := s.draftKey
+	if s.DraftModel == "" {
+		if s.Ngram == 0 {
+			return nil
+		}
+		key = s.ngramKey
+	}
+	if c.origin == originFlags {
+		return fmt.Errorf("%s cannot be used with `serve embedding`: an embedding model generates no tokens to speculate on", key)
+	}
+	return fmt.Errorf("models[%d].kind = %q: %s does not apply, an embedding model generates no tokens to speculate on", i, KindEmbedding, key)
+}
+
 func checkSpecRange(bad badFunc, tokensKey string, tokens int, ngramKey string, ngram int) error {
 	if tokens < 1 || tokens > engine.MaxSpecTokens {
 		return bad(tokensKey, tokens, "must be between 1 and %d", engine.MaxSpecTokens)

@@ -77,11 +77,14 @@ func IsBodyTooLarge(err error) bool {
 	return errors.As(err, &mbe)
 }
 
+// bodyTooLargeMessage is the message of a 413.
+const bodyTooLargeMessage = "request body too large"
+
 // WriteBodyTooLarge answers 413 with an OpenAI-style error body.
 func WriteBodyTooLarge(w http.ResponseWriter, r *http.Request) {
 	code := "request_body_too_large"
 	WriteError(w, r, http.StatusRequestEntityTooLarge, APIError{
-		Message: "request body too large",
+		Message: bodyTooLargeMessage,
 		Type:    "invalid_request_error",
 		Code:    &code,
 	})

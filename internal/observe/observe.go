@@ -43,7 +43,16 @@ type Options struct {
 	BodyLimit int64
 	// AllowedOrigins restricts CORS to these origins; nil allows any ("*").
 	AllowedOrigins []string
+	// ErrorWriters maps path patterns to the error envelope of routes that
+	// do not answer errors in OpenAI's shape (the Anthropic routes). The
+	// layer uses it for the errors it answers itself on those routes: a body
+	// over the limit (413), an unreadable body, a wrong method (405).
+	ErrorWriters map[string]ErrorWriter
 }
+
+// ErrorWriter writes an error response with status and msg in a route's own
+// envelope; like WriteError, it attaches msg to the access-log line.
+type ErrorWriter func(w http.ResponseWriter, r *http.Request, status int, msg string)
 
 // DefaultOptions returns the defaults of mistral.rs: access log on in text
 // format, housekeeping skipped, request-id header on, metrics on.
@@ -263,10 +272,10 @@ func (l *observeLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.next.ServeHTTP(&st.rw, r)
 	case http.StatusRequestEntityTooLarge:
 		o.corsHeaders(w.Header(), r)
-		WriteBodyTooLarge(&st.rw, r)
+		o.writeLayerError(&st.rw, r, st.route, status, "")
 	default:
 		o.corsHeaders(w.Header(), r)
-		WriteErrorMessage(&st.rw, r, status, st.errMsg)
+		o.writeLayerError(&st.rw, r, st.route, status, st.errMsg)
 	}
 	if !st.rw.wroteHeader {
 		// Nothing written: net/http sends 200 with the header map after we
@@ -344,6 +353,22 @@ func (o *HTTPLayer) corsHeaders(h http.Header, r *http.Request) {
 	(&cors{origins: o.origins}).allowOrigin(h, r)
 	h["Vary"] = varyValue
 	h["Access-Control-Expose-Headers"] = exposeHeaders
+}
+
+// writeLayerError answers an error the layer detects itself, in the route's
+// envelope (Options.ErrorWriters) or OpenAI's; a 413's message is fixed.
+func (o *HTTPLayer) writeLayerError(w http.ResponseWriter, r *http.Request, route string, status int, msg string) {
+	ew := o.opts.ErrorWriters[route]
+	switch {
+	case ew != nil && status == http.StatusRequestEntityTooLarge:
+		ew(w, r, status, bodyTooLargeMessage)
+	case ew != nil:
+		ew(w, r, status, msg)
+	case status == http.StatusRequestEntityTooLarge:
+		WriteBodyTooLarge(w, r)
+	default:
+		WriteErrorMessage(w, r, status, msg)
+	}
 }
 
 // onHeader runs when the response status is decided.
@@ -425,7 +450,7 @@ func (d *dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if st.pattern == "" {
 			// The mux's own 404/405 answer in plain text; clients of an
 			// OpenAI-style API expect every error as JSON.
-			w = &jsonFallback{ResponseWriter: w, r: r}
+			w = &jsonFallback{ResponseWriter: w, r: r, write: st.o.opts.ErrorWriters[st.route]}
 		}
 		st.handler.ServeHTTP(w, r)
 		return
@@ -438,6 +463,7 @@ func (d *dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type jsonFallback struct {
 	http.ResponseWriter
 	r        *http.Request
+	write    ErrorWriter // the route's envelope, nil for OpenAI's
 	replaced bool
 }
 
@@ -454,6 +480,10 @@ func (j *jsonFallback) WriteHeader(code int) {
 	}
 	j.replaced = true
 	j.Header().Del("X-Content-Type-Options")
+	if j.write != nil {
+		j.write(j.ResponseWriter, j.r, code, msg)
+		return
+	}
 	WriteErrorMessage(j.ResponseWriter, j.r, code, msg)
 }
 
@@ -523,7 +553,11 @@ func (b *bodyLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// OPTIONS goes on to the preflight answer.
 		if r.ContentLength > b.o.limit && r.Method != http.MethodOptions && (st == nil || st.route != Unmatched) {
 			b.o.corsHeaders(w.Header(), r)
-			WriteBodyTooLarge(w, r)
+			route := ""
+			if st != nil {
+				route = st.route
+			}
+			b.o.writeLayerError(w, r, route, http.StatusRequestEntityTooLarge, "")
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {

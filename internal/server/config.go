@@ -50,6 +50,10 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 			ID:   id,
 			Path: strings.Join(src.Files, ";"),
 			Load: func() (*loader.Model, error) { return loader.Load(path, lo) },
+			Kind: KindText,
+		}
+		if mc.Kind == config.KindEmbedding {
+			spec.Kind = KindEmbedding
 		}
 		if err := addSpeculative(&spec, cfg, i); err != nil {
 			return Options{}, false, err

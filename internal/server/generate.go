@@ -41,6 +41,9 @@ func (s *Server) resolveModel(name string) (*modelEntry, error) {
 
 // newJob loads (if needed) and holds the model for one request.
 func (s *Server) newJob(ctx context.Context, e *modelEntry, g *genSettings) (*job, error) {
+	if err := e.refuseGeneration(); err != nil {
+		return nil, err
+	}
 	lm, release, err := e.acquire(ctx)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -38,7 +39,21 @@ type ModelSpec struct {
 	// this model. OptionsFromConfig sets it on every model, since the
 	// [runtime] proposer is the first model's only; nil: Options.Engine's.
 	Spec *SpecOptions
+	// Kind is what the model is served for: KindEmbedding refuses every
+	// generation request; anything else ("", KindText, "auto") generates
+	// and embeds.
+	Kind string
 }
+
+// Model kinds (ModelSpec.Kind), named as config's models.kind and the
+// serve subcommands name them.
+const (
+	// KindText generates (chat, completions, messages, responses) and also
+	// embeds, pooling its own final hidden states. "" and "auto" mean it too.
+	KindText = "text"
+	// KindEmbedding serves /v1/embeddings only.
+	KindEmbedding = "embedding"
+)
 
 // SpecOptions is one model's speculative decoding (config.Speculative).
 type SpecOptions struct {
@@ -125,6 +140,24 @@ func (r *models) ids() []string {
 func (r *models) unknownModelError(name string) string {
 	return fmt.Sprintf("Requested model '%s' is not available. Available models: %s. Use 'default' to use the default model.",
 		name, strings.Join(r.ids(), ", "))
+}
+
+// generative reports whether the model answers generation requests (chat,
+// completions, messages, responses): every model but one served with kind
+// embedding.
+func (e *modelEntry) generative() bool { return e.spec.Kind != KindEmbedding }
+
+// refuseGeneration is the error a generation request to the model gets: nil
+// for a generative model; for an embedding-only one a 400 that names the
+// model and its kind. newJob calls it, so every route that generates through
+// a job refuses such a model.
+func (e *modelEntry) refuseGeneration() error {
+	if e.generative() {
+		return nil
+	}
+	return &requestError{status: http.StatusBadRequest, param: "model", msg: fmt.Sprintf(
+		"Model '%s' is served for embeddings only (kind %s): it answers POST /v1/embeddings, not text generation.",
+		e.spec.ID, e.spec.Kind)}
 }
 
 func (e *modelEntry) status() string {
@@ -309,6 +342,9 @@ func newModels(specs []ModelSpec, defaultID string, log *slog.Logger, newEng new
 		}
 		if line := e.spec.speculationLine(); line != "" {
 			log.Info(line)
+		}
+		if !e.generative() {
+			log.Info(fmt.Sprintf("Model %s is served for embeddings only: chat and completion requests to it are refused", e.spec.ID))
 		}
 		if _, err := e.load(); err != nil {
 			r.close()

@@ -30,6 +30,13 @@ func (s *Server) routeTable() []route {
 	return []route{
 		{"POST", "/v1/chat/completions", h(s.handleChat)},
 		{"POST", "/v1/completions", h(s.handleCompletions)},
+		{"POST", "/v1/responses", h(s.handleCreateResponse)},
+		{"GET", "/v1/responses/{response_id}", h(s.handleGetResponse)},
+		{"DELETE", "/v1/responses/{response_id}", h(s.handleDeleteResponse)},
+		{"POST", "/v1/responses/{response_id}/cancel", h(s.handleCancelResponse)},
+		{"POST", "/v1/messages", h(s.handleAnthropicMessages)},
+		{"POST", "/v1/messages/count_tokens", h(s.handleAnthropicCountTokens)},
+		{"POST", "/v1/embeddings", h(s.handleEmbeddings)},
 		{"GET", "/v1/models", h(s.handleListModels)},
 		{"POST", "/v1/models/unload", h(s.handleUnload)},
 		{"POST", "/v1/models/reload", h(s.handleReload)},

@@ -60,6 +60,11 @@ type Options struct {
 	// ShutdownTimeout bounds how long Serve waits for running requests once
 	// its context ends (0: DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
+	// ResponsesMaxStored and ResponsesMaxBytes bound the stored Responses
+	// API objects, least recently used evicted first (0:
+	// DefaultResponsesMaxStored, DefaultResponsesMaxBytes).
+	ResponsesMaxStored int
+	ResponsesMaxBytes  int64
 }
 
 // Server serves the models over HTTP.
@@ -75,6 +80,7 @@ type Server struct {
 	created   int64 // unix seconds, the `created` of /v1/models
 	seq       atomic.Uint64
 	metricsOn bool
+	responses *responseStore // the Responses API's stored and background responses
 }
 
 // New loads every model and builds the handler.
@@ -104,6 +110,7 @@ func New(opts Options) (*Server, error) {
 	// The observer must exist before the engines so they report from the start.
 	var reg *models
 	oo.Models = resolverFunc{func() *models { return reg }}
+	addAnthropicErrorWriters(&oo)
 	obs, err := observe.New(oo)
 	if err != nil {
 		return nil, err
@@ -137,6 +144,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.models = reg
 	s.mux = http.NewServeMux()
+	s.responses = newResponseStore(opts.ResponsesMaxStored, opts.ResponsesMaxBytes)
 	s.routes = s.routeTable()
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.method+" "+rt.pattern, rt.handler)
@@ -173,6 +181,7 @@ func (s *Server) DefaultModel() string { return s.models.DefaultModel() }
 
 // Close frees every model. Call it after Serve returned.
 func (s *Server) Close() {
+	s.responses.close() // background responses end first: they hold their models
 	s.models.close()
 }
 
@@ -233,6 +242,7 @@ func (s *Server) StartupLines(host string, port int, accessLog string) []string 
 	lines := []string{
 		"Server listening on http://" + hostPort,
 		"OpenAI-compatible API: " + root + "/v1",
+		"Anthropic-compatible API: " + root,
 		"Swagger UI docs: " + root + "/docs",
 	}
 	if s.metricsOn {

@@ -1,0 +1,281 @@
+package server
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+
+	"mistralrs/internal/engine"
+	"mistralrs/internal/observe"
+)
+
+// POST /v1/embeddings, as OpenAI and mistral.rs serve it. Every model
+// embeds: a text model (kind text or auto) pools its own final hidden
+// states, as a model served with kind embedding does; the pooling is the
+// GGUF's pooling_type (mean when absent, cls, last), L2-normalised
+// (engine.Embed). The inputs of one request enter the engine together, as
+// one batch as far as the token budget allows.
+
+// MaxEmbeddingInputs is the most inputs one embeddings request may hold
+// (OpenAI's limit).
+const MaxEmbeddingInputs = 2048
+
+// embeddingRequest is the body of POST /v1/embeddings.
+type embeddingRequest struct {
+	Model          string          `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	EncodingFormat *string         `json:"encoding_format"`
+	// Dimensions is refused whatever its value (mistral.rs: 422).
+	Dimensions json.RawMessage `json:"dimensions"`
+	User       json.RawMessage `json:"user"` // accepted and ignored
+	// TruncateSequence cuts inputs longer than the context length to their
+	// first tokens instead of refusing them.
+	TruncateSequence *bool `json:"truncate_sequence"`
+}
+
+// embeddingInput is one input: a text, or token ids.
+type embeddingInput struct {
+	text   string
+	tokens []int32
+	isText bool
+}
+
+type embeddingJSON struct {
+	Object    string `json:"object"`
+	Embedding any    `json:"embedding"` // []float32, or a base64 string
+	Index     int    `json:"index"`
+}
+
+type embeddingUsageJSON struct {
+	PromptTokens int `json:"prompt_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+type embeddingListJSON struct {
+	Object string             `json:"object"`
+	Data   []embeddingJSON    `json:"data"`
+	Model  string             `json:"model"`
+	Usage  embeddingUsageJSON `json:"usage"`
+}
+
+// statusError is an error answered with its own status, param and code.
+type statusError struct {
+	status      int
+	param, code string
+	msg         string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// invalidEmbedding is a 422: the status mistral.rs gives an embeddings
+// request whose model, dimensions or input it refuses.
+func invalidEmbedding(param, code, format string, args ...any) *statusError {
+	return &statusError{status: http.StatusUnprocessableEntity, param: param, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// handleEmbeddings is POST /v1/embeddings.
+func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req embeddingRequest
+	if err := decodeJSON(body, &req); err != nil {
+		s.writeEmbeddingError(w, r, err)
+		return
+	}
+	entry, ok := s.models.lookup(req.Model)
+	if !ok {
+		s.writeEmbeddingError(w, r, invalidEmbedding("model", "model_not_found", "%s", s.models.unknownModelError(req.Model)))
+		return
+	}
+	if d := bytes.TrimSpace(req.Dimensions); len(d) > 0 && string(d) != "null" {
+		s.writeEmbeddingError(w, r, invalidEmbedding("dimensions", "invalid_dimensions",
+			"Custom embedding dimensions (%s) are not supported.", compactJSON(d)))
+		return
+	}
+	base64Out := false
+	if f := req.EncodingFormat; f != nil {
+		switch *f {
+		case "float":
+		case "base64":
+			base64Out = true
+		default:
+			s.writeEmbeddingError(w, r, badRequest("encoding_format", `encoding_format must be "float" or "base64", got %q`, *f))
+			return
+		}
+	}
+	inputs, err := parseEmbeddingInput(req.Input)
+	if err != nil {
+		s.writeEmbeddingError(w, r, err)
+		return
+	}
+
+	lm, release, err := entry.acquire(r.Context())
+	if err != nil {
+		s.writeEmbeddingError(w, r, err)
+		return
+	}
+	defer release()
+	prompts, used := embeddingPrompts(lm, inputs, req.TruncateSequence != nil && *req.TruncateSequence)
+	vecs, err := lm.eng.Embed(r.Context(), prompts)
+	if err != nil {
+		s.writeEmbeddingError(w, r, embedError(err))
+		return
+	}
+	resp := embeddingListJSON{Object: "list", Model: entry.spec.ID, Data: make([]embeddingJSON, len(vecs)),
+		Usage: embeddingUsageJSON{PromptTokens: used, TotalTokens: used}}
+	for i, v := range vecs {
+		if !finite(v) {
+			s.writeEmbeddingError(w, r, fmt.Errorf("embedding %d of model %s is not finite (NaN or infinity in the hidden states)", i, entry.spec.ID))
+			return
+		}
+		var e any = v
+		if base64Out {
+			e = base64Floats(v)
+		}
+		resp.Data[i] = embeddingJSON{Object: "embedding", Embedding: e, Index: i}
+	}
+	_ = s.opts.PayloadLog.Response(resp)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// parseEmbeddingInput reads input: a string, an array of strings, an array
+// of token ids, or an array of arrays of token ids. No input, or an empty
+// one, is a 422 (as in mistral.rs); another shape is a 400.
+func parseEmbeddingInput(raw json.RawMessage) ([]embeddingInput, error) {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || string(b) == "null" {
+		return nil, badRequest("input", "input is required")
+	}
+	var out []embeddingInput
+	var text string
+	var texts []string
+	var toks []int32
+	var batch [][]int32
+	switch {
+	case json.Unmarshal(b, &text) == nil:
+		out = []embeddingInput{{text: text, isText: true}}
+	case json.Unmarshal(b, &texts) == nil:
+		for _, t := range texts {
+			out = append(out, embeddingInput{text: t, isText: true})
+		}
+	case json.Unmarshal(b, &toks) == nil:
+		if len(toks) > 0 {
+			out = []embeddingInput{{tokens: toks}}
+		}
+	case json.Unmarshal(b, &batch) == nil:
+		for _, t := range batch {
+			out = append(out, embeddingInput{tokens: t})
+		}
+	default:
+		return nil, badRequest("input", "input must be a string, an array of strings, an array of token ids (integers), or an array of arrays of token ids")
+	}
+	if len(out) == 0 {
+		return nil, invalidEmbedding("input", "invalid_input", "input must contain at least one entry.")
+	}
+	if len(out) > MaxEmbeddingInputs {
+		return nil, invalidEmbedding("input", "invalid_input", "input has %d entries; at most %d are allowed per request.", len(out), MaxEmbeddingInputs)
+	}
+	for i, in := range out {
+		if (in.isText && in.text == "") || (!in.isText && len(in.tokens) == 0) {
+			return nil, invalidEmbedding("input", "invalid_input", "input[%d] is empty.", i)
+		}
+	}
+	return out, nil
+}
+
+// embeddingPrompts tokenizes the text inputs as completions does (BOS, and
+// EOS, as the model's tokenizer adds them; control tokens written in the
+// text are recognised) and, with truncate, cuts every input to the context
+// length, keeping its first tokens (a text input the tokenizer ends with EOS
+// keeps EOS as its last token). It returns the prompts and their tokens in
+// all.
+func embeddingPrompts(lm *loadedModel, inputs []embeddingInput, truncate bool) ([][]int32, int) {
+	tok := lm.model.Tok
+	ctxLen := lm.eng.ContextLength()
+	prompts := make([][]int32, len(inputs))
+	n := 0
+	for i, in := range inputs {
+		p := in.tokens
+		if in.isText {
+			p = tok.Encode(in.text, true, true)
+		}
+		if truncate && len(p) > ctxLen {
+			last := p[len(p)-1]
+			p = p[:ctxLen:ctxLen]
+			if in.isText && tok.AddEOS() {
+				p[ctxLen-1] = last
+			}
+		}
+		prompts[i] = p
+		n += len(p)
+	}
+	return prompts, n
+}
+
+// embedError maps an engine.Embed error: a refused input is a 422 (as
+// mistral.rs answers validation errors), the rest as generation errors.
+func embedError(err error) error {
+	var ee *engine.RequestError
+	if errors.As(err, &ee) {
+		return invalidEmbedding("input", "invalid_input", "%s", ee.Msg)
+	}
+	return generateError(err)
+}
+
+// writeEmbeddingError answers err in the OpenAI error shape: an *statusError
+// with its status, param and code, the rest as writeRequestError does.
+func (s *Server) writeEmbeddingError(w http.ResponseWriter, r *http.Request, err error) {
+	if clientGone(r) {
+		observe.WriteErrorMessage(w, r, statusClientClosed, "client closed the request")
+		return
+	}
+	var ae *statusError
+	if !errors.As(err, &ae) {
+		s.writeRequestError(w, r, err)
+		return
+	}
+	e := observe.APIError{Message: ae.msg}
+	if ae.param != "" {
+		e.Param = &ae.param
+	}
+	if ae.code != "" {
+		e.Code = &ae.code
+	}
+	_ = s.opts.PayloadLog.Error(ae.msg)
+	observe.WriteError(w, r, ae.status, e)
+}
+
+// base64Floats is OpenAI's base64 encoding of an embedding: the float32
+// values as little-endian bytes, in standard base64.
+func base64Floats(v []float32) string {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func finite(v []float32) bool {
+	for _, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// compactJSON is a JSON value on one line, for messages.
+func compactJSON(b []byte) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return string(b)
+	}
+	return buf.String()
+}
