@@ -292,21 +292,10 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, cj *chatJob)
 	})
 }
 
-// finishStream ends a stream after the engine is done: the final chunks
-// (written by last, which reports whether they carried the usage), or the
-// error event; then [DONE]. A client that left gets nothing more.
-func (s *Server) finishStream(r *http.Request, sw *sseWriter, st *observe.Stream, res *engine.Result, err error,
-	last func(reason string, u *usageJSON) (bool, error)) {
-	var all []*engine.Result
-	if res != nil {
-		all = []*engine.Result{res}
-	}
-	s.finishStreamAll(r, sw, st, all, err, func(all []*engine.Result, u *usageJSON) (bool, error) {
-		return last(all[0].FinishReason, u)
-	})
-}
-
-// finishStreamAll is finishStream for the results of every choice.
+// finishStreamAll ends a stream after the engine is done: the final chunks
+// of every choice (written by last, which reports whether they carried the
+// usage), or the error event; then [DONE]. A client that left gets nothing
+// more.
 func (s *Server) finishStreamAll(r *http.Request, sw *sseWriter, st *observe.Stream, results []*engine.Result, err error,
 	last func(results []*engine.Result, u *usageJSON) (bool, error)) {
 	if err != nil {
