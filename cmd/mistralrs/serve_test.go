@@ -284,3 +284,69 @@ func TestBenchLoadAgainstServer(t *testing.T) {
 		t.Errorf("unreachable server (%v): %s", err, bad)
 	}
 }
+
+// `serve embedding` serves a model for embeddings only: the server flags
+// before the subcommand, the model flags after it, as in mistral.rs; chat
+// is refused, embeddings answered. `serve text` is the bare form.
+func TestServeEmbeddingSubcommand(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "emb.gguf")
+	writeModel(t, path, 3)
+	port := freePort(t)
+	s := startCommand(t, port, "serve", "--host", "127.0.0.1", "-p", strconv.Itoa(port), "--threads", "1", "embedding", "-f", path)
+	code, body := s.post("/v1/embeddings", `{"input":["a","b"]}`)
+	var res struct {
+		Data []struct {
+			Embedding []float32 `json:"embedding"`
+		} `json:"data"`
+		Model string `json:"model"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &res) != nil || len(res.Data) != 2 || len(res.Data[0].Embedding) != 32 || res.Model != "emb" {
+		t.Errorf("embeddings: %d %s", code, body)
+	}
+	code, body = s.post("/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`)
+	if code != 400 || !strings.Contains(body, "Model 'emb' is served for embeddings only (kind embedding)") {
+		t.Errorf("chat: %d %s", code, body)
+	}
+	out := s.stop(syscall.SIGTERM)
+	if !strings.Contains(out, "Model emb is served for embeddings only") {
+		t.Errorf("no startup line:\n%s", out)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "embedding"}, "serve embedding needs a model: -m MODEL_ID or -f FILE.gguf"},
+		{[]string{"serve", "text", "--port", "0"}, "serve text needs a model"},
+		{[]string{"serve", "embedding", "-f", path, "--spec-ngram"}, "--spec-ngram cannot be used with `serve embedding`"},
+		{[]string{"serve", "speech", "-f", path}, `unknown command "speech" for "mistralrs serve"`},
+	} {
+		if _, _, err := execute(t, "", c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+	}
+
+	// command = "run" refuses an embedding default model.
+	conf := filepath.Join(dir, "run.toml")
+	os.WriteFile(conf, []byte(fmt.Sprintf("command = \"run\"\n[[models]]\nmodel_id = %q\nkind = \"embedding\"\n", path)), 0o644)
+	if _, _, err := execute(t, "", "from-config", "-f", conf); err == nil || !strings.Contains(err.Error(), "is an embedding model") {
+		t.Errorf("run with an embedding model: %v", err)
+	}
+}
+
+// `serve text -m …` serves like the bare form.
+func TestServeTextSubcommand(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "txt.gguf")
+	writeModel(t, path, 4)
+	port := freePort(t)
+	s := startCommand(t, port, "serve", "--host", "127.0.0.1", "text", "-m", path, "-p", strconv.Itoa(port), "--threads", "1")
+	if code, body := s.post("/v1/completions", `{"prompt":"hi","max_tokens":2}`); code != 200 || !strings.Contains(body, fmt.Sprintf(`"model":%q`, path)) {
+		t.Errorf("completions: %d %s", code, body)
+	}
+	if code, body := s.post("/v1/embeddings", `{"input":"hi"}`); code != 200 {
+		t.Errorf("embeddings from a text model: %d %s", code, body)
+	}
+	s.stop(syscall.SIGINT)
+}

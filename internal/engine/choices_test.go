@@ -59,7 +59,11 @@ func TestChoicesShareThePrompt(t *testing.T) {
 			rec.mu.Lock()
 			processed := rec.tokens
 			used := rec.blocksUsed
+			lookups := rec.lookups
 			rec.mu.Unlock()
+			if lookups != 1+3 {
+				t.Errorf("prefix-cache lookups %d, want one per sequence: 1 + 3 choices", lookups)
+			}
 			// Paged and contiguous: the prompt once, then one token per
 			// decode step of each choice; with one slot short, the last
 			// choice computes the prompt again.

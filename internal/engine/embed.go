@@ -10,7 +10,9 @@ import (
 // (batched, in chunks, with preemption) but samples nothing: each step
 // hands it the final hidden states of the tokens it computed, which it
 // pools as the model's pooling type says (mean, first token, last token),
-// and its last step ends it with the L2-normalised vector.
+// and its last step ends it with the L2-normalised vector. It counts as
+// completed with reason length, as mistral.rs marks embeddings
+// Done(Length(0)).
 
 // Embed returns the embedding of each prompt. The prompts enter the engine
 // together, so they are computed in the same steps as far as the token
@@ -54,7 +56,8 @@ func (e *Engine) Embed(ctx context.Context, prompts [][]int32) ([][]float32, err
 		return nil, ErrClosed
 	}
 	for _, sq := range seqs {
-		obs.PrefixCacheLookup()
+		// (Not a prefix-cache lookup: mistral.rs counts only sequences
+		// that generate.)
 		e.nextID++
 		sq.id = e.nextID
 	}
@@ -82,7 +85,7 @@ func (e *Engine) Embed(ctx context.Context, prompts [][]int32) ([][]float32, err
 		switch {
 		case f.err != nil:
 			firstErr = f.err
-		case f.res.FinishReason != FinishStop:
+		case f.res.FinishReason != FinishLength:
 			firstErr = fmt.Errorf("embedding %d ended with reason %s", i, f.res.FinishReason)
 			if f.res.FinishReason == FinishCanceled && ctx.Err() != nil {
 				firstErr = ctx.Err()

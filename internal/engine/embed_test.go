@@ -103,8 +103,8 @@ func TestEmbed(t *testing.T) {
 					}
 				}
 				rec.mu.Lock()
-				if rec.blocksUsed != 0 || rec.completed["stop"] != len(prompts) {
-					t.Errorf("blocks used %d, completed %v", rec.blocksUsed, rec.completed)
+				if rec.blocksUsed != 0 || rec.completed["length"] != len(prompts) || rec.lookups != 0 {
+					t.Errorf("blocks used %d, completed %v, lookups %d; want 0, all length (as mistral.rs), 0", rec.blocksUsed, rec.completed, rec.lookups)
 				}
 				rec.mu.Unlock()
 			}

@@ -14,8 +14,9 @@ type Observer interface {
 	// caches: a prompt's cached prefix is counted too, once) and one per
 	// decoding sequence.
 	TokensProcessed(n int)
-	// PrefixCacheLookup counts one new sequence, when its request arrives
-	// (also when prefix caching is off, and before any rejection).
+	// PrefixCacheLookup counts one new generating sequence (each choice of
+	// a request), when its request arrives (also when prefix caching is
+	// off, and before any rejection); embeddings are not counted.
 	PrefixCacheLookup()
 	// PrefixCacheHit counts a sequence that started from cached KV, at most
 	// once per sequence (a preempted sequence resuming from its own cached

@@ -151,7 +151,7 @@ func (r *runner) step() {
 	}
 	r.settle(sch)
 	for _, sq := range r.embedded {
-		s.finish(sq, FinishStop, nil)
+		s.finish(sq, FinishLength, nil)
 	}
 	clear(r.embedded)
 	r.embedded = r.embedded[:0]

@@ -36,7 +36,9 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 	}
 
 	obs := e.observer()
-	obs.PrefixCacheLookup()
+	for range max(req.N, 1) {
+		obs.PrefixCacheLookup() // one per sequence: per choice, as mistral.rs
+	}
 	// Capacity and NewState read only what never changes after New: safe
 	// beside the engine goroutine.
 	if c := e.kv.Capacity(); c > 0 && len(req.Prompt) > c {

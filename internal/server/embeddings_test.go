@@ -358,6 +358,16 @@ func TestEmbeddingOnlyModel(t *testing.T) {
 			t.Errorf("%s: %d %s", c.path, resp.StatusCode, data)
 		}
 	}
+	// The other generation routes refuse it too, each in its own envelope.
+	for _, c := range []struct{ path, body string }{
+		{"/v1/messages", fmt.Sprintf(`{"model":%q,"max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`, emb)},
+		{"/v1/responses", fmt.Sprintf(`{"model":%q,"input":"hi"}`, emb)},
+	} {
+		resp, data := ts.post(c.path, c.body)
+		if resp.StatusCode != 400 || !strings.Contains(string(data), want) {
+			t.Errorf("%s: %d %s", c.path, resp.StatusCode, data)
+		}
+	}
 	// The client sees it too.
 	_, err = ts.client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 		Model: emb, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
