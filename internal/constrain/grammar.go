@@ -1,0 +1,255 @@
+// Package constrain makes generated text follow a grammar: JSON schemas,
+// regular expressions and a subset of Lark compile to one form, a
+// context-free grammar over bytes (Grammar), which a Matcher runs as a
+// pushdown automaton. At each decoding step the Matcher masks the tokens
+// whose bytes the automaton cannot consume, walking a trie of the
+// vocabulary, so that only tokens that keep the output inside the grammar
+// can be sampled.
+//
+// The package knows nothing of the engine or HTTP: the engine asks a
+// Matcher for masks, the server compiles requests' constraints.
+package constrain
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Grammar is a context-free grammar over bytes. Rules[Start] is the start
+// rule; a rule is a set of alternatives, each a sequence of elements; an
+// element matches one byte of a set or expands a rule. Repetition is
+// written with helper rules (x* is R ::= x R | ε, ε being the empty
+// sequence). Left recursion is not allowed (the matcher expands rules
+// depth-first): compilers of this package never produce it, and Validate
+// refuses it.
+type Grammar struct {
+	Rules []Rule
+	Start int
+}
+
+// Rule is one nonterminal: its name (for messages) and its alternatives.
+type Rule struct {
+	Name string
+	Alts []Seq
+}
+
+// Seq is a sequence of elements; the empty Seq matches the empty string.
+type Seq []Elem
+
+// Elem is a byte set (Rule < 0) or a reference to a rule (Set unused).
+type Elem struct {
+	Set  ByteSet
+	Rule int // index into Grammar.Rules, or -1 for a byte set
+}
+
+// Bytes is an element matching one byte of s.
+func Bytes(s ByteSet) Elem { return Elem{Set: s, Rule: -1} }
+
+// Ref is an element expanding rule r.
+func Ref(r int) Elem { return Elem{Rule: r} }
+
+// ByteSet is a set of bytes, one bit each.
+type ByteSet [4]uint64
+
+// Has reports whether b is in s.
+func (s *ByteSet) Has(b byte) bool { return s[b>>6]&(1<<(b&63)) != 0 }
+
+// Add puts b in s.
+func (s *ByteSet) Add(b byte) { s[b>>6] |= 1 << (b & 63) }
+
+// AddRange puts lo..hi (inclusive) in s.
+func (s *ByteSet) AddRange(lo, hi byte) {
+	for c := int(lo); c <= int(hi); c++ {
+		s.Add(byte(c))
+	}
+}
+
+// Byte is the set {b}.
+func Byte(b byte) ByteSet {
+	var s ByteSet
+	s.Add(b)
+	return s
+}
+
+// Range is the set lo..hi.
+func Range(lo, hi byte) ByteSet {
+	var s ByteSet
+	s.AddRange(lo, hi)
+	return s
+}
+
+// Builder helps compilers build grammars: rules are added by name and
+// referred to by index.
+type Builder struct {
+	g     Grammar
+	named map[string]int
+}
+
+// NewBuilder starts a grammar.
+func NewBuilder() *Builder { return &Builder{named: map[string]int{}} }
+
+// Rule returns the index of the rule named name, creating it (empty) if
+// needed.
+func (b *Builder) Rule(name string) int {
+	if i, ok := b.named[name]; ok {
+		return i
+	}
+	b.g.Rules = append(b.g.Rules, Rule{Name: name})
+	b.named[name] = len(b.g.Rules) - 1
+	return len(b.g.Rules) - 1
+}
+
+// Fresh returns a new rule whose name starts with prefix.
+func (b *Builder) Fresh(prefix string) int {
+	return b.Rule(fmt.Sprintf("%s#%d", prefix, len(b.g.Rules)))
+}
+
+// Alt adds an alternative to rule r.
+func (b *Builder) Alt(r int, elems ...Elem) { b.g.Rules[r].Alts = append(b.g.Rules[r].Alts, Seq(elems)) }
+
+// Literal is the elements matching s byte by byte.
+func Literal(s string) []Elem {
+	out := make([]Elem, len(s))
+	for i := range len(s) {
+		out[i] = Bytes(Byte(s[i]))
+	}
+	return out
+}
+
+// Star adds and returns a rule matching zero or more of elems.
+func (b *Builder) Star(elems ...Elem) int {
+	r := b.Fresh("star")
+	b.Alt(r, append(append([]Elem{}, elems...), Ref(r))...)
+	b.Alt(r)
+	return r
+}
+
+// Grammar finishes the grammar with start rule start and checks it.
+func (b *Builder) Grammar(start int) (*Grammar, error) {
+	g := b.g
+	g.Start = start
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// Size is the number of elements of the grammar (its memory, roughly).
+func (g *Grammar) Size() int {
+	n := 0
+	for _, r := range g.Rules {
+		for _, a := range r.Alts {
+			n += len(a) + 1
+		}
+	}
+	return n
+}
+
+// Validate checks references, that every rule can derive a finite string
+// (a grammar that can never terminate is refused) and that no rule is left
+// recursive.
+func (g *Grammar) Validate() error {
+	if g.Start < 0 || g.Start >= len(g.Rules) {
+		return fmt.Errorf("grammar: start rule %d of %d", g.Start, len(g.Rules))
+	}
+	for _, r := range g.Rules {
+		for _, a := range r.Alts {
+			for _, e := range a {
+				if e.Rule >= len(g.Rules) {
+					return fmt.Errorf("grammar: rule %s refers to rule %d of %d", r.Name, e.Rule, len(g.Rules))
+				}
+			}
+		}
+	}
+	// Productive rules: those that derive some finite string.
+	prod := make([]bool, len(g.Rules))
+	for changed := true; changed; {
+		changed = false
+		for i, r := range g.Rules {
+			if prod[i] {
+				continue
+			}
+		alts:
+			for _, a := range r.Alts {
+				for _, e := range a {
+					if e.Rule >= 0 && !prod[e.Rule] {
+						continue alts
+					}
+				}
+				prod[i], changed = true, true
+				break
+			}
+		}
+	}
+	if !prod[g.Start] {
+		return fmt.Errorf("grammar: rule %s can never finish (every alternative recurses forever or it has none)", g.Rules[g.Start].Name)
+	}
+	// Left recursion: a rule reachable from itself through the first
+	// elements of alternatives, looking past nullable rules.
+	nullable := g.nullable()
+	for i := range g.Rules {
+		if path := g.leftCycle(i, nullable); path != nil {
+			return fmt.Errorf("grammar: rule %s is left recursive (%s)", g.Rules[i].Name, strings.Join(path, " -> "))
+		}
+	}
+	return nil
+}
+
+func (g *Grammar) nullable() []bool {
+	n := make([]bool, len(g.Rules))
+	for changed := true; changed; {
+		changed = false
+		for i, r := range g.Rules {
+			if n[i] {
+				continue
+			}
+		alts:
+			for _, a := range r.Alts {
+				for _, e := range a {
+					if e.Rule < 0 || !n[e.Rule] {
+						continue alts
+					}
+				}
+				n[i], changed = true, true
+				break
+			}
+		}
+	}
+	return n
+}
+
+// leftCycle returns a path from rule start back to itself through leading
+// elements, or nil.
+func (g *Grammar) leftCycle(start int, nullable []bool) []string {
+	seen := make([]bool, len(g.Rules))
+	var path []string
+	var visit func(r int) bool
+	visit = func(r int) bool {
+		for _, a := range g.Rules[r].Alts {
+			for _, e := range a {
+				if e.Rule < 0 {
+					break
+				}
+				if e.Rule == start {
+					path = append(path, g.Rules[r].Name, g.Rules[start].Name)
+					return true
+				}
+				if !seen[e.Rule] {
+					seen[e.Rule] = true
+					if visit(e.Rule) {
+						path = append([]string{g.Rules[r].Name}, path...)
+						return true
+					}
+				}
+				if !nullable[e.Rule] {
+					break
+				}
+			}
+		}
+		return false
+	}
+	if visit(start) {
+		return path
+	}
+	return nil
+}
