@@ -253,3 +253,15 @@ func (g *Grammar) leftCycle(start int, nullable []bool) []string {
 	}
 	return nil
 }
+
+// Wrap returns a grammar of prefix, then a sentence of g, then suffix (a
+// tool call in a model's format: a tag around a JSON object).
+func Wrap(prefix string, g *Grammar, suffix string) *Grammar {
+	out := &Grammar{Rules: make([]Rule, len(g.Rules), len(g.Rules)+1)}
+	copy(out.Rules, g.Rules)
+	seq := append(Literal(prefix), Ref(g.Start))
+	seq = append(seq, Literal(suffix)...)
+	out.Rules = append(out.Rules, Rule{Name: "wrap", Alts: []Seq{seq}})
+	out.Start = len(out.Rules) - 1
+	return out
+}
