@@ -186,11 +186,8 @@ func (g *Grammar) Validate() error {
 	}
 	// Left recursion: a rule reachable from itself through the first
 	// elements of alternatives, looking past nullable rules.
-	nullable := g.nullable()
-	for i := range g.Rules {
-		if path := g.leftCycle(i, nullable); path != nil {
-			return fmt.Errorf("grammar: rule %s is left recursive (%s)", g.Rules[i].Name, strings.Join(path, " -> "))
-		}
+	if path := g.leftCycle(g.nullable()); path != nil {
+		return fmt.Errorf("grammar: rule %s is left recursive (%s)", path[0], strings.Join(path, " -> "))
 	}
 	return nil
 }
@@ -218,38 +215,68 @@ func (g *Grammar) nullable() []bool {
 	return n
 }
 
-// leftCycle returns a path from rule start back to itself through leading
-// elements, or nil.
-func (g *Grammar) leftCycle(start int, nullable []bool) []string {
-	seen := make([]bool, len(g.Rules))
-	var path []string
-	var visit func(r int) bool
-	visit = func(r int) bool {
-		for _, a := range g.Rules[r].Alts {
+// leftCycle returns a cycle of rules through leading elements (each rule
+// can begin with the next, looking past nullable rules), or nil: one
+// depth-first search over the whole grammar, linear in its size.
+func (g *Grammar) leftCycle(nullable []bool) []string {
+	// edges[r]: the rules that can come first in r.
+	edges := make([][]int, len(g.Rules))
+	for r, rule := range g.Rules {
+		for _, a := range rule.Alts {
 			for _, e := range a {
 				if e.Rule < 0 {
 					break
 				}
-				if e.Rule == start {
-					path = append(path, g.Rules[r].Name, g.Rules[start].Name)
-					return true
-				}
-				if !seen[e.Rule] {
-					seen[e.Rule] = true
-					if visit(e.Rule) {
-						path = append([]string{g.Rules[r].Name}, path...)
-						return true
-					}
-				}
+				edges[r] = append(edges[r], e.Rule)
 				if !nullable[e.Rule] {
 					break
 				}
 			}
 		}
-		return false
 	}
-	if visit(start) {
-		return path
+	const (
+		white = iota
+		grey  // on the current path
+		black // done, no cycle through it
+	)
+	color := make([]byte, len(g.Rules))
+	var stack []int
+	type frame struct{ r, next int }
+	for root := range g.Rules {
+		if color[root] != white {
+			continue
+		}
+		frames := []frame{{root, 0}}
+		color[root] = grey
+		stack = append(stack[:0], root)
+		for len(frames) > 0 {
+			f := &frames[len(frames)-1]
+			if f.next == len(edges[f.r]) {
+				color[f.r] = black
+				frames = frames[:len(frames)-1]
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			to := edges[f.r][f.next]
+			f.next++
+			switch color[to] {
+			case grey:
+				// A cycle: from to's place on the path back to to.
+				i := len(stack) - 1
+				for stack[i] != to {
+					i--
+				}
+				var path []string
+				for _, r := range stack[i:] {
+					path = append(path, g.Rules[r].Name)
+				}
+				return append(path, g.Rules[to].Name)
+			case white:
+				color[to] = grey
+				frames = append(frames, frame{to, 0})
+				stack = append(stack, to)
+			}
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"mistralrs/internal/constrain"
 	"mistralrs/internal/kernels"
 	"mistralrs/internal/kvcache"
 	"mistralrs/internal/loader"
@@ -52,6 +53,11 @@ type Request struct {
 	// once; the other choices start from a copy of its KV cache (shared
 	// blocks) and sample with their own random streams.
 	N int
+	// Grammar, when set, constrains the output to the grammar's sentences
+	// (structured output: JSON schemas, regular expressions, Lark); pass
+	// the same *Grammar for the same constraint so that its matcher is
+	// reused.
+	Grammar *constrain.Grammar
 	// NoSpeculation turns speculative decoding off for this request (the
 	// API's "speculative": false extension).
 	NoSpeculation bool
@@ -188,6 +194,7 @@ type Engine struct {
 	paged bool
 	kv    kvcache.Manager
 	prop  proposer // nil: no speculative decoding
+	cons  constraints
 
 	mu     sync.Mutex
 	obs    Observer

@@ -37,7 +37,16 @@ func accept(tok *tokenizer.Tokenizer, sq *seq, choice sampler.Choice) {
 		sq.reason = FinishStop
 		return
 	}
-	last := gen+1 == sq.maxTokens
+	final, broken := false, false // the grammar takes nothing more / the token left it
+	if sq.cons != nil {
+		if st, ok := sq.cons.Advance(sq.cstate, id); ok {
+			sq.cstate = st
+			final = st.Final()
+		} else {
+			broken = true
+		}
+	}
+	last := gen+1 == sq.maxTokens || final || broken
 	piece, stopped := sq.stops.Push(sq.dec.Add(id))
 	if !stopped && last {
 		// Last token: nothing more can complete a character or a stop string.
@@ -51,7 +60,7 @@ func accept(tok *tokenizer.Tokenizer, sq *seq, choice sampler.Choice) {
 	sq.out.Text = piece
 	sq.text = append(sq.text, piece...)
 	switch {
-	case stopped:
+	case stopped, final:
 		sq.reason = FinishStop
 	case last:
 		sq.reason = FinishLength

@@ -201,6 +201,12 @@ func (r *runner) sampleRange(lo, hi int) {
 			sq.kept = verify(r.e, sq, sq.allLogits)
 			continue
 		}
+		if sq.cons != nil && !r.e.constrainLogits(sq, sq.logits) {
+			// No token fits and the output is not whole: the constraint
+			// cannot be met; the answer ends here.
+			sq.reason = FinishLength
+			continue
+		}
 		accept(r.e.tok, sq, sq.smp.Sample(sq.logits, sq.tokens))
 		sq.box.push(sq.out)
 	}

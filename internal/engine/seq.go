@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"mistralrs/internal/constrain"
 	"mistralrs/internal/kvcache"
 	"mistralrs/internal/sampler"
 	"mistralrs/internal/tokenizer"
@@ -51,6 +52,11 @@ type seq struct {
 	allLogits []float32   // their logits
 
 	final *final // result, delivered after the step is reported
+
+	// Structured output (constrain.go).
+	cons   *constrain.Matcher
+	cstate *constrain.State
+	mask   []bool
 
 	embed  []float32 // an embedding sequence's pooled hidden states (embed.go)
 	hidden []float32 // the step's hidden states

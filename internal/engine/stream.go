@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"mistralrs/internal/constrain"
 	"mistralrs/internal/sampler"
 )
 
@@ -51,6 +52,14 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 	if n > MaxChoices {
 		return nil, &RequestError{Msg: fmt.Sprintf("%d choices asked for, at most %d", n, MaxChoices)}
 	}
+	var cons *constrain.Matcher
+	if req.Grammar != nil {
+		m, err := e.matcher(req.Grammar)
+		if err != nil {
+			return nil, &RequestError{Msg: err.Error()}
+		}
+		cons = m
+	}
 	seqs := make([]*seq, n)
 	for i := range seqs {
 		sq := newSeq(req, maxTokens, e.kv.NewState(min(ctxLen, len(req.Prompt)+maxTokens)))
@@ -61,7 +70,10 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 			params.Seed = &seed
 		}
 		sq.smp = sampler.New(params)
-		sq.spec = e.prop != nil && !req.NoSpeculation
+		sq.spec = e.prop != nil && !req.NoSpeculation && cons == nil
+		if cons != nil {
+			sq.cons, sq.cstate = cons, cons.Start()
+		}
 		sq.stops = sampler.NewStopMatcher(req.Stop)
 		if req.Continuation {
 			sq.dec = e.tok.NewContinuationDecoder()

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"mistralrs/internal/chat"
+	"mistralrs/internal/constrain"
 	"mistralrs/internal/engine"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/observe"
@@ -167,6 +168,7 @@ type anthropicRequest struct {
 	IgnoreEOS         bool               `json:"ignore_eos"`
 	EnableThinking    *bool              `json:"enable_thinking"`
 	ResponseFormat    json.RawMessage    `json:"response_format"`
+	Grammar           json.RawMessage    `json:"grammar"`
 }
 
 // anthropicUnsupported are the mistral.rs extension fields this server does
@@ -174,7 +176,6 @@ type anthropicRequest struct {
 // if it had not (keys starting with dry_ too; enable_code_execution and
 // truncate_sequence only when true, reasoning_effort unless "off" or "none").
 var anthropicUnsupported = map[string]string{
-	"grammar":                   "constrained decoding is not implemented",
 	"reasoning_effort":          "reasoning budgets are not implemented",
 	"adapter":                   "LoRA adapters are not supported",
 	"web_search_options":        "web search is not supported",
@@ -227,6 +228,9 @@ type anthropicParsed struct {
 	msgs  []chat.Message
 	opts  chat.Options
 	tools *chat.ToolParser // nil: the answer is not read for tool calls
+	// grammar is the structured-output constraint (response_format,
+	// grammar), nil for free text.
+	grammar *constrain.Grammar
 }
 
 // parseAnthropic decodes and checks a request; generate is false for
@@ -248,7 +252,7 @@ func (s *Server) parseAnthropic(body []byte, generate bool) (*anthropicParsed, e
 	if generate && req.MaxTokens == nil {
 		return nil, badRequest("max_tokens", "max_tokens is required")
 	}
-	if err := checkResponseFormat(req.ResponseFormat); err != nil {
+	if p.grammar, err = s.constraint("response_format", req.ResponseFormat, req.Grammar); err != nil {
 		return nil, err
 	}
 	if p.msgs, err = anthropicMessages(req.System, req.Messages); err != nil {
@@ -286,7 +290,12 @@ func (p *anthropicParsed) settings(seed *uint64) (*genSettings, error) {
 		PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty, RepetitionPenalty: r.RepetitionPenalty,
 		Stop: stopField(r.StopSequences), Seed: r.Seed, LogitBias: r.LogitBias, IgnoreEOS: r.IgnoreEOS,
 	}
-	return f.settings(false, 0, seed)
+	g, err := f.settings(false, 0, seed)
+	if err != nil {
+		return nil, err
+	}
+	g.grammar = p.grammar
+	return g, nil
 }
 
 // render applies the model's chat template and tokenizes the prompt.

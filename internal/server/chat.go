@@ -1,8 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -85,7 +83,7 @@ func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkResponseFormat(req.ResponseFormat); err != nil {
+	if g.grammar, err = s.constraint("response_format", req.ResponseFormat, req.Grammar); err != nil {
 		return nil, err
 	}
 	tools, err := toolsParser(req.Tools, req.ToolChoice)
@@ -111,6 +109,20 @@ func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 		return nil, err
 	}
 	m := j.lm.model
+	if tools != nil {
+		// "required" or a named function: one call, in the model's format.
+		tg, err := s.toolCallGrammar(m.Template.Source(), req.Tools, req.ToolChoice)
+		if err == nil && tg != nil && g.grammar != nil {
+			err = badRequest("tool_choice", "tool_choice %s cannot be combined with response_format or grammar", string(req.ToolChoice))
+		}
+		if err != nil {
+			j.release()
+			return nil, err
+		}
+		if tg != nil {
+			j.req.Grammar = tg
+		}
+	}
 	var prompt []int32
 	if isRaw {
 		prompt = m.Tok.Encode(raw, true, true)
@@ -150,25 +162,6 @@ func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 		cj.includeUsage = req.StreamOptions.IncludeUsage
 	}
 	return cj, nil
-}
-
-// checkResponseFormat accepts plain text only: the engine cannot constrain
-// its output to JSON or a schema.
-func checkResponseFormat(raw json.RawMessage) error {
-	b := bytes.TrimSpace(raw)
-	if len(b) == 0 || string(b) == "null" {
-		return nil
-	}
-	var rf struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(b, &rf); err != nil {
-		return badRequest("response_format", "response_format must be an object with a type")
-	}
-	if rf.Type != "text" {
-		return badRequest("response_format", "response_format type %q is not supported (only \"text\")", rf.Type)
-	}
-	return nil
 }
 
 func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, cj *chatJob) {

@@ -97,6 +97,9 @@ func (s *Server) prepareCompletion(r *http.Request, body []byte) (*completionJob
 	if err != nil {
 		return nil, err
 	}
+	if g.grammar, err = s.constraint("response_format", nil, req.Grammar); err != nil {
+		return nil, err
+	}
 	p, err := parsePrompt(req.Prompt)
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func (s *Server) newJob(ctx context.Context, e *modelEntry, g *genSettings) (*jo
 	}
 	return &job{
 		s: s, entry: e, lm: lm, release: release,
-		req: &engine.Request{Sampling: g.params, MaxTokens: g.maxTokens, Stop: g.stop, IgnoreEOS: g.ignoreEOS, NoSpeculation: g.noSpec, N: g.n},
+		req: &engine.Request{Sampling: g.params, MaxTokens: g.maxTokens, Stop: g.stop, IgnoreEOS: g.ignoreEOS, NoSpeculation: g.noSpec, N: g.n, Grammar: g.grammar},
 		id:  strconv.FormatUint(s.seq.Add(1)-1, 10), created: time.Now().Unix(),
 	}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"mistralrs/internal/chat"
+	"mistralrs/internal/constrain"
 	"mistralrs/internal/engine"
 	"mistralrs/internal/sampler"
 )
@@ -39,6 +40,9 @@ type samplingFields struct {
 	// Speculative false turns speculative decoding off for the request (an
 	// extension; default: on where the model has a proposer).
 	Speculative *bool `json:"speculative"`
+	// Grammar is mistral.rs's constraint field ({"type": "regex" |
+	// "json_schema" | "lark", "value": …}), compiled by Server.constraint.
+	Grammar json.RawMessage `json:"grammar"`
 
 	unimplemented
 }
@@ -47,7 +51,6 @@ type samplingFields struct {
 // implement: a request that sets one is refused with a 400 naming it
 // rather than answered as if it had not been asked.
 type unimplemented struct {
-	Grammar                 json.RawMessage `json:"grammar"`
 	DryMultiplier           json.RawMessage `json:"dry_multiplier"`
 	DryBase                 json.RawMessage `json:"dry_base"`
 	DryAllowedLength        json.RawMessage `json:"dry_allowed_length"`
@@ -71,7 +74,6 @@ func (u *unimplemented) check() error {
 		raw  json.RawMessage
 		why  string
 	}{
-		{"grammar", u.Grammar, "constrained decoding is not implemented"},
 		{"dry_multiplier", u.DryMultiplier, "DRY sampling is not implemented"},
 		{"dry_base", u.DryBase, "DRY sampling is not implemented"},
 		{"dry_allowed_length", u.DryAllowedLength, "DRY sampling is not implemented"},
@@ -310,6 +312,7 @@ type genSettings struct {
 	ignoreEOS bool
 	noSpec    bool // "speculative": false
 	n         int  // choices
+	grammar   *constrain.Grammar
 }
 
 // settings checks the sampling fields; logprobs and topLogprobs come from

@@ -60,7 +60,6 @@ type responsesRequest struct {
 // than answered as if the field were not there. Any dry_* field is too;
 // reasoning_effort "off" or "none" asks for nothing and passes.
 var respRefused = map[string]string{
-	"grammar":                   "constrained (grammar-guided) decoding is not implemented",
 	"reasoning_effort":          "reasoning effort is not implemented",
 	"adapter":                   "LoRA adapters are not supported",
 	"web_search_options":        "web search is not supported",
@@ -348,6 +347,13 @@ func (s *Server) prepareResponse(r *http.Request, body []byte) (*respJob, error)
 	if err != nil {
 		return nil, err
 	}
+	param, format, err := req.format()
+	if err != nil {
+		return nil, err
+	}
+	if g.grammar, err = s.constraint(param, format, req.Grammar); err != nil {
+		return nil, err
+	}
 	input, err := respInput(req.Input)
 	if err != nil {
 		return nil, err
@@ -471,19 +477,7 @@ func (req *responsesRequest) checkResponses() error {
 	if req.Truncation != nil && *req.Truncation != "disabled" {
 		return badRequest("truncation", "truncation %q is not supported (only \"disabled\": a conversation longer than the context is refused)", *req.Truncation)
 	}
-	if b := bytes.TrimSpace(req.Text); len(b) > 0 && string(b) != "null" {
-		var t struct {
-			Format *struct {
-				Type string `json:"type"`
-			} `json:"format"`
-		}
-		if err := json.Unmarshal(b, &t); err != nil {
-			return badRequest("text", "text must be an object: %v", err)
-		}
-		if t.Format != nil && t.Format.Type != "text" {
-			return badRequest("text.format", "text.format type %q is not supported (only \"text\")", t.Format.Type)
-		}
-	}
+
 	if b := bytes.TrimSpace(req.Reasoning); len(b) > 0 && string(b) != "null" {
 		var rs struct {
 			Effort *string `json:"effort"`
@@ -495,7 +489,24 @@ func (req *responsesRequest) checkResponses() error {
 			return badRequest("reasoning.effort", "reasoning.effort %q is not supported by this server", *rs.Effort)
 		}
 	}
-	return checkResponseFormat(req.ResponseFormat)
+	return nil
+}
+
+// format is the request's output format: text.format, else mistral.rs's
+// response_format; param names it for errors.
+func (req *responsesRequest) format() (param string, raw json.RawMessage, err error) {
+	if b := bytes.TrimSpace(req.Text); len(b) > 0 && string(b) != "null" {
+		var t struct {
+			Format json.RawMessage `json:"format"`
+		}
+		if err := json.Unmarshal(b, &t); err != nil {
+			return "", nil, badRequest("text", "text must be an object: %v", err)
+		}
+		if !isNull(t.Format) {
+			return "text.format", t.Format, nil
+		}
+	}
+	return "response_format", req.ResponseFormat, nil
 }
 
 // previousConversation is the conversation a stored response ended.

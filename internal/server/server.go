@@ -69,6 +69,7 @@ type Options struct {
 
 // Server serves the models over HTTP.
 type Server struct {
+	grammars  grammarCache // compiled structured-output constraints
 	opts      Options
 	obs       *observe.HTTPLayer
 	models    *models

@@ -53,9 +53,8 @@ func toolsParser(tools []json.RawMessage, choice json.RawMessage) (*chat.ToolPar
 }
 
 // toolChoice checks tool_choice: "none", "auto", "required", or
-// {"type": "function", "function": {"name": an offered tool}}. The model is
-// not constrained by it (there is no grammar-guided decoding): "required"
-// and a named function read the answer for calls as "auto" does.
+// {"type": "function", "function": {"name": an offered tool}}. "required"
+// and a named function constrain the answer to one call (toolCallGrammar).
 func toolChoice(raw json.RawMessage, names []string) (string, error) {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
