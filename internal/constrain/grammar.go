@@ -105,7 +105,9 @@ func (b *Builder) Fresh(prefix string) int {
 }
 
 // Alt adds an alternative to rule r.
-func (b *Builder) Alt(r int, elems ...Elem) { b.g.Rules[r].Alts = append(b.g.Rules[r].Alts, Seq(elems)) }
+func (b *Builder) Alt(r int, elems ...Elem) {
+	b.g.Rules[r].Alts = append(b.g.Rules[r].Alts, Seq(elems))
+}
 
 // Literal is the elements matching s byte by byte.
 func Literal(s string) []Elem {
