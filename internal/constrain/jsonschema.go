@@ -77,7 +77,7 @@ package constrain
 // pattern's automaton has at most 10000 states and all of a schema's
 // automata together at most about 4M steps of construction ("too
 // complex"); schemas nest at most 200 levels deep. Compiling a schema
-// takes milliseconds (a 50-property schema about 3 ms), the worst accepted
+// takes milliseconds (a 50-property schema about 2-3 ms), the worst accepted
 // inputs a few hundred.
 
 import (
@@ -103,10 +103,14 @@ const (
 	jsMaxDFAStates = 10000 // states of one pattern's DFA
 )
 
-// SchemaError is a schema FromJSONSchema cannot compile: invalid JSON, a
-// keyword it does not support (Keyword names it), a bad value, a missing
-// $ref target, a schema too large. Path is the JSON pointer of the
-// subschema ("" for the root).
+// SchemaError is a schema FromJSONSchema cannot compile. Keyword is set
+// when the problem is a keyword it does not support, or a use of one it
+// does not (uniqueItems true, format "ipv6", a remote $ref, \b in a
+// pattern); Msg then says what, if more than the name. Otherwise Keyword
+// is empty and Msg names the problem (invalid JSON, a bad value of a
+// keyword, which it names, a missing $ref target, a pattern that does not
+// compile, a schema too large, no value possible). Path is the JSON
+// pointer of the subschema ("" for the root).
 type SchemaError struct {
 	Keyword string
 	Path    string
@@ -122,7 +126,10 @@ func (e *SchemaError) Error() string {
 	}
 	b.WriteString(": ")
 	if e.Keyword != "" {
-		fmt.Fprintf(&b, "keyword %q: ", e.Keyword)
+		fmt.Fprintf(&b, "unsupported keyword %q", e.Keyword)
+		if e.Msg != "" {
+			b.WriteString(": ")
+		}
 	}
 	b.WriteString(e.Msg)
 	return b.String()
@@ -237,6 +244,9 @@ func jsRead(dec *json.Decoder, depth int) (*jval, error) {
 	}
 	t, err := dec.Token()
 	if err == io.EOF {
+		if depth > 0 {
+			return nil, io.ErrUnexpectedEOF
+		}
 		return nil, errors.New("empty document")
 	}
 	if err != nil {
@@ -439,7 +449,19 @@ func newJSC(root *jval) *jsc {
 	}
 }
 
+// fail stops the compilation: a bad value of keyword kw (or of the schema
+// when kw is ""); SchemaError.Keyword stays empty, the message names kw.
 func (c *jsc) fail(kw, path, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if kw != "" {
+		msg = fmt.Sprintf("keyword %q: %s", kw, msg)
+	}
+	panic(&SchemaError{Path: path, Msg: msg})
+}
+
+// unsupported stops the compilation: keyword kw, or this use of it, is not
+// supported (SchemaError.Keyword names it).
+func (c *jsc) unsupported(kw, path, format string, args ...any) {
 	panic(&SchemaError{Keyword: kw, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -502,7 +524,7 @@ func (c *jsc) run(f func() int) (g *Grammar, err error) {
 		return nil, jsTooLarge()
 	}
 	if err := g.Validate(); err != nil {
-		return nil, &SchemaError{Keyword: "$ref", Msg: "a $ref cycle that consumes no input: " + err.Error()}
+		return nil, &SchemaError{Msg: "a $ref cycle that consumes no input: " + err.Error()}
 	}
 	return g, nil
 }
@@ -594,10 +616,10 @@ func jsIgnored(k string) bool { return jsAnnotations[k] || strings.HasPrefix(k, 
 func (c *jsc) checkKeywords(s *jval, path string) {
 	for _, k := range s.keys {
 		if !jsSupported[k] && !jsIgnored(k) {
-			c.fail(k, path, "unsupported keyword")
+			c.unsupported(k, path, "")
 		}
 		if k == "$id" && path != "" {
-			c.fail(k, path, "$id is supported at the root only")
+			c.unsupported(k, path, "only at the root")
 		}
 	}
 }
@@ -844,7 +866,7 @@ func (c *jsc) resolve(v *jval, path string) *jval {
 		ref = ref[len(id.s):]
 	}
 	if !strings.HasPrefix(ref, "#") {
-		c.fail("$ref", path, "%q: only local references (#, #/$defs/…) are supported", v.s)
+		c.unsupported("$ref", path, "%q: only local references (#, #/$defs/…) are supported", v.s)
 	}
 	frag := ref[1:]
 	if strings.Contains(frag, "%") {
@@ -858,7 +880,7 @@ func (c *jsc) resolve(v *jval, path string) *jval {
 		return node
 	}
 	if !strings.HasPrefix(frag, "/") {
-		c.fail("$ref", path, "%q: anchors are not supported, use a JSON pointer", v.s)
+		c.unsupported("$ref", path, "%q: anchors are not supported, use a JSON pointer", v.s)
 	}
 	for _, tok := range strings.Split(frag[1:], "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
@@ -1190,7 +1212,7 @@ func (c *jsc) array(s *jval, path string) int {
 	}
 	items := s.get("items")
 	if items != nil && items.kind == jArray {
-		c.fail("items", path, "an array of schemas (draft 7 tuples) is not supported: use prefixItems")
+		c.unsupported("items", path, "an array of schemas (draft 7 tuples): use prefixItems")
 	}
 	lo := c.count(s, "minItems", path, 0)
 	hi := c.count(s, "maxItems", path, -1)
@@ -1199,7 +1221,7 @@ func (c *jsc) array(s *jval, path string) int {
 			c.fail("uniqueItems", path, "must be a boolean")
 		}
 		if u.b && (hi < 0 || hi > 1) {
-			c.fail("uniqueItems", path, "unsupported (only false, or with maxItems ≤ 1)")
+			c.unsupported("uniqueItems", path, "only false, or with maxItems ≤ 1")
 		}
 	}
 	elems := make([]int, len(prefix))
@@ -1354,7 +1376,7 @@ func (c *jsc) merge(a, b *jval, path string) *jval {
 		case k == "allOf":
 			out = out.with(k, &jval{kind: jArray, arr: append(slices.Clone(av.arr), v.arr...)})
 		default:
-			c.fail(k, path, "cannot combine two different values (%s and %s) under allOf", av, v)
+			c.unsupported(k, path, "cannot combine two different values (%s and %s) under allOf", av, v)
 		}
 	}
 	return c.mergeObject(a, b, out, path)

@@ -66,7 +66,7 @@ func (c *jsc) str(s *jval, path string) int {
 				names = append(names, k)
 			}
 			sort.Strings(names)
-			c.fail("format", path, "unsupported format %q (supported: %s)", format, strings.Join(names, ", "))
+			c.unsupported("format", path, "format %q (supported: %s)", format, strings.Join(names, ", "))
 		}
 	}
 	if !hasPat && !hasFormat {
@@ -889,7 +889,7 @@ func (c *jsc) regexDFA(pattern, kw, path string) *jsDFA {
 		case syntax.InstEmptyWidth:
 			op := syntax.EmptyOp(in.Arg)
 			if op&^(syntax.EmptyBeginText|syntax.EmptyEndText) != 0 {
-				c.fail(kw, path, "%q: \\b, \\B and multi-line ^ $ are not supported", pattern)
+				c.unsupported(kw, path, "%q: \\b, \\B and multi-line ^ $ are not supported", pattern)
 			}
 			if op&syntax.EmptyBeginText != 0 && k.consumed {
 				continue

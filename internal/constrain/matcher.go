@@ -21,11 +21,12 @@ const (
 	MaxStackDepth = 1 << 13
 )
 
-// Budgets of a Matcher's caches (see Matcher), in bytes. Past cacheBudget
-// the automaton cache is dropped and rebuilt as states are met again; past
-// maskBudget the cached masks are dropped. A single mask computation whose
-// automaton grows past walkBudget refuses the tokens it has not reached yet
-// (as the limits above do).
+// Budgets of a Matcher's caches (see Matcher), in bytes. Past the cache
+// budget the automaton is dropped and rebuilt as states are met again; past
+// the mask budget the cached masks are dropped (those of states first, then
+// the relative walks). A single mask computation whose automaton grows past
+// the walk budget refuses the tokens it has not reached yet (as the limits
+// above do), so that no grammar takes more than about that.
 const (
 	defaultCacheBudget = 64 << 20
 	defaultMaskBudget  = 32 << 20
@@ -73,6 +74,12 @@ type pelem struct {
 // states repeat (every character of a JSON string leaves the automaton
 // where it was).
 //
+// When all the stacks of a set run over a common stack (the context: the
+// object member a string is the value of, say), the mask is computed
+// relative to it and the relative walk is cached, so a string in a new
+// context costs the tokens that leave the string, not a walk of the whole
+// vocabulary (see Matcher.mask).
+//
 // A Matcher is safe for concurrent use: the caches are behind a mutex, so
 // masks of sequences sharing a Matcher are computed one at a time (a cached
 // mask is copied out after the lock is released). The caches are bounded
@@ -82,7 +89,6 @@ type Matcher struct {
 	v     *Vocab
 	elems []pelem
 	alts  [][]int32 // per rule, the positions where its alternatives start
-	nrule int
 
 	classOf    [256]uint8
 	classBytes []ByteSet
@@ -134,7 +140,7 @@ func NewMatcher(g *Grammar, v *Vocab) (*Matcher, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Matcher{v: v, nrule: len(g.Rules),
+	m := &Matcher{v: v,
 		budget: budgets{cache: defaultCacheBudget, mask: defaultMaskBudget, walk: defaultWalkBudget}}
 	prod := productive(g)
 	if !prod[g.Start] {
@@ -484,22 +490,33 @@ func (m *Matcher) mask(d int32) []uint64 {
 		ds[0] = d
 		m.walk(bits, 0, int32(len(m.v.nodes)-1), ds, nil)
 	}
-	m.keepMask(8 * len(bits))
+	m.keepMask(8*len(bits), false)
 	c.states[d].mask = bits
 	return bits
 }
 
-// keepMask makes room for n more bytes of cached masks.
-func (m *Matcher) keepMask(n int) {
+// keepMask makes room for n more bytes of cached masks (rel: of a
+// relative walk), dropping the masks of states, then the relative walks.
+func (m *Matcher) keepMask(n int, rel bool) {
 	c := m.c
-	if c.maskBytes+n > m.budget.mask {
+	if c.maskBytes+c.relBytes+n > m.budget.mask {
+		drop := c.relBytes+n > m.budget.mask/2
 		for i := range c.states {
 			c.states[i].mask = nil
-			c.states[i].rel = nil
+			if drop {
+				c.states[i].rel = nil
+			}
 		}
 		c.maskBytes = 0
+		if drop {
+			c.relBytes = 0
+		}
 	}
-	c.maskBytes += n
+	if rel {
+		c.relBytes += n
+	} else {
+		c.maskBytes += n
+	}
 }
 
 func (m *Matcher) dstack() []int32 {
@@ -597,7 +614,7 @@ func (m *Matcher) relWalk(rel int32) *relResult {
 	ds := m.dstack()
 	ds[0] = rel
 	m.walk(r.bits, 0, int32(len(m.v.nodes)-1), ds, r)
-	m.keepMask(8*len(r.bits) + 8*len(r.esc))
+	m.keepMask(8*len(r.bits)+8*len(r.esc), true)
 	c.states[rel].rel = r
 	return r
 }
@@ -643,6 +660,7 @@ func (m *Matcher) concrete(e, q int32) int32 {
 	}
 	id := c.internSet(c.out, c.outComplete, false, c.overflow)
 	c.concrete[k] = id
+	c.bytes += 32
 	return id
 }
 
@@ -807,7 +825,8 @@ type cache struct {
 	concrete map[uint64]int32 // (relative set, stack) -> set
 
 	bytes     int // rough memory of the above
-	maskBytes int
+	maskBytes int // of states' masks
+	relBytes  int // of relative walks
 
 	// scratch of one step
 	out         []int32

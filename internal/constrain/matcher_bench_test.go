@@ -175,4 +175,7 @@ func (m *Matcher) dropMasks(rel bool) {
 		}
 	}
 	m.c.maskBytes = 0
+	if rel {
+		m.c.relBytes = 0
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -68,13 +67,9 @@ func isNull(raw json.RawMessage) bool {
 	return len(b) == 0 || string(b) == "null"
 }
 
-// schemaError turns a compile error into a 400 naming the parameter (and
-// the unsupported keyword when that is the problem).
+// schemaError turns a compile error into a 400 naming the parameter; the
+// error itself names the schema keyword at fault.
 func schemaError(param string, err error) error {
-	var se *constrain.SchemaError
-	if errors.As(err, &se) && se.Keyword != "" {
-		return badRequest(param, "%s: unsupported JSON schema keyword %q: %v", param, se.Keyword, err)
-	}
 	return badRequest(param, "%s: %v", param, err)
 }
 
