@@ -30,7 +30,7 @@ const (
 const (
 	defaultCacheBudget = 64 << 20
 	defaultMaskBudget  = 32 << 20
-	defaultWalkBudget  = 256 << 20
+	defaultWalkBudget  = 128 << 20
 )
 
 // budgets are a Matcher's cache budgets (fields, so tests can shrink them).
