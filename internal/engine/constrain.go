@@ -13,8 +13,10 @@ import (
 // only where the output is a whole sentence of the grammar), and once the
 // grammar can take nothing more the sequence stops (reason stop). A
 // constraint that cannot be met (the token limit arrives inside it, or no
-// token fits) ends with reason length and the partial output. Speculative
-// guesses are not made for constrained sequences.
+// token fits) ends with reason length and the partial output. With
+// speculative decoding, each guessed position's logits are masked by the
+// state the accepted guesses before it lead to, so a guess outside the
+// grammar is never kept.
 
 // constraints holds what structured output shares across requests: the
 // vocabulary as bytes (built on the first constrained request) and the
@@ -65,16 +67,16 @@ func (e *Engine) matcher(g *constrain.Grammar) (*constrain.Matcher, error) {
 	return m, nil
 }
 
-// constrainLogits masks sq's logits by its grammar state. It reports
-// false when no token may follow and the output is not complete: the
-// constraint cannot be met.
-func (e *Engine) constrainLogits(sq *seq, logits []float32) bool {
+// constrainLogits masks sq's logits by grammar state st. It reports false
+// when no token may follow and the output is not complete: the constraint
+// cannot be met.
+func (e *Engine) constrainLogits(sq *seq, st *constrain.State, logits []float32) bool {
 	if cap(sq.mask) < len(logits) {
 		sq.mask = make([]bool, len(logits))
 	}
 	mask := sq.mask[:len(logits)]
-	sq.cons.Allowed(sq.cstate, mask)
-	complete := sq.cstate.Complete()
+	sq.cons.Allowed(st, mask)
+	complete := st.Complete()
 	any := false
 	neg := float32(math.Inf(-1))
 	for id, ok := range mask {

@@ -99,3 +99,36 @@ func TestConstrainedAnythingIsFree(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// Speculative guesses are checked against the grammar: constrained greedy
+// answers are the same with and without speculation.
+func TestConstrainedSpeculative(t *testing.T) {
+	m := tiny(t)
+	plain, _ := newEngine(t, m, opts(nil))
+	g, err := constrain.FromRegex(`([a-z]{2,6} ){3,12}[0-9]{1,4}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mod := range []func(*engine.Options){
+		func(o *engine.Options) { o.Draft = m; o.SpecTokens = 4 },
+		func(o *engine.Options) { o.Draft = tinyDraft(t); o.SpecTokens = 3 },
+		func(o *engine.Options) { o.SpecNgram = 2; o.SpecTokens = 5 },
+	} {
+		spec, rec := newEngine(t, m, opts(mod))
+		for i := range 6 {
+			req := func() *engine.Request {
+				return &engine.Request{Prompt: promptOf(4 + 3*i), MaxTokens: 60, Grammar: g, Sampling: greedy()}
+			}
+			want := runConcurrently(t, plain, []*engine.Request{req()})[0]
+			got := runConcurrently(t, spec, []*engine.Request{req()})[0]
+			if got.Text != want.Text || got.FinishReason != want.FinishReason {
+				t.Fatalf("prompt %d: %q (%s), without speculation %q (%s)", i, got.Text, got.FinishReason, want.Text, want.FinishReason)
+			}
+		}
+		rec.mu.Lock()
+		if rec.specDrafts == 0 {
+			t.Error("no guess was verified")
+		}
+		rec.mu.Unlock()
+	}
+}

@@ -201,7 +201,7 @@ func (r *runner) sampleRange(lo, hi int) {
 			sq.kept = verify(r.e, sq, sq.allLogits)
 			continue
 		}
-		if sq.cons != nil && !r.e.constrainLogits(sq, sq.logits) {
+		if sq.cons != nil && !r.e.constrainLogits(sq, sq.cstate, sq.logits) {
 			// No token fits and the output is not whole: the constraint
 			// cannot be met; the answer ends here.
 			sq.reason = FinishLength

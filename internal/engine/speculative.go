@@ -249,8 +249,14 @@ func verify(e *Engine, sq *seq, logits []float32) (kept int) {
 	hist := append(sq.tokens, sq.draft...) // the guesses after the tokens: the penalties' history
 	accepted := 0
 	var own sampler.Choice // the model's token after the accepted guesses
+	haveOwn := true
+	st := sq.cstate // a constrained sequence's grammar state at position i
 	for i := 0; i <= k; i++ {
 		row := logits[i*V : (i+1)*V]
+		if sq.cons != nil && !e.constrainLogits(sq, st, row) {
+			haveOwn = false // nothing fits the grammar here: the answer ends
+			break
+		}
 		if i == k {
 			own = sq.smp.Sample(row, hist[:L+k])
 			break
@@ -265,8 +271,15 @@ func verify(e *Engine, sq *seq, logits []float32) (kept int) {
 			break
 		}
 		accepted++
+		if sq.cons != nil {
+			st, _ = sq.cons.Advance(st, sq.draft[i]) // allowed by the mask
+		}
 	}
 	for i := 0; i <= accepted && sq.reason == ""; i++ {
+		if i == accepted && !haveOwn {
+			sq.reason = FinishLength
+			break
+		}
 		c := own
 		if i < accepted {
 			c = sampler.Choice{Token: sq.draft[i]}

@@ -70,7 +70,7 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 			params.Seed = &seed
 		}
 		sq.smp = sampler.New(params)
-		sq.spec = e.prop != nil && !req.NoSpeculation && cons == nil
+		sq.spec = e.prop != nil && !req.NoSpeculation
 		if cons != nil {
 			sq.cons, sq.cstate = cons, cons.Start()
 		}
