@@ -57,7 +57,10 @@ type ServerConfig struct {
 	AccessLogHealth        bool          `toml:"access_log_health"`
 	DisableRequestIDHeader bool          `toml:"disable_request_id_header"`
 	DisableMetrics         bool          `toml:"disable_metrics"`
-	KeepAliveInterval      time.Duration `toml:"-"` // KEEP_ALIVE_INTERVAL (ms) only, as in mistral.rs
+	MaxConnections         int           `toml:"max_connections"`   // 0: no cap
+	IdleTimeoutSecs        int           `toml:"idle_timeout_secs"` // keep-alive idle timeout; 0: never
+	BodyTimeoutSecs        int           `toml:"body_timeout_secs"` // request body read deadline; 0: none
+	KeepAliveInterval      time.Duration `toml:"-"`                 // KEEP_ALIVE_INTERVAL (ms) only, as in mistral.rs
 }
 
 // RuntimeConfig is the scheduler and prompt handling shared by all models.
@@ -288,6 +291,21 @@ func (c *Config) Validate() error {
 	}
 	if s.KeepAliveInterval <= 0 {
 		return bad("KEEP_ALIVE_INTERVAL", s.KeepAliveInterval, "must be positive")
+	}
+	for _, p := range []struct {
+		key string
+		v   int
+	}{
+		{"server.max_connections", s.MaxConnections},
+		{"server.idle_timeout_secs", s.IdleTimeoutSecs},
+		{"server.body_timeout_secs", s.BodyTimeoutSecs},
+	} {
+		if p.v < 0 {
+			return bad(p.key, p.v, "must not be negative (0: no limit)")
+		}
+		if p.v > 1<<30 {
+			return bad(p.key, p.v, "must be at most %d", 1<<30)
+		}
 	}
 
 	r := &c.Runtime

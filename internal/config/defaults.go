@@ -62,6 +62,12 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.Server.DisableRequestIDHeader }},
 	{Key: "server.disable_metrics", Flag: "disable-metrics", Default: false, Usage: "no Prometheus registry; GET /metrics answers 503",
 		field: func(c *Config) any { return &c.Server.DisableMetrics }},
+	{Key: "server.max_connections", Flag: "max-connections", Default: 1024, Usage: "most client connections open at once; more wait until one closes (0: no cap)",
+		field: func(c *Config) any { return &c.Server.MaxConnections }},
+	{Key: "server.idle_timeout_secs", Flag: "idle-timeout-secs", Default: 120, Usage: "close a keep-alive connection idle this many seconds (0: never)",
+		field: func(c *Config) any { return &c.Server.IdleTimeoutSecs }},
+	{Key: "server.body_timeout_secs", Flag: "body-timeout-secs", Default: 60, Usage: "seconds a client has to send a request body once its headers are in; responses and streams are never limited (0: no limit)",
+		field: func(c *Config) any { return &c.Server.BodyTimeoutSecs }},
 	{Env: "KEEP_ALIVE_INTERVAL", Default: 10 * time.Second, Usage: "SSE keep-alive comment interval, in milliseconds",
 		field: func(c *Config) any { return &c.Server.KeepAliveInterval }},
 

@@ -251,7 +251,7 @@ func (l *observeLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if st.buffered {
 		// The handler reads the bytes the layer buffered (set on the copy:
 		// the caller's request is not modified).
-		bb := &bufferedBody{}
+		bb := &bufferedBody{b: body}
 		bb.Reset(body)
 		r.Body = bb
 		r.ContentLength = int64(len(body))
@@ -534,7 +534,32 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 }
 
 // bufferedBody hands the buffered body back to the handler.
-type bufferedBody struct{ bytes.Reader }
+type bufferedBody struct {
+	bytes.Reader
+	b []byte
+}
+
+// ReadBody reads a request's whole body. A body the layer buffered is
+// handed over as it is, without a copy (the handler then holds the only
+// other reference: a large prompt costs its size once, not twice); any
+// other body is read into a buffer sized from Content-Length.
+func ReadBody(r *http.Request) ([]byte, error) {
+	if bb, ok := r.Body.(*bufferedBody); ok && bb.Len() == len(bb.b) {
+		b := bb.b
+		bb.Reset(nil)
+		bb.b = nil
+		return b, nil
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= DefaultBodyLimit {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(r.Body)
+	return buf.Bytes(), err
+}
 
 func (*bufferedBody) Close() error { return nil }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -125,7 +124,7 @@ func errorStatus(err error) int {
 
 // readAnthropicBody is readBody with errors in Anthropic's envelope.
 func (s *Server) readAnthropicBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(r.Body)
+	body, err := observe.ReadBody(r)
 	if err != nil {
 		if observe.IsBodyTooLarge(err) {
 			writeAnthropicError(w, r, http.StatusRequestEntityTooLarge, "request body too large")
@@ -147,8 +146,8 @@ func (s *Server) readAnthropicBody(w http.ResponseWriter, r *http.Request) ([]by
 type anthropicRequest struct {
 	Model         string            `json:"model"`
 	MaxTokens     *int              `json:"max_tokens"`
-	Messages      json.RawMessage   `json:"messages"`
-	System        json.RawMessage   `json:"system"`
+	Messages      bodyJSON          `json:"messages"`
+	System        bodyJSON          `json:"system"`
 	StopSequences []string          `json:"stop_sequences"`
 	Stream        bool              `json:"stream"`
 	Tools         []json.RawMessage `json:"tools"`
@@ -192,7 +191,7 @@ var anthropicUnsupported = map[string]string{
 // checkAnthropicExtensions refuses the extension fields of
 // anthropicUnsupported that the body sets (null counts as absent).
 func checkAnthropicExtensions(body []byte) error {
-	var fields map[string]json.RawMessage
+	var fields map[string]bodyJSON
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return badRequest("", "request body must be a JSON object")
 	}
@@ -285,6 +284,9 @@ func (s *Server) parseAnthropic(body []byte, generate bool) (*anthropicParsed, e
 // settings are the engine settings of a /v1/messages request.
 func (p *anthropicParsed) settings(seed *uint64) (*genSettings, error) {
 	r := &p.req
+	if err := checkStop("stop_sequences", r.StopSequences); err != nil {
+		return nil, err
+	}
 	f := samplingFields{
 		Model: r.Model, MaxTokens: r.MaxTokens, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MinP: r.MinP,
 		PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty, RepetitionPenalty: r.RepetitionPenalty,
@@ -299,7 +301,12 @@ func (p *anthropicParsed) settings(seed *uint64) (*genSettings, error) {
 }
 
 // render applies the model's chat template and tokenizes the prompt.
-func (p *anthropicParsed) render(m *loader.Model) ([]int32, error) {
+// A prompt that cannot fit ctxLen tokens is refused as soon as that is
+// certain.
+func (p *anthropicParsed) render(m *loader.Model, ctxLen int) ([]int32, error) {
+	if err := checkTextBytes(m.Tok, ctxLen, messagesBytes(p.msgs)); err != nil {
+		return nil, err
+	}
 	text, err := m.Template.RenderOptions(p.msgs, p.opts)
 	if err != nil {
 		var ce *chat.Error
@@ -309,7 +316,7 @@ func (p *anthropicParsed) render(m *loader.Model) ([]int32, error) {
 		return nil, err
 	}
 	// The template writes BOS itself where the model wants it.
-	return m.Tok.Encode(text, false, true), nil
+	return encodePrompt(m.Tok, ctxLen, text, false)
 }
 
 // anthropicThinking reads thinking ({"type": "enabled"|"adaptive"|"disabled"})
@@ -352,13 +359,13 @@ type anthropicBlockIn struct {
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
+	Content   bodyJSON        `json:"content"`
 	Thinking  string          `json:"thinking"`
 }
 
 // anthropicBlocks decodes a content field that is an array of blocks.
 func anthropicBlocks(raw json.RawMessage, param string) ([]anthropicBlockIn, error) {
-	var items []json.RawMessage
+	var items []bodyJSON
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, badRequest(param, "%s must be a string or an array of content blocks", param)
 	}
@@ -391,7 +398,7 @@ func blockText(b *anthropicBlockIn, param string) (string, error) {
 // an assistant message per assistant turn (text joined, tool_use blocks as
 // tool_calls, thinking as reasoning_content), and for a user turn its text
 // as a user message and each tool_result as a tool message, in order.
-func anthropicMessages(system, messages json.RawMessage) ([]chat.Message, error) {
+func anthropicMessages(system, messages bodyJSON) ([]chat.Message, error) {
 	var out []chat.Message
 	if b := bytes.TrimSpace(system); len(b) > 0 && string(b) != "null" {
 		text, err := anthropicSystem(b)
@@ -407,8 +414,8 @@ func anthropicMessages(system, messages json.RawMessage) ([]chat.Message, error)
 		return nil, badRequest("messages", "messages is required")
 	}
 	var in []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role    string   `json:"role"`
+		Content bodyJSON `json:"content"`
 	}
 	if err := json.Unmarshal(b, &in); err != nil {
 		return nil, badRequest("messages", "messages must be an array of {role, content} objects")
@@ -549,7 +556,7 @@ func userBlocks(blocks []anthropicBlockIn, param string, names map[string]string
 			if b.ToolUseID == "" {
 				return nil, badRequest(bp+".tool_use_id", "%s: a tool_result block requires tool_use_id", bp)
 			}
-			content, err := toolResultText(b.Content, bp+".content")
+			content, err := toolResultText(json.RawMessage(b.Content), bp+".content")
 			if err != nil {
 				return nil, err
 			}
@@ -790,7 +797,7 @@ func (s *Server) prepareAnthropic(r *http.Request, body []byte) (*anthropicJob, 
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := p.render(j.lm.model)
+	prompt, err := p.render(j.lm.model, j.lm.eng.ContextLength())
 	if err == nil {
 		err = j.setPrompt(prompt)
 	}
@@ -1071,7 +1078,7 @@ func (s *Server) handleAnthropicCountTokens(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	defer release()
-	prompt, err := p.render(lm.model)
+	prompt, err := p.render(lm.model, lm.eng.ContextLength())
 	if err != nil {
 		s.writeAnthropicRequestError(w, r, err)
 		return

@@ -510,6 +510,8 @@ func TestAnthropicErrors(t *testing.T) {
 		typ, contains    string
 	}{
 		{"malformed JSON", "/v1/messages", `{"model":"tiny",`, 400, "invalid_request_error", "invalid JSON"},
+		{"too many stop_sequences", "/v1/messages", `{"stop_sequences":[` + strings.Repeat(`"x",`, MaxStopStrings) + `"y"],` + ok + `}`, 400, "invalid_request_error", "stop_sequences has 17 strings"},
+		{"stop_sequences too long", "/v1/messages", `{"stop_sequences":["` + strings.Repeat("x", MaxStopStringBytes+1) + `"],` + ok + `}`, 400, "invalid_request_error", "stop_sequences[0] is 257 bytes"},
 		{"not an object", "/v1/messages", `[1]`, 400, "invalid_request_error", "JSON object"},
 		{"empty body", "/v1/messages", ``, 400, "invalid_request_error", "empty"},
 		{"invalid UTF-8", "/v1/messages", "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"a\xffb\"}]}", 400, "invalid_request_error", "UTF-8"},

@@ -62,6 +62,23 @@ func (cj *chatJob) answer(text string) *toolAnswer {
 	return &a
 }
 
+// messagesBytes is the text the messages carry, all of which a chat
+// template normally writes into the prompt (reasoning of earlier turns is
+// left out: templates often drop it).
+func messagesBytes(msgs []chat.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content)
+		for _, p := range m.Parts {
+			n += len(p.Text)
+		}
+		for _, c := range m.ToolCalls {
+			n += len(c.Function.Arguments)
+		}
+	}
+	return n
+}
+
 func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 	var req chatRequest
 	if err := decodeJSON(body, &req); err != nil {
@@ -125,9 +142,10 @@ func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 	}
 	var prompt []int32
 	if isRaw {
-		prompt = m.Tok.Encode(raw, true, true)
-	} else {
-		text, err := m.Template.RenderOptions(msgs, opts)
+		prompt, err = j.encode(raw, true)
+	} else if err = checkTextBytes(m.Tok, j.lm.eng.ContextLength(), messagesBytes(msgs)); err == nil {
+		var text string
+		text, err = m.Template.RenderOptions(msgs, opts)
 		if err != nil {
 			j.release()
 			var ce *chat.Error
@@ -137,9 +155,12 @@ func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 			return nil, err
 		}
 		// The template writes BOS itself where the model wants it.
-		prompt = m.Tok.Encode(text, false, true)
+		prompt, err = j.encode(text, false)
 	}
-	if err := j.setPrompt(prompt); err != nil {
+	if err == nil {
+		err = j.setPrompt(prompt)
+	}
+	if err != nil {
 		j.release()
 		return nil, err
 	}

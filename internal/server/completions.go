@@ -48,7 +48,7 @@ type completionPrompt struct {
 	isText bool
 }
 
-func parsePrompt(raw json.RawMessage) (*completionPrompt, error) {
+func parsePrompt(raw bodyJSON) (*completionPrompt, error) {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
 		return nil, badRequest("prompt", "prompt is required")
@@ -61,7 +61,7 @@ func parsePrompt(raw json.RawMessage) (*completionPrompt, error) {
 	if json.Unmarshal(b, &toks) == nil {
 		return &completionPrompt{tokens: toks}, nil
 	}
-	var list []json.RawMessage
+	var list []bodyJSON
 	if json.Unmarshal(b, &list) == nil {
 		if len(list) != 1 {
 			return nil, badRequest("prompt", "prompt lists of %d prompts are not supported: send one prompt per request", len(list))
@@ -111,10 +111,13 @@ func (s *Server) prepareCompletion(r *http.Request, body []byte) (*completionJob
 	tok := j.lm.model.Tok
 	prompt := p.tokens
 	if p.isText {
-		prompt = tok.Encode(p.text, true, true)
+		prompt, err = j.encode(p.text, true)
 	}
 	j.req.Continuation = true // a completion continues the prompt's text
-	if err := j.setPrompt(prompt); err != nil {
+	if err == nil {
+		err = j.setPrompt(prompt)
+	}
+	if err != nil {
 		j.release()
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"strings"
+	"time"
 
 	"mistralrs/internal/config"
 	"mistralrs/internal/demo"
@@ -27,6 +28,10 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		KeepAlive: cfg.Server.KeepAliveInterval,
 		Seed:      cfg.Global.Seed,
 		Engine:    cfg.EngineOptions(),
+		// The configuration's 0 means no limit; the options' 0 the default.
+		MaxConnections: orNone(cfg.Server.MaxConnections),
+		IdleTimeout:    time.Duration(orNone(cfg.Server.IdleTimeoutSecs)) * time.Second,
+		BodyTimeout:    time.Duration(orNone(cfg.Server.BodyTimeoutSecs)) * time.Second,
 	}
 	if cfg.DemoModel() {
 		spec := ModelSpec{ID: demo.ID, Load: demo.Load}
@@ -62,6 +67,14 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 	}
 	opts.DefaultModel = opts.Models[cfg.DefaultModelIndex()].ID
 	return opts, false, nil
+}
+
+// orNone maps a configuration's 0 (no limit) to the options' -1.
+func orNone(v int) int {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 // addSpeculative gives model i its speculative settings and, when it has a

@@ -122,7 +122,11 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	prompts, used := embeddingPrompts(lm, inputs, req.TruncateSequence != nil && *req.TruncateSequence)
+	prompts, used, err := embeddingPrompts(lm, inputs, req.TruncateSequence != nil && *req.TruncateSequence)
+	if err != nil {
+		s.writeEmbeddingError(w, r, err)
+		return
+	}
 	vecs, err := lm.eng.Embed(r.Context(), prompts)
 	if err != nil {
 		s.writeEmbeddingError(w, r, embedError(err))
@@ -196,27 +200,34 @@ func parseEmbeddingInput(raw json.RawMessage) ([]embeddingInput, error) {
 // length, keeping its first tokens (a text input the tokenizer ends with EOS
 // keeps EOS as its last token). It returns the prompts and their tokens in
 // all.
-func embeddingPrompts(lm *loadedModel, inputs []embeddingInput, truncate bool) ([][]int32, int) {
+// Without truncate, a text input longer than the context is refused as soon
+// as that is certain, without tokenizing all of it.
+func embeddingPrompts(lm *loadedModel, inputs []embeddingInput, truncate bool) ([][]int32, int, error) {
 	tok := lm.model.Tok
 	ctxLen := lm.eng.ContextLength()
 	prompts := make([][]int32, len(inputs))
 	n := 0
 	for i, in := range inputs {
 		p := in.tokens
-		if in.isText {
-			p = tok.Encode(in.text, true, true)
-		}
-		if truncate && len(p) > ctxLen {
-			last := p[len(p)-1]
-			p = p[:ctxLen:ctxLen]
-			if in.isText && tok.AddEOS() {
-				p[ctxLen-1] = last
+		switch {
+		case in.isText && truncate:
+			var all bool
+			p, all = tok.EncodePrefix(in.text, true, true, ctxLen)
+			if !all && tok.AddEOS() && ctxLen > 0 {
+				p[ctxLen-1] = tok.EOS()
 			}
+		case in.isText:
+			var ok bool
+			if p, ok = tok.EncodeLimit(in.text, true, true, ctxLen); !ok {
+				return nil, 0, invalidEmbedding("input", "invalid_input", "input %d has more than %d tokens, more than the context length %d", i, ctxLen, ctxLen)
+			}
+		case truncate && len(p) > ctxLen:
+			p = p[:ctxLen:ctxLen]
 		}
 		prompts[i] = p
 		n += len(p)
 	}
-	return prompts, n
+	return prompts, n, nil
 }
 
 // embedError maps an engine.Embed error: a refused input is a 422 (as

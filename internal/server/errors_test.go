@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,6 +28,18 @@ func TestErrorResponses(t *testing.T) {
 		param, contains  string
 	}{
 		{"malformed JSON", "/v1/chat/completions", `{"model":"tiny",`, 400, "", "invalid JSON"},
+		{"too many stop strings", "/v1/chat/completions", `{"stop":[` + strings.Repeat(`"x",`, MaxStopStrings) + `"y"],` + msgs + `}`, 400, "stop", "at most 16"},
+		{"stop string too long", "/v1/completions", `{"prompt":"a","stop":["` + strings.Repeat("x", MaxStopStringBytes+1) + `"]}`, 400, "stop", "stop[0] is 257 bytes"},
+		{"stop too long (responses)", "/v1/responses", `{"input":"a","stop":"` + strings.Repeat("x", MaxStopStringBytes+1) + `"}`, 400, "stop", "at most 256"},
+		{"logit_bias outside the vocabulary", "/v1/chat/completions", `{"logit_bias":{"5":1,"99999":2},` + msgs + `}`, 400, "logit_bias", "token id 99999 is outside the vocabulary"},
+		{"logit_bias too big a float", "/v1/completions", `{"prompt":"a","logit_bias":{"5":1e308}}`, 400, "logit_bias", "got 1e+308"},
+		{"temperature beyond float32", "/v1/chat/completions", `{"temperature":1e308,` + msgs + `}`, 400, "temperature", "got 1e+308"},
+		{"messages a number", "/v1/chat/completions", `{"messages":123}`, 400, "messages", "array of message objects"},
+		{"message role a number", "/v1/chat/completions", `{"messages":[{"role":5,"content":"x"}]}`, 400, "messages", `field "role": expected a string`},
+		{"unknown role", "/v1/chat/completions", `{"messages":[{"role":"wizard","content":"x"}]}`, 400, "messages[0].role", `"wizard" is not one of`},
+		{"message without content", "/v1/chat/completions", `{"messages":[{"role":"user"}]}`, 400, "messages[0].content", "content is required"},
+		{"text part without text", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"text"}]}]}`, 400, "messages[0].content", "content[0] is a text part without text"},
+		{"logit_bias too large", "/v1/chat/completions", `{"logit_bias":{` + manyBiases(MaxLogitBias+1) + `},` + msgs + `}`, 400, "logit_bias", "at most 1024"},
 		{"invalid UTF-8", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\xffb\"}]}", 400, "", "not valid UTF-8"},
 		{"invalid UTF-8 prompt", "/v1/completions", "{\"prompt\":\"\xc3\"}", 400, "", "not valid UTF-8"},
 		{"not an object", "/v1/chat/completions", `[1,2]`, 400, "", "JSON object"},
@@ -87,6 +100,9 @@ func TestErrorResponses(t *testing.T) {
 			if !strings.Contains(e.Error.Message, c.contains) || e.Error.Type != wantType {
 				t.Errorf("error %+v, want message containing %q", e.Error, c.contains)
 			}
+			if strings.Contains(e.Error.Message, "Go value") || strings.Contains(e.Error.Message, "server.") {
+				t.Errorf("the message names Go types: %s", e.Error.Message)
+			}
 			if got := ""; e.Error.Param != nil {
 				got = *e.Error.Param
 				if got != c.param {
@@ -132,4 +148,13 @@ func TestBodyTooLarge(t *testing.T) {
 	if !strings.Contains(line, "status=413") || !strings.Contains(line, "model=unknown") || !strings.Contains(line, `error="request body too large"`) {
 		t.Errorf("access line %q", line)
 	}
+}
+
+// manyBiases is n logit_bias entries, without the braces.
+func manyBiases(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`"%d":1`, i)
+	}
+	return strings.Join(parts, ",")
 }

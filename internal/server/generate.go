@@ -48,11 +48,60 @@ func (s *Server) newJob(ctx context.Context, e *modelEntry, g *genSettings) (*jo
 	if err != nil {
 		return nil, err
 	}
+	vocab := int32(lm.model.Tok.VocabSize())
+	bad := int32(-1)
+	for id := range g.params.LogitBias {
+		if id >= vocab && (bad < 0 || id < bad) {
+			bad = id
+		}
+	}
+	if bad >= 0 {
+		release()
+		return nil, badRequest("logit_bias", "logit_bias: token id %d is outside the vocabulary (0..%d)", bad, vocab-1)
+	}
 	return &job{
 		s: s, entry: e, lm: lm, release: release,
 		req: &engine.Request{Sampling: g.params, MaxTokens: g.maxTokens, Stop: g.stop, IgnoreEOS: g.ignoreEOS, NoSpeculation: g.noSpec, N: g.n, Grammar: g.grammar},
 		id:  strconv.FormatUint(s.seq.Add(1)-1, 10), created: time.Now().Unix(),
 	}, nil
+}
+
+// promptLimit is the most tokens a prompt may have: one fewer than the
+// context length, leaving room for at least one generated token.
+func promptLimit(ctxLen int) int { return max(ctxLen-1, 0) }
+
+// tooLong is the error of a prompt with more tokens than fit the context.
+// (no param: the whole prompt, as the token count check of setPrompt).
+func tooLong(ctxLen int) error {
+	return badRequest("", "the prompt has more than %d tokens, which does not fit the model's context length of %d tokens", promptLimit(ctxLen), ctxLen)
+}
+
+// checkTextBytes refuses, before any rendering or tokenizing, a request
+// whose prompt text (nbytes in all) is longer than the context could hold
+// even at the tokenizer's longest token, so that a huge prompt costs no
+// more than its body.
+func checkTextBytes(tok *tokenizer.Tokenizer, ctxLen, nbytes int) error {
+	if b := tok.MaxTokenBytes(); b > 0 && nbytes/b > promptLimit(ctxLen) {
+		return tooLong(ctxLen)
+	}
+	return nil
+}
+
+// encodePrompt tokenizes a prompt text for the model (control token texts
+// recognised), stopping as soon as it cannot fit the context: the memory
+// and time a prompt too long costs are those of the context, not of the
+// text.
+func encodePrompt(tok *tokenizer.Tokenizer, ctxLen int, text string, addSpecial bool) ([]int32, error) {
+	p, ok := tok.EncodeLimit(text, addSpecial, true, promptLimit(ctxLen))
+	if !ok {
+		return nil, tooLong(ctxLen)
+	}
+	return p, nil
+}
+
+// encode is encodePrompt for the job's model.
+func (j *job) encode(text string, addSpecial bool) ([]int32, error) {
+	return encodePrompt(j.lm.model.Tok, j.lm.eng.ContextLength(), text, addSpecial)
 }
 
 // setPrompt checks that the prompt fits the model.

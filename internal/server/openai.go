@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -102,6 +103,26 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
+// bodyJSON is a json.RawMessage that keeps the decoder's bytes instead of
+// copying them, for the fields that carry the prompt: the request body they
+// point into is never changed after it is read, and a large prompt is then
+// not copied once per level of nesting (json.Unmarshal hands UnmarshalJSON
+// a part of its input).
+type bodyJSON []byte
+
+func (b *bodyJSON) UnmarshalJSON(data []byte) error {
+	*b = data
+	return nil
+}
+
+// MarshalJSON writes the JSON as it came, as json.RawMessage does.
+func (b bodyJSON) MarshalJSON() ([]byte, error) {
+	if b == nil {
+		return []byte("null"), nil
+	}
+	return b, nil
+}
+
 // stopField is "stop": a string or a list of strings.
 type stopField []string
 
@@ -123,6 +144,30 @@ func (s *stopField) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Limits on the stop strings and logit_bias of one request: every stop
+// string is matched against each generated token's text and every bias
+// applied to each step's logits, so their size is the cost of every step
+// (OpenAI allows 4 stop strings and 300 biases).
+const (
+	MaxStopStrings     = 16   // stop strings per request
+	MaxStopStringBytes = 256  // bytes per stop string
+	MaxLogitBias       = 1024 // logit_bias entries per request
+)
+
+// checkStop refuses more than MaxStopStrings stop strings or one longer
+// than MaxStopStringBytes; param is the field's name on the route.
+func checkStop(param string, stops []string) error {
+	if len(stops) > MaxStopStrings {
+		return badRequest(param, "%s has %d strings; at most %d are allowed", param, len(stops), MaxStopStrings)
+	}
+	for i, v := range stops {
+		if len(v) > MaxStopStringBytes {
+			return badRequest(param, "%s[%d] is %d bytes long; at most %d are allowed", param, i, len(v), MaxStopStringBytes)
+		}
+	}
+	return nil
+}
+
 // strings returns the non-empty stop strings.
 func (s stopField) strings() []string {
 	var out []string
@@ -137,7 +182,7 @@ func (s stopField) strings() []string {
 // chatRequest is the body of POST /v1/chat/completions.
 type chatRequest struct {
 	samplingFields
-	Messages           json.RawMessage            `json:"messages"`
+	Messages           bodyJSON                   `json:"messages"`
 	Logprobs           bool                       `json:"logprobs"`
 	TopLogprobs        *int                       `json:"top_logprobs"`
 	Tools              []json.RawMessage          `json:"tools"`
@@ -150,21 +195,21 @@ type chatRequest struct {
 // completionRequest is the body of POST /v1/completions.
 type completionRequest struct {
 	samplingFields
-	Prompt   json.RawMessage `json:"prompt"`
-	Echo     bool            `json:"echo"`
-	Suffix   *string         `json:"suffix"`
-	BestOf   *int            `json:"best_of"`
-	Logprobs *int            `json:"logprobs"`
+	Prompt   bodyJSON `json:"prompt"`
+	Echo     bool     `json:"echo"`
+	Suffix   *string  `json:"suffix"`
+	BestOf   *int     `json:"best_of"`
+	Logprobs *int     `json:"logprobs"`
 }
 
 // chatMessage is one message of a chat request.
 type chatMessage struct {
-	Role             string          `json:"role"`
-	Content          json.RawMessage `json:"content"`
-	Name             string          `json:"name"`
-	ToolCalls        []toolCall      `json:"tool_calls"`
-	ToolCallID       string          `json:"tool_call_id"`
-	ReasoningContent string          `json:"reasoning_content"`
+	Role             string     `json:"role"`
+	Content          bodyJSON   `json:"content"`
+	Name             string     `json:"name"`
+	ToolCalls        []toolCall `json:"tool_calls"`
+	ToolCallID       string     `json:"tool_call_id"`
+	ReasoningContent string     `json:"reasoning_content"`
 }
 
 // toolCall is a tool call of a request's assistant message or of an answer
@@ -255,7 +300,12 @@ func (r *chatRequest) messages() (msgs []chat.Message, raw string, isRaw bool, e
 	}
 	var in []chatMessage
 	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, "", false, badRequest("messages", "messages must be an array of message objects: %v", err)
+		// Not err itself: it names Go types.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, "", false, badRequest("messages", "messages: invalid type for field %q: expected %s, got JSON %s", te.Field, jsonType(te.Type.Kind()), te.Value)
+		}
+		return nil, "", false, badRequest("messages", "messages must be a string or an array of message objects")
 	}
 	if len(in) == 0 {
 		return nil, "", false, badRequest("messages", "messages must not be empty")
@@ -263,6 +313,12 @@ func (r *chatRequest) messages() (msgs []chat.Message, raw string, isRaw bool, e
 	for i, m := range in {
 		if m.Role == "" {
 			return nil, "", false, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role is required", i)
+		}
+		if !chatRoles[m.Role] {
+			return nil, "", false, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not one of system, developer, user, assistant, tool, function, ipython", i, m.Role)
+		}
+		if c := bytes.TrimSpace(m.Content); (len(c) == 0 || string(c) == "null") && !(m.Role == "assistant" && (len(m.ToolCalls) > 0 || m.ReasoningContent != "")) {
+			return nil, "", false, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content is required (only an assistant message with tool_calls may omit it)", i)
 		}
 		cm := chat.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, ReasoningContent: m.ReasoningContent}
 		if err := setContent(&cm, m.Content); err != nil {
@@ -279,7 +335,12 @@ func (r *chatRequest) messages() (msgs []chat.Message, raw string, isRaw bool, e
 
 // setContent accepts a string, null (assistant tool calls) or an array of
 // content parts; only text parts carry anything for a text model.
-func setContent(m *chat.Message, raw json.RawMessage) error {
+// chatRoles are the message roles a chat request may use: OpenAI's, and
+// Llama 3's ipython (tool output) that its templates know.
+var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true,
+	"tool": true, "function": true, "ipython": true}
+
+func setContent(m *chat.Message, raw bodyJSON) error {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
 		return nil
@@ -288,18 +349,21 @@ func setContent(m *chat.Message, raw json.RawMessage) error {
 		return json.Unmarshal(b, &m.Content)
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type string  `json:"type"`
+		Text *string `json:"text"`
 	}
 	if err := json.Unmarshal(b, &parts); err != nil {
 		return errors.New("must be a string or an array of content parts")
 	}
 	m.Parts = []chat.ContentPart{}
-	for _, p := range parts {
+	for j, p := range parts {
 		if p.Type != "text" {
 			return fmt.Errorf("content part type %q is not supported by a text model", p.Type)
 		}
-		m.Parts = append(m.Parts, chat.ContentPart{Type: p.Type, Text: p.Text})
+		if p.Text == nil {
+			return fmt.Errorf("content[%d] is a text part without text", j)
+		}
+		m.Parts = append(m.Parts, chat.ContentPart{Type: p.Type, Text: *p.Text})
 	}
 	return nil
 }
@@ -320,6 +384,12 @@ type genSettings struct {
 func (f *samplingFields) settings(logprobs bool, topLogprobs int, globalSeed *uint64) (*genSettings, error) {
 	if err := f.unimplemented.check(); err != nil {
 		return nil, err
+	}
+	if err := checkStop("stop", f.Stop); err != nil {
+		return nil, err
+	}
+	if len(f.LogitBias) > MaxLogitBias {
+		return nil, badRequest("logit_bias", "logit_bias has %d entries; at most %d are allowed", len(f.LogitBias), MaxLogitBias)
 	}
 	g := &genSettings{params: sampler.DefaultParams(), stop: f.Stop.strings(), ignoreEOS: f.IgnoreEOS,
 		noSpec: f.Speculative != nil && !*f.Speculative}
@@ -376,13 +446,26 @@ func (f *samplingFields) settings(logprobs bool, topLogprobs int, globalSeed *ui
 			if err != nil {
 				return nil, badRequest("logit_bias", "logit_bias: key %q is not a token id", k)
 			}
+			if v < -100 || v > 100 {
+				return nil, badRequest("logit_bias", "logit_bias: bias for token %d must be between -100 and 100, got %v", id, v)
+			}
 			p.LogitBias[int32(id)] = float32(v)
 		}
 	}
 	p.Logprobs = logprobs
 	p.TopLogprobs = topLogprobs
 	if err := p.Validate(); err != nil {
-		return nil, badRequest(paramOf(err.Error()), "%s", err.Error())
+		msg := err.Error()
+		param := paramOf(msg)
+		given := map[string]*float64{"temperature": f.Temperature, "top_p": f.TopP, "min_p": f.MinP,
+			"presence_penalty": f.PresencePenalty, "frequency_penalty": f.FrequencyPenalty, "repetition_penalty": f.RepetitionPenalty}
+		if v := given[param]; v != nil && math.IsInf(float64(float32(*v)), 0) && !math.IsInf(*v, 0) {
+			// Beyond float32: say what the client sent, not +Inf.
+			if i := strings.LastIndex(msg, ", got "); i >= 0 {
+				msg = msg[:i] + ", got " + strconv.FormatFloat(*v, 'g', -1, 64)
+			}
+		}
+		return nil, badRequest(param, "%s", msg)
 	}
 	return g, nil
 }

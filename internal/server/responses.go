@@ -32,7 +32,7 @@ import (
 // responsesRequest is the body of POST /v1/responses.
 type responsesRequest struct {
 	samplingFields
-	Input              json.RawMessage            `json:"input"`
+	Input              bodyJSON                   `json:"input"`
 	Instructions       *string                    `json:"instructions"`
 	PreviousResponseID *string                    `json:"previous_response_id"`
 	Store              *bool                      `json:"store"`
@@ -429,6 +429,10 @@ func (s *Server) prepareResponse(r *http.Request, body []byte) (*respJob, error)
 		return nil, err
 	}
 	m := j.lm.model
+	if err := checkTextBytes(m.Tok, j.lm.eng.ContextLength(), messagesBytes(msgs)); err != nil {
+		j.release()
+		return nil, err
+	}
 	text, err := m.Template.RenderOptions(msgs, opts)
 	if err != nil {
 		j.release()
@@ -439,7 +443,11 @@ func (s *Server) prepareResponse(r *http.Request, body []byte) (*respJob, error)
 		return nil, err
 	}
 	// The template writes BOS itself where the model wants it.
-	if err := j.setPrompt(m.Tok.Encode(text, false, true)); err != nil {
+	prompt, err := j.encode(text, false)
+	if err == nil {
+		err = j.setPrompt(prompt)
+	}
+	if err != nil {
 		j.release()
 		return nil, err
 	}
@@ -526,7 +534,7 @@ func (s *Server) previousConversation(id string) ([]chat.Message, error) {
 type respInputItem struct {
 	Type      string          `json:"type"`
 	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
+	Content   bodyJSON        `json:"content"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
@@ -534,7 +542,7 @@ type respInputItem struct {
 }
 
 // respInput turns the input (a string, or a list of items) into messages.
-func respInput(raw json.RawMessage) ([]chat.Message, error) {
+func respInput(raw bodyJSON) ([]chat.Message, error) {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
 		return nil, badRequest("input", "input is required")
@@ -595,7 +603,7 @@ func respInput(raw json.RawMessage) ([]chat.Message, error) {
 				return nil, badRequest(at(".call_id"), "%s: a function_call_output item needs call_id", at(""))
 			}
 			m := chat.Message{Role: "tool", ToolCallID: it.CallID, Name: names[it.CallID]}
-			if err := respContent(&m, it.Output); err != nil {
+			if err := respContent(&m, bodyJSON(it.Output)); err != nil {
 				return nil, badRequest(at(".output"), "%s.output: %v", at(""), err)
 			}
 			msgs = append(msgs, m)
@@ -608,7 +616,7 @@ func respInput(raw json.RawMessage) ([]chat.Message, error) {
 
 // respContent accepts a string or a list of text parts (input_text,
 // output_text, text); a text model takes nothing else.
-func respContent(m *chat.Message, raw json.RawMessage) error {
+func respContent(m *chat.Message, raw bodyJSON) error {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
 		return errors.New("content is required")

@@ -147,7 +147,7 @@ func (s *Server) handleModelStatus(w http.ResponseWriter, r *http.Request) {
 // readBody reads the whole request body (the observability layer usually
 // has it buffered already); a body over the limit is answered with 413.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(r.Body)
+	body, err := observe.ReadBody(r)
 	if err != nil {
 		if observe.IsBodyTooLarge(err) {
 			observe.WriteBodyTooLarge(w, r)

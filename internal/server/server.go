@@ -65,6 +65,15 @@ type Options struct {
 	// DefaultResponsesMaxStored, DefaultResponsesMaxBytes).
 	ResponsesMaxStored int
 	ResponsesMaxBytes  int64
+	// MaxConnections caps the connections open at once; more clients wait
+	// until one closes (0: DefaultMaxConnections; negative: no cap).
+	MaxConnections int
+	// IdleTimeout closes a keep-alive connection idle this long, and
+	// BodyTimeout bounds the time to read a request body once its headers
+	// are in (it never limits a response). 0: DefaultIdleTimeout,
+	// DefaultBodyTimeout; negative: none.
+	IdleTimeout time.Duration
+	BodyTimeout time.Duration
 }
 
 // Server serves the models over HTTP.
@@ -94,6 +103,15 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opts.MaxConnections == 0 {
+		opts.MaxConnections = DefaultMaxConnections
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.BodyTimeout == 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
 	}
 	s := &Server{opts: opts, log: opts.Logger, engineLog: opts.EngineLogger, created: time.Now().Unix()}
 	if s.log == nil {
@@ -190,12 +208,17 @@ func (s *Server) Close() {
 // it stops accepting, lets running requests and streams finish for up to
 // ShutdownTimeout, then closes what is left (their sequences are canceled).
 // It returns nil after a shutdown, or the error that stopped serving.
+// Connections are capped at MaxConnections, closed after IdleTimeout idle,
+// and a request body must arrive within BodyTimeout; there is no overall
+// read or write timeout, which would cut long streams.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           bodyDeadline(s.opts.BodyTimeout, s.handler),
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       max(s.opts.IdleTimeout, 0),
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	ln = newConnListener(ln, max(s.opts.MaxConnections, 0), s.log)
 	tctx, stopThroughput := context.WithCancel(context.Background())
 	defer stopThroughput()
 	go s.logThroughput(tctx, s.opts.ThroughputInterval)

@@ -83,7 +83,7 @@ func TestStructuredOutputRoutes(t *testing.T) {
 	}
 	// Anthropic and Responses.
 	resp, body := ts.post("/v1/messages", map[string]any{"model": "tiny", "max_tokens": 200, "temperature": 1,
-		"messages": []map[string]any{{"role": "user", "content": "weather?"}},
+		"messages":        []map[string]any{{"role": "user", "content": "weather?"}},
 		"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "w", "schema": schema}}})
 	var msg struct {
 		Content []struct {

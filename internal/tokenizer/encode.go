@@ -98,15 +98,60 @@ func (h bigramHeap) init() {
 // texts such as "<|im_start|>" in text (user-defined tokens are always
 // recognised, as in llama.cpp).
 func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
+	out, _ := t.encode(text, addSpecial, parseSpecial, -1)
+	return out
+}
+
+// EncodeLimit is Encode for a text that must not exceed limit tokens: it
+// returns Encode's tokens and true when there are at most limit of them,
+// else false (and a partial result or nil) as soon as more than limit are
+// certain, without tokenizing the rest. A text longer than limit times
+// MaxTokenBytes is refused before any work, so the memory and time spent
+// on a text too long are those of limit tokens, not of the text.
+func (t *Tokenizer) EncodeLimit(text string, addSpecial, parseSpecial bool, limit int) ([]int32, bool) {
+	if limit < 0 {
+		return nil, false
+	}
+	if t.maxTokenBytes > 0 && len(text)/t.maxTokenBytes > limit {
+		return nil, false
+	}
+	out, ok := t.encode(text, addSpecial, parseSpecial, limit)
+	return out, ok
+}
+
+// EncodePrefix returns the first n tokens of Encode(text, addSpecial,
+// parseSpecial) (all of them when there are at most n, with true), without
+// tokenizing far past them. Unlike EncodeLimit it reads the text's special
+// tokens in full, so its memory follows the text.
+func (t *Tokenizer) EncodePrefix(text string, addSpecial, parseSpecial bool, n int) ([]int32, bool) {
+	n = max(n, 0)
+	out, ok := t.encode(text, addSpecial, parseSpecial, n)
+	if !ok {
+		return out[:n:n], false
+	}
+	return out, true
+}
+
+// encode is Encode, stopping once out has more than limit tokens (no limit
+// when negative); it reports whether it ran to the end within the limit.
+func (t *Tokenizer) encode(text string, addSpecial, parseSpecial bool, limit int) ([]int32, bool) {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	out := make([]int32, 0, len(text)/3+2)
+	size := len(text)/3 + 2
+	if limit >= 0 {
+		size = min(size, limit+2)
+	}
+	out := make([]int32, 0, size)
+	over := func() bool { return limit >= 0 && len(out) > limit }
 	if addSpecial && t.addBOS {
 		out = append(out, t.bos)
 	}
 	segs := t.partition(sc, text, parseSpecial)
 	prevSpecial := true // SPM: a space prefix goes before the first text and after special tokens
 	for _, sg := range segs {
+		if over() {
+			return out, false
+		}
 		if sg.id != nullID {
 			out = append(out, sg.id)
 			prevSpecial = true
@@ -116,14 +161,17 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 		if t.kind == kindSPM {
 			out = t.encodeSPM(sc, frag, t.addSpacePrefix && prevSpecial, out)
 		} else {
-			out = t.encodeBPE(sc, frag, out)
+			out = t.encodeBPE(sc, frag, out, limit)
 		}
 		prevSpecial = false
 	}
 	if addSpecial && t.addEOS {
 		out = append(out, t.eos)
 	}
-	return out
+	if over() {
+		return out, false
+	}
+	return out, true
 }
 
 // utf8Len is the sequence length announced by a lead byte, 1 for
@@ -218,7 +266,8 @@ func (t *Tokenizer) encodeSPM(sc *scratch, frag string, prefix bool, out []int32
 }
 
 // encodeBPE pre-tokenizes one text fragment into words and merges each.
-func (t *Tokenizer) encodeBPE(sc *scratch, frag string, out []int32) []int32 {
+// With limit >= 0 it stops once out holds more than limit tokens.
+func (t *Tokenizer) encodeBPE(sc *scratch, frag string, out []int32, limit int) []int32 {
 	cps, offs, valid := decodeRunes(frag, sc.cps[:0], sc.offs[:0])
 	sc.cps, sc.offs = cps, offs
 	if len(cps) == 0 {
@@ -234,6 +283,9 @@ func (t *Tokenizer) encodeBPE(sc *scratch, frag string, out []int32) []int32 {
 	for _, e := range ends {
 		out = t.bpeWord(sc, norm[offs[start]:offs[e]], out)
 		start = e
+		if limit >= 0 && len(out) > limit {
+			break
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -177,5 +178,47 @@ func BenchmarkDecodeStream(b *testing.B) {
 			d.Add(id)
 		}
 		d.Flush()
+	}
+}
+
+// TestEncodeLimit checks EncodeLimit against Encode: the same tokens and
+// true at or above the token count, false below it, for every tokenizer
+// and a few texts (special tokens, invalid UTF-8, long runs).
+func TestEncodeLimit(t *testing.T) {
+	r := newRand()
+	texts := []string{"", "Hello world", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "\xff\xfe invalid \xe2\x82",
+		strings.Repeat("ab ", 200), strings.Repeat(" ", 300)}
+	for range 40 {
+		texts = append(texts, randText(r, r.IntN(200)))
+	}
+	for _, ft := range fuzzTokenizers(t) {
+		for _, s := range texts {
+			for _, add := range []bool{false, true} {
+				want := ft.tok.Encode(s, add, true)
+				n := len(want)
+				for _, limit := range []int{0, n / 2, n - 1, n, n + 1, 10 * n} {
+					if limit < 0 {
+						continue
+					}
+					got, ok := ft.tok.EncodeLimit(s, add, true, limit)
+					if ok != (n <= limit) {
+						t.Fatalf("%s: EncodeLimit(%q, %d) ok = %v with %d tokens", ft.name, s, limit, ok, n)
+					}
+					if ok && !slices.Equal(got, want) {
+						t.Fatalf("%s: EncodeLimit(%q, %d) = %v, Encode %v", ft.name, s, limit, got, want)
+					}
+					pre, all := ft.tok.EncodePrefix(s, add, true, limit)
+					if all != (n <= limit) || !slices.Equal(pre, want[:min(n, limit)]) {
+						t.Fatalf("%s: EncodePrefix(%q, %d) = %v, %v; Encode %v", ft.name, s, limit, pre, all, want)
+					}
+				}
+			}
+		}
+		if b := ft.tok.MaxTokenBytes(); b > 0 {
+			// Refused from the length alone: no work for a huge text.
+			if _, ok := ft.tok.EncodeLimit(strings.Repeat("x", 1<<20), false, false, (1<<20)/b-1); ok {
+				t.Fatalf("%s: a 1 MiB text fit %d tokens", ft.name, (1<<20)/b-1)
+			}
+		}
 	}
 }

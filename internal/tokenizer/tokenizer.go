@@ -72,6 +72,11 @@ type Tokenizer struct {
 	eog                          map[int32]bool
 
 	special *trie // control, user-defined and unknown tokens
+
+	// maxTokenBytes bounds the input bytes one token stands for (the
+	// longest token text); 0 when no such bound holds (some input bytes
+	// may give no token at all: stripped whitespace, unencodable bytes).
+	maxTokenBytes int
 }
 
 type mergeKey struct{ a, b string }
@@ -342,6 +347,8 @@ func FromMetadata(md Metadata) (*Tokenizer, error) {
 		}
 	}
 
+	t.maxTokenBytes = t.tokenBytesBound()
+
 	// All pieces live in one string: one allocation instead of one per token.
 	var arena []byte
 	offs := make([]int, n+1)
@@ -573,3 +580,36 @@ func toInt32s(v any) ([]int32, bool) {
 	}
 	return nil, false
 }
+
+// tokenBytesBound is the longest token text in bytes when every input byte
+// is sure to end up in some token, else 0. A token's text is never shorter
+// than the input it covers (SentencePiece's U+2581 is three bytes for a
+// space, GPT-2's byte runes one or two bytes for one byte, U+FFFD three
+// for an invalid byte), so n input bytes give at least n/bound tokens.
+func (t *Tokenizer) tokenBytesBound() int {
+	for _, a := range t.attrs {
+		if a&(attrLStrip|attrRStrip) != 0 {
+			return 0 // whitespace next to the token disappears
+		}
+	}
+	for b := range 256 {
+		switch {
+		case t.kind == kindBPE:
+			if _, ok := t.ids[t.byteEnc[b]]; !ok {
+				return 0 // bpeWord drops a byte without a token
+			}
+		case t.byteTok[b] == nullID && t.unk == nullID:
+			return 0 // encodeSPM drops it
+		}
+	}
+	longest := 1
+	for _, s := range t.texts {
+		longest = max(longest, len(s))
+	}
+	return longest
+}
+
+// MaxTokenBytes is an upper bound on the bytes of input text one token
+// stands for, so that a text of n bytes has at least n/MaxTokenBytes
+// tokens; 0 when the tokenizer may drop input bytes and no bound holds.
+func (t *Tokenizer) MaxTokenBytes() int { return t.maxTokenBytes }
