@@ -12,14 +12,6 @@ import (
 	"time"
 )
 
-// Defaults of the connection limits (server.max_connections,
-// server.idle_timeout_secs, server.body_timeout_secs).
-const (
-	DefaultMaxConnections = 1024
-	DefaultIdleTimeout    = 120 * time.Second
-	DefaultBodyTimeout    = 60 * time.Second
-)
-
 // warnEvery is the least time between two WARN lines of one kind from the
 // listener (accept errors, connection limit reached): a listener failing in
 // a loop must not flood the log.

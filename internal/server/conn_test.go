@@ -274,7 +274,7 @@ func TestConnectionOptionsFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.MaxConnections != DefaultMaxConnections || opts.IdleTimeout != DefaultIdleTimeout || opts.BodyTimeout != DefaultBodyTimeout {
+	if opts.MaxConnections != 1024 || opts.IdleTimeout != 120*time.Second || opts.BodyTimeout != 60*time.Second {
 		t.Errorf("defaults: %d %v %v", opts.MaxConnections, opts.IdleTimeout, opts.BodyTimeout)
 	}
 	cfg.Server.MaxConnections, cfg.Server.IdleTimeoutSecs, cfg.Server.BodyTimeoutSecs = 0, 7, 0

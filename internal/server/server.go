@@ -66,12 +66,12 @@ type Options struct {
 	ResponsesMaxStored int
 	ResponsesMaxBytes  int64
 	// MaxConnections caps the connections open at once; more clients wait
-	// until one closes (0: DefaultMaxConnections; negative: no cap).
+	// until one closes (0: the default of config's table; negative: no cap).
 	MaxConnections int
 	// IdleTimeout closes a keep-alive connection idle this long, and
 	// BodyTimeout bounds the time to read a request body once its headers
-	// are in (it never limits a response). 0: DefaultIdleTimeout,
-	// DefaultBodyTimeout; negative: none.
+	// are in (it never limits a response). 0: the defaults of config's table;
+	// negative: none.
 	IdleTimeout time.Duration
 	BodyTimeout time.Duration
 }
@@ -104,14 +104,16 @@ func New(opts Options) (*Server, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	// Connection limits left at 0 take the defaults of config's table.
+	def := config.Default().Server
 	if opts.MaxConnections == 0 {
-		opts.MaxConnections = DefaultMaxConnections
+		opts.MaxConnections = def.MaxConnections
 	}
 	if opts.IdleTimeout == 0 {
-		opts.IdleTimeout = DefaultIdleTimeout
+		opts.IdleTimeout = time.Duration(def.IdleTimeoutSecs) * time.Second
 	}
 	if opts.BodyTimeout == 0 {
-		opts.BodyTimeout = DefaultBodyTimeout
+		opts.BodyTimeout = time.Duration(def.BodyTimeoutSecs) * time.Second
 	}
 	s := &Server{opts: opts, log: opts.Logger, engineLog: opts.EngineLogger, created: time.Now().Unix()}
 	if s.log == nil {
