@@ -645,6 +645,8 @@ func TestOptions(t *testing.T) {
 		opts(func(o *engine.Options) { o.BlockSize = 0 }),
 		{}, // no defaults here: config.DefaultEngineOptions fills them
 		func() engine.Options { o := opts(nil); o.MemoryFraction = 0; return o }(), // paged with no budget
+		opts(func(o *engine.Options) { o.MemoryMB = 100000000 }),                   // more than any machine here
+		opts(func(o *engine.Options) { o.ContextLen = 1 << 30 }),
 	}
 	for i, o := range bad {
 		if e, err := engine.New(m, o); err == nil {

@@ -35,6 +35,7 @@ func poolBlocks(o Options, sh kvcache.Shape, ctxLen int, f16 bool) (int, error) 
 		if n == 0 {
 			return 0, fmt.Errorf("KV cache memory of %d MB is smaller than one block (%d bytes)", o.MemoryMB, blockBytes)
 		}
+
 	default:
 		f := o.MemoryFraction
 		if f == 0 {
@@ -54,6 +55,11 @@ func poolBlocks(o Options, sh kvcache.Shape, ctxLen int, f16 bool) (int, error) 
 			budget := int64(f*float64(total)) - (total - avail)
 			n = max(min(n, budget/blockBytes), perSeq)
 		}
+	}
+	if total, _, err := physicalMemory(); err == nil && o.MemoryFraction == 0 && n*blockBytes > total {
+		// The pool grows to its size under load: more than the machine has
+		// ends in an out-of-memory kill, so it is refused up front.
+		return 0, fmt.Errorf("a KV cache of %d blocks (%d MB) is more than this machine's %d MB of memory", n, n*blockBytes>>20, total>>20)
 	}
 	if n > 1<<31-2 {
 		n = 1<<31 - 2

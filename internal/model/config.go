@@ -156,6 +156,8 @@ func (c *Config) validate(path string) error {
 			c.Layers, c.Embd, c.FF, c.Heads, c.KVHeads)
 	case c.Heads%c.KVHeads != 0:
 		return bad("head_count %d is not a multiple of head_count_kv %d", c.Heads, c.KVHeads)
+	case c.ContextLen <= 0 || c.ContextLen > 1<<24:
+		return bad("context_length %d must be between 1 and %d", c.ContextLen, 1<<24)
 	case c.HeadDim <= 0 || c.ValueDim <= 0:
 		return bad("head size %d/%d (attention.key_length/value_length) must be positive", c.HeadDim, c.ValueDim)
 	case c.RopeDim <= 0 || c.RopeDim > c.HeadDim || c.RopeDim%2 != 0:
