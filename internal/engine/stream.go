@@ -222,9 +222,19 @@ func (st *Stream) Results() ([]*Result, error) {
 }
 
 // Generate runs req to completion, calling emit (on the caller's
-// goroutine) for every output. An error from emit, or ctx ending, cancels
-// the generation; emit is not called again.
+// goroutine) for every output, and returns the first choice's result. An
+// error from emit, or ctx ending, cancels the generation; emit is not
+// called again.
 func (e *Engine) Generate(ctx context.Context, req *Request, emit func(Output) error) (*Result, error) {
+	res, err := e.GenerateAll(ctx, req, emit)
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// GenerateAll is Generate returning every choice's result (Request.N).
+func (e *Engine) GenerateAll(ctx context.Context, req *Request, emit func(Output) error) ([]*Result, error) {
 	st, err := e.Submit(ctx, req)
 	if err != nil {
 		return nil, err
@@ -243,7 +253,7 @@ func (e *Engine) Generate(ctx context.Context, req *Request, emit func(Output) e
 			}
 		}
 	}
-	return st.Result()
+	return st.Results()
 }
 
 // outbox hands a sequence's outputs from the engine goroutine to its

@@ -189,10 +189,11 @@ func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, cj *chatJo
 	j := cj.job
 	tok := j.lm.model.Tok
 	lps := make([][]tokenLogprob, max(j.req.N, 1))
-	results, err := generateAll(r.Context(), j.lm.eng, j.req, func(o engine.Output) {
+	results, err := j.lm.eng.GenerateAll(r.Context(), j.req, func(o engine.Output) error {
 		if cj.logprobs && o.Logprob != nil && !o.StopToken {
 			lps[o.Index] = append(lps[o.Index], chatLogprob(tok, o.Logprob))
 		}
+		return nil
 	})
 	if err != nil {
 		s.writeRequestError(w, r, generateError(err))

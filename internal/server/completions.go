@@ -185,10 +185,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, cj *completion
 			lps[i] = newCompletionLogprobs(len(cj.echo))
 		}
 	}
-	results, err := generateAll(r.Context(), j.lm.eng, j.req, func(o engine.Output) {
+	results, err := j.lm.eng.GenerateAll(r.Context(), j.req, func(o engine.Output) error {
 		if l := lps[o.Index]; l != nil && o.Logprob != nil && !o.StopToken {
 			l.add(tok, o.Logprob)
 		}
+		return nil
 	})
 	if err != nil {
 		s.writeRequestError(w, r, generateError(err))

@@ -158,27 +158,6 @@ func usageAll(res []*engine.Result) *usageJSON {
 	return usage(&m)
 }
 
-// generateAll runs req to the end, handing each output to emit on the
-// calling goroutine, and returns every choice's result (emit's error or
-// the end of ctx cancels the generation).
-func generateAll(ctx context.Context, eng *engine.Engine, req *engine.Request, emit func(engine.Output)) ([]*engine.Result, error) {
-	st, err := eng.Submit(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	for !st.Done() {
-		<-st.Ready()
-		for {
-			o, ok := st.Next()
-			if !ok {
-				break
-			}
-			emit(o)
-		}
-	}
-	return st.Results()
-}
-
 // accessUsage is what the access log shows of a stream's usage.
 func accessUsage(u *usageJSON) observe.Usage {
 	return observe.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
