@@ -164,25 +164,7 @@ func (g *Grammar) Validate() error {
 		}
 	}
 	// Productive rules: those that derive some finite string.
-	prod := make([]bool, len(g.Rules))
-	for changed := true; changed; {
-		changed = false
-		for i, r := range g.Rules {
-			if prod[i] {
-				continue
-			}
-		alts:
-			for _, a := range r.Alts {
-				for _, e := range a {
-					if e.Rule >= 0 && !prod[e.Rule] {
-						continue alts
-					}
-				}
-				prod[i], changed = true, true
-				break
-			}
-		}
-	}
+	prod := fixpoint(g.Rules, func(e Elem, ok []bool) bool { return e.Rule < 0 || ok[e.Rule] })
 	if !prod[g.Start] {
 		return fmt.Errorf("grammar: rule %s can never finish (every alternative recurses forever or it has none)", g.Rules[g.Start].Name)
 	}
@@ -194,27 +176,48 @@ func (g *Grammar) Validate() error {
 	return nil
 }
 
-func (g *Grammar) nullable() []bool {
-	n := make([]bool, len(g.Rules))
+func (g *Grammar) nullable() []bool { return nullable(g.Rules) }
+
+// nullable reports which rules can match the empty string.
+func nullable(rules []Rule) []bool {
+	return fixpoint(rules, func(e Elem, ok []bool) bool { return e.Rule >= 0 && ok[e.Rule] })
+}
+
+// productiveRules reports which rules derive some finite string (an empty
+// byte set deriving nothing).
+func productiveRules(rules []Rule) []bool {
+	return fixpoint(rules, func(e Elem, ok []bool) bool {
+		if e.Rule < 0 {
+			return e.Set != ByteSet{}
+		}
+		return ok[e.Rule]
+	})
+}
+
+// fixpoint marks the rules with an alternative whose every element
+// satisfies elem (given the rules marked so far), until nothing changes:
+// the least fixpoint behind nullability and productivity.
+func fixpoint(rules []Rule, elem func(e Elem, ok []bool) bool) []bool {
+	ok := make([]bool, len(rules))
 	for changed := true; changed; {
 		changed = false
-		for i, r := range g.Rules {
-			if n[i] {
+		for i, r := range rules {
+			if ok[i] {
 				continue
 			}
 		alts:
 			for _, a := range r.Alts {
 				for _, e := range a {
-					if e.Rule < 0 || !n[e.Rule] {
+					if !elem(e, ok) {
 						continue alts
 					}
 				}
-				n[i], changed = true, true
+				ok[i], changed = true, true
 				break
 			}
 		}
 	}
-	return n
+	return ok
 }
 
 // leftCycle returns a cycle of rules through leading elements (each rule

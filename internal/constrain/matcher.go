@@ -142,7 +142,7 @@ func NewMatcher(g *Grammar, v *Vocab) (*Matcher, error) {
 	}
 	m := &Matcher{v: v,
 		budget: budgets{cache: defaultCacheBudget, mask: defaultMaskBudget, walk: defaultWalkBudget}}
-	prod := productive(g)
+	prod := productiveRules(g.Rules)
 	if !prod[g.Start] {
 		return nil, fmt.Errorf("grammar: rule %s matches nothing", g.Rules[g.Start].Name)
 	}
@@ -182,31 +182,6 @@ func NewMatcher(g *Grammar, v *Vocab) (*Matcher, error) {
 	}
 	m.start = m.materialize(d)
 	return m, nil
-}
-
-// productive marks the rules that derive some finite string, an empty byte
-// set deriving nothing.
-func productive(g *Grammar) []bool {
-	prod := make([]bool, len(g.Rules))
-	for changed := true; changed; {
-		changed = false
-		for i, r := range g.Rules {
-			if prod[i] {
-				continue
-			}
-		alts:
-			for _, a := range r.Alts {
-				for _, e := range a {
-					if !elemProductive(e, prod) {
-						continue alts
-					}
-				}
-				prod[i], changed = true, true
-				break
-			}
-		}
-	}
-	return prod
 }
 
 func elemProductive(e Elem, prod []bool) bool {

@@ -210,7 +210,7 @@ func (b *rxBuilder) finish(start int) (*Grammar, error) {
 // it starts with (for A ::= X1 .. Xn all nullable, A' ::= X1' X2..Xn |
 // X2' X3..Xn | .. | Xn').
 func (b *rxBuilder) fixLoops() {
-	null := rxNullable(b.rules)
+	null := nullable(b.rules)
 	ne := map[int]int{}
 	var neRule func(r int) int
 	neAlts := func(s Seq) []Seq {
@@ -279,54 +279,6 @@ func (b *rxBuilder) fixLoops() {
 			b.rules[s].Alts = []Seq{{Ref(n), Ref(s)}, {}}
 		}
 	}
-}
-
-// rxNullable reports which rules can match the empty string.
-func rxNullable(rules []Rule) []bool {
-	n := make([]bool, len(rules))
-	for changed := true; changed; {
-		changed = false
-		for i, r := range rules {
-			if n[i] {
-				continue
-			}
-		alts:
-			for _, a := range r.Alts {
-				for _, e := range a {
-					if e.Rule < 0 || !n[e.Rule] {
-						continue alts
-					}
-				}
-				n[i], changed = true, true
-				break
-			}
-		}
-	}
-	return n
-}
-
-// rxProductive reports which rules derive some finite string.
-func rxProductive(rules []Rule) []bool {
-	p := make([]bool, len(rules))
-	for changed := true; changed; {
-		changed = false
-		for i, r := range rules {
-			if p[i] {
-				continue
-			}
-		alts:
-			for _, a := range r.Alts {
-				for _, e := range a {
-					if e.Rule >= 0 && !p[e.Rule] {
-						continue alts
-					}
-				}
-				p[i], changed = true, true
-				break
-			}
-		}
-	}
-	return p
 }
 
 // regex parses and compiles pattern; ok is false when it matches nothing.
