@@ -46,6 +46,16 @@
 // that is, every message as "<|im_start|>" + role + "\n" + content + "<|im_end|>\n", and
 // "<|im_start|>assistant\n" when a generation prompt is asked for. No system message is added.
 //
+// # Limits
+//
+// The engine has no limits of its own, so a render is bounded here (limits.go): macro calls nest
+// at most MaxMacroDepth deep (the preprocessor wraps every macro body in calls that count the
+// depth), range is replaced by a version that refuses more than MaxRangeItems items per call and
+// MaxRangeTotal per render, and a prompt over MaxOutput bytes is refused. Passing a limit is an
+// *Error with Limit set. NewTemplate refuses a range with literal arguments over the limit, a macro
+// parameter default that calls a macro, and a template that passes a limit when rendering a sample
+// conversation. Python Jinja would raise RecursionError or MemoryError in these cases.
+//
 // # Known differences from Python Jinja
 //
 // The underlying engine (github.com/ardanlabs/jinja) is lenient where Jinja2 raises: an attribute

@@ -20,7 +20,7 @@ import (
 func decodeJSON(data []byte) (jinja.Value, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := decodeValue(dec)
+	v, err := decodeValue(dec, 0)
 	if err != nil {
 		return jinja.Undefined(), fmt.Errorf("invalid JSON: %w", err)
 	}
@@ -30,10 +30,18 @@ func decodeJSON(data []byte) (jinja.Value, error) {
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder) (jinja.Value, error) {
+// maxJSONDepth bounds the nesting of decoded JSON (encoding/json's own limit, which its
+// token API does not apply). Tool call arguments arrive as a string that nothing else has
+// parsed, and deeper nesting would only deepen the recursion here and in the engine.
+const maxJSONDepth = 10000
+
+func decodeValue(dec *json.Decoder, depth int) (jinja.Value, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return jinja.Undefined(), err
+	}
+	if depth >= maxJSONDepth {
+		return jinja.Undefined(), fmt.Errorf("nested more than %d deep", maxJSONDepth)
 	}
 	switch t := tok.(type) {
 	case json.Delim:
@@ -50,7 +58,7 @@ func decodeValue(dec *json.Decoder) (jinja.Value, error) {
 				if !ok {
 					return jinja.Undefined(), errors.New("object key is not a string")
 				}
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return jinja.Undefined(), err
 				}
@@ -63,7 +71,7 @@ func decodeValue(dec *json.Decoder) (jinja.Value, error) {
 		case '[':
 			items := []jinja.Value{}
 			for dec.More() {
-				v, err := decodeValue(dec)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
 					return jinja.Undefined(), err
 				}

@@ -35,10 +35,14 @@ func preprocess(src string) (string, error) {
 	}
 	pos := 0
 	lineStarting := true // whether the last lexer match ended with a newline
+	var macros []macroTag
 	for {
 		start := nextTag(src, pos)
 		if start < 0 {
 			emitText(src[pos:])
+			if err := checkMacroDefaults(macros); err != nil {
+				return "", err
+			}
 			return out.String(), nil
 		}
 		kind := src[start+1] // '{', '%' or '#'
@@ -95,10 +99,25 @@ func preprocess(src string) (string, error) {
 			}
 		}
 		if kind != '#' {
+			if err := checkConstantRanges(inner, line); err != nil {
+				return "", err
+			}
+			word := ""
+			if kind == '%' {
+				word = firstWord(inner)
+			}
+			if word == "endmacro" {
+				out.WriteString(macroExitCall)
+			}
 			out.WriteByte('{')
 			out.WriteByte(kind)
 			out.WriteString(inner)
 			out.WriteString(closer)
+			if word == "macro" {
+				m := parseMacroTag(inner, line)
+				macros = append(macros, m)
+				out.WriteString(macroEnterCall(m.name))
+			}
 		}
 		pos = closeAt + 2
 		pos, lineStarting = consumeAfterTag(src, pos, rsign, kind != '{')

@@ -51,6 +51,9 @@ type Error struct {
 	// Raised is true when the template itself rejected the conversation with raise_exception,
 	// i.e. the request is at fault (roles out of order, unsupported role, ...).
 	Raised bool
+	// Limit is true when the render passed one of the limits of limits.go (macro depth, range
+	// size, output size).
+	Limit bool
 }
 
 func (e *Error) Error() string {
@@ -103,7 +106,27 @@ func NewTemplate(src, bos, eos string) (t *Template, err error) {
 	if err != nil {
 		return nil, &Error{Msg: "compile: " + err.Error()}
 	}
-	return &Template{src: src, tmpl: tmpl, bos: bos, eos: eos, partsAsList: iteratesContent(src)}, nil
+	t = &Template{src: src, tmpl: tmpl, bos: bos, eos: eos, partsAsList: iteratesContent(src)}
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// check renders a small sample conversation and fails if that passes a limit (a macro that
+// always recurses, a loop that always runs too long), so that such a template fails when it is
+// loaded rather than on every request. Other render errors are ignored: a template may
+// legitimately reject the sample.
+func (t *Template) check() error {
+	sample := []Message{{Role: "system", Content: "You are a helpful assistant."}, {Role: "user", Content: "Hello"}}
+	for _, msgs := range [][]Message{sample[1:], sample} {
+		_, err := t.RenderOptions(msgs, Options{AddGenerationPrompt: true, Now: time.Unix(0, 0)})
+		var ce *Error
+		if errors.As(err, &ce) && ce.Limit {
+			return &Error{Msg: "a render of a sample conversation fails: " + ce.Msg, Limit: true}
+		}
+	}
+	return nil
 }
 
 // DefaultSource is the ChatML template used for models that ship none (see the package doc).
@@ -181,6 +204,8 @@ func (t *Template) RenderOptions(msgs []Message, opts Options) (out string, err 
 		return jinja.NewString(strftime(now, args[0].AsString())), nil
 	})
 	data[toJSONFilter] = jinja.NewCallable("tojson", filterToJSON)
+	var limits renderLimits
+	limits.install(data)
 
 	s, err := t.tmpl.RenderValues(data)
 	if err != nil {
@@ -188,7 +213,14 @@ func (t *Template) RenderOptions(msgs []Message, opts Options) (out string, err 
 		if errors.As(err, &r) {
 			return "", &Error{Msg: r.msg, Raised: true}
 		}
+		var l *limitError
+		if errors.As(err, &l) {
+			return "", &Error{Msg: l.msg, Limit: true}
+		}
 		return "", &Error{Msg: err.Error()}
+	}
+	if len(s) > MaxOutput {
+		return "", &Error{Msg: fmt.Sprintf("the rendered prompt is larger than %d bytes", MaxOutput), Limit: true}
 	}
 	return s, nil
 }

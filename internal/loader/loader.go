@@ -103,9 +103,15 @@ func FromFile(f *gguf.File, opts Options) (*Model, error) {
 			return nil, err
 		}
 	}
+	// NewTemplate also renders a sample conversation, so a template that passes the render
+	// limits on every request (unbounded macro recursion, a huge range) fails here, naming the
+	// file it came from.
 	tmpl, err := newTemplate(tmplSrc, tok)
 	if err != nil {
-		return nil, fmt.Errorf("%s: chat template: %w", f.Path, err)
+		if opts.ChatTemplatePath != "" {
+			return nil, fmt.Errorf("%s: %w", opts.ChatTemplatePath, err)
+		}
+		return nil, fmt.Errorf("%s: tokenizer.chat_template: %w", f.Path, err)
 	}
 	id := opts.ID
 	if id == "" {
