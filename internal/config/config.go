@@ -60,6 +60,9 @@ type ServerConfig struct {
 	MaxConnections         int           `toml:"max_connections"`   // 0: no cap
 	IdleTimeoutSecs        int           `toml:"idle_timeout_secs"` // keep-alive idle timeout; 0: never
 	BodyTimeoutSecs        int           `toml:"body_timeout_secs"` // request body read deadline; 0: none
+	AllowedOrigins         OriginList    `toml:"allowed_origins"`   // CORS origins; ["*"]: any
+	APIKey                 string        `toml:"api_key"`           // required key; "": none. Never printed.
+	APIKeyMetrics          bool          `toml:"api_key_metrics"`   // the key also guards /metrics
 	KeepAliveInterval      time.Duration `toml:"-"`                 // KEEP_ALIVE_INTERVAL (ms) only, as in mistral.rs
 }
 
@@ -237,6 +240,9 @@ func (e *ValueError) Error() string {
 			return fmt.Sprintf("%q", s)
 		}
 		if p, ok := e.Value.(FileList); ok {
+			return fmt.Sprintf("%q", p.String())
+		}
+		if p, ok := e.Value.(OriginList); ok {
 			return fmt.Sprintf("%q", p.String())
 		}
 		return fmt.Sprint(e.Value)

@@ -106,6 +106,9 @@ func TestDefaults(t *testing.T) {
 		"server.max_connections":                  1024,
 		"server.idle_timeout_secs":                120,
 		"server.body_timeout_secs":                60,
+		"server.allowed_origins":                  OriginList{"*"},
+		"server.api_key":                          "",
+		"server.api_key_metrics":                  false,
 		"runtime.max_seqs":                        32,
 		"runtime.max_num_batched_tokens":          4096,
 		"runtime.max_decode_steps_before_prefill": 8,
@@ -241,6 +244,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"pa-context-len": "", "pa-memory-fraction": "", "threads": "", "cpu": "", "hf-cache": "",
 		"mtp": "", "mtp-model": "", "mtp-n-predict": "", "spec-ngram": "",
 		"max-connections": "", "idle-timeout-secs": "", "body-timeout-secs": "",
+		"allowed-origins": "", "api-key": "", "api-key-metrics": "",
 	}
 	global := map[string]string{"seed": "", "log": "l", "verbose": "v"}
 	for _, set := range []struct {
@@ -285,6 +289,9 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"server.max_connections":                  {`0`, "0"},
 		"server.idle_timeout_secs":                {`5`, "5"},
 		"server.body_timeout_secs":                {`0`, "0"},
+		"server.allowed_origins":                  {`["https://a.example", "https://b.example"]`, "https://a.example,https://b.example"},
+		"server.api_key":                          {`"sk-test"`, "sk-test"},
+		"server.api_key_metrics":                  {`true`, "true"},
 		"runtime.max_seqs":                        {`5`, "5"},
 		"runtime.max_num_batched_tokens":          {`512`, "512"},
 		"runtime.max_decode_steps_before_prefill": {`3`, "3"},
@@ -838,6 +845,47 @@ func TestApplyEnv(t *testing.T) {
 	c = Default()
 	if w := c.ApplyEnv(func(string) string { return "" }); len(w) != 0 || c.Server.KeepAliveInterval != 10*time.Second {
 		t.Errorf("empty env: %v %v", w, c.Server.KeepAliveInterval)
+	}
+}
+
+// MISTRALRS_API_KEY fills server.api_key unless a flag or the TOML file set it.
+func TestAPIKeyEnv(t *testing.T) {
+	env := func(k string) string { return map[string]string{"MISTRALRS_API_KEY": "from-env"}[k] }
+	c := Default()
+	if w := c.ApplyEnv(env); len(w) != 0 || c.Server.APIKey != "from-env" {
+		t.Errorf("env only: %v %q", w, c.Server.APIKey)
+	}
+	c = Default()
+	c.Server.APIKey = "from-flag"
+	if c.ApplyEnv(env); c.Server.APIKey != "from-flag" {
+		t.Errorf("flag and env: %q, want the flag's", c.Server.APIKey)
+	}
+}
+
+// --allowed-origins replaces the default "*", splits on commas and appends when repeated.
+func TestAllowedOriginsFlag(t *testing.T) {
+	c := Default()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	BindServeFlags(fs, c)
+	if !c.Server.AllowedOrigins.Any() {
+		t.Fatalf("default %q does not allow any origin", c.Server.AllowedOrigins)
+	}
+	if err := fs.Parse([]string{"--allowed-origins", "https://a.example/, https://b.example", "--allowed-origins=http://localhost:3000"}); err != nil {
+		t.Fatal(err)
+	}
+	want := OriginList{"https://a.example", "https://b.example", "http://localhost:3000"}
+	if !reflect.DeepEqual(c.Server.AllowedOrigins, want) || c.Server.AllowedOrigins.Any() {
+		t.Errorf("origins %q, want %q", c.Server.AllowedOrigins, want)
+	}
+	cfg, _, err := loadString(t, "[server]\nallowed_origins = \"https://x.example,https://y.example\"\n[[models]]\nmodel_id = \"m\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Server.AllowedOrigins; len(got) != 2 || got[1] != "https://y.example" {
+		t.Errorf("TOML string: %q", got)
+	}
+	if _, _, err := loadString(t, "[server]\nallowed_origins = [1]\n[[models]]\nmodel_id = \"m\"\n"); err == nil {
+		t.Error("allowed_origins = [1] loaded")
 	}
 }
 

@@ -14,7 +14,7 @@ type Option struct {
 	Flag    string // long flag name ("port"); "" when TOML only
 	Short   string // one-letter shorthand; "" when none
 	Env     string // environment variable that sets it; "" when none
-	Default any    // int, bool, string, float64, time.Duration, FileList; nil for an unset optional value
+	Default any    // int, bool, string, float64, time.Duration, FileList, OriginList; nil for an unset optional value
 	Usage   string
 
 	global bool   // a global flag (BindGlobalFlags), not a serve flag
@@ -68,6 +68,12 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.Server.IdleTimeoutSecs }},
 	{Key: "server.body_timeout_secs", Flag: "body-timeout-secs", Default: 60, Usage: "seconds a client has to send a request body once its headers are in; responses and streams are never limited (0: no limit)",
 		field: func(c *Config) any { return &c.Server.BodyTimeoutSecs }},
+	{Key: "server.allowed_origins", Flag: "allowed-origins", Default: OriginList{"*"}, Usage: `origins CORS answers, comma-separated and matched exactly ("https://app.example.com"); "*" allows any origin`,
+		field: func(c *Config) any { return &c.Server.AllowedOrigins }},
+	{Key: "server.api_key", Flag: "api-key", Env: "MISTRALRS_API_KEY", Default: "", Usage: "require this key (Authorization: Bearer <key> or x-api-key) on every API route; empty: no key",
+		field: func(c *Config) any { return &c.Server.APIKey }},
+	{Key: "server.api_key_metrics", Flag: "api-key-metrics", Default: false, Usage: "with an API key, also require it on GET /metrics",
+		field: func(c *Config) any { return &c.Server.APIKeyMetrics }},
 	{Env: "KEEP_ALIVE_INTERVAL", Default: 10 * time.Second, Usage: "SSE keep-alive comment interval, in milliseconds",
 		field: func(c *Config) any { return &c.Server.KeepAliveInterval }},
 
@@ -160,6 +166,8 @@ func setValue(ptr, def any) {
 		*p = def.(time.Duration)
 	case *FileList:
 		*p = append(FileList(nil), def.(FileList)...)
+	case *OriginList:
+		*p = append(OriginList(nil), def.(OriginList)...)
 	case **int:
 		*p = nil
 		if def != nil {

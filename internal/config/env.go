@@ -8,8 +8,10 @@ import (
 )
 
 // ApplyEnv reads the environment variables of the table (RUST_LOG,
-// KEEP_ALIVE_INTERVAL) into c; getenv nil means os.Getenv. A value that does
-// not parse keeps the default and comes back as a warning, as in mistral.rs.
+// KEEP_ALIVE_INTERVAL, MISTRALRS_API_KEY) into c; getenv nil means
+// os.Getenv. A variable of a setting that also has a flag or TOML key only
+// fills a value they left empty. A value that does not parse keeps the
+// default and comes back as a warning, as in mistral.rs.
 func (c *Config) ApplyEnv(getenv func(string) string) []Warning {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -26,6 +28,9 @@ func (c *Config) ApplyEnv(getenv func(string) string) []Warning {
 		}
 		switch p := o.field(c).(type) {
 		case *string:
+			if o.Key != "" && *p != "" {
+				continue // set by a flag or the TOML file, which win
+			}
 			*p = v
 		case *time.Duration:
 			// Milliseconds, as mistral.rs reads KEEP_ALIVE_INTERVAL.

@@ -70,6 +70,9 @@ func bindFlag(fs *pflag.FlagSet, o *Option, ptr any) {
 	case *FileList:
 		setValue(p, o.Default)
 		fs.VarP(p, o.Flag, o.Short, o.Usage)
+	case *OriginList:
+		setValue(p, o.Default)
+		fs.VarP(&originFlag{list: p}, o.Flag, o.Short, o.Usage)
 	case **int:
 		setValue(p, o.Default)
 		fs.VarP(optInt{p}, o.Flag, o.Short, o.Usage)

@@ -48,6 +48,11 @@ type Options struct {
 	// layer uses it for the errors it answers itself on those routes: a body
 	// over the limit (413), an unreadable body, a wrong method (405).
 	ErrorWriters map[string]ErrorWriter
+	// Guard, when set, wraps the routes inside CORS (so its refusals carry
+	// the CORS headers and preflights never reach it) and inside the
+	// observability layer (so they are logged and counted): the server's
+	// API-key and content-type checks. Route tells it the matched route.
+	Guard func(http.Handler) http.Handler
 }
 
 // ErrorWriter writes an error response with status and msg in a route's own
@@ -108,6 +113,14 @@ func New(opts Options) (*HTTPLayer, error) {
 	return o, nil
 }
 
+// AllowedOrigins returns the origins CORS answers, nil for any.
+func (o *HTTPLayer) AllowedOrigins() []string {
+	if o.origins == nil {
+		return nil
+	}
+	return append([]string(nil), o.opts.AllowedOrigins...)
+}
+
 // Metrics returns the registry holder, nil when metrics are disabled.
 func (o *HTTPLayer) Metrics() *Metrics { return o.metrics }
 
@@ -129,13 +142,17 @@ func (o *HTTPLayer) MetricsHandler() http.Handler {
 }
 
 // Handler wraps mux in the layers of mistral.rs's router, innermost first:
-// CORS (answers every OPTIONS), the body limit, then the observability layer
+// Options.Guard, CORS (answers every OPTIONS), the body limit, then the observability layer
 // outermost, so it also sees 404s, 405s, 413s and preflights. The mux is
 // consulted first to learn the matched pattern (the `route`/`path` label);
 // register "GET /{$}" rather than "/" for the root, since "/" matches every
 // path in a ServeMux.
 func (o *HTTPLayer) Handler(mux *http.ServeMux) http.Handler {
-	var next http.Handler = &cors{next: &dispatch{mux: mux}, origins: o.origins}
+	var next http.Handler = &dispatch{mux: mux}
+	if o.opts.Guard != nil {
+		next = o.opts.Guard(next)
+	}
+	next = &cors{next: next, origins: o.origins}
 	next = &bodyLimit{next: next, o: o}
 	return &observeLayer{o: o, mux: mux, next: next}
 }
@@ -177,6 +194,26 @@ type ctxKey struct{}
 func stateFrom(ctx context.Context) *reqState {
 	st, _ := ctx.Value(ctxKey{}).(*reqState)
 	return st
+}
+
+// Route returns the request's route label: the path of the ServeMux
+// pattern it matched ("/v1/chat/completions"), Unmatched, or "" outside the
+// middleware.
+func Route(ctx context.Context) string {
+	if st := stateFrom(ctx); st != nil {
+		return st.route
+	}
+	return ""
+}
+
+// IsHousekeeping reports whether a request is housekeeping (an OPTIONS
+// request, /, /health, /metrics, the docs, the web UI): no access line by
+// default and no HTTP metrics. Outside the middleware it is false.
+func IsHousekeeping(ctx context.Context) bool {
+	if st := stateFrom(ctx); st != nil {
+		return st.housekeeping
+	}
+	return false
 }
 
 // RequestID returns the request's id ("" outside the middleware).

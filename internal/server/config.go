@@ -23,6 +23,9 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 	oo.AccessLogHealth = cfg.Server.AccessLogHealth
 	oo.RequestIDHeader = !cfg.Server.DisableRequestIDHeader
 	oo.Metrics = !cfg.Server.DisableMetrics
+	if !cfg.Server.AllowedOrigins.Any() {
+		oo.AllowedOrigins = append([]string(nil), cfg.Server.AllowedOrigins...)
+	}
 	opts = Options{
 		Observe:   &oo,
 		KeepAlive: cfg.Server.KeepAliveInterval,
@@ -32,6 +35,8 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		MaxConnections: orNone(cfg.Server.MaxConnections),
 		IdleTimeout:    time.Duration(orNone(cfg.Server.IdleTimeoutSecs)) * time.Second,
 		BodyTimeout:    time.Duration(orNone(cfg.Server.BodyTimeoutSecs)) * time.Second,
+		APIKey:         cfg.Server.APIKey,
+		APIKeyMetrics:  cfg.Server.APIKeyMetrics,
 	}
 	if cfg.DemoModel() {
 		spec := ModelSpec{ID: demo.ID, Load: demo.Load}

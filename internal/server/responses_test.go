@@ -632,6 +632,7 @@ func TestResponsesStreamClientGone(t *testing.T) {
 	ts := slowServer(t)
 	data, _ := json.Marshal(map[string]any{"model": "slow", "input": "abc", "max_output_tokens": 1500, "ignore_eos": true, "stream": true})
 	req, _ := http.NewRequest("POST", ts.url+"/v1/responses", bytes.NewReader(data))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", "rs-gone")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

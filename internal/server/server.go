@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -74,6 +75,11 @@ type Options struct {
 	// negative: none.
 	IdleTimeout time.Duration
 	BodyTimeout time.Duration
+	// APIKey, when not empty, is required on every route but the
+	// housekeeping ones (see guard.go); APIKeyMetrics requires it on
+	// /metrics too. Never logged.
+	APIKey        string
+	APIKeyMetrics bool
 }
 
 // Server serves the models over HTTP.
@@ -132,6 +138,7 @@ func New(opts Options) (*Server, error) {
 	var reg *models
 	oo.Models = resolverFunc{func() *models { return reg }}
 	addAnthropicErrorWriters(&oo)
+	oo.Guard = s.guard(oo.Guard)
 	obs, err := observe.New(oo)
 	if err != nil {
 		return nil, err
@@ -277,6 +284,19 @@ func (s *Server) StartupLines(host string, port int, accessLog string) []string 
 		lines = append(lines, "Prometheus metrics: disabled (GET /metrics answers 503)")
 	}
 	lines = append(lines, "Access log: "+accessLog)
+	switch {
+	case s.opts.APIKey == "":
+		lines = append(lines, "API key: none (--api-key or MISTRALRS_API_KEY requires one)")
+	case s.opts.APIKeyMetrics:
+		lines = append(lines, "API key: required on every route but /health, / and the docs (Authorization: Bearer or x-api-key)")
+	default:
+		lines = append(lines, "API key: required on every route but /health, /, /metrics and the docs (Authorization: Bearer or x-api-key)")
+	}
+	if o := s.obs.AllowedOrigins(); o == nil {
+		lines = append(lines, "CORS: any origin (--allowed-origins restricts it)")
+	} else {
+		lines = append(lines, "CORS: "+strings.Join(o, ", "))
+	}
 	lines = append(lines, fmt.Sprintf("Default model: %s (GET %s/v1/models lists every model and its status)", s.DefaultModel(), root))
 	return lines
 }

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"net/http"
+
+	"mistralrs/internal/httpguard"
+	"mistralrs/internal/observe"
+)
+
+// jsonRoutes are the routes whose body is a JSON document: a request to one
+// of them must say Content-Type: application/json (or a +json type), or it is
+// answered 415 before the handler runs, as mistral.rs's Json extractor does.
+// A missing Content-Type is refused too: text/plain, form bodies and bodies
+// without a type are the ones a web page can POST cross-site without a CORS
+// preflight, so this is what keeps other sites from running completions or
+// unloading models through a visitor's browser.
+var jsonRoutes = map[string]bool{
+	"/v1/chat/completions":      true,
+	"/v1/completions":           true,
+	"/v1/responses":             true,
+	"/v1/messages":              true,
+	"/v1/messages/count_tokens": true,
+	"/v1/embeddings":            true,
+	"/v1/models/unload":         true,
+	"/v1/models/reload":         true,
+	"/v1/models/status":         true,
+}
+
+// guard builds the checks that run inside the observability layer, before
+// routing: the API key first (a client without the key learns nothing
+// else), then the JSON content type. inner (the caller's own guard, if any)
+// runs after them.
+func (s *Server) guard(inner func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	needsKey := func(r *http.Request) bool {
+		if observe.Route(r.Context()) == "/metrics" {
+			return s.opts.APIKeyMetrics
+		}
+		return !observe.IsHousekeeping(r.Context())
+	}
+	needsJSON := func(r *http.Request) bool {
+		return r.Method == http.MethodPost && jsonRoutes[observe.Route(r.Context())]
+	}
+	auth := httpguard.APIKey(s.opts.APIKey, needsKey, writeGuardError)
+	ctype := httpguard.RequireJSON(needsJSON, writeGuardError)
+	return func(next http.Handler) http.Handler {
+		if inner != nil {
+			next = inner(next)
+		}
+		return auth(ctype(next))
+	}
+}
+
+// writeGuardError answers a refusal in the route's envelope: Anthropic's on
+// the /v1/messages routes (401 is authentication_error there), OpenAI's
+// elsewhere ({"error":{"type":"invalid_request_error","code":…}}).
+func writeGuardError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	route := observe.Route(r.Context())
+	for _, p := range anthropicRoutes {
+		if p == route {
+			writeAnthropicError(w, r, status, msg)
+			return
+		}
+	}
+	if status == http.StatusUnauthorized {
+		// As OpenAI answers a bad key; clients look for the header.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mistralrs"`)
+	}
+	c := code
+	observe.WriteError(w, r, status, observe.APIError{Message: msg, Code: &c})
+}
