@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -131,13 +132,44 @@ func serveConfig(cmd *cobra.Command, cfg *config.Config, warns []config.Warning)
 	}
 	srv.LogRoutes()
 
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := shutdownSignals(cmd.Context(), srvLog)
 	defer stop()
 	if err := srv.Serve(ctx, ln); err != nil {
 		return err
 	}
 	srvLog.Info("Server stopped")
 	return nil
+}
+
+// shutdownSignals returns a context that ends on the first SIGINT or
+// SIGTERM, which starts the graceful shutdown. A second one exits the
+// process at once (status 130) once its log line is written: the logs are
+// unbuffered, so every line written before is out.
+func shutdownSignals(parent context.Context, log *slog.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigc := make(chan os.Signal, 2)
+	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case <-sigc:
+		case <-quit:
+			return
+		}
+		log.Info("Send SIGINT or SIGTERM again to exit at once")
+		cancel()
+		select {
+		case sig := <-sigc:
+			log.Warn(fmt.Sprintf("Second %v: exiting without waiting for running requests", sig))
+			os.Exit(130)
+		case <-quit:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigc)
+		close(quit)
+		cancel()
+	}
 }
 
 // accessLogDescription says which access log is in use, for the startup lines.

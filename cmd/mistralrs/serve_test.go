@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -349,4 +350,54 @@ func TestServeTextSubcommand(t *testing.T) {
 		t.Errorf("embeddings from a text model: %d %s", code, body)
 	}
 	s.stop(syscall.SIGINT)
+}
+
+func TestServeSecondSignalExitsAtOnce(t *testing.T) {
+	port := freePort(t)
+	s := startCommand(t, port, "serve", "--host", "127.0.0.1", "-p", strconv.Itoa(port), "--threads", "1",
+		"--shutdown-timeout-secs", "120")
+	// A request whose body never finishes keeps the drain waiting.
+	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"prompt\":"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the handler is reading the body
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.out.String(), "again to exit at once") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no shutdown line:\n%s", s.out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-s.done:
+		t.Fatalf("exited (%v) while a request was running:\n%s", err, s.out.String())
+	case <-time.After(200 * time.Millisecond):
+	}
+	start := time.Now()
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("exit %v, want status 130", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no exit after a second SIGINT:\n%s", s.out.String())
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("second SIGINT took %v", d)
+	}
+	if out := s.out.String(); !strings.Contains(out, "Second interrupt: exiting without waiting for running requests") {
+		t.Errorf("output lacks the exit line:\n%s", out)
+	}
 }

@@ -57,13 +57,14 @@ type ServerConfig struct {
 	AccessLogHealth        bool          `toml:"access_log_health"`
 	DisableRequestIDHeader bool          `toml:"disable_request_id_header"`
 	DisableMetrics         bool          `toml:"disable_metrics"`
-	MaxConnections         int           `toml:"max_connections"`   // 0: no cap
-	IdleTimeoutSecs        int           `toml:"idle_timeout_secs"` // keep-alive idle timeout; 0: never
-	BodyTimeoutSecs        int           `toml:"body_timeout_secs"` // request body read deadline; 0: none
-	AllowedOrigins         OriginList    `toml:"allowed_origins"`   // CORS origins; ["*"]: any
-	APIKey                 string        `toml:"api_key"`           // required key; "": none. Never printed.
-	APIKeyMetrics          bool          `toml:"api_key_metrics"`   // the key also guards /metrics
-	KeepAliveInterval      time.Duration `toml:"-"`                 // KEEP_ALIVE_INTERVAL (ms) only, as in mistral.rs
+	MaxConnections         int           `toml:"max_connections"`       // 0: no cap
+	IdleTimeoutSecs        int           `toml:"idle_timeout_secs"`     // keep-alive idle timeout; 0: never
+	BodyTimeoutSecs        int           `toml:"body_timeout_secs"`     // request body read deadline; 0: none
+	ShutdownTimeoutSecs    int           `toml:"shutdown_timeout_secs"` // drain time on SIGINT/SIGTERM; at least 1
+	AllowedOrigins         OriginList    `toml:"allowed_origins"`       // CORS origins; ["*"]: any
+	APIKey                 string        `toml:"api_key"`               // required key; "": none. Never printed.
+	APIKeyMetrics          bool          `toml:"api_key_metrics"`       // the key also guards /metrics
+	KeepAliveInterval      time.Duration `toml:"-"`                     // KEEP_ALIVE_INTERVAL (ms) only, as in mistral.rs
 }
 
 // RuntimeConfig is the scheduler and prompt handling shared by all models.
@@ -294,6 +295,9 @@ func (c *Config) Validate() error {
 	}
 	if s.AccessLogFormat != "text" && s.AccessLogFormat != "json" {
 		return bad("server.access_log_format", s.AccessLogFormat, `must be "text" or "json"`)
+	}
+	if s.ShutdownTimeoutSecs < 1 || s.ShutdownTimeoutSecs > 1<<30 {
+		return bad("server.shutdown_timeout_secs", s.ShutdownTimeoutSecs, "must be between 1 and %d", 1<<30)
 	}
 	if s.KeepAliveInterval <= 0 {
 		return bad("KEEP_ALIVE_INTERVAL", s.KeepAliveInterval, "must be positive")

@@ -106,6 +106,7 @@ func TestDefaults(t *testing.T) {
 		"server.max_connections":                  1024,
 		"server.idle_timeout_secs":                120,
 		"server.body_timeout_secs":                60,
+		"server.shutdown_timeout_secs":            30,
 		"server.allowed_origins":                  OriginList{"*"},
 		"server.api_key":                          "",
 		"server.api_key_metrics":                  false,
@@ -243,7 +244,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"no-kv-cache": "", "prefix-cache-n": "", "paged-attn": "", "pa-block-size": "", "pa-cache-type": "", "pa-memory-mb": "",
 		"pa-context-len": "", "pa-memory-fraction": "", "threads": "", "cpu": "", "hf-cache": "",
 		"mtp": "", "mtp-model": "", "mtp-n-predict": "", "spec-ngram": "",
-		"max-connections": "", "idle-timeout-secs": "", "body-timeout-secs": "",
+		"max-connections": "", "idle-timeout-secs": "", "body-timeout-secs": "", "shutdown-timeout-secs": "",
 		"allowed-origins": "", "api-key": "", "api-key-metrics": "",
 	}
 	global := map[string]string{"seed": "", "log": "l", "verbose": "v"}
@@ -289,6 +290,7 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"server.max_connections":                  {`0`, "0"},
 		"server.idle_timeout_secs":                {`5`, "5"},
 		"server.body_timeout_secs":                {`0`, "0"},
+		"server.shutdown_timeout_secs":            {`5`, "5"},
 		"server.allowed_origins":                  {`["https://a.example", "https://b.example"]`, "https://a.example,https://b.example"},
 		"server.api_key":                          {`"sk-test"`, "sk-test"},
 		"server.api_key_metrics":                  {`true`, "true"},
@@ -478,6 +480,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--threads", "-2"}, "invalid value -2 for --threads: must not be negative"},
 		{[]string{"--max-connections", "-1"}, "invalid value -1 for --max-connections: must not be negative"},
 		{[]string{"--body-timeout-secs", "-1"}, "invalid value -1 for --body-timeout-secs: must not be negative"},
+		{[]string{"--shutdown-timeout-secs", "0"}, "invalid value 0 for --shutdown-timeout-secs: must be between 1 and 1073741824"},
 		{[]string{"--threads", "5000"}, "invalid value 5000 for --threads: must be at most 4096"},
 		{[]string{"--paged-attn", "maybe"}, `invalid value "maybe" for --paged-attn: must be "auto", "on" or "off"`},
 		{[]string{"--pa-block-size", "0"}, "invalid value 0 for --pa-block-size: must be between 1 and 1024"},

@@ -68,6 +68,8 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.Server.IdleTimeoutSecs }},
 	{Key: "server.body_timeout_secs", Flag: "body-timeout-secs", Default: 60, Usage: "seconds a client has to send a request body once its headers are in; responses and streams are never limited (0: no limit)",
 		field: func(c *Config) any { return &c.Server.BodyTimeoutSecs }},
+	{Key: "server.shutdown_timeout_secs", Flag: "shutdown-timeout-secs", Default: 30, Usage: "on SIGINT/SIGTERM, seconds running requests have to finish; streams still running then end with a canceled final chunk (a second signal exits at once)",
+		field: func(c *Config) any { return &c.Server.ShutdownTimeoutSecs }},
 	{Key: "server.allowed_origins", Flag: "allowed-origins", Default: OriginList{"*"}, Usage: `origins CORS answers, comma-separated and matched exactly ("https://app.example.com"); "*" allows any origin`,
 		field: func(c *Config) any { return &c.Server.AllowedOrigins }},
 	{Key: "server.api_key", Flag: "api-key", Env: "MISTRALRS_API_KEY", Default: "", Usage: "require this key (Authorization: Bearer <key> or x-api-key) on every API route; empty: no key",

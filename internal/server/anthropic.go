@@ -821,7 +821,9 @@ func (s *Server) prepareAnthropic(r *http.Request, body []byte) (*anthropicJob, 
 func (s *Server) completeAnthropic(w http.ResponseWriter, r *http.Request, aj *anthropicJob) {
 	j := aj.job
 	stopToken := false
-	res, err := j.lm.eng.Generate(r.Context(), j.req, func(o engine.Output) error {
+	gctx, cancel := genContext(r.Context())
+	defer cancel()
+	res, err := j.lm.eng.Generate(gctx, j.req, func(o engine.Output) error {
 		stopToken = o.StopToken
 		return nil
 	})
@@ -1017,6 +1019,15 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, aj *ant
 		return
 	}
 	if sw.err != nil || (res.FinishReason == engine.FinishCanceled && clientGone(r)) {
+		return
+	}
+	if res.FinishReason == engine.FinishCanceled {
+		// Canceled with the client still there: the server's drain time
+		// ended (or its model went away). Anthropic has no stop reason for
+		// that, so the stream ends with an error event.
+		msg := s.canceledMessage()
+		st.Error(msg)
+		_ = anthropicEvent(sw, "error", anthropicError(http.StatusServiceUnavailable, msg))
 		return
 	}
 	reason, seq := aj.stopReason(res, stopToken)

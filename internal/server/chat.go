@@ -189,7 +189,9 @@ func (s *Server) completeChat(w http.ResponseWriter, r *http.Request, cj *chatJo
 	j := cj.job
 	tok := j.lm.model.Tok
 	lps := make([][]tokenLogprob, max(j.req.N, 1))
-	results, err := j.lm.eng.GenerateAll(r.Context(), j.req, func(o engine.Output) error {
+	gctx, cancel := genContext(r.Context())
+	defer cancel()
+	results, err := j.lm.eng.GenerateAll(gctx, j.req, func(o engine.Output) error {
 		if cj.logprobs && o.Logprob != nil && !o.StopToken {
 			lps[o.Index] = append(lps[o.Index], chatLogprob(tok, o.Logprob))
 		}

@@ -185,7 +185,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, cj *completion
 			lps[i] = newCompletionLogprobs(len(cj.echo))
 		}
 	}
-	results, err := j.lm.eng.GenerateAll(r.Context(), j.req, func(o engine.Output) error {
+	gctx, cancel := genContext(r.Context())
+	defer cancel()
+	results, err := j.lm.eng.GenerateAll(gctx, j.req, func(o engine.Output) error {
 		if l := lps[o.Index]; l != nil && o.Logprob != nil && !o.StopToken {
 			l.add(tok, o.Logprob)
 		}

@@ -32,11 +32,12 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		Seed:      cfg.Global.Seed,
 		Engine:    cfg.EngineOptions(),
 		// The configuration's 0 means no limit; the options' 0 the default.
-		MaxConnections: orNone(cfg.Server.MaxConnections),
-		IdleTimeout:    time.Duration(orNone(cfg.Server.IdleTimeoutSecs)) * time.Second,
-		BodyTimeout:    time.Duration(orNone(cfg.Server.BodyTimeoutSecs)) * time.Second,
-		APIKey:         cfg.Server.APIKey,
-		APIKeyMetrics:  cfg.Server.APIKeyMetrics,
+		MaxConnections:  orNone(cfg.Server.MaxConnections),
+		IdleTimeout:     time.Duration(orNone(cfg.Server.IdleTimeoutSecs)) * time.Second,
+		BodyTimeout:     time.Duration(orNone(cfg.Server.BodyTimeoutSecs)) * time.Second,
+		ShutdownTimeout: time.Duration(cfg.Server.ShutdownTimeoutSecs) * time.Second,
+		APIKey:          cfg.Server.APIKey,
+		APIKeyMetrics:   cfg.Server.APIKeyMetrics,
 	}
 	if cfg.DemoModel() {
 		spec := ModelSpec{ID: demo.ID, Load: demo.Load}

@@ -185,12 +185,13 @@ func TestGracefulShutdownLetsStreamsFinish(t *testing.T) {
 	}
 }
 
-func TestShutdownTimeoutCancelsStreams(t *testing.T) {
-	ts := slowServer(t, func(o *Options) { o.ShutdownTimeout = 50 * time.Millisecond })
-	resp := ts.openStream(t, "cut", map[string]any{"prompt": "abc", "max_tokens": 1500, "ignore_eos": true})
+func TestShutdownTimeoutEndsStreams(t *testing.T) {
+	ts := slowServer(t, func(o *Options) { o.ShutdownTimeout = 200 * time.Millisecond })
+	resp := ts.openStream(t, "cut", map[string]any{"prompt": "abc", "max_tokens": 2000, "ignore_eos": true})
 	defer resp.Body.Close()
 	rd := bufio.NewReader(resp.Body)
-	if _, err := rd.ReadString('\n'); err != nil {
+	first, err := rd.ReadString('\n')
+	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -207,9 +208,51 @@ func TestShutdownTimeoutCancelsStreams(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("shutdown took %v", d)
 	}
-	_, _ = readAll(rd) // the connection was closed under the stream
+	// The stream still running at the end of the drain time ends with a
+	// final chunk and [DONE].
+	rest, err := readAll(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := sseEvents(t, []byte(first+rest))
+	if len(data) < 2 || data[len(data)-1] != "[DONE]" || !strings.Contains(data[len(data)-2], `"finish_reason":"canceled"`) {
+		t.Fatalf("stream cut by the drain deadline: %q", data[max(len(data)-2, 0):])
+	}
 	line := ts.log.waitLines(t, 1, "request completed: request_id=cut ")[0]
-	if !strings.Contains(line, "outcome=client_disconnected") {
+	if !strings.Contains(line, "outcome=completed") {
+		t.Errorf("access line %q", line)
+	}
+	ts.log.waitLines(t, 1, "Drain time is over")
+}
+
+func TestShutdownTimeoutEndsAnthropicStream(t *testing.T) {
+	ts := slowServer(t, func(o *Options) { o.ShutdownTimeout = 200 * time.Millisecond })
+	data, _ := json.Marshal(map[string]any{"model": "slow", "max_tokens": 1800, "stream": true, "ignore_eos": true,
+		"messages": []map[string]any{{"role": "user", "content": "abc"}}})
+	req, _ := http.NewRequest("POST", ts.url+"/v1/messages", bytes.NewReader(data))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", "cut-anthropic")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	first, err := rd.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.cancel()
+	rest, err := readAll(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := first + rest
+	if !strings.Contains(body, "event: error") || !strings.Contains(body, "shutting down") || strings.Contains(body, "message_stop") {
+		t.Fatalf("stream cut by the drain deadline ends %q", body[max(len(body)-300, 0):])
+	}
+	line := ts.log.waitLines(t, 1, "request completed: request_id=cut-anthropic ")[0]
+	if !strings.Contains(line, "outcome=error") {
 		t.Errorf("access line %q", line)
 	}
 }

@@ -718,7 +718,9 @@ func (s *Server) completeResponse(w http.ResponseWriter, r *http.Request, p *res
 	j := p.job
 	tok := j.lm.model.Tok
 	var lps []tokenLogprob
-	res, err := j.lm.eng.Generate(r.Context(), j.req, func(o engine.Output) error {
+	gctx, cancel := genContext(r.Context())
+	defer cancel()
+	res, err := j.lm.eng.Generate(gctx, j.req, func(o engine.Output) error {
 		if p.logprobs && o.Logprob != nil && !o.StopToken {
 			lps = append(lps, chatLogprob(tok, o.Logprob))
 		}
@@ -871,6 +873,17 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, p *respJ
 		return
 	}
 	if sw.err != nil || (res.FinishReason == engine.FinishCanceled && clientGone(r)) {
+		return
+	}
+	if res.FinishReason == engine.FinishCanceled {
+		// Canceled with the client still there: the server's drain time
+		// ended (or its model went away). The response failed.
+		m := s.canceledMessage()
+		st.Error(m)
+		obj := p.object(respFailed)
+		obj.Error = &responseErrorJSON{Code: "server_error", Message: m}
+		_ = ev.send("response.failed", map[string]any{"response": obj})
+		_ = sw.done()
 		return
 	}
 	_ = inProgress()

@@ -27,7 +27,6 @@ import (
 const (
 	DefaultKeepAlive          = 10 * time.Second // KEEP_ALIVE_INTERVAL
 	DefaultThroughputInterval = 5 * time.Second  // the engine's periodic log line
-	DefaultShutdownTimeout    = 30 * time.Second // how long running streams may finish on SIGINT/SIGTERM
 )
 
 // Options configure a Server.
@@ -59,7 +58,9 @@ type Options struct {
 	// ThroughputInterval is the period of the throughput line (0: DefaultThroughputInterval).
 	ThroughputInterval time.Duration
 	// ShutdownTimeout bounds how long Serve waits for running requests once
-	// its context ends (0: DefaultShutdownTimeout).
+	// its context ends (0: the default of config's table). Shortly before it
+	// ends, generations still running are canceled so their streams can end
+	// with a final chunk.
 	ShutdownTimeout time.Duration
 	// ResponsesMaxStored and ResponsesMaxBytes bound the stored Responses
 	// API objects, least recently used evicted first (0:
@@ -97,6 +98,10 @@ type Server struct {
 	seq       atomic.Uint64
 	metricsOn bool
 	responses *responseStore // the Responses API's stored and background responses
+	// drain ends when the shutdown's drain time is over: generations still
+	// running are canceled then (see genContext).
+	drain     context.Context
+	stopDrain context.CancelFunc
 }
 
 // New loads every model and builds the handler.
@@ -107,11 +112,12 @@ func New(opts Options) (*Server, error) {
 	if opts.ThroughputInterval <= 0 {
 		opts.ThroughputInterval = DefaultThroughputInterval
 	}
-	if opts.ShutdownTimeout <= 0 {
-		opts.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	// Connection limits left at 0 take the defaults of config's table.
+	// Connection limits and the drain time left at 0 take the defaults of
+	// config's table.
 	def := config.Default().Server
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = time.Duration(def.ShutdownTimeoutSecs) * time.Second
+	}
 	if opts.MaxConnections == 0 {
 		opts.MaxConnections = def.MaxConnections
 	}
@@ -122,6 +128,7 @@ func New(opts Options) (*Server, error) {
 		opts.BodyTimeout = time.Duration(def.BodyTimeoutSecs) * time.Second
 	}
 	s := &Server{opts: opts, log: opts.Logger, engineLog: opts.EngineLogger, created: time.Now().Unix()}
+	s.drain, s.stopDrain = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = observe.Logger(observe.TargetServer)
 	}
@@ -215,14 +222,20 @@ func (s *Server) Close() {
 
 // Serve answers requests on ln until ctx ends, then shuts down gracefully:
 // it stops accepting, lets running requests and streams finish for up to
-// ShutdownTimeout, then closes what is left (their sequences are canceled).
+// ShutdownTimeout. A moment before that time is over (drainGrace) it cancels
+// the generations still running, so each stream ends with a final chunk
+// (finish reason canceled, or its dialect's equivalent) and each access line
+// is written; what is still open at the deadline is closed.
 // It returns nil after a shutdown, or the error that stopped serving.
 // Connections are capped at MaxConnections, closed after IdleTimeout idle,
 // and a request body must arrive within BodyTimeout; there is no overall
 // read or write timeout, which would cut long streams.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	h := bodyDeadline(s.opts.BodyTimeout, s.handler)
 	srv := &http.Server{
-		Handler:           bodyDeadline(s.opts.BodyTimeout, s.handler),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), drainKey{}, s.drain)))
+		}),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       max(s.opts.IdleTimeout, 0),
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
@@ -242,6 +255,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("Shutting down: no new connections; waiting for running requests to finish")
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 	defer cancel()
+	endGenerations := time.AfterFunc(s.opts.ShutdownTimeout-drainGrace(s.opts.ShutdownTimeout), func() {
+		s.log.Warn("Drain time is over: canceling the generations still running")
+		s.stopDrain()
+	})
+	defer endGenerations.Stop()
 	if err := srv.Shutdown(sctx); err != nil {
 		s.log.Warn(fmt.Sprintf("Requests still running after %v; closing them", s.opts.ShutdownTimeout))
 		_ = srv.Close()
@@ -250,6 +268,39 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// drainGrace is how long before the end of the drain time the generations
+// still running are canceled: the time their handlers have to write the
+// final chunk, [DONE] and the access line before connections are closed.
+func drainGrace(timeout time.Duration) time.Duration {
+	return min(timeout/2, 2*time.Second)
+}
+
+// canceledMessage says why a generation whose client is still connected
+// was canceled, for the dialects that end such a stream with an error.
+func (s *Server) canceledMessage() string {
+	if s.drain.Err() != nil {
+		return "the server is shutting down: generation canceled"
+	}
+	return "generation canceled"
+}
+
+// drainKey is the request-context key of the server's drain context.
+type drainKey struct{}
+
+// genContext returns the context a generation runs under: ctx (the request's,
+// which ends when the client leaves), also canceled when the server's drain
+// time is over. The request's own context stays alive then, so handlers that
+// see a canceled result while !clientGone(r) still end their response.
+func genContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	gctx, cancel := context.WithCancel(ctx)
+	drain, _ := ctx.Value(drainKey{}).(context.Context)
+	if drain == nil {
+		return gctx, cancel
+	}
+	stop := context.AfterFunc(drain, cancel)
+	return gctx, func() { stop(); cancel() }
 }
 
 // RootURL is the URL clients use to reach a server listening on host:port:

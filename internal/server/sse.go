@@ -99,8 +99,8 @@ func (s *sseWriter) streamError(msg string) error {
 // was written for keepAlive it sends comment frames. Each engine step that
 // produced outputs is one token step for TTFT and ITL: the tokens of a
 // verified speculative run share their step's time and count once. A failed write (the
-// client went away), an error from onOut or the end of ctx cancels the
-// generation; the engine then finishes it with reason canceled. It returns
+// client went away), an error from onOut, the end of ctx or the end of the
+// server's drain time (genContext) cancels the generation; the engine then finishes it with reason canceled. It returns
 // when the engine is done with the sequence.
 func generateStreaming(ctx context.Context, eng *engine.Engine, req *engine.Request, sw *sseWriter,
 	keepAlive time.Duration, onOut func(engine.Output) error) (*engine.Result, error) {
@@ -116,11 +116,13 @@ func generateStreaming(ctx context.Context, eng *engine.Engine, req *engine.Requ
 // every choice's result.
 func generateStreamingAll(ctx context.Context, eng *engine.Engine, req *engine.Request, sw *sseWriter,
 	keepAlive time.Duration, onOut func(engine.Output) error) ([]*engine.Result, error) {
+	steps := observe.StreamFromContext(ctx)
+	ctx, cancel := genContext(ctx)
+	defer cancel()
 	st, err := eng.Submit(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	steps := observe.StreamFromContext(ctx)
 	var lastStep time.Time
 	ka := time.NewTimer(keepAlive)
 	defer ka.Stop()
