@@ -112,6 +112,10 @@ func readConfig(f *gguf.File) (Config, error) {
 	if c.Heads > 0 && c.Embd%c.Heads == 0 {
 		c.HeadDim = c.Embd / c.Heads
 	}
+	if _, ok := f.Get(r.prefix + "attention.key_length"); !ok && c.Heads > 0 && c.Embd%c.Heads != 0 {
+		return Config{}, fmt.Errorf("%s: %s: %sembedding_length %d is not a multiple of %sattention.head_count %d, and no %sattention.key_length gives the head size",
+			f.Path, name, r.prefix, c.Embd, r.prefix, c.Heads, r.prefix)
+	}
 	c.HeadDim = r.int("attention.key_length", c.HeadDim)
 	c.ValueDim = r.int("attention.value_length", c.HeadDim)
 	c.RopeDim = r.int("rope.dimension_count", c.HeadDim)

@@ -96,6 +96,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"llama.block_count"}},
 		{"gqa", edit{kv: map[string]any{"llama.attention.head_count_kv": uint32(3)}},
 			[]string{"head_count_kv 3"}},
+		{"embedding not a multiple of heads", edit{kv: map[string]any{"llama.embedding_length": uint32(65), "llama.attention.key_length": nil}},
+			[]string{"embedding_length 65", "head_count"}},
 		{"zero context", edit{kv: map[string]any{"llama.context_length": uint32(0)}},
 			[]string{"bad.gguf", "context_length 0"}},
 		{"pooling type", edit{kv: map[string]any{"llama.pooling_type": uint32(9)}},

@@ -221,6 +221,14 @@ func FromMetadata(md Metadata) (*Tokenizer, error) {
 		}
 		return def
 	}
+	// An id the file gives for BOS, EOS or unknown that is outside the
+	// vocab is a broken file (a wrong id would corrupt every prompt or
+	// never stop a generation): refused, naming the key.
+	for _, k := range []string{"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"} {
+		if v, ok := mdUint(md, k); ok && v >= uint64(n) {
+			return nil, fmt.Errorf("tokenizer: %s = %d is outside the vocabulary of %d tokens", k, v, n)
+		}
+	}
 	t.bos = ids(defBOS, "tokenizer.ggml.bos_token_id")
 	t.eos = ids(defEOS, "tokenizer.ggml.eos_token_id")
 	t.eot = ids(nullID, "tokenizer.ggml.eot_token_id")

@@ -300,11 +300,19 @@ func TestMetadataErrors(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
+	// BOS, EOS and unknown ids outside the vocab are a broken file; other
+	// special ids outside it are ignored.
+	for _, k := range []string{"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"} {
+		md := bpeMeta("gpt-2", nil)
+		md[k] = uint32(1 << 30)
+		if _, err := FromMetadata(md); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("out-of-range %s: %v", k, err)
+		}
+	}
 	md := bpeMeta("gpt-2", nil)
-	md["tokenizer.ggml.add_bos_token"] = true
-	md["tokenizer.ggml.bos_token_id"] = uint32(1 << 30) // out of range: default 11 stays
-	if tok, err := FromMetadata(md); err != nil || tok.BOS() != 11 {
-		t.Errorf("out-of-range bos: %v %v", err, tok)
+	md["tokenizer.ggml.padding_token_id"] = uint32(1 << 30)
+	if tok, err := FromMetadata(md); err != nil || tok.Pad() != -1 {
+		t.Errorf("out-of-range padding id: %v %v", err, tok)
 	}
 }
 
