@@ -301,22 +301,8 @@ func (p *anthropicParsed) settings(seed *uint64) (*genSettings, error) {
 }
 
 // render applies the model's chat template and tokenizes the prompt.
-// A prompt that cannot fit ctxLen tokens is refused as soon as that is
-// certain.
 func (p *anthropicParsed) render(m *loader.Model, ctxLen int) ([]int32, error) {
-	if err := checkTextBytes(m.Tok, ctxLen, messagesBytes(p.msgs)); err != nil {
-		return nil, err
-	}
-	text, err := m.Template.RenderOptions(p.msgs, p.opts)
-	if err != nil {
-		var ce *chat.Error
-		if errors.As(err, &ce) && ce.Raised {
-			return nil, badRequest("messages", "%s", err.Error())
-		}
-		return nil, err
-	}
-	// The template writes BOS itself where the model wants it.
-	return encodePrompt(m.Tok, ctxLen, text, false)
+	return renderPrompt(m, ctxLen, p.msgs, p.opts, "messages")
 }
 
 // anthropicThinking reads thinking ({"type": "enabled"|"adaptive"|"disabled"})

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"net/http"
 	"sync"
 
@@ -107,19 +106,7 @@ func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := chat.Options{AddGenerationPrompt: true}
-	for _, t := range req.Tools {
-		opts.Tools = append(opts.Tools, t)
-	}
-	if len(req.ChatTemplateKwargs) > 0 || req.EnableThinking != nil {
-		opts.Vars = map[string]any{}
-		for k, v := range req.ChatTemplateKwargs {
-			opts.Vars[k] = v
-		}
-		if req.EnableThinking != nil {
-			opts.Vars["enable_thinking"] = *req.EnableThinking
-		}
-	}
+	opts := templateOptions(req.Tools, req.ChatTemplateKwargs, req.EnableThinking)
 
 	j, err := s.newJob(r.Context(), entry, g)
 	if err != nil {
@@ -143,19 +130,8 @@ func (s *Server) prepareChat(r *http.Request, body []byte) (*chatJob, error) {
 	var prompt []int32
 	if isRaw {
 		prompt, err = j.encode(raw, true)
-	} else if err = checkTextBytes(m.Tok, j.lm.eng.ContextLength(), messagesBytes(msgs)); err == nil {
-		var text string
-		text, err = m.Template.RenderOptions(msgs, opts)
-		if err != nil {
-			j.release()
-			var ce *chat.Error
-			if errors.As(err, &ce) && ce.Raised {
-				return nil, badRequest("messages", "%s", err.Error())
-			}
-			return nil, err
-		}
-		// The template writes BOS itself where the model wants it.
-		prompt, err = j.encode(text, false)
+	} else {
+		prompt, err = renderPrompt(m, j.lm.eng.ContextLength(), msgs, opts, "messages")
 	}
 	if err == nil {
 		err = j.setPrompt(prompt)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -9,7 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"mistralrs/internal/chat"
 	"mistralrs/internal/engine"
+	"mistralrs/internal/loader"
 	"mistralrs/internal/observe"
 	"mistralrs/internal/sampler"
 	"mistralrs/internal/tokenizer"
@@ -97,6 +100,45 @@ func encodePrompt(tok *tokenizer.Tokenizer, ctxLen int, text string, addSpecial 
 		return nil, tooLong(ctxLen)
 	}
 	return p, nil
+}
+
+// templateOptions are the chat template's inputs besides the messages:
+// the generation prompt, the request's tools, its chat_template_kwargs and
+// enable_thinking.
+func templateOptions(tools []json.RawMessage, kwargs map[string]json.RawMessage, enableThinking *bool) chat.Options {
+	opts := chat.Options{AddGenerationPrompt: true}
+	for _, t := range tools {
+		opts.Tools = append(opts.Tools, t)
+	}
+	if len(kwargs) > 0 || enableThinking != nil {
+		opts.Vars = map[string]any{}
+		for k, v := range kwargs {
+			opts.Vars[k] = v
+		}
+		if enableThinking != nil {
+			opts.Vars["enable_thinking"] = *enableThinking
+		}
+	}
+	return opts
+}
+
+// renderPrompt applies m's chat template to msgs and tokenizes the text; a
+// conversation that cannot fit ctxLen tokens is refused as soon as that is
+// certain, and a template's own raise_exception is a 400 naming param.
+func renderPrompt(m *loader.Model, ctxLen int, msgs []chat.Message, opts chat.Options, param string) ([]int32, error) {
+	if err := checkTextBytes(m.Tok, ctxLen, messagesBytes(msgs)); err != nil {
+		return nil, err
+	}
+	text, err := m.Template.RenderOptions(msgs, opts)
+	if err != nil {
+		var ce *chat.Error
+		if errors.As(err, &ce) && ce.Raised {
+			return nil, badRequest(param, "%s", err.Error())
+		}
+		return nil, err
+	}
+	// The template writes BOS itself where the model wants it.
+	return encodePrompt(m.Tok, ctxLen, text, false)
 }
 
 // encode is encodePrompt for the job's model.

@@ -410,40 +410,14 @@ func (s *Server) prepareResponse(r *http.Request, body []byte) (*respJob, error)
 	if req.Instructions != nil && *req.Instructions != "" {
 		msgs = append([]chat.Message{{Role: "system", Content: *req.Instructions}}, history...)
 	}
-	opts := chat.Options{AddGenerationPrompt: true}
-	for _, t := range chatTools {
-		opts.Tools = append(opts.Tools, t)
-	}
-	if len(req.ChatTemplateKwargs) > 0 || req.EnableThinking != nil {
-		opts.Vars = map[string]any{}
-		for k, v := range req.ChatTemplateKwargs {
-			opts.Vars[k] = v
-		}
-		if req.EnableThinking != nil {
-			opts.Vars["enable_thinking"] = *req.EnableThinking
-		}
-	}
+	opts := templateOptions(chatTools, req.ChatTemplateKwargs, req.EnableThinking)
 
 	j, err := s.newJob(r.Context(), entry, g)
 	if err != nil {
 		return nil, err
 	}
 	m := j.lm.model
-	if err := checkTextBytes(m.Tok, j.lm.eng.ContextLength(), messagesBytes(msgs)); err != nil {
-		j.release()
-		return nil, err
-	}
-	text, err := m.Template.RenderOptions(msgs, opts)
-	if err != nil {
-		j.release()
-		var ce *chat.Error
-		if errors.As(err, &ce) && ce.Raised {
-			return nil, badRequest("input", "%s", err.Error())
-		}
-		return nil, err
-	}
-	// The template writes BOS itself where the model wants it.
-	prompt, err := j.encode(text, false)
+	prompt, err := renderPrompt(m, j.lm.eng.ContextLength(), msgs, opts, "input")
 	if err == nil {
 		err = j.setPrompt(prompt)
 	}
