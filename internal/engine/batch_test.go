@@ -340,7 +340,7 @@ func checkIdle(t testing.TB, e *engine.Engine, rec *recorder) {
 // without a KV cache.
 func TestBatchedOutputMatchesAlone(t *testing.T) {
 	m := tiny(t)
-	t.Logf("weights %s, SIMD kernels %v", m.Net.Layers[0].Q.Type, kernels.SIMD())
+	t.Logf("%s model, SIMD kernels %v", m.Net.Config.Arch, kernels.SIMD())
 	// The race detector slows the pure-Go kernels tenfold: shorter prompts
 	// and generations there.
 	reqs := requests(16, 20, 200)

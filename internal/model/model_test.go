@@ -7,6 +7,8 @@ import (
 
 	"mistralrs/internal/kernels"
 	"mistralrs/internal/kvcache"
+	"mistralrs/internal/model/llama"
+	"mistralrs/internal/model/nn"
 )
 
 // maxDiff returns max |got-want| and max |want|.
@@ -196,17 +198,14 @@ func TestGroupedAttentionBits(t *testing.T) {
 			cfg := fixtureConfigs()[name]
 			cfg.Type = kernels.F32
 			m, _ := loadFixture(t, cfg)
-			defer func(was int) { attnGroupMax = was }(attnGroupMax)
-			attnGroupMax = 1
+			defer func(was int) { nn.AttnGroupMax = was }(nn.AttnGroupMax)
+			nn.AttnGroupMax = 1
 			alone := runBatched(t, m, pool, runs, true)
 			for _, size := range []int{4, 6, 16} {
-				attnGroupMax = size
+				nn.AttnGroupMax = size
 				grouped := runBatched(t, m, pool, runs, true)
 				// The last step had groups of four or more (the shared path ran).
-				most := 0
-				for _, g := range m.st.groups {
-					most = max(most, g.n)
-				}
+				most := m.st.LargestGroup()
 				if most < 4 {
 					t.Fatalf("groups of %d: the largest group of the last step has %d queries", size, most)
 				}
@@ -242,10 +241,10 @@ func TestF16Cache(t *testing.T) {
 			f32 := runBatched(t, m, pool, runs, true)
 			defer func() { newTestCache = func(cfg Config, n int) KVCache { return newContiguous(cfg, n) } }()
 			newTestCache = func(cfg Config, n int) KVCache { return newContiguousF16(cfg, n) }
-			defer func(was int) { attnGroupMax = was }(attnGroupMax)
-			attnGroupMax = 1
+			defer func(was int) { nn.AttnGroupMax = was }(nn.AttnGroupMax)
+			nn.AttnGroupMax = 1
 			alone := runBatched(t, m, pool, runs, true)
-			attnGroupMax = 16
+			nn.AttnGroupMax = 16
 			grouped := runBatched(t, m, pool, runs, true)
 			var worst float64
 			for i := range runs {
@@ -341,14 +340,15 @@ func TestConfig(t *testing.T) {
 		c.Vocab != 64 || !c.TiedOutput || !c.RopeNeox || c.RopeDim != 64 || c.RopeBase != 1e6 {
 		t.Errorf("config %+v", c)
 	}
-	if m.Output != m.TokEmbd || m.Layers[1].QNorm == nil || m.Layers[0].QBias != nil {
+	lm := m.net.(*llama.Model)
+	if lm.Output != lm.TokEmbd || lm.Layers[1].QNorm == nil || lm.Layers[0].QBias != nil {
 		t.Errorf("tensors not wired as expected")
 	}
 	cfg = fixtureConfigs()["llama"]
 	cfg.Type = kernels.Q4_K
 	m, _ = loadFixture(t, cfg)
 	c = m.Config
-	if c.RopeNeox || c.TiedOutput || c.RopeScaling != "linear" || c.RopeScale != 2 || m.RopeFreqs == nil || c.KVHeads != 2 {
+	if c.RopeNeox || c.TiedOutput || c.RopeScaling != "linear" || c.RopeScale != 2 || m.net.(*llama.Model).RopeFreqs == nil || c.KVHeads != 2 {
 		t.Errorf("config %+v", c)
 	}
 }

@@ -1,0 +1,122 @@
+// Package llama is the llama architecture and its close relatives that
+// differ only in optional tensors: mistral (stored as llama), qwen2 (q/k/v
+// biases) and qwen3 (per-head q/k norms).
+package llama
+
+import (
+	"fmt"
+
+	"mistralrs/internal/gguf"
+	"mistralrs/internal/kernels"
+	"mistralrs/internal/model/nn"
+)
+
+// Model is the weights of a llama-style decoder. Fields are tagged with
+// their GGUF tensor names and shapes (see nn.Load).
+type Model struct {
+	TokEmbd    *kernels.Matrix `gguf:"token_embd.weight" dims:"embd,vocab"`
+	OutputNorm []float32       `gguf:"output_norm.weight" dims:"embd"`
+	Output     *kernels.Matrix `gguf:"output.weight,optional" dims:"embd,vocab"` // TokEmbd when tied
+	RopeFreqs  []float32       `gguf:"rope_freqs.weight,optional" dims:"rope/2"` // llama3-style frequency divisors
+	Layers     []Layer         `gguf:"blk"`
+
+	rope *nn.Rope
+}
+
+// Layer is one transformer block: attention, then a SwiGLU MLP, each on
+// an RMS-normed input and added to the residual stream.
+type Layer struct {
+	Attention
+	MLP
+}
+
+// Attention is grouped-query attention with optional biases (qwen2) and
+// per-head q/k RMSNorms (qwen3).
+type Attention struct {
+	Norm  []float32       `gguf:"attn_norm.weight" dims:"embd"`
+	Q     *kernels.Matrix `gguf:"attn_q.weight" dims:"embd,q"`
+	K     *kernels.Matrix `gguf:"attn_k.weight" dims:"embd,k"`
+	V     *kernels.Matrix `gguf:"attn_v.weight" dims:"embd,v"`
+	O     *kernels.Matrix `gguf:"attn_output.weight" dims:"o,embd"`
+	QBias []float32       `gguf:"attn_q.bias,optional" dims:"q"`
+	KBias []float32       `gguf:"attn_k.bias,optional" dims:"k"`
+	VBias []float32       `gguf:"attn_v.bias,optional" dims:"v"`
+	OBias []float32       `gguf:"attn_output.bias,optional" dims:"embd"`
+	QNorm []float32       `gguf:"attn_q_norm.weight,optional" dims:"hd"`
+	KNorm []float32       `gguf:"attn_k_norm.weight,optional" dims:"hd"`
+}
+
+// MLP is down(silu(gate·x) ⊙ up·x).
+type MLP struct {
+	Norm []float32       `gguf:"ffn_norm.weight" dims:"embd"`
+	Gate *kernels.Matrix `gguf:"ffn_gate.weight" dims:"embd,ff"`
+	Up   *kernels.Matrix `gguf:"ffn_up.weight" dims:"embd,ff"`
+	Down *kernels.Matrix `gguf:"ffn_down.weight" dims:"ff,embd"`
+}
+
+// Neox reports the rope pairing of arch. GGUF llama q/k weights are
+// permuted by the converter so that the consecutive-pair ("normal")
+// rotation applies; qwen's are not.
+func Neox(arch string) bool { return arch != "llama" }
+
+// New loads the weights of c.Arch from f.
+func New(f *gguf.File, c *nn.Config) (nn.Network, error) {
+	var required []string
+	switch c.Arch {
+	case "qwen2":
+		required = []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"}
+	case "qwen3":
+		required = []string{"attn_q_norm.weight", "attn_k_norm.weight"}
+	}
+	m := &Model{}
+	if err := nn.Load(f, c, m, required...); err != nil {
+		return nil, err
+	}
+	for i := range m.Layers {
+		if a := &m.Layers[i].Attention; (a.QNorm == nil) != (a.KNorm == nil) {
+			return nil, fmt.Errorf("%s: blk.%d has only one of attn_q_norm.weight and attn_k_norm.weight", f.Path, i)
+		}
+	}
+	if m.Output == nil {
+		m.Output = m.TokEmbd
+		c.TiedOutput = true
+	}
+	m.rope = nn.NewRope(c.Rope(m.RopeFreqs))
+	return m, nil
+}
+
+// Forward runs the decoder over the step's tokens.
+func (m *Model) Forward(s *nn.Step) {
+	s.Embed(m.TokEmbd, 1)
+	for l := range m.Layers {
+		m.Layers[l].Attention.Forward(s, l, m.rope)
+		m.Layers[l].MLP.Forward(s)
+	}
+	s.Logits(m.OutputNorm, m.Output)
+}
+
+// Forward adds attention over layer l's cache to the residual stream.
+func (a *Attention) Forward(s *nn.Step, l int, rope *nn.Rope) {
+	s.Norm(s.XB, s.X, a.Norm)
+	s.MatMul(s.Q, a.Q, s.XB)
+	s.MatMul(s.K, a.K, s.XB)
+	s.MatMul(s.V, a.V, s.XB)
+	nn.AddRows(s.Q, a.QBias)
+	nn.AddRows(s.K, a.KBias)
+	nn.AddRows(s.V, a.VBias)
+	s.PositionQK(l, a.QNorm, a.KNorm, rope)
+	s.Attention(l, nn.AttnOpts{})
+	s.MatMul(s.XB, a.O, s.Att)
+	nn.AddRows(s.XB, a.OBias)
+	nn.Add(s.X, s.XB)
+}
+
+// Forward adds the MLP of the residual stream to it.
+func (p *MLP) Forward(s *nn.Step) {
+	s.Norm(s.XB, s.X, p.Norm)
+	s.MatMul(s.HB, p.Gate, s.XB)
+	s.MatMul(s.HB2, p.Up, s.XB)
+	s.SwiGLU()
+	s.MatMul(s.XB, p.Down, s.HB)
+	nn.Add(s.X, s.XB)
+}

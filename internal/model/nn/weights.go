@@ -1,0 +1,203 @@
+package nn
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"mistralrs/internal/gguf"
+	"mistralrs/internal/kernels"
+)
+
+// Load fills the tagged fields of the struct *v from f's tensors, those of
+// its untagged struct fields (sub-layers), and those of each element of a
+// slice field tagged `gguf:"blk"` (the blocks) with the prefix "blk.N.". A field's tag is its tensor name
+// (",optional": may be absent, left nil) and `dims` its expected shape in
+// GGML order by symbolic name (see Dim). Field types: *kernels.Matrix (a
+// matrix viewing the mapped data), []float32 (a vector, dequantized),
+// []*kernels.Matrix (a 3-D tensor: one matrix per index of the last
+// dimension, as experts are stored). required names optional tensors that
+// this architecture needs.
+func Load(f *gguf.File, c *Config, v any, required ...string) error {
+	l := loader{f: f, cfg: c, required: map[string]bool{}}
+	for _, name := range required {
+		l.required[name] = true
+	}
+	return l.load(reflect.ValueOf(v).Elem(), "")
+}
+
+type loader struct {
+	f        *gguf.File
+	cfg      *Config
+	required map[string]bool // optional tensors the architecture requires
+}
+
+var (
+	matrixType   = reflect.TypeOf((*kernels.Matrix)(nil))
+	vectorType   = reflect.TypeOf([]float32(nil))
+	matricesType = reflect.TypeOf([]*kernels.Matrix(nil))
+)
+
+func (l *loader) load(v reflect.Value, prefix string) error {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		field := t.Field(i)
+		tag, ok := field.Tag.Lookup("gguf")
+		if !ok {
+			if field.Type.Kind() == reflect.Struct && field.IsExported() { // a sub-layer
+				if err := l.load(v.Field(i), prefix); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if tag == "blk" { // per-layer structs
+			layers := reflect.MakeSlice(field.Type, l.cfg.Layers, l.cfg.Layers)
+			for n := range l.cfg.Layers {
+				if err := l.load(layers.Index(n), "blk."+strconv.Itoa(n)+"."); err != nil {
+					return err
+				}
+			}
+			v.Field(i).Set(layers)
+			continue
+		}
+		base, opts, _ := strings.Cut(tag, ",")
+		optional := opts == "optional" && !l.required[base]
+		name := prefix + base
+		ti, ok := l.f.Tensor(name)
+		if !ok {
+			if optional {
+				continue
+			}
+			return fmt.Errorf("%s: missing tensor %s (architecture %s)", l.f.Path, name, l.cfg.Arch)
+		}
+		want, err := l.dims(field.Tag.Get("dims"))
+		if err != nil {
+			return fmt.Errorf("%s: tensor %s: %v", l.f.Path, name, err)
+		}
+		if !sameDims(ti.Dims, want) {
+			return fmt.Errorf("%s: tensor %s has shape %v, expected %v", l.f.Path, name, ti.Dims, want)
+		}
+		if !ti.Type.Supported() {
+			return fmt.Errorf("%s: tensor %s has unsupported type %s (supported: %s)", l.f.Path, name, ti.Type, supportedTypes())
+		}
+		switch field.Type {
+		case matrixType:
+			mat, err := kernels.NewMatrix(ti.Type, int(want[1]), int(want[0]), ti.Data)
+			if err != nil {
+				return fmt.Errorf("%s: tensor %s: %v", l.f.Path, name, err)
+			}
+			v.Field(i).Set(reflect.ValueOf(mat))
+		case matricesType:
+			if len(want) != 3 {
+				panic("nn: a []*kernels.Matrix field needs three dims: " + base) // programming error in the tags
+			}
+			in, out, n := int(want[0]), int(want[1]), int(want[2])
+			if err := ti.Type.CheckRow(in); err != nil {
+				return fmt.Errorf("%s: tensor %s: %v", l.f.Path, name, err)
+			}
+			size := ti.Type.RowSize(in) * out
+			if len(ti.Data) != size*n {
+				return fmt.Errorf("%s: tensor %s has %d bytes of data, expected %d", l.f.Path, name, len(ti.Data), size*n)
+			}
+			mats := make([]*kernels.Matrix, n)
+			for e := range mats {
+				if mats[e], err = kernels.NewMatrix(ti.Type, out, in, ti.Data[e*size:(e+1)*size]); err != nil {
+					return fmt.Errorf("%s: tensor %s: %v", l.f.Path, name, err)
+				}
+			}
+			v.Field(i).Set(reflect.ValueOf(mats))
+		case vectorType:
+			n := int(want[0])
+			if err := ti.Type.CheckRow(n); err != nil {
+				return fmt.Errorf("%s: tensor %s: %v", l.f.Path, name, err)
+			}
+			if len(ti.Data) != ti.Type.RowSize(n) {
+				return fmt.Errorf("%s: tensor %s has %d bytes of data, expected %d", l.f.Path, name, len(ti.Data), ti.Type.RowSize(n))
+			}
+			vec := make([]float32, n)
+			kernels.Dequantize(ti.Type, ti.Data, vec)
+			v.Field(i).Set(reflect.ValueOf(vec))
+		default:
+			panic("nn: unsupported field type for tensor " + base) // programming error in the tags
+		}
+	}
+	return nil
+}
+
+// dims resolves a dims tag such as "embd,q" to sizes.
+func (l *loader) dims(tag string) ([]uint64, error) {
+	var out []uint64
+	for _, sym := range strings.Split(tag, ",") {
+		n, err := Dim(l.cfg, sym)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, uint64(n))
+	}
+	return out, nil
+}
+
+// Dim is the size a dims-tag symbol stands for.
+func Dim(c *Config, sym string) (int, error) {
+	switch sym {
+	case "embd":
+		return c.Embd, nil
+	case "vocab":
+		return c.Vocab, nil
+	case "ff":
+		return c.FF, nil
+	case "2ff": // gate and up fused (phi3)
+		return 2 * c.FF, nil
+	case "q":
+		return c.QDim(), nil
+	case "k":
+		return c.KDim(), nil
+	case "v":
+		return c.VDim(), nil
+	case "qkv": // q, k and v fused (phi3)
+		return c.QDim() + c.KDim() + c.VDim(), nil
+	case "o":
+		return c.ODim(), nil
+	case "hd":
+		return c.HeadDim, nil
+	case "rope/2":
+		return c.RopeDim / 2, nil
+	case "experts":
+		return c.Experts, nil
+	case "expff":
+		return c.ExpertFF, nil
+	}
+	return 0, fmt.Errorf("unknown dimension %q", sym)
+}
+
+// sameDims compares GGML dims, ignoring trailing 1s (a vector may be stored as [n, 1]).
+func sameDims(got, want []uint64) bool {
+	trim := func(d []uint64) []uint64 {
+		for len(d) > 0 && d[len(d)-1] == 1 {
+			d = d[:len(d)-1]
+		}
+		return d
+	}
+	g, w := trim(got), trim(want)
+	if len(g) != len(w) {
+		return false
+	}
+	for i := range g {
+		if g[i] != w[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func supportedTypes() string {
+	var names []string
+	for t := kernels.Type(0); t < 64; t++ {
+		if t.Known() && t.Supported() {
+			names = append(names, t.String())
+		}
+	}
+	return strings.Join(names, ", ")
+}
