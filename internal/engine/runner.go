@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"log/slog"
+	"runtime/debug"
 	"slices"
 	"time"
 
+	"mistralrs/internal/gguf"
 	"mistralrs/internal/model"
 )
 
@@ -21,12 +24,21 @@ type runner struct {
 	staged   []*seq // sequences asked for guesses this step
 	embedded []*seq // embeddings this step completed
 	perPos   []int  // speculative acceptance by position, per step
+
+	// broken is set when a model file changed under its memory map (a
+	// *gguf.ChangedError): every sequence, and every later one, fails with
+	// it until the model is loaded again (a new engine).
+	broken error
 }
 
 // run loops until the engine closes.
 func (r *runner) run() {
 	e, s := r.e, r.sched
 	defer close(e.done)
+	// The forward pass reads weights from the model file's memory map: a
+	// file cut short faults (SIGBUS), which this turns into a panic that
+	// safeStep recovers (the kernel workers do the same).
+	debug.SetPanicOnFault(true)
 	for {
 		e.mu.Lock()
 		s.obs = e.obs
@@ -46,6 +58,12 @@ func (r *runner) run() {
 			s.deliver()
 			return
 		}
+		if len(inbox) > 0 {
+			gguf.CheckMapped() // logs a model file changed on disk, at most once a second
+		}
+		if r.broken != nil {
+			r.failAll(r.broken)
+		}
 		s.reap()
 		if len(s.running) == 0 && len(s.waiting) == 0 {
 			r.report()
@@ -53,8 +71,48 @@ func (r *runner) run() {
 			<-e.wake
 			continue
 		}
-		r.step()
+		r.safeStep()
 	}
+}
+
+// safeStep runs one step. A memory fault reading a mapped model file (the
+// file was truncated or rewritten in place while serving) fails every
+// sequence with a *gguf.ChangedError and marks the engine broken, instead
+// of killing the process; any other panic goes on.
+func (r *runner) safeStep() {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		err := gguf.Fault(v)
+		if err == nil {
+			panic(v)
+		}
+		slog.Error("model unusable: its file changed on disk while in use; reload the model", "error", err.Error())
+		r.broken = err
+		clear(r.inputs)
+		clear(r.sampled)
+		r.sampled = r.sampled[:0]
+		clear(r.embedded)
+		r.embedded = r.embedded[:0]
+		r.failAll(err)
+	}()
+	r.step()
+}
+
+// failAll ends every running and waiting sequence with err.
+func (r *runner) failAll(err error) {
+	s := r.sched
+	if len(s.running) == 0 && len(s.waiting) == 0 {
+		return
+	}
+	for _, sq := range slices.Concat(s.running, s.waiting) {
+		s.finish(sq, FinishError, err)
+	}
+	s.kv.DropPrefixes()
+	r.report()
+	s.deliver()
 }
 
 // step schedules one batch, runs it through the model and samples the

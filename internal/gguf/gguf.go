@@ -18,7 +18,8 @@ type File struct {
 	Tensors []TensorInfo // file order, all shards
 
 	tensorIndex map[string]int
-	maps        [][]byte // one mmap per shard, released by Close
+	maps        [][]byte   // one mmap per shard, released by Close
+	mapped      []*mapping // the files behind maps (watch.go)
 }
 
 // KV is one metadata entry. Value holds uint8, int8, uint16, int16, uint32,
@@ -51,6 +52,10 @@ func (t *TensorInfo) Elements() uint64 {
 // Close releases the memory maps; the Data of every tensor becomes invalid.
 func (f *File) Close() error {
 	var first error
+	for _, mp := range f.mapped {
+		untrack(mp)
+	}
+	f.mapped = nil
 	for _, m := range f.maps {
 		if err := munmap(m); err != nil && first == nil {
 			first = fmt.Errorf("%s: %v", f.Path, err)

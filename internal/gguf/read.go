@@ -420,6 +420,7 @@ func openShards(prefix string, n int) (*File, error) {
 			all = f
 		} else {
 			all.maps = append(all.maps, f.maps...)
+			all.mapped = append(all.mapped, f.mapped...)
 		}
 		if v, ok := f.Uint("split.no"); ok && v != uint64(no-1) {
 			return fail(fmt.Errorf("%s: split.no is %d, expected %d", path, v, no-1))
@@ -475,6 +476,7 @@ func openOne(path string) (*File, error) {
 		return nil, err
 	}
 	f.maps = [][]byte{m}
+	f.mapped = []*mapping{track(path, st, m)}
 	return f, nil
 }
 

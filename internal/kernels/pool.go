@@ -1,7 +1,9 @@
 package kernels
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +34,30 @@ type Pool struct {
 	n       int
 	chunk   int
 	next    atomic.Int64
-	pending atomic.Int32 // workers still in the loop
+	pending atomic.Int32               // workers still in the loop
+	failed  atomic.Pointer[PanicError] // the loop's first panic
+}
+
+// PanicError is a panic raised by a loop's fn, on a worker or on the
+// goroutine calling For, carried to For's caller: For panics with it once
+// every goroutine has left the loop, so that a panic in a worker never
+// kills the process behind the caller's back. Unwrap gives the original
+// value when it is an error (a memory fault is a runtime.Error with an
+// Addr method: see gguf.Fault).
+type PanicError struct {
+	Value any
+	Stack []byte // the stack of the goroutine that panicked
+}
+
+// Error includes the stack of the goroutine that panicked, which is what a
+// crash prints: the caller's stack alone would not show where fn failed.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("panic in a parallel loop: %v\n\n%s", e.Value, e.Stack)
+}
+
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
 }
 
 // spinWait is how long a worker polls for the next loop, and For for the
@@ -63,6 +88,10 @@ func (p *Pool) Threads() int {
 }
 
 func (p *Pool) worker(wake chan struct{}) {
+	// Weights are read from memory-mapped model files: a file cut short
+	// under the map faults (SIGBUS), which must become a panic that For's
+	// caller can handle rather than a crash.
+	debug.SetPanicOnFault(true)
 	for {
 		ok, got := true, false
 		var t0 time.Time
@@ -90,10 +119,23 @@ func (p *Pool) worker(wake chan struct{}) {
 		if !ok {
 			return
 		}
-		p.run()
+		p.runCaught()
 		p.wg.Done()
 		p.pending.Add(-1)
 	}
+}
+
+// runCaught is run, recording a panic of fn as the loop's failure (the first
+// one wins) instead of letting it unwind the goroutine.
+func (p *Pool) runCaught() {
+	defer func() {
+		if v := recover(); v != nil {
+			p.failed.CompareAndSwap(nil, &PanicError{Value: v, Stack: debug.Stack()})
+			// Stop handing out chunks: the loop has failed.
+			p.next.Store(int64(p.n))
+		}
+	}()
+	p.run()
 }
 
 // run takes chunks of the current loop until none is left. Chunks are
@@ -112,6 +154,8 @@ func (p *Pool) run() {
 
 // For calls fn on disjoint ranges [lo, hi) covering [0, n) in parallel and
 // returns when all calls have returned. A nil pool runs fn(0, n) directly.
+// When fn panics on a worker or on the caller's goroutine, For waits for
+// the other goroutines to leave the loop and panics with a *PanicError.
 func (p *Pool) For(n int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
@@ -130,13 +174,14 @@ func (p *Pool) For(n int, fn func(lo, hi int)) {
 	chunks := (n + chunk - 1) / chunk
 	p.fn, p.n, p.chunk = fn, n, chunk
 	p.next.Store(0)
+	p.failed.Store(nil)
 	workers := min(len(p.wake), chunks-1)
 	p.wg.Add(workers)
 	p.pending.Store(int32(workers))
 	for i := 0; i < workers; i++ {
 		p.wake[i] <- struct{}{}
 	}
-	p.run()
+	p.runCaught()
 	// The workers' last chunks are usually a few microseconds from done.
 	if p.pending.Load() != 0 {
 		t0 := time.Now()
@@ -148,6 +193,9 @@ func (p *Pool) For(n int, fn func(lo, hi int)) {
 	}
 	p.wg.Wait()
 	p.fn = nil // do not keep the caller's closure alive
+	if pe := p.failed.Swap(nil); pe != nil {
+		panic(pe)
+	}
 }
 
 // Close stops the workers; later loops run on the caller's goroutine.

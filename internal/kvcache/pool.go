@@ -15,30 +15,57 @@ import (
 // every layer. A block is in use (referenced by one or more sequences'
 // block tables), or free. Free blocks that hold a full block of a known
 // prefix keep its hash, so that a later sequence with the same prefix can
-// take them back; they sit on an LRU free list and lose their hash only when
-// the list hands them out for new data (an eviction).
+// take them back; they lose it only when no other block is free (an
+// eviction, least recently freed first).
+//
+// Block memory is allocated when a block is first handed out, and the pool
+// keeps the memory it has touched small (RSS follows what is used): a new
+// block is, in this order, the most recently freed block without a prefix
+// (its pages are hot), a block that never had memory, and only then the
+// least recently freed cached prefix. Blocks without a prefix that stay
+// free past a high-water mark (keepWarm, the coldest first) drop their
+// memory, which the garbage collector gives back to the OS.
 type Pool struct {
 	layers, kdim, vdim, bs int
 	stride                 int  // values of one layer in a block: bs*(kdim+vdim)
 	f16                    bool // values stored as halves
 
+	// blocks holds the Total() blocks and then one sentinel per free list:
+	// doubly linked lists through prev/next (see the list constants).
 	blocks []block
-	// Free list: a doubly linked list through blocks[].prev/next with a
-	// sentinel at index len(blocks); head (sentinel.next) is evicted first.
 	nfree  int
+	nlist  [nLists]int
 	cached map[Hash]int32 // hash → block holding it
 
+	keepWarm  int   // free blocks without a prefix that keep their memory
 	evictions int64 // hash entries evicted, cumulative
+	returned  int64 // blocks whose memory was dropped, cumulative
 }
+
+// The free lists.
+const (
+	// listCached: blocks holding a hashed prefix block; pushed at the tail,
+	// evicted from the head (least recently freed first).
+	listCached = iota
+	// listWarm: blocks with memory and no prefix; pushed at and taken from
+	// the head (most recently freed first); the tail is the coldest.
+	listWarm
+	// listFresh: blocks without memory (never used, or dropped).
+	listFresh
+	nLists
+)
 
 type block struct {
 	ref        int32
-	prev, next int32 // free-list links; -1 when not on the list
+	prev, next int32 // free-list links; -1 when not on a list
+	list       int8  // the free list it is on; -1 when in use
 	hashed     bool
 	hash       Hash
 	data       []float32 // allocated on first use (F32 pools)
 	data16     []uint16  // allocated on first use (F16 pools)
 }
+
+func (b *block) resident() bool { return b.data != nil || b.data16 != nil }
 
 // NewPool makes a pool of n blocks of blockSize positions of rows of shape
 // sh, storing float32 values or, with f16, halves. Block memory is allocated when a block is first handed
@@ -51,14 +78,16 @@ func NewPool(sh Shape, blockSize, n int, f16 bool) *Pool {
 	p := &Pool{
 		layers: layers, kdim: kdim, vdim: vdim, bs: blockSize,
 		stride: blockSize * (kdim + vdim), f16: f16,
-		blocks: make([]block, n+1),
-		cached: make(map[Hash]int32),
+		blocks:   make([]block, n+nLists),
+		cached:   make(map[Hash]int32),
+		keepWarm: max(4, n/32),
 	}
-	s := int32(n) // sentinel
-	p.blocks[s].prev, p.blocks[s].next = s, s
+	for l := range nLists {
+		s := p.sentinel(l)
+		p.blocks[s].prev, p.blocks[s].next = s, s
+	}
 	for i := range n {
-		p.blocks[i].prev, p.blocks[i].next = -1, -1
-		p.pushTail(int32(i))
+		p.pushTail(listFresh, int32(i))
 	}
 	return p
 }
@@ -77,7 +106,7 @@ func BlockBytes(sh Shape, blockSize int, f16 bool) int64 {
 func (p *Pool) BlockSize() int { return p.bs }
 
 // Total is the number of blocks.
-func (p *Pool) Total() int { return len(p.blocks) - 1 }
+func (p *Pool) Total() int { return len(p.blocks) - nLists }
 
 // Free is the number of blocks no sequence uses, cached ones included.
 func (p *Pool) Free() int { return p.nfree }
@@ -91,33 +120,106 @@ func (p *Pool) Cached() int { return len(p.cached) }
 // Evictions is the number of cached hashes dropped to reuse their blocks so far.
 func (p *Pool) Evictions() int64 { return p.evictions }
 
+// Resident is the number of blocks that hold memory: those in use, the
+// cached prefixes, and up to the high-water mark of other free blocks.
+func (p *Pool) Resident() int { return p.Total() - p.nlist[listFresh] }
+
+// Returned is the number of times a free block dropped its memory so far.
+func (p *Pool) Returned() int64 { return p.returned }
+
+// SetKeepWarm sets how many free blocks without a prefix keep their memory
+// (default: a 32nd of the pool, at least 4); the coldest of the others drop
+// it at once.
+func (p *Pool) SetKeepWarm(n int) {
+	p.keepWarm = max(n, 0)
+	p.trim()
+}
+
 // Tokens is the number of positions the whole pool holds.
 func (p *Pool) Tokens() int { return p.Total() * p.bs }
 
-func (p *Pool) sentinel() int32 { return int32(len(p.blocks) - 1) }
+func (p *Pool) sentinel(list int) int32 { return int32(p.Total() + list) }
 
-func (p *Pool) pushTail(id int32) {
-	s := p.sentinel()
-	last := p.blocks[s].prev
-	p.blocks[id].prev, p.blocks[id].next = last, s
-	p.blocks[last].next = id
-	p.blocks[s].prev = id
+func (p *Pool) pushTail(list int, id int32) {
+	s := p.sentinel(list)
+	p.link(list, id, p.blocks[s].prev, s)
+}
+
+func (p *Pool) pushHead(list int, id int32) {
+	s := p.sentinel(list)
+	p.link(list, id, s, p.blocks[s].next)
+}
+
+// link puts id between prev and next on list.
+func (p *Pool) link(list int, id, prev, next int32) {
+	b := &p.blocks[id]
+	b.prev, b.next, b.list = prev, next, int8(list)
+	p.blocks[prev].next = id
+	p.blocks[next].prev = id
 	p.nfree++
+	p.nlist[list]++
 }
 
 func (p *Pool) unlink(id int32) {
 	b := &p.blocks[id]
 	p.blocks[b.prev].next = b.next
 	p.blocks[b.next].prev = b.prev
-	b.prev, b.next = -1, -1
+	p.nlist[b.list]--
+	b.prev, b.next, b.list = -1, -1, -1
 	p.nfree--
 }
 
-// allocate takes the least recently freed block, dropping the prefix it
-// cached (an eviction). It returns -1 when every block is in use.
+// head is the first block of list, or -1 when it is empty.
+func (p *Pool) head(list int) int32 {
+	s := p.sentinel(list)
+	if id := p.blocks[s].next; id != s {
+		return id
+	}
+	return -1
+}
+
+// putFree puts a block nobody uses on its free list: a cached prefix at
+// the tail of the LRU, a block with memory at the head of the warm list
+// (then the coldest past the high-water mark drop their memory), a block
+// without memory on the fresh list.
+func (p *Pool) putFree(id int32) {
+	b := &p.blocks[id]
+	switch {
+	case b.hashed:
+		p.pushTail(listCached, id)
+	case b.resident():
+		p.pushHead(listWarm, id)
+		p.trim()
+	default:
+		p.pushHead(listFresh, id)
+	}
+}
+
+// trim drops the memory of the coldest warm blocks past keepWarm.
+func (p *Pool) trim() {
+	for p.nlist[listWarm] > p.keepWarm {
+		id := p.blocks[p.sentinel(listWarm)].prev
+		p.unlink(id)
+		b := &p.blocks[id]
+		b.data, b.data16 = nil, nil
+		p.returned++
+		p.pushHead(listFresh, id)
+	}
+}
+
+// allocate takes a free block: the most recently freed one without a
+// prefix, else one without memory, else the least recently freed cached
+// prefix, whose hash it drops (an eviction). It returns -1 when every block
+// is in use.
 func (p *Pool) allocate() int32 {
-	id := p.blocks[p.sentinel()].next
-	if id == p.sentinel() {
+	id := p.head(listWarm)
+	if id < 0 {
+		id = p.head(listFresh)
+	}
+	if id < 0 {
+		id = p.head(listCached)
+	}
+	if id < 0 {
 		return -1
 	}
 	p.unlink(id)
@@ -137,8 +239,8 @@ func (p *Pool) allocate() int32 {
 	return id
 }
 
-// release drops one reference; a block nobody uses goes to the tail of the
-// free list, keeping its cached prefix.
+// release drops one reference; a block nobody uses goes back to a free
+// list, keeping its cached prefix.
 func (p *Pool) release(id int32) {
 	b := &p.blocks[id]
 	if b.ref <= 0 {
@@ -146,7 +248,7 @@ func (p *Pool) release(id int32) {
 	}
 	b.ref--
 	if b.ref == 0 {
-		p.pushTail(id)
+		p.putFree(id)
 	}
 }
 
@@ -212,40 +314,75 @@ func (p *Pool) ResetPrefixCache() (n int, ok bool) {
 	}
 	clear(p.cached)
 	p.evictions += int64(n)
+	// The blocks that cached prefixes are plain free blocks now: the
+	// coldest of them past the high-water mark drop their memory.
+	// Most recently freed first, so that the least recently freed end up
+	// coldest.
+	for s := p.sentinel(listCached); p.blocks[s].prev != s; {
+		id := p.blocks[s].prev
+		p.unlink(id)
+		p.pushTail(listWarm, id)
+	}
+	p.trim()
 	return n, true
 }
 
-// Check verifies the pool's invariants: every block is either on the free
-// list with no reference or off it with references, the free count matches
-// the list, and the hash index agrees with the blocks. Tests call it.
+// Check verifies the pool's invariants: every block is either on one free
+// list with no reference or on none with references, each list holds the
+// blocks it should (cached: hashed; warm: memory, no hash; fresh: neither),
+// the counts match the lists, and the hash index agrees with the blocks.
+// Tests call it.
 func (p *Pool) Check() error {
-	s := p.sentinel()
-	n := 0
 	seen := make([]bool, p.Total())
-	for id, prev := p.blocks[s].next, s; id != s; prev, id = id, p.blocks[id].next {
-		if id < 0 || int(id) >= p.Total() {
-			return fmt.Errorf("free list holds bad block %d", id)
+	total := 0
+	for l := range nLists {
+		s := p.sentinel(l)
+		n := 0
+		for id, prev := p.blocks[s].next, s; id != s; prev, id = id, p.blocks[id].next {
+			if id < 0 || int(id) >= p.Total() {
+				return fmt.Errorf("free list %d holds bad block %d", l, id)
+			}
+			if seen[id] {
+				return fmt.Errorf("free block %d is on a list twice (list %d)", id, l)
+			}
+			seen[id] = true
+			b := &p.blocks[id]
+			if b.prev != prev {
+				return fmt.Errorf("block %d: prev link %d, want %d", id, b.prev, prev)
+			}
+			if b.ref != 0 {
+				return fmt.Errorf("free block %d has %d references", id, b.ref)
+			}
+			if int(b.list) != l {
+				return fmt.Errorf("block %d on list %d says list %d", id, l, b.list)
+			}
+			if want := (l == listCached); b.hashed != want {
+				return fmt.Errorf("block %d on list %d: hashed %v", id, l, b.hashed)
+			}
+			if want := (l != listFresh); b.resident() != want {
+				return fmt.Errorf("block %d on list %d: has memory %v", id, l, b.resident())
+			}
+			n++
 		}
-		if seen[id] {
-			return fmt.Errorf("free list loops at block %d", id)
+		if n != p.nlist[l] {
+			return fmt.Errorf("free list %d has %d blocks, count says %d", l, n, p.nlist[l])
 		}
-		seen[id] = true
-		if p.blocks[id].prev != prev {
-			return fmt.Errorf("block %d: prev link %d, want %d", id, p.blocks[id].prev, prev)
-		}
-		if p.blocks[id].ref != 0 {
-			return fmt.Errorf("free block %d has %d references", id, p.blocks[id].ref)
-		}
-		n++
+		total += n
 	}
-	if n != p.nfree {
-		return fmt.Errorf("free list has %d blocks, count says %d", n, p.nfree)
+	if total != p.nfree {
+		return fmt.Errorf("free lists have %d blocks, count says %d", total, p.nfree)
+	}
+	if p.nlist[listWarm] > p.keepWarm {
+		return fmt.Errorf("%d warm blocks, more than the %d kept", p.nlist[listWarm], p.keepWarm)
 	}
 	hashed := 0
 	for id := range p.Total() {
 		b := &p.blocks[id]
 		if !seen[id] && b.ref <= 0 {
 			return fmt.Errorf("block %d is neither free nor used (ref %d)", id, b.ref)
+		}
+		if !seen[id] && (b.list != -1 || !b.resident()) {
+			return fmt.Errorf("used block %d: list %d, has memory %v", id, b.list, b.resident())
 		}
 		if b.hashed {
 			hashed++

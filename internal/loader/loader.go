@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"mistralrs/internal/chat"
@@ -86,15 +87,26 @@ func Load(path string, opts Options) (*Model, error) {
 	return m, nil
 }
 
-// FromFile builds a Model from an opened GGUF file. The Model owns f.
-func FromFile(f *gguf.File, opts Options) (*Model, error) {
+// FromFile builds a Model from an opened GGUF file. The Model owns f. A
+// file cut short while it is read (the weights are memory-mapped) is an
+// error naming it, not a crash.
+func FromFile(f *gguf.File, opts Options) (m *Model, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if v := recover(); v != nil {
+			if err = gguf.Fault(v); err == nil {
+				panic(v)
+			}
+			m = nil
+		}
+	}()
 	net, err := model.Load(f)
 	if err != nil {
-		return nil, err
+		return nil, withPath(f.Path, err)
 	}
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", f.Path, err)
+		return nil, withPath(f.Path, err)
 	}
 	tmplSrc, _ := f.String("tokenizer.chat_template")
 	if opts.ChatTemplatePath != "" {
@@ -111,7 +123,7 @@ func FromFile(f *gguf.File, opts Options) (*Model, error) {
 		if opts.ChatTemplatePath != "" {
 			return nil, fmt.Errorf("%s: %w", opts.ChatTemplatePath, err)
 		}
-		return nil, fmt.Errorf("%s: tokenizer.chat_template: %w", f.Path, err)
+		return nil, withPath(f.Path, fmt.Errorf("tokenizer.chat_template: %w", err))
 	}
 	id := opts.ID
 	if id == "" {
@@ -121,6 +133,16 @@ func FromFile(f *gguf.File, opts Options) (*Model, error) {
 		prefault(f, opts.Progress)
 	}
 	return &Model{ID: id, Path: f.Path, File: f, Net: net, Tok: tok, Template: tmpl}, nil
+}
+
+// withPath prefixes err with the model file's path unless the message
+// already starts with it: gguf, model and tokenizer name the file in their
+// own errors, and a load error should print the path once.
+func withPath(path string, err error) error {
+	if path == "" || strings.HasPrefix(err.Error(), path+":") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 func newTemplate(src string, tok *tokenizer.Tokenizer) (*chat.Template, error) {

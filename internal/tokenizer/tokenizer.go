@@ -8,6 +8,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"mistralrs/internal/gguf"
@@ -145,9 +146,12 @@ func FromMetadata(md Metadata) (*Tokenizer, error) {
 		t.addSpacePrefix = v
 	}
 
-	texts, ok := mdStrings(md, "tokenizer.ggml.tokens")
-	if !ok || len(texts) == 0 {
-		return nil, fmt.Errorf("tokenizer: tokenizer.ggml.tokens missing")
+	texts, err := stringArray(md, "tokenizer.ggml.tokens")
+	if err != nil {
+		return nil, err
+	}
+	if len(texts) == 0 {
+		return nil, fmt.Errorf("tokenizer: tokenizer.ggml.tokens is an empty array, expected one string per token")
 	}
 	n := len(texts)
 	t.texts = make([]string, n)
@@ -156,14 +160,20 @@ func FromMetadata(md Metadata) (*Tokenizer, error) {
 	t.ids = make(map[string]int32, n)
 	var scores []float32
 	if v, ok := md.Get("tokenizer.ggml.scores"); ok {
-		if scores, ok = toFloat32s(v); !ok || len(scores) < n {
-			return nil, fmt.Errorf("tokenizer: tokenizer.ggml.scores has the wrong type or length")
+		if scores, ok = toFloat32s(v); !ok {
+			return nil, fmt.Errorf("tokenizer: tokenizer.ggml.scores is %s, expected an array of float32", describe(v))
+		}
+		if len(scores) < n {
+			return nil, fmt.Errorf("tokenizer: tokenizer.ggml.scores has %d entries, expected one per token (%d)", len(scores), n)
 		}
 	}
 	var types []int32
 	if v, ok := md.Get("tokenizer.ggml.token_type"); ok {
-		if types, ok = toInt32s(v); !ok || len(types) < n {
-			return nil, fmt.Errorf("tokenizer: tokenizer.ggml.token_type has the wrong type or length")
+		if types, ok = toInt32s(v); !ok {
+			return nil, fmt.Errorf("tokenizer: tokenizer.ggml.token_type is %s, expected an array of int32", describe(v))
+		}
+		if len(types) < n {
+			return nil, fmt.Errorf("tokenizer: tokenizer.ggml.token_type has %d entries, expected one per token (%d)", len(types), n)
 		}
 	}
 	for i, s := range texts {
@@ -185,9 +195,9 @@ func FromMetadata(md Metadata) (*Tokenizer, error) {
 	}
 
 	if t.kind == kindBPE {
-		merges, ok := mdStrings(md, "tokenizer.ggml.merges")
-		if !ok {
-			return nil, fmt.Errorf("tokenizer: tokenizer.ggml.merges missing")
+		merges, err := stringArray(md, "tokenizer.ggml.merges")
+		if err != nil {
+			return nil, err
 		}
 		t.ranks = make(map[mergeKey]int32, len(merges))
 		for i, m := range merges {
@@ -522,13 +532,41 @@ func mdUint(md Metadata, key string) (uint64, bool) {
 	return 0, false
 }
 
-func mdStrings(md Metadata, key string) ([]string, bool) {
+// stringArray returns the array of strings stored under key, or an error
+// that says whether the key is missing or holds another type.
+func stringArray(md Metadata, key string) ([]string, error) {
 	v, ok := md.Get(key)
 	if !ok {
-		return nil, false
+		return nil, fmt.Errorf("tokenizer: %s missing", key)
 	}
 	s, ok := v.([]string)
-	return s, ok
+	if !ok {
+		return nil, fmt.Errorf("tokenizer: %s is %s, expected an array of strings", key, describe(v))
+	}
+	return s, nil
+}
+
+// describe names the GGUF type of a metadata value for an error message:
+// "an array of int32", "a string", "a uint32".
+func describe(v any) string {
+	t := reflect.TypeOf(v)
+	if t == nil {
+		return "no value"
+	}
+	if t.Kind() == reflect.Slice {
+		if t.Elem().Kind() == reflect.Slice || t.Elem().Kind() == reflect.Interface {
+			return "an array of arrays"
+		}
+		if t.Elem().Kind() == reflect.String {
+			return "an array of strings"
+		}
+		return "an array of " + t.Elem().Kind().String()
+	}
+	n := t.Kind().String()
+	if strings.HasPrefix(n, "int") {
+		return "an " + n
+	}
+	return "a " + n
 }
 
 func toFloat32s(v any) ([]float32, bool) {
