@@ -24,6 +24,11 @@ var _ Cache = (*ContiguousCache)(nil)
 // key row and a value row (all KV heads).
 type Shape struct {
 	Layers, KDim, VDim int
+	// Window > 0 and Sliding (one flag per layer): the flagged layers
+	// attend only the last Window positions, and a paged pool frees their
+	// rows behind the window (window.go). A contiguous cache keeps all.
+	Window  int
+	Sliding []bool
 }
 
 // NewContiguousCache returns an empty cache of rows of shape sh that holds

@@ -26,7 +26,7 @@ func TestSeqPutSpanAcrossBlocks(t *testing.T) {
 // (rounded to halves in an F16 pool).
 func testSeqPutSpan(t *testing.T, f16 bool) {
 	const layers, kd, vd, bs = 2, 3, 5, 4
-	p := NewPool(Shape{layers, kd, vd}, bs, 8, f16)
+	p := NewPool(Shape{Layers: layers, KDim: kd, VDim: vd}, bs, 8, f16)
 	stored := func(x float32) float32 {
 		if f16 {
 			return kernels.FP16ToFP32(kernels.FP32ToFP16(x))
@@ -100,7 +100,7 @@ func hashes(root Hash, tokens []int32, bs int) []Hash {
 
 func TestPrefixHitAndLRUEviction(t *testing.T) {
 	const bs = 4
-	p := NewPool(Shape{1, 2, 2}, bs, 6, false)
+	p := NewPool(Shape{Layers: 1, KDim: 2, VDim: 2}, bs, 6, false)
 	root := RootHash([]byte("model-a"))
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
 	hs := hashes(root, prompt, bs)
@@ -162,7 +162,7 @@ func TestPrefixHitAndLRUEviction(t *testing.T) {
 func TestPoolProperty(t *testing.T) {
 	const bs = 4
 	rng := rand.New(rand.NewPCG(1, 2))
-	p := NewPool(Shape{1, 1, 1}, bs, 24, false)
+	p := NewPool(Shape{Layers: 1, KDim: 1, VDim: 1}, bs, 24, false)
 	root := RootHash(nil)
 	type live struct {
 		s      *Seq

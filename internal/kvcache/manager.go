@@ -238,7 +238,7 @@ func (m *Paged) Fork(dst, src *State, n int) bool {
 	}
 	bs := m.pool.bs
 	full := n / bs
-	if n%bs != 0 && m.pool.Free() == 0 {
+	if n%bs != 0 && m.pool.Free() == 0 || !m.pool.slidingReady(src.paged.blocks[:full]) {
 		return false
 	}
 	if dst.paged == nil {

@@ -37,6 +37,22 @@ type Pool struct {
 	nlist  [nLists]int
 	cached map[Hash]int32 // hash → block holding it
 
+	// sliding-window layers (window.go): per layer its part (0 global, 1
+	// sliding) and index in it, the layer count of each part, the window,
+	// spare sliding parts and how many were dropped
+	part     []int8
+	lidx     []int
+	gl, sl   int
+	win      int
+	wspare   [][]float32
+	wspare16 [][]uint16
+	wdropped int64
+	// sliding parts nobody needs that are kept for prefix hits: how many,
+	// the most, and the queue of them, oldest first from wqHead
+	nkept, wcap int
+	wq          []keptPart
+	wqHead      int
+
 	keepWarm  int   // free blocks without a prefix that keep their memory
 	evictions int64 // hash entries evicted, cumulative
 	returned  int64 // blocks whose memory was dropped, cumulative
@@ -61,8 +77,15 @@ type block struct {
 	list       int8  // the free list it is on; -1 when in use
 	hashed     bool
 	hash       Hash
-	data       []float32 // allocated on first use (F32 pools)
+	data       []float32 // allocated on first use (F32 pools); the global layers
 	data16     []uint16  // allocated on first use (F16 pools)
+	// the sliding layers' rows, while a sequence's window covers the
+	// block or it is free (window.go), and the sequences that need them
+	wdata   []float32
+	wdata16 []uint16
+	wref    int32
+	kept    bool   // the sliding part is kept though nobody needs it
+	wgen    uint32 // bumped each time it is kept
 }
 
 func (b *block) resident() bool { return b.data != nil || b.data16 != nil }
@@ -82,6 +105,7 @@ func NewPool(sh Shape, blockSize, n int, f16 bool) *Pool {
 		cached:   make(map[Hash]int32),
 		keepWarm: max(4, n/32),
 	}
+	p.layout(sh)
 	for l := range nLists {
 		s := p.sentinel(l)
 		p.blocks[s].prev, p.blocks[s].next = s, s
@@ -202,6 +226,7 @@ func (p *Pool) trim() {
 		p.unlink(id)
 		b := &p.blocks[id]
 		b.data, b.data16 = nil, nil
+		p.dropSliding(b)
 		p.returned++
 		p.pushHead(listFresh, id)
 	}
@@ -232,10 +257,11 @@ func (p *Pool) allocate() int32 {
 	b.ref = 1
 	switch {
 	case p.f16 && b.data16 == nil:
-		b.data16 = make([]uint16, p.layers*p.stride)
+		b.data16 = make([]uint16, p.gl*p.stride)
 	case !p.f16 && b.data == nil:
-		b.data = make([]float32, p.layers*p.stride)
+		b.data = make([]float32, p.gl*p.stride)
 	}
+	p.attachSliding(b)
 	return id
 }
 
@@ -267,16 +293,17 @@ func (p *Pool) acquire(id int32) {
 func (p *Pool) copyRows(dst, src int32, rows int) {
 	d, s := &p.blocks[dst], &p.blocks[src]
 	for l := range p.layers {
-		base := l * p.stride
+		df, dh, base := p.rowsOf(d, l)
+		sf, sh, _ := p.rowsOf(s, l)
 		k := [2]int{base, base + rows*p.kdim}
 		v := [2]int{base + p.bs*p.kdim, base + p.bs*p.kdim + rows*p.vdim}
 		if p.f16 {
-			copy(d.data16[k[0]:k[1]], s.data16[k[0]:k[1]])
-			copy(d.data16[v[0]:v[1]], s.data16[v[0]:v[1]])
+			copy(dh[k[0]:k[1]], sh[k[0]:k[1]])
+			copy(dh[v[0]:v[1]], sh[v[0]:v[1]])
 			continue
 		}
-		copy(d.data[k[0]:k[1]], s.data[k[0]:k[1]])
-		copy(d.data[v[0]:v[1]], s.data[v[0]:v[1]])
+		copy(df[k[0]:k[1]], sf[k[0]:k[1]])
+		copy(df[v[0]:v[1]], sf[v[0]:v[1]])
 	}
 }
 
@@ -394,7 +421,7 @@ func (p *Pool) Check() error {
 	if hashed != len(p.cached) {
 		return fmt.Errorf("%d hashed blocks, %d index entries", hashed, len(p.cached))
 	}
-	return nil
+	return p.checkSliding()
 }
 
 // Refs returns the reference count of block id (tests).

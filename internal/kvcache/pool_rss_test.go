@@ -15,7 +15,7 @@ import (
 // holds at once, not the whole pool.
 func TestPoolReusesMostRecentlyFreed(t *testing.T) {
 	const bs = 4
-	p := NewPool(Shape{1, 2, 2}, bs, 64, false)
+	p := NewPool(Shape{Layers: 1, KDim: 2, VDim: 2}, bs, 64, false)
 	a := p.NewSeq()
 	if err := a.Extend(3 * bs); err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestPoolReusesMostRecentlyFreed(t *testing.T) {
 // prefix cache makes them plain free blocks.
 func TestPoolReturnsColdBlocks(t *testing.T) {
 	const bs = 4
-	p := NewPool(Shape{1, 2, 2}, bs, 64, false)
+	p := NewPool(Shape{Layers: 1, KDim: 2, VDim: 2}, bs, 64, false)
 	p.SetKeepWarm(2)
 	seqs := make([]*Seq, 8)
 	for i := range seqs {

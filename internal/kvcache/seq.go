@@ -35,6 +35,7 @@ type Seq struct {
 	p      *Pool
 	blocks []int32
 	n      int
+	wlo    int // blocks before it: their sliding part given back (window.go)
 }
 
 var _ Cache = (*Seq)(nil)
@@ -73,6 +74,7 @@ func (s *Seq) Extend(n int) error {
 	if n <= s.n {
 		return nil
 	}
+	s.slide(s.n) // the new queries start at s.n
 	if !s.Reserve(n) {
 		return fmt.Errorf("kv cache: out of blocks for %d positions (%d free of %d)", n, s.p.Free(), s.p.Total())
 	}
@@ -96,8 +98,11 @@ func (s *Seq) Truncate(n int) {
 			panic(fmt.Sprintf("kvcache: truncating to %d cuts into shared or cached block %d", n, s.blocks[keep-1]))
 		}
 	}
+	if s.p.windowed() && s.p.windowStart(n) < s.wlo {
+		panic(fmt.Sprintf("kvcache: truncating to %d goes back past the sliding window (block %d given back)", n, s.wlo-1))
+	}
 	for i := len(s.blocks) - 1; i >= keep; i-- {
-		s.p.release(s.blocks[i])
+		s.releaseBlock(i)
 	}
 	s.blocks = s.blocks[:keep]
 	s.n = n
@@ -110,7 +115,7 @@ func (s *Seq) Shrink(n int) {
 	s.Truncate(n)
 	keep := (min(max(n, 0), s.n) + s.p.bs - 1) / s.p.bs
 	for i := len(s.blocks) - 1; i >= keep; i-- {
-		s.p.release(s.blocks[i])
+		s.releaseBlock(i)
 	}
 	s.blocks = s.blocks[:keep]
 }
@@ -118,30 +123,29 @@ func (s *Seq) Shrink(n int) {
 // Put implements Cache.
 func (s *Seq) Put(layer, pos int, k, v []float32) {
 	p := s.p
-	b := &p.blocks[s.blocks[pos/p.bs]]
-	koff := layer*p.stride + (pos%p.bs)*p.kdim
-	voff := layer*p.stride + p.bs*p.kdim + (pos%p.bs)*p.vdim
+	f32, f16, base := p.rowsOf(&p.blocks[s.blocks[pos/p.bs]], layer)
+	koff := base + (pos%p.bs)*p.kdim
+	voff := base + p.bs*p.kdim + (pos%p.bs)*p.vdim
 	if p.f16 {
-		kernels.F32ToF16s(b.data16[koff:koff+p.kdim], k[:p.kdim])
-		kernels.F32ToF16s(b.data16[voff:voff+p.vdim], v[:p.vdim])
+		kernels.F32ToF16s(f16[koff:koff+p.kdim], k[:p.kdim])
+		kernels.F32ToF16s(f16[voff:voff+p.vdim], v[:p.vdim])
 		return
 	}
-	copy(b.data[koff:koff+p.kdim], k)
-	copy(b.data[voff:voff+p.vdim], v)
+	copy(f32[koff:koff+p.kdim], k)
+	copy(f32[voff:voff+p.vdim], v)
 }
 
 // Span implements Cache: the rows of pos's block from pos on.
 func (s *Seq) Span(layer, pos int) Span {
 	p := s.p
-	b := &p.blocks[s.blocks[pos/p.bs]]
+	f32, f16, base := p.rowsOf(&p.blocks[s.blocks[pos/p.bs]], layer)
 	j := pos % p.bs
-	base := layer * p.stride
 	kr := [2]int{base + j*p.kdim, base + p.bs*p.kdim}
 	vr := [2]int{base + p.bs*p.kdim + j*p.vdim, base + p.stride}
 	if p.f16 {
-		return Span{K16: b.data16[kr[0]:kr[1]], V16: b.data16[vr[0]:vr[1]], N: p.bs - j}
+		return Span{K16: f16[kr[0]:kr[1]], V16: f16[vr[0]:vr[1]], N: p.bs - j}
 	}
-	return Span{K: b.data[kr[0]:kr[1]], V: b.data[vr[0]:vr[1]], N: p.bs - j}
+	return Span{K: f32[kr[0]:kr[1]], V: f32[vr[0]:vr[1]], N: p.bs - j}
 }
 
 // Adopt starts an empty sequence with cached blocks (a prefix-cache hit):
@@ -155,6 +159,19 @@ func (s *Seq) Adopt(ids []int32) {
 	}
 	s.blocks = append(s.blocks, ids...)
 	s.n = len(ids) * s.p.bs
+	if p := s.p; p.windowed() {
+		s.wlo = min(p.windowStart(s.n), len(ids))
+		for i, id := range ids {
+			b := &p.blocks[id]
+			switch {
+			case i >= s.wlo && !b.hasSliding():
+				panic(fmt.Sprintf("kvcache: adopting block %d, which gave back its sliding part", id))
+			case i >= s.wlo:
+				b.wref++
+				p.unkeep(b)
+			}
+		}
+	}
 }
 
 // Commit records that the sequence's block i is full and holds the prefix
@@ -171,10 +188,10 @@ func (s *Seq) Commit(i int, h Hash) {
 // the ones most likely to be shared, are evicted last.
 func (s *Seq) Release() {
 	for i := len(s.blocks) - 1; i >= 0; i-- {
-		s.p.release(s.blocks[i])
+		s.releaseBlock(i)
 	}
 	s.blocks = s.blocks[:0]
-	s.n = 0
+	s.n, s.wlo = 0, 0
 }
 
 // Match returns the longest run of blocks caching hashes[0], hashes[1], ...
@@ -186,6 +203,11 @@ func (p *Pool) Match(hashes []Hash) []int32 {
 			break
 		}
 		ids = append(ids, id)
+	}
+	// With sliding layers, only as far as the window before the end kept
+	// its rows.
+	for len(ids) > 0 && !p.slidingReady(ids) {
+		ids = ids[:len(ids)-1]
 	}
 	return ids
 }

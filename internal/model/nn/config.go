@@ -74,7 +74,11 @@ func (c *Config) ODim() int { return c.Heads * c.ValueDim }
 
 // KVShape is the shape of the rows the KV cache stores for this model.
 func (c *Config) KVShape() kvcache.Shape {
-	return kvcache.Shape{Layers: c.Layers, KDim: c.KDim(), VDim: c.VDim()}
+	sh := kvcache.Shape{Layers: c.Layers, KDim: c.KDim(), VDim: c.VDim()}
+	if c.SlidingWindow > 0 && len(c.SlidingLayers) == c.Layers {
+		sh.Window, sh.Sliding = c.SlidingWindow, c.SlidingLayers
+	}
+	return sh
 }
 
 // Sliding reports whether layer l attends over a sliding window.
