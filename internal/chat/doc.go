@@ -51,7 +51,13 @@
 // The engine has no limits of its own, so a render is bounded here (limits.go): macro calls nest
 // at most MaxMacroDepth deep (the preprocessor wraps every macro body in calls that count the
 // depth), range is replaced by a version that refuses more than MaxRangeItems items per call and
-// MaxRangeTotal per render, and a prompt over MaxOutput bytes is refused. Passing a limit is an
+// MaxRangeTotal per render, and a prompt over MaxOutput bytes is refused. What can grow without a
+// loop's help is bounded as it is made (operators.go): the preprocessor rewrites the binary
+// operators *, + and ~ into calls that refuse a string repetition or a concatenation larger than
+// MaxOutput (a list longer than MaxRangeTotal items), points the filters join, replace and indent
+// and the string methods replace and format at versions that check the size of their result
+// first, and wraps every output tag in a call that counts what the render writes (MaxWritten). Repetitions may make MaxOutput bytes per render in
+// all, and concatenations, repetitions and those filters together MaxBuilt. Passing a limit is an
 // *Error with Limit set. NewTemplate refuses a range with literal arguments over the limit, a macro
 // parameter default that calls a macro, and a template that passes a limit when rendering a sample
 // conversation. Python Jinja would raise RecursionError or MemoryError in these cases.

@@ -26,6 +26,16 @@ const (
 	MaxRangeTotal = 1_000_000
 	// MaxOutput is the largest rendered prompt, in bytes.
 	MaxOutput = 16 << 20
+	// MaxWritten is the most bytes one render may write in all, checked as it writes: the prompt,
+	// and the output of macros and blocks, which is written again where it is used. It bounds
+	// the memory of a loop that writes a large value many times, long before the prompt is
+	// complete and MaxOutput can be checked.
+	MaxWritten = 4 * MaxOutput
+	// MaxBuilt is the most bytes of text one render may make by concatenation (+, ~) and string
+	// repetition (*), each result being at most MaxOutput: it bounds the time of a loop that
+	// copies a large string again at every turn (a template that adds each message to a
+	// variable copies the conversation once per message).
+	MaxBuilt = 1 << 30
 )
 
 // Names of the functions the preprocessor puts at the start and end of every macro body to count
@@ -49,6 +59,9 @@ func (e *limitError) Error() string { return e.msg }
 type renderLimits struct {
 	depth      int
 	rangeTotal int64
+	repeated   int64 // bytes made by string repetition (mul)
+	written    int64 // bytes written by output tags (out)
+	built      int64 // bytes made by concatenation and repetition (build)
 }
 
 // install adds the limit callables to a render's variables; "range" shadows the engine's
@@ -71,6 +84,40 @@ func (l *renderLimits) install(data map[string]jinja.Value) {
 		return empty, nil
 	})
 	data["range"] = jinja.NewCallable("range", l.rangeFunc)
+	data[mulName] = jinja.NewCallable("*", l.mul)
+	data[addName] = jinja.NewCallable("+", l.concat("+"))
+	data[catName] = jinja.NewCallable("~", l.concat("~"))
+	for name, callable := range boundedMethods {
+		data[callable] = jinja.NewCallable(name, l.method(name))
+	}
+	for name, f := range engineFilters() {
+		data[filterRenames[name]] = l.boundedFilter(name, f)
+	}
+	data[outName] = jinja.NewCallable("output", l.out)
+}
+
+// outName is the callable the preprocessor wraps the expression of every output tag in
+// ({{ x }} becomes {{ __chat_out(x) }}, literal text included), to count what a render writes.
+const outName = "__chat_out"
+
+// out passes its argument through, counting the bytes it prints against MaxWritten.
+func (l *renderLimits) out(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), fmt.Errorf("output: expected one value")
+	}
+	v := args[0]
+	switch {
+	case v.IsString():
+		l.written += int64(len(v.AsString()))
+	case v.IsList() || v.IsDict():
+		l.written += int64(len(v.String()))
+	default:
+		l.written += 8 // a number, a boolean or nothing
+	}
+	if l.written > MaxWritten {
+		return jinja.Undefined(), &limitError{fmt.Sprintf("the render writes more than %d bytes (the output of loops, macros and blocks included)", MaxWritten)}
+	}
+	return v, nil
 }
 
 // rangeFunc is Python's range with a bound on the number of items, checked before allocating.

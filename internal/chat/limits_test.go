@@ -143,3 +143,23 @@ func TestDeepToolArgumentsStayAString(t *testing.T) {
 		t.Fatalf("depth 9999: %v", err)
 	}
 }
+
+// What a render writes is counted as it is written, so a loop that writes a large value many
+// times fails when it passes MaxWritten, not after it has built the whole text in memory.
+func TestWrittenLimit(t *testing.T) {
+	tm, err := NewTemplate(`{% set s = messages[0].content %}{% for i in range(100000) %}{{ s }}{% endfor %}`, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := tm.Render([]Message{{Role: "user", Content: "ab"}}, false, nil); err != nil || len(out) != 200000 {
+		t.Fatalf("got %d bytes, %v", len(out), err)
+	}
+	_, err = tm.Render([]Message{{Role: "user", Content: strings.Repeat("x", 1000)}}, false, nil)
+	limitErr(t, "a large value written in a loop", err, "the render writes more than 67108864 bytes")
+
+	// Literal text counts too, and so does what a macro writes.
+	_, err = NewTemplate(`{% for i in range(100000) %}`+strings.Repeat("y", 1000)+`{% endfor %}`, "", "")
+	limitErr(t, "literal text in a loop", err, "the render writes more than")
+	_, err = NewTemplate(`{% macro f() %}`+strings.Repeat("y", 1000)+`{% endmacro %}{% for i in range(100000) %}{% set x = f() %}{% endfor %}`, "", "")
+	limitErr(t, "a macro's output", err, "the render writes more than")
+}

@@ -21,16 +21,20 @@ import (
 //     dropped, so no text is left for the engine to trim;
 //   - string literals inside tags are decoded with Python's escapes and re-encoded with the
 //     two escapes the engine knows (\\ and \');
-//   - "| tojson" is pointed at toJSONFilter (see filterToJSON).
+//   - "| tojson" is pointed at toJSONFilter (see filterToJSON), and the filters that can make a
+//     string far larger than their input at their bounded versions (boundedFilters);
+//   - the binary operators *, + and ~ and the string methods replace and format become calls
+//     that bound what they make (rewriteOps, rewriteMethods), and every output tag a call that
+//     counts what is written (renderLimits.out).
 func preprocess(src string) (string, error) {
 	src = normalizeNewlines(src)
 	var out strings.Builder
 	out.Grow(len(src) + len(src)/4)
 	emitText := func(s string) {
 		if s != "" {
-			out.WriteString("{{ ")
+			out.WriteString("{{ " + outName + "(")
 			out.WriteString(quote(s))
-			out.WriteString(" }}")
+			out.WriteString(") }}")
 		}
 	}
 	pos := 0
@@ -102,12 +106,23 @@ func preprocess(src string) (string, error) {
 			if err := checkConstantRanges(inner, line); err != nil {
 				return "", err
 			}
+			var err error
+			if inner, err = rewriteOps(inner, line); err != nil {
+				return "", err
+			}
+			if inner, err = rewriteMethods(inner, line); err != nil {
+				return "", err
+			}
 			word := ""
 			if kind == '%' {
 				word = firstWord(inner)
 			}
 			if word == "endmacro" {
 				out.WriteString(macroExitCall)
+			}
+			if kind == '{' && strings.TrimSpace(inner) != "" {
+				// Counted as it is written (renderLimits.out).
+				inner = " " + outName + "(" + strings.TrimSpace(inner) + ") "
 			}
 			out.WriteByte('{')
 			out.WriteByte(kind)
@@ -278,10 +293,14 @@ func scanTag(src string, pos int, closer string, line int) (string, int, error) 
 			return b.String(), i + 1, nil
 		case c == '|':
 			j := skipSpace(src, i+1)
-			if strings.HasPrefix(src[j:], "tojson") && (j+6 == len(src) || !isIdentByte(src[j+6])) {
+			k := j
+			for k < len(src) && isIdentByte(src[k]) {
+				k++
+			}
+			if to, ok := filterRenames[src[j:k]]; ok {
 				b.WriteString(src[i:j])
-				b.WriteString(toJSONFilter)
-				i = j + 6
+				b.WriteString(to)
+				i = k
 				continue
 			}
 			b.WriteByte(c)

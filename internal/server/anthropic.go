@@ -201,8 +201,9 @@ func checkAnthropicExtensions(body []byte) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := string(bytes.TrimSpace(fields[k]))
-		if v == "null" {
+		// Compared as bytes: a string conversion would copy the messages.
+		v := bytes.TrimSpace(fields[k])
+		if isJSON(v, "null") {
 			continue
 		}
 		why, known := anthropicUnsupported[k]
@@ -211,8 +212,8 @@ func checkAnthropicExtensions(body []byte) error {
 			why = "DRY sampling is not implemented"
 		case !known:
 			continue
-		case (k == "enable_code_execution" || k == "truncate_sequence") && v == "false",
-			k == "reasoning_effort" && (v == `"off"` || v == `"none"`):
+		case (k == "enable_code_execution" || k == "truncate_sequence") && isJSON(v, "false"),
+			k == "reasoning_effort" && (isJSON(v, `"off"`) || isJSON(v, `"none"`)):
 			continue
 		}
 		return badRequest(k, "%s is not supported by this server: %s", k, why)
@@ -300,9 +301,48 @@ func (p *anthropicParsed) settings(seed *uint64) (*genSettings, error) {
 	return g, nil
 }
 
-// render applies the model's chat template and tokenizes the prompt.
+// render applies the model's chat template and tokenizes the prompt. The
+// texts of several blocks are joined only once the conversation is known
+// to fit the context (a join copies them).
 func (p *anthropicParsed) render(m *loader.Model, ctxLen int) ([]int32, error) {
+	if err := checkTextBytes(m.Tok, ctxLen, messagesBytes(p.msgs)); err != nil {
+		return nil, err
+	}
+	joinBlockTexts(p.msgs)
 	return renderPrompt(m, ctxLen, p.msgs, p.opts, "messages")
+}
+
+// setBlockTexts gives m the texts of several blocks, to be joined with
+// newlines: one text (or none) is the content at once, several are held as
+// parts until joinBlockTexts (so that a huge conversation is refused
+// before any copy of it is made).
+func setBlockTexts(m *chat.Message, texts []string) {
+	switch len(texts) {
+	case 0:
+	case 1:
+		m.Content = texts[0]
+	default:
+		m.Parts = make([]chat.ContentPart, len(texts))
+		for i, t := range texts {
+			m.Parts[i] = chat.ContentPart{Type: "text", Text: t}
+		}
+	}
+}
+
+// joinBlockTexts joins the texts setBlockTexts held as parts into each
+// message's content, as mistral.rs joins an Anthropic turn's text blocks.
+func joinBlockTexts(msgs []chat.Message) {
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Parts == nil {
+			continue
+		}
+		texts := make([]string, len(m.Parts))
+		for j, p := range m.Parts {
+			texts[j] = p.Text
+		}
+		m.Content, m.Parts = strings.Join(texts, "\n"), nil
+	}
 }
 
 // anthropicThinking reads thinking ({"type": "enabled"|"adaptive"|"disabled"})
@@ -387,12 +427,14 @@ func blockText(b *anthropicBlockIn, param string) (string, error) {
 func anthropicMessages(system, messages bodyJSON) ([]chat.Message, error) {
 	var out []chat.Message
 	if b := bytes.TrimSpace(system); len(b) > 0 && string(b) != "null" {
-		text, err := anthropicSystem(b)
+		texts, err := anthropicSystem(b)
 		if err != nil {
 			return nil, err
 		}
-		if text != "" {
-			out = append(out, chat.Message{Role: "system", Content: text})
+		if len(texts) > 1 || len(texts) == 1 && texts[0] != "" {
+			m := chat.Message{Role: "system"}
+			setBlockTexts(&m, texts)
+			out = append(out, m)
 		}
 	}
 	b := bytes.TrimSpace(messages)
@@ -422,7 +464,7 @@ func anthropicMessages(system, messages bodyJSON) ([]chat.Message, error) {
 		if c[0] == '"' {
 			var text string
 			if err := json.Unmarshal(c, &text); err != nil {
-				return nil, badRequest(param+".content", "%s.content: %v", param, err)
+				return nil, badRequest(param+".content", "%s.content: %s", param, jsonProblem(err))
 			}
 			out = append(out, chat.Message{Role: m.Role, Content: text})
 			continue
@@ -448,32 +490,33 @@ func anthropicMessages(system, messages bodyJSON) ([]chat.Message, error) {
 	return out, nil
 }
 
-// anthropicSystem is the system prompt: a string or text blocks.
-func anthropicSystem(b []byte) (string, error) {
+// anthropicSystem is the system prompt: a string or text blocks (their
+// texts, to be joined with newlines).
+func anthropicSystem(b []byte) ([]string, error) {
 	if b[0] == '"' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
-			return "", badRequest("system", "system: %v", err)
+			return nil, badRequest("system", "system: %s", jsonProblem(err))
 		}
-		return s, nil
+		return []string{s}, nil
 	}
 	blocks, err := anthropicBlocks(b, "system")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	texts := make([]string, 0, len(blocks))
 	for i := range blocks {
 		param := fmt.Sprintf("system[%d]", i)
 		if blocks[i].Type != "text" {
-			return "", badRequest(param+".type", "%s: system blocks must be text blocks, got %q", param, blocks[i].Type)
+			return nil, badRequest(param+".type", "%s: system blocks must be text blocks, got %q", param, blocks[i].Type)
 		}
 		t, err := blockText(&blocks[i], param)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		texts = append(texts, t)
 	}
-	return strings.Join(texts, "\n"), nil
+	return texts, nil
 }
 
 func assistantBlocks(blocks []anthropicBlockIn, param string, names map[string]string) (chat.Message, error) {
@@ -514,7 +557,7 @@ func assistantBlocks(blocks []anthropicBlockIn, param string, names map[string]s
 			return msg, badRequest(bp+".type", "%s: content block type %q is not supported in an assistant message", bp, b.Type)
 		}
 	}
-	msg.Content = strings.Join(texts, "\n")
+	setBlockTexts(&msg, texts)
 	msg.ReasoningContent = strings.Join(thoughts, "\n")
 	return msg, nil
 }
@@ -524,7 +567,9 @@ func userBlocks(blocks []anthropicBlockIn, param string, names map[string]string
 	var texts []string
 	flush := func() {
 		if len(texts) > 0 {
-			out = append(out, chat.Message{Role: "user", Content: strings.Join(texts, "\n")})
+			m := chat.Message{Role: "user"}
+			setBlockTexts(&m, texts)
+			out = append(out, m)
 			texts = nil
 		}
 	}
@@ -547,7 +592,9 @@ func userBlocks(blocks []anthropicBlockIn, param string, names map[string]string
 				return nil, err
 			}
 			flush()
-			out = append(out, chat.Message{Role: "tool", Content: content, ToolCallID: b.ToolUseID, Name: names[b.ToolUseID]})
+			m := chat.Message{Role: "tool", ToolCallID: b.ToolUseID, Name: names[b.ToolUseID]}
+			setBlockTexts(&m, content)
+			out = append(out, m)
 		case "thinking", "redacted_thinking":
 		case "image", "document":
 			return nil, badRequest(bp+".type", "%s: content block type %q is not supported by a text model", bp, b.Type)
@@ -559,36 +606,37 @@ func userBlocks(blocks []anthropicBlockIn, param string, names map[string]string
 	return out, nil
 }
 
-// toolResultText is a tool_result's content: a string or text blocks.
-func toolResultText(raw json.RawMessage, param string) (string, error) {
+// toolResultText is a tool_result's content: a string or text blocks
+// (their texts, to be joined with newlines).
+func toolResultText(raw json.RawMessage, param string) ([]string, error) {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
-		return "", nil
+		return nil, nil
 	}
 	if b[0] == '"' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
-			return "", badRequest(param, "%s: %v", param, err)
+			return nil, badRequest(param, "%s: %s", param, jsonProblem(err))
 		}
-		return s, nil
+		return []string{s}, nil
 	}
 	blocks, err := anthropicBlocks(b, param)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	texts := make([]string, 0, len(blocks))
 	for i := range blocks {
 		bp := fmt.Sprintf("%s[%d]", param, i)
 		if blocks[i].Type != "text" {
-			return "", badRequest(bp+".type", "%s: content block type %q is not supported by a text model", bp, blocks[i].Type)
+			return nil, badRequest(bp+".type", "%s: content block type %q is not supported by a text model", bp, blocks[i].Type)
 		}
 		t, err := blockText(&blocks[i], bp)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		texts = append(texts, t)
 	}
-	return strings.Join(texts, "\n"), nil
+	return texts, nil
 }
 
 // anthropicTools checks the client tools and returns them in the OpenAI
@@ -616,7 +664,7 @@ func anthropicTools(raw []json.RawMessage) ([]any, []string, error) {
 			InputSchema json.RawMessage `json:"input_schema"`
 		}
 		if err := json.Unmarshal(r, &t); err != nil {
-			return nil, nil, badRequest(param, "%s must be a tool object: %v", param, err)
+			return nil, nil, badRequest(param, "%s must be a tool object (%s)", param, jsonProblem(err))
 		}
 		if t.Type != "" && t.Type != "custom" {
 			return nil, nil, badRequest(param+".type", "%s.type %q is not supported: this server runs no server tools, only client tools (custom)", param, t.Type)
@@ -817,8 +865,13 @@ func (s *Server) completeAnthropic(w http.ResponseWriter, r *http.Request, aj *a
 		s.writeAnthropicRequestError(w, r, generateError(err))
 		return
 	}
-	if res.FinishReason == engine.FinishCanceled && clientGone(r) {
-		writeAnthropicError(w, r, statusClientClosed, "client closed the request")
+	if res.FinishReason == engine.FinishCanceled {
+		// With the client still there: the server's drain time ended (or
+		// its model went away). No stop_reason says that the answer was
+		// cut, so the client gets what the stream's error event says, as
+		// an error (503 overloaded_error: worth retrying elsewhere),
+		// rather than a partial answer that looks finished.
+		s.writeAnthropicRequestError(w, r, &requestError{status: http.StatusServiceUnavailable, msg: s.canceledMessage()})
 		return
 	}
 	reason, seq := aj.stopReason(res, stopToken)

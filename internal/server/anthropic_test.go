@@ -470,6 +470,7 @@ func TestAnthropicRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	joinBlockTexts(msgs) // as render does once the size is checked
 	tmpl, err := chat.NewTemplate(anthropicTestTemplate, "", "")
 	if err != nil {
 		t.Fatal(err)

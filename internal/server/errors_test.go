@@ -35,6 +35,13 @@ func TestErrorResponses(t *testing.T) {
 		{"logit_bias too big a float", "/v1/completions", `{"prompt":"a","logit_bias":{"5":1e308}}`, 400, "logit_bias", "got 1e+308"},
 		{"temperature beyond float32", "/v1/chat/completions", `{"temperature":1e308,` + msgs + `}`, 400, "temperature", "got 1e+308"},
 		{"messages a number", "/v1/chat/completions", `{"messages":123}`, 400, "messages", "array of message objects"},
+		{"responses input a number", "/v1/responses", `{"input":123}`, 400, "input", "input must be a string or an array of input items (expected an array, got JSON number)"},
+		{"responses input item a number", "/v1/responses", `{"input":[123]}`, 400, "input", "expected an object, got JSON number"},
+		{"responses item role a number", "/v1/responses", `{"input":[{"role":5,"content":"x"}]}`, 400, "input", `field "role": expected a string, got JSON number`},
+		{"responses tool a number", "/v1/responses", `{"input":"a","tools":[5]}`, 400, "tools[0]", "tools[0] must be an object (expected an object, got JSON number)"},
+		{"responses reasoning a number", "/v1/responses", `{"input":"a","reasoning":5}`, 400, "reasoning", "reasoning must be an object"},
+		{"responses text a number", "/v1/responses", `{"input":"a","text":5}`, 400, "text", "text must be an object"},
+		{"chat tool a number", "/v1/chat/completions", `{"tools":[5],` + msgs + `}`, 400, "tools[0]", "tools[0] must be an object (expected an object, got JSON number)"},
 		{"message role a number", "/v1/chat/completions", `{"messages":[{"role":5,"content":"x"}]}`, 400, "messages", `field "role": expected a string`},
 		{"unknown role", "/v1/chat/completions", `{"messages":[{"role":"wizard","content":"x"}]}`, 400, "messages[0].role", `"wizard" is not one of`},
 		{"message without content", "/v1/chat/completions", `{"messages":[{"role":"user"}]}`, 400, "messages[0].content", "content is required"},
@@ -100,7 +107,7 @@ func TestErrorResponses(t *testing.T) {
 			if !strings.Contains(e.Error.Message, c.contains) || e.Error.Type != wantType {
 				t.Errorf("error %+v, want message containing %q", e.Error, c.contains)
 			}
-			if strings.Contains(e.Error.Message, "Go value") || strings.Contains(e.Error.Message, "server.") {
+			if goTypeNamed(e.Error.Message) {
 				t.Errorf("the message names Go types: %s", e.Error.Message)
 			}
 			if got := ""; e.Error.Param != nil {
@@ -122,6 +129,48 @@ func TestErrorResponses(t *testing.T) {
 				t.Errorf("access line %q lacks the status or message %s", line, q)
 			}
 		})
+	}
+}
+
+// goTypeNamed reports whether an error message shows Go's names for types
+// (encoding/json's "Go value of type []server.respInputItem").
+func goTypeNamed(msg string) bool {
+	for _, s := range []string{"Go value", "Go struct", "server.", "struct {", "[]", "json:", "RawMessage", "int64", "float64"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// The same on the Anthropic routes, whose envelope is their own.
+func TestAnthropicErrorsNameNoGoTypes(t *testing.T) {
+	ts := startServer(t)
+	for _, c := range []struct{ body, contains string }{
+		{`{"model":"tiny","max_tokens":5,"messages":123}`, "messages must be an array"},
+		{`{"model":"tiny","max_tokens":5,"messages":[123]}`, "messages must be an array"},
+		{`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":123}]}`, "messages[0].content must be a string or an array of content blocks"},
+		{`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`, "messages[0].content[0].text: expected a string, got JSON number"},
+		{`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"system":123}`, "system must be a string"},
+		{`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":[5]}`, "tools[0] must be a tool object (expected an object, got JSON number)"},
+		{`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":5}]}`, `tools[0] must be a tool object (field "name": expected a string, got JSON number)`},
+		{`{"model":"tiny","max_tokens":"5","messages":[{"role":"user","content":"hi"}]}`, `invalid type for field "max_tokens": expected an integer, got JSON string`},
+		{`{"model":"tiny","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"temperature":1e308}`, "got 1e+308"},
+	} {
+		for _, path := range []string{"/v1/messages", "/v1/messages/count_tokens"} {
+			resp, body := ts.post(path, c.body, "anthropic-version", "2023-06-01")
+			var e anthropicErrorJSON
+			if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != 400 || e.Type != "error" {
+				if path == "/v1/messages/count_tokens" && strings.Contains(c.body, "temperature") {
+					continue // count_tokens samples nothing
+				}
+				t.Errorf("%s %s: %d %s", path, c.body, resp.StatusCode, body)
+				continue
+			}
+			if !strings.Contains(e.Error.Message, c.contains) || goTypeNamed(e.Error.Message) {
+				t.Errorf("%s %s: message %q, want one containing %q and no Go type", path, c.body, e.Error.Message, c.contains)
+			}
+		}
 	}
 }
 

@@ -123,6 +123,10 @@ func (b bodyJSON) MarshalJSON() ([]byte, error) {
 	return b, nil
 }
 
+// isJSON reports whether the JSON bytes b are lit (a comparison that never
+// copies b, which may be a whole prompt).
+func isJSON(b []byte, lit string) bool { return string(b) == lit }
+
 // stopField is "stop": a string or a list of strings.
 type stopField []string
 
@@ -257,9 +261,27 @@ func decodeJSON(body []byte, v any) error {
 			}
 			return badRequest("", "request body must be a JSON object, got JSON %s", te.Value)
 		}
-		return badRequest("", "invalid request body: %v", err)
+		return badRequest("", "invalid request body: %s", jsonProblem(err))
 	}
 	return nil
+}
+
+// jsonProblem says what is wrong with a JSON value in the client's terms:
+// encoding/json's own messages name Go types ("cannot unmarshal number
+// into Go value of type []server.respInputItem").
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("field %q: expected %s, got JSON %s", strings.TrimPrefix(te.Field, "samplingFields."), jsonType(te.Type.Kind()), te.Value)
+		}
+		return fmt.Sprintf("expected %s, got JSON %s", jsonType(te.Type.Kind()), te.Value)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("invalid JSON: %v", se)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 // jsonType names a Go kind in JSON terms for error messages.
@@ -291,7 +313,7 @@ func (r *chatRequest) messages() (msgs []chat.Message, raw string, isRaw bool, e
 	}
 	if b[0] == '"' {
 		if err := json.Unmarshal(b, &raw); err != nil {
-			return nil, "", false, badRequest("messages", "messages: %v", err)
+			return nil, "", false, badRequest("messages", "messages: %s", jsonProblem(err))
 		}
 		if raw == "" {
 			return nil, "", false, badRequest("messages", "messages must not be empty")
@@ -322,7 +344,7 @@ func (r *chatRequest) messages() (msgs []chat.Message, raw string, isRaw bool, e
 		}
 		cm := chat.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, ReasoningContent: m.ReasoningContent}
 		if err := setContent(&cm, m.Content); err != nil {
-			return nil, "", false, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %v", i, err)
+			return nil, "", false, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %s", i, jsonProblem(err))
 		}
 		for _, tc := range m.ToolCalls {
 			cm.ToolCalls = append(cm.ToolCalls, chat.ToolCall{ID: tc.ID, Type: tc.Type,

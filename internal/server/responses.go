@@ -73,15 +73,17 @@ var respRefused = map[string]string{
 // respUnsupported refuses the first (in name order) unimplemented field the
 // body sets.
 func respUnsupported(body []byte) error {
-	var top map[string]json.RawMessage
+	// bodyJSON, not json.RawMessage: the values (the input among them) stay
+	// in the body instead of being copied.
+	var top map[string]bodyJSON
 	if json.Unmarshal(body, &top) != nil {
 		return nil
 	}
 	var names []string
 	for k, v := range top {
 		v = bytes.TrimSpace(v)
-		if string(v) == "null" || string(v) == "[]" ||
-			k == "reasoning_effort" && (string(v) == `"off"` || string(v) == `"none"`) {
+		if isJSON(v, "null") || isJSON(v, "[]") ||
+			k == "reasoning_effort" && (isJSON(v, `"off"`) || isJSON(v, `"none"`)) {
 			continue
 		}
 		if _, ok := respRefused[k]; ok || strings.HasPrefix(k, "dry_") {
@@ -465,7 +467,7 @@ func (req *responsesRequest) checkResponses() error {
 			Effort *string `json:"effort"`
 		}
 		if err := json.Unmarshal(b, &rs); err != nil {
-			return badRequest("reasoning", "reasoning must be an object: %v", err)
+			return badRequest("reasoning", "reasoning must be an object: %s", jsonProblem(err))
 		}
 		if rs.Effort != nil && *rs.Effort != "none" {
 			return badRequest("reasoning.effort", "reasoning.effort %q is not supported by this server", *rs.Effort)
@@ -482,7 +484,7 @@ func (req *responsesRequest) format() (param string, raw json.RawMessage, err er
 			Format json.RawMessage `json:"format"`
 		}
 		if err := json.Unmarshal(b, &t); err != nil {
-			return "", nil, badRequest("text", "text must be an object: %v", err)
+			return "", nil, badRequest("text", "text must be an object: %s", jsonProblem(err))
 		}
 		if !isNull(t.Format) {
 			return "text.format", t.Format, nil
@@ -524,7 +526,7 @@ func respInput(raw bodyJSON) ([]chat.Message, error) {
 	if b[0] == '"' {
 		var text string
 		if err := json.Unmarshal(b, &text); err != nil {
-			return nil, badRequest("input", "input: %v", err)
+			return nil, badRequest("input", "input: %s", jsonProblem(err))
 		}
 		if text == "" {
 			return nil, badRequest("input", "input must not be empty")
@@ -533,7 +535,7 @@ func respInput(raw bodyJSON) ([]chat.Message, error) {
 	}
 	var items []respInputItem
 	if err := json.Unmarshal(b, &items); err != nil {
-		return nil, badRequest("input", "input must be a string or an array of input items: %v", err)
+		return nil, badRequest("input", "input must be a string or an array of input items (%s)", jsonProblem(err))
 	}
 	if len(items) == 0 {
 		return nil, badRequest("input", "input must not be empty")
@@ -556,7 +558,7 @@ func respInput(raw bodyJSON) ([]chat.Message, error) {
 			}
 			m := chat.Message{Role: role}
 			if err := respContent(&m, it.Content); err != nil {
-				return nil, badRequest(at(".content"), "%s.content: %v", at(""), err)
+				return nil, badRequest(at(".content"), "%s.content: %s", at(""), jsonProblem(err))
 			}
 			msgs = append(msgs, m)
 		case "function_call":
@@ -578,7 +580,7 @@ func respInput(raw bodyJSON) ([]chat.Message, error) {
 			}
 			m := chat.Message{Role: "tool", ToolCallID: it.CallID, Name: names[it.CallID]}
 			if err := respContent(&m, bodyJSON(it.Output)); err != nil {
-				return nil, badRequest(at(".output"), "%s.output: %v", at(""), err)
+				return nil, badRequest(at(".output"), "%s.output: %s", at(""), jsonProblem(err))
 			}
 			msgs = append(msgs, m)
 		default:
@@ -632,7 +634,7 @@ func respTools(tools []json.RawMessage) ([]json.RawMessage, []json.RawMessage, e
 			Function    json.RawMessage `json:"function"`
 		}
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be an object: %v", i, err)
+			return nil, nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be an object (%s)", i, jsonProblem(err))
 		}
 		if t.Type != "function" {
 			return nil, nil, badRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d].type %q is not supported (only \"function\" tools)", i, t.Type)
@@ -712,14 +714,39 @@ func (s *Server) completeResponse(w http.ResponseWriter, r *http.Request, p *res
 		s.writeRequestError(w, r, err)
 		return
 	}
-	if res.FinishReason == engine.FinishCanceled && clientGone(r) {
-		observe.WriteErrorMessage(w, r, statusClientClosed, "client closed the request")
+	if res.FinishReason == engine.FinishCanceled {
+		if clientGone(r) {
+			observe.WriteErrorMessage(w, r, statusClientClosed, "client closed the request")
+			return
+		}
+		// With the client still there: the server's drain time ended (or
+		// its model went away). The response failed, as the stream's
+		// response.failed says; what was generated is kept as an
+		// incomplete message.
+		s.writeCanceledResponse(w, r, p, res, lps)
 		return
 	}
 	text, msg, fcs := p.output(res, lps)
 	obj, conv := p.finish(respCompleted, res, text, msg, fcs)
 	if p.store {
 		s.responses.add(&storedResponse{id: p.id, obj: obj, msgs: conv})
+	}
+	_ = s.opts.PayloadLog.Response(obj)
+	writeJSON(w, http.StatusOK, obj)
+}
+
+// writeCanceledResponse answers a response whose generation the server
+// canceled: status failed with a server_error naming the cause, the text
+// so far in an incomplete message item, and the usage. It is stored (when
+// store is on) as failed, so it cannot be continued.
+func (s *Server) writeCanceledResponse(w http.ResponseWriter, r *http.Request, p *respJob, res *engine.Result, lps []tokenLogprob) {
+	m := s.canceledMessage()
+	observe.SetError(r.Context(), m)
+	_ = s.opts.PayloadLog.Error(m)
+	obj, _ := p.finish(respFailed, res, res.Text, newMessageItem("incomplete", res.Text, lps), nil)
+	obj.Error = &responseErrorJSON{Code: "server_error", Message: m}
+	if p.store {
+		s.responses.add(&storedResponse{id: p.id, obj: obj})
 	}
 	_ = s.opts.PayloadLog.Response(obj)
 	writeJSON(w, http.StatusOK, obj)

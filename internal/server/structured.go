@@ -219,7 +219,7 @@ func (s *Server) toolCallGrammar(tmplSrc string, tools []json.RawMessage, choice
 			} `json:"function"`
 		}
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be an object: %v", i, err)
+			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be an object (%s)", i, jsonProblem(err))
 		}
 		if named != "" && t.Function.Name != named {
 			continue

@@ -32,7 +32,7 @@ func toolsParser(tools []json.RawMessage, choice json.RawMessage) (*chat.ToolPar
 			} `json:"function"`
 		}
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be an object: %v", i, err)
+			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be an object (%s)", i, jsonProblem(err))
 		}
 		if t.Type != "function" {
 			return nil, badRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d].type must be \"function\", got %q", i, t.Type)
