@@ -7,6 +7,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,7 @@ type ServerConfig struct {
 	BodyTimeoutSecs        int           `toml:"body_timeout_secs"`     // request body read deadline; 0: none
 	ShutdownTimeoutSecs    int           `toml:"shutdown_timeout_secs"` // drain time on SIGINT/SIGTERM; at least 1
 	AllowedOrigins         OriginList    `toml:"allowed_origins"`       // CORS origins; ["*"]: any
+	AllowedHosts           OriginList    `toml:"allowed_hosts"`         // Host header names; empty: any (loopback names on a loopback --host)
 	APIKey                 string        `toml:"api_key"`               // required key; "": none. Never printed.
 	APIKeyMetrics          bool          `toml:"api_key_metrics"`       // the key also guards /metrics
 	KeepAliveInterval      time.Duration `toml:"-"`                     // KEEP_ALIVE_INTERVAL (ms) only, as in mistral.rs
@@ -302,6 +304,11 @@ func (c *Config) Validate() error {
 	if s.KeepAliveInterval <= 0 {
 		return bad("KEEP_ALIVE_INTERVAL", s.KeepAliveInterval, "must be positive")
 	}
+	for _, h := range s.AllowedHosts {
+		if reason := badHost(h); reason != "" {
+			return bad("server.allowed_hosts", h, "%s", reason)
+		}
+	}
 	for _, p := range []struct {
 		key string
 		v   int
@@ -529,4 +536,22 @@ func (m *ModelConfig) format() (string, error) {
 		return "", &ValueError{Key: "format.format", Value: f, Reason: "not supported by this engine (GGUF files only)"}
 	}
 	return "", &ValueError{Key: "format.format", Value: f, Reason: `must be "gguf", "plain" or "ggml"`}
+}
+
+// badHost says what is wrong with an allowed_hosts entry, "" when nothing:
+// an entry is a host name or IP address without scheme, path or port,
+// ".domain" for a domain and its subdomains, or "*".
+func badHost(h string) string {
+	switch {
+	case h == "*":
+		return ""
+	case strings.Contains(h, "/"):
+		return "must be a host name, not a URL (no scheme or path)"
+	case strings.ContainsAny(h, " \t\"@,?#"):
+		return "must be a host name or IP address"
+	}
+	if _, _, err := net.SplitHostPort(h); err == nil {
+		return "must not have a port (any port is accepted)"
+	}
+	return ""
 }

@@ -108,6 +108,7 @@ func TestDefaults(t *testing.T) {
 		"server.body_timeout_secs":                60,
 		"server.shutdown_timeout_secs":            30,
 		"server.allowed_origins":                  OriginList{"*"},
+		"server.allowed_hosts":                    OriginList(nil),
 		"server.api_key":                          "",
 		"server.api_key_metrics":                  false,
 		"runtime.max_seqs":                        32,
@@ -245,7 +246,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"pa-context-len": "", "pa-memory-fraction": "", "threads": "", "cpu": "", "hf-cache": "",
 		"mtp": "", "mtp-model": "", "mtp-n-predict": "", "spec-ngram": "",
 		"max-connections": "", "idle-timeout-secs": "", "body-timeout-secs": "", "shutdown-timeout-secs": "",
-		"allowed-origins": "", "api-key": "", "api-key-metrics": "",
+		"allowed-origins": "", "allowed-hosts": "", "api-key": "", "api-key-metrics": "",
 	}
 	global := map[string]string{"seed": "", "log": "l", "verbose": "v"}
 	for _, set := range []struct {
@@ -292,6 +293,7 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"server.body_timeout_secs":                {`0`, "0"},
 		"server.shutdown_timeout_secs":            {`5`, "5"},
 		"server.allowed_origins":                  {`["https://a.example", "https://b.example"]`, "https://a.example,https://b.example"},
+		"server.allowed_hosts":                    {`["api.example", ".example.org"]`, "api.example,.example.org"},
 		"server.api_key":                          {`"sk-test"`, "sk-test"},
 		"server.api_key_metrics":                  {`true`, "true"},
 		"runtime.max_seqs":                        {`5`, "5"},
@@ -1028,5 +1030,37 @@ func TestEmbeddingKind(t *testing.T) {
 	want := "--spec-ngram cannot be used with `serve embedding`: an embedding model generates no tokens to speculate on"
 	if err := c.Validate(); err == nil || err.Error() != want {
 		t.Errorf("serve embedding --spec-ngram: %v", err)
+	}
+}
+
+// --allowed-hosts / server.allowed_hosts: empty by default, a list of host
+// names (no scheme, path or port), checked by Validate.
+func TestAllowedHosts(t *testing.T) {
+	c := Default()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	BindServeFlags(fs, c)
+	if len(c.Server.AllowedHosts) != 0 {
+		t.Fatalf("default %q", c.Server.AllowedHosts)
+	}
+	if err := fs.Parse([]string{"--allowed-hosts", "api.example, [::1]", "--allowed-hosts=.corp.example"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := (OriginList{"api.example", "[::1]", ".corp.example"}); !reflect.DeepEqual(c.Server.AllowedHosts, want) {
+		t.Errorf("hosts %q, want %q", c.Server.AllowedHosts, want)
+	}
+	if f := fs.Lookup("allowed-hosts"); f == nil || f.Value.Type() != "hosts" {
+		t.Errorf("flag %+v", f)
+	}
+	for _, bad := range []string{"http://api.example", "api.example:8080", "api.example/v1", "a b"} {
+		text := fmt.Sprintf("[server]\nallowed_hosts = [%q]\n[[models]]\nmodel_id = \"m\"\n", bad)
+		if _, _, err := loadString(t, text); err == nil || !strings.Contains(err.Error(), "server.allowed_hosts") {
+			t.Errorf("allowed_hosts = [%q]: %v", bad, err)
+		}
+	}
+	for _, good := range []string{"localhost", "127.0.0.1", "::1", "[::1]", ".example.com", "*"} {
+		text := fmt.Sprintf("[server]\nallowed_hosts = [%q]\n[[models]]\nmodel_id = \"m\"\n", good)
+		if _, _, err := loadString(t, text); err != nil {
+			t.Errorf("allowed_hosts = [%q]: %v", good, err)
+		}
 	}
 }

@@ -72,6 +72,8 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.Server.ShutdownTimeoutSecs }},
 	{Key: "server.allowed_origins", Flag: "allowed-origins", Default: OriginList{"*"}, Usage: `origins CORS answers, comma-separated and matched exactly ("https://app.example.com"); "*" allows any origin`,
 		field: func(c *Config) any { return &c.Server.AllowedOrigins }},
+	{Key: "server.allowed_hosts", Flag: "allowed-hosts", Default: OriginList(nil), Usage: `host names the Host header may name, comma-separated ("api.example.com", ".example.com" for a domain and its subdomains, "*" for any); empty: any host, or only localhost, 127.0.0.1 and [::1] when --host is a loopback address (DNS rebinding); others get 400`,
+		field: func(c *Config) any { return &c.Server.AllowedHosts }},
 	{Key: "server.api_key", Flag: "api-key", Env: "MISTRALRS_API_KEY", Default: "", Usage: "require this key (Authorization: Bearer <key> or x-api-key) on every API route; empty: no key",
 		field: func(c *Config) any { return &c.Server.APIKey }},
 	{Key: "server.api_key_metrics", Flag: "api-key-metrics", Default: false, Usage: "with an API key, also require it on GET /metrics",

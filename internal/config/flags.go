@@ -72,7 +72,7 @@ func bindFlag(fs *pflag.FlagSet, o *Option, ptr any) {
 		fs.VarP(p, o.Flag, o.Short, o.Usage)
 	case *OriginList:
 		setValue(p, o.Default)
-		fs.VarP(&originFlag{list: p}, o.Flag, o.Short, o.Usage)
+		fs.VarP(&originFlag{list: p, typ: strings.TrimPrefix(o.Flag, "allowed-")}, o.Flag, o.Short, o.Usage)
 	case **int:
 		setValue(p, o.Default)
 		fs.VarP(optInt{p}, o.Flag, o.Short, o.Usage)

@@ -58,11 +58,12 @@ func splitOrigins(s string) OriginList {
 	return out
 }
 
-// originFlag is the pflag.Value of --allowed-origins: the first use replaces
-// the default ["*"], later ones append.
+// originFlag is the pflag.Value of --allowed-origins and --allowed-hosts:
+// the first use replaces the default, later ones append.
 type originFlag struct {
 	list *OriginList
 	set  bool
+	typ  string // "origins", "hosts"
 }
 
 func (f *originFlag) String() string {
@@ -75,7 +76,7 @@ func (f *originFlag) String() string {
 func (f *originFlag) Set(s string) error {
 	parts := splitOrigins(s)
 	if len(parts) == 0 {
-		return fmt.Errorf("no origin named")
+		return fmt.Errorf("no %s named", strings.TrimSuffix(f.Type(), "s"))
 	}
 	if !f.set {
 		*f.list = nil
@@ -85,4 +86,9 @@ func (f *originFlag) Set(s string) error {
 	return nil
 }
 
-func (f *originFlag) Type() string { return "origins" }
+func (f *originFlag) Type() string {
+	if f.typ == "" {
+		return "origins"
+	}
+	return f.typ
+}

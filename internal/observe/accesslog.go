@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"net/http"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -14,6 +15,85 @@ const (
 	FormatText = "text"
 	FormatJSON = "json"
 )
+
+// AccessLogOptions configure the AccessLog layer.
+type AccessLogOptions struct {
+	// Enabled writes the info-level lines; without it each request gets
+	// only the debug-level completion line.
+	Enabled bool
+	// Format is FormatText (also for "") or FormatJSON.
+	Format string
+	// Health also logs housekeeping requests (OPTIONS, /health, /metrics, the docs).
+	Health bool
+	// Logger receives the lines; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// AccessLog is the layer that writes mistral.rs's access lines: "request
+// started" once the model label is known (at once, or after the body is read
+// for the routes that name their model in it) and "request completed" when
+// the handler returned, with the status, the duration, and for a stream its
+// outcome and usage, for an error its message. An SSE response also gets a
+// debug-level "stream accepted" line when its header is written.
+func AccessLog(opts AccessLogOptions) func(http.Handler) http.Handler {
+	a := newAccessLogger(opts.Logger, opts.Format == FormatJSON)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec, w, r, _ := enter(w, r)
+			logged := opts.Enabled && (opts.Health || !rec.Housekeeping)
+			if logged {
+				rec.whenModel(func() { a.started(rec, rec.Start) })
+			}
+			rec.whenHeader(func(code int) {
+				if rec.sse {
+					now := time.Now()
+					a.streamAccepted(rec, statusText(code), now.Sub(rec.Start), now)
+				}
+			})
+			ctx := r.Context()
+			serveSettled(rec, next, w, r, func() {
+				now := time.Now()
+				c := completionOf(rec, ctx, now)
+				if logged {
+					a.completed(rec, &c, now)
+				} else {
+					a.fallback(rec, c.status, c.duration, now)
+				}
+			})
+		})
+	}
+}
+
+// completionOf is what the completed line says about a settled request.
+func completionOf(rec *Record, ctx context.Context, now time.Time) completion {
+	c := completion{status: statusText(rec.rw.status), duration: now.Sub(rec.Start)}
+	e := &rec.end
+	if rec.sse {
+		switch {
+		case e.errMsg != "":
+			c.outcome, c.err = "error", e.errMsg
+		case rec.rw.writeErr != nil:
+			c.outcome = "client_disconnected"
+		case e.done:
+			c.outcome = "completed"
+		case ctx.Err() != nil:
+			c.outcome = "client_disconnected"
+		default:
+			c.outcome = "completed"
+		}
+		c.usage, c.hasUsage = e.usage, e.hasUsage
+	} else if rec.rw.status >= 400 {
+		c.err = rec.errMsg
+		if c.err == "" {
+			body := rec.rw.errBody
+			if len(body) > errorCaptureLimit {
+				body = body[:errorCaptureLimit]
+			}
+			c.err = errorMessage(body)
+		}
+	}
+	return c
+}
 
 // accessLogger renders mistral.rs's access lines ("request started: …",
 // "request completed: …") on the target mistralrs_server_core::metrics. Text
@@ -60,47 +140,47 @@ func durationMs(d time.Duration) float64 {
 	return math.Round(d.Seconds()*1000*1000) / 1000
 }
 
-func (a *accessLogger) started(st *reqState, now time.Time) {
+func (a *accessLogger) started(rec *Record, now time.Time) {
 	if !a.enabled(slog.LevelInfo) {
 		return
 	}
 	bp := bufPool.Get().(*[]byte)
 	b := (*bp)[:0]
 	if a.json {
-		b = appendJSONHead(b, now, slog.LevelInfo, "request_started", st)
-		b = appendJSONField(b, "path", st.path)
-		b = appendJSONField(b, "model", st.model)
+		b = appendJSONHead(b, now, slog.LevelInfo, "request_started", rec)
+		b = appendJSONField(b, "path", rec.Path)
+		b = appendJSONField(b, "model", rec.model)
 		b = append(b, `,"content_length":`...)
-		if st.contentLength >= 0 {
-			b = strconv.AppendInt(b, st.contentLength, 10)
+		if rec.ContentLength >= 0 {
+			b = strconv.AppendInt(b, rec.ContentLength, 10)
 		} else {
 			b = append(b, "null"...)
 		}
 		b = append(b, "}\n"...)
 		a.emitJSON(b, now, slog.LevelInfo, "request started", func(r *slog.Record) {
-			r.AddAttrs(slog.String("event", "request_started"), slog.String("request_id", st.id),
-				slog.String("method", st.method), slog.String("route", st.route), slog.String("path", st.path),
-				slog.String("model", st.model))
-			if st.contentLength >= 0 {
-				r.AddAttrs(slog.Int64("content_length", st.contentLength))
+			r.AddAttrs(slog.String("event", "request_started"), slog.String("request_id", rec.ID),
+				slog.String("method", rec.Method), slog.String("route", rec.Route), slog.String("path", rec.Path),
+				slog.String("model", rec.model))
+			if rec.ContentLength >= 0 {
+				r.AddAttrs(slog.Int64("content_length", rec.ContentLength))
 			} else {
 				r.AddAttrs(slog.Any("content_length", nil))
 			}
 		})
 	} else {
 		b = append(b, "request started: request_id="...)
-		b = append(b, st.id...)
+		b = append(b, rec.ID...)
 		b = append(b, " method="...)
-		b = append(b, st.method...)
+		b = append(b, rec.Method...)
 		b = append(b, " route="...)
-		b = append(b, st.route...)
+		b = append(b, rec.Route...)
 		b = append(b, " path="...)
-		b = append(b, st.path...)
+		b = append(b, rec.Path...)
 		b = append(b, " model="...)
-		b = append(b, st.model...)
-		if st.contentLength >= 0 {
+		b = append(b, rec.model...)
+		if rec.ContentLength >= 0 {
 			b = append(b, " content_length="...)
-			b = strconv.AppendInt(b, st.contentLength, 10)
+			b = strconv.AppendInt(b, rec.ContentLength, 10)
 		}
 		a.emitText(b, now, slog.LevelInfo)
 	}
@@ -108,7 +188,7 @@ func (a *accessLogger) started(st *reqState, now time.Time) {
 	bufPool.Put(bp)
 }
 
-func (a *accessLogger) completed(st *reqState, c *completion, now time.Time) {
+func (a *accessLogger) completed(rec *Record, c *completion, now time.Time) {
 	if !a.enabled(slog.LevelInfo) {
 		return
 	}
@@ -116,8 +196,8 @@ func (a *accessLogger) completed(st *reqState, c *completion, now time.Time) {
 	bp := bufPool.Get().(*[]byte)
 	b := (*bp)[:0]
 	if a.json {
-		b = appendJSONHead(b, now, slog.LevelInfo, "request_completed", st)
-		b = appendJSONField(b, "model", st.model)
+		b = appendJSONHead(b, now, slog.LevelInfo, "request_completed", rec)
+		b = appendJSONField(b, "model", rec.model)
 		b = appendJSONField(b, "status", c.status)
 		b = append(b, `,"duration_ms":`...)
 		b = appendJSONFloat(b, ms)
@@ -139,8 +219,8 @@ func (a *accessLogger) completed(st *reqState, c *completion, now time.Time) {
 		}
 		b = append(b, "}\n"...)
 		a.emitJSON(b, now, slog.LevelInfo, "request completed", func(r *slog.Record) {
-			r.AddAttrs(slog.String("event", "request_completed"), slog.String("request_id", st.id),
-				slog.String("method", st.method), slog.String("route", st.route), slog.String("model", st.model),
+			r.AddAttrs(slog.String("event", "request_completed"), slog.String("request_id", rec.ID),
+				slog.String("method", rec.Method), slog.String("route", rec.Route), slog.String("model", rec.model),
 				slog.String("status", c.status), slog.Float64("duration_ms", ms))
 			if c.outcome != "" {
 				r.AddAttrs(slog.String("outcome", c.outcome))
@@ -154,7 +234,7 @@ func (a *accessLogger) completed(st *reqState, c *completion, now time.Time) {
 			}
 		})
 	} else {
-		b = appendCompletedText(b, st, c.status)
+		b = appendCompletedText(b, rec, c.status)
 		if c.outcome != "" {
 			b = append(b, " outcome="...)
 			b = append(b, c.outcome...)
@@ -184,12 +264,12 @@ func (a *accessLogger) completed(st *reqState, c *completion, now time.Time) {
 // fallback is the debug-level completion line used when the request is not
 // access-logged (disabled, or housekeeping without --access-log-health):
 // fixed text form, no outcome, usage or error.
-func (a *accessLogger) fallback(st *reqState, status string, d time.Duration, now time.Time) {
+func (a *accessLogger) fallback(rec *Record, status string, d time.Duration, now time.Time) {
 	if !a.enabled(slog.LevelDebug) {
 		return
 	}
 	bp := bufPool.Get().(*[]byte)
-	b := appendCompletedText((*bp)[:0], st, status)
+	b := appendCompletedText((*bp)[:0], rec, status)
 	b = append(b, " duration_ms="...)
 	b = strconv.AppendFloat(b, durationMs(d), 'f', 3, 64)
 	a.emitText(b, now, slog.LevelDebug)
@@ -198,19 +278,19 @@ func (a *accessLogger) fallback(st *reqState, status string, d time.Duration, no
 }
 
 // streamAccepted is the debug line logged when an SSE response starts.
-func (a *accessLogger) streamAccepted(st *reqState, status string, d time.Duration, now time.Time) {
+func (a *accessLogger) streamAccepted(rec *Record, status string, d time.Duration, now time.Time) {
 	if !a.enabled(slog.LevelDebug) {
 		return
 	}
 	bp := bufPool.Get().(*[]byte)
 	b := append((*bp)[:0], "stream accepted: request_id="...)
-	b = append(b, st.id...)
+	b = append(b, rec.ID...)
 	b = append(b, " method="...)
-	b = append(b, st.method...)
+	b = append(b, rec.Method...)
 	b = append(b, " route="...)
-	b = append(b, st.route...)
+	b = append(b, rec.Route...)
 	b = append(b, " model="...)
-	b = append(b, st.model...)
+	b = append(b, rec.model...)
 	b = append(b, " status="...)
 	b = append(b, status...)
 	b = append(b, " accepted_ms="...)
@@ -220,15 +300,15 @@ func (a *accessLogger) streamAccepted(st *reqState, status string, d time.Durati
 	bufPool.Put(bp)
 }
 
-func appendCompletedText(b []byte, st *reqState, status string) []byte {
+func appendCompletedText(b []byte, rec *Record, status string) []byte {
 	b = append(b, "request completed: request_id="...)
-	b = append(b, st.id...)
+	b = append(b, rec.ID...)
 	b = append(b, " method="...)
-	b = append(b, st.method...)
+	b = append(b, rec.Method...)
 	b = append(b, " route="...)
-	b = append(b, st.route...)
+	b = append(b, rec.Route...)
 	b = append(b, " model="...)
-	b = append(b, st.model...)
+	b = append(b, rec.model...)
 	b = append(b, " status="...)
 	return append(b, status...)
 }
@@ -253,7 +333,7 @@ func (a *accessLogger) emitJSON(line []byte, now time.Time, l slog.Level, msg st
 	_ = a.h.Handle(context.Background(), r)
 }
 
-func appendJSONHead(b []byte, now time.Time, l slog.Level, event string, st *reqState) []byte {
+func appendJSONHead(b []byte, now time.Time, l slog.Level, event string, rec *Record) []byte {
 	b = append(b, `{"time":"`...)
 	b = appendTime(b, now)
 	b = append(b, `","level":"`...)
@@ -261,9 +341,9 @@ func appendJSONHead(b []byte, now time.Time, l slog.Level, event string, st *req
 	b = append(b, `","event":"`...)
 	b = append(b, event...)
 	b = append(b, '"')
-	b = appendJSONField(b, "request_id", st.id)
-	b = appendJSONField(b, "method", st.method)
-	return appendJSONField(b, "route", st.route)
+	b = appendJSONField(b, "request_id", rec.ID)
+	b = appendJSONField(b, "method", rec.Method)
+	return appendJSONField(b, "route", rec.Route)
 }
 
 func appendJSONField(b []byte, key, val string) []byte {

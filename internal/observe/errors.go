@@ -66,8 +66,8 @@ func WriteErrorMessage(w http.ResponseWriter, r *http.Request, status int, msg s
 // error responses whose body the middleware should not have to parse. Call
 // it from the handler's goroutine, before the handler returns.
 func SetError(ctx context.Context, msg string) {
-	if st := stateFrom(ctx); st != nil {
-		st.errMsg = msg
+	if rec := RecordFrom(ctx); rec != nil {
+		rec.errMsg = msg
 	}
 }
 

@@ -60,6 +60,41 @@ func newHTTPMetrics(reg *prometheus.Registry) *httpMetrics {
 	return h
 }
 
+// HTTPMetrics is the layer that counts requests in m's http_* families:
+// http_requests_in_flight and http_request_body_bytes once the model label
+// is known, http_requests_total and http_request_duration_seconds (with the
+// request id as exemplar) when the handler returned, labelled by method,
+// route, model and status. Housekeeping requests are not counted. With m nil
+// the layer is next itself.
+func HTTPMetrics(m *Metrics) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if m == nil {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec, w, r, own := enter(w, r)
+			if rec.Housekeeping {
+				serveLayer(rec, own, next, w, r)
+				return
+			}
+			rec.whenModel(func() {
+				rec.series = m.http.start(rec.Method, rec.Route, rec.model)
+				rec.series.inflight.Inc()
+				if rec.ContentLength >= 0 {
+					rec.series.observeBodyBytes(float64(rec.ContentLength))
+				}
+			})
+			serveSettled(rec, next, w, r, func() {
+				now := time.Now()
+				ds := rec.series.status(rec.rw.status).done()
+				ds.requests.Inc()
+				ds.duration.observe(now.Sub(rec.Start).Seconds(), rec.ID, now)
+				rec.series.inflight.Dec()
+			})
+		})
+	}
+}
+
 // methodLabel keeps the standard methods; any other method token (a client
 // can send any) becomes OTHER so it cannot grow the series count.
 func methodLabel(m string) string {

@@ -164,7 +164,8 @@ func TestDefaultLoggerSharedStream(t *testing.T) {
 	Logger(TargetServer).Info("startup line")
 	Logger(TargetEngine).Info("engine line filtered out by RUST_LOG")
 	o, _ := New(DefaultOptions())
-	o.access.started(&reqState{id: "x", method: "GET", route: "/v1/models", path: "/v1/models", model: "none", contentLength: -1}, time.Now())
+	a := newAccessLogger(o.opts.Logger, false)
+	a.started(&Record{ID: "x", Method: "GET", Route: "/v1/models", Path: "/v1/models", model: "none", ContentLength: -1}, time.Now())
 	lines := maskAll(buf.Lines())
 	want := []string{
 		"TS  INFO mistralrs_server_core: startup line",

@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"errors"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -84,6 +86,92 @@ func DefaultModelSources() map[string]ModelSource {
 // readsBody reports whether the middleware buffers the body for the label.
 func (s ModelSource) readsBody() bool {
 	return s == SourceBody || s == SourceBodyTrimmed || s == SourceModelID
+}
+
+// ModelLabels is the layer that gives each request its `model` label, from
+// where its route names the model (sources, keyed by route label; nil means
+// DefaultModelSources()): none, the query, or the body. Labels are bounded:
+// only ids res knows become values. For a body route the label waits for
+// BufferBody, below the checks that may refuse the request first; a request
+// refused before its body is read is labelled ModelUnknown.
+func ModelLabels(sources map[string]ModelSource, res ModelResolver) func(http.Handler) http.Handler {
+	if sources == nil {
+		sources = DefaultModelSources()
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec, w, r, own := enter(w, r)
+			src := sources[rec.Route]
+			if src.readsBody() && rec.model == "" {
+				rec.fallback = ModelUnknown
+				rec.pending = func(body []byte) string { return modelLabel(src, res, body, "") }
+			} else {
+				rec.SetModel(modelLabel(src, res, nil, r.URL.RawQuery))
+			}
+			serveLayer(rec, own, next, w, r)
+		})
+	}
+}
+
+// BufferBody is the layer that reads the body of a request whose model label
+// waits for it (ModelLabels), up to limit bytes (0: DefaultBodyLimit), as
+// mistral.rs's access log does, and hands the bytes on to the handler
+// (ReadBody takes them without a copy). A body over the limit is answered
+// with 413, an unreadable one with 400, in the route's envelope
+// (errorWriters, keyed by route label) or OpenAI's; both are labelled
+// ModelUnknown. Put it below the checks that refuse requests (API key,
+// content type, body limit), so that a refused body is never buffered.
+func BufferBody(limit int64, errorWriters map[string]ErrorWriter) func(http.Handler) http.Handler {
+	if limit <= 0 {
+		limit = DefaultBodyLimit
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := RecordFrom(r.Context())
+			if rec == nil || rec.pending == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			label := rec.pending
+			body, err := readBody(r, limit)
+			switch {
+			case errors.Is(err, errBodyTooLarge):
+				rec.SetModel(ModelUnknown)
+				writeLayerError(errorWriters, w, r, http.StatusRequestEntityTooLarge, "")
+				return
+			case err != nil:
+				rec.SetModel(ModelUnknown)
+				msg := "failed to read request body: " + err.Error()
+				rec.errMsg = msg
+				writeLayerError(errorWriters, w, r, http.StatusBadRequest, msg)
+				return
+			}
+			rec.ContentLength = int64(len(body))
+			rec.SetModel(label(body))
+			// The handler reads the bytes buffered here.
+			bb := &bufferedBody{b: body}
+			bb.Reset(body)
+			r.Body = bb
+			r.ContentLength = int64(len(body))
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// writeLayerError answers an error a layer detects itself, in the route's
+// envelope (errorWriters) or OpenAI's; a 413's message is fixed.
+func writeLayerError(errorWriters map[string]ErrorWriter, w http.ResponseWriter, r *http.Request, status int, msg string) {
+	ew := errorWriters[Route(r.Context())]
+	switch {
+	case ew != nil && status == http.StatusRequestEntityTooLarge:
+		ew(w, r, status, bodyTooLargeMessage)
+	case ew != nil:
+		ew(w, r, status, msg)
+	case status == http.StatusRequestEntityTooLarge:
+		WriteBodyTooLarge(w, r)
+	default:
+		WriteErrorMessage(w, r, status, msg)
+	}
 }
 
 // modelLabel resolves the label of a route from its buffered body or query.

@@ -1,21 +1,21 @@
-// Package observe is the server's observability layer: request ids, CORS,
-// the body limit, access logs, HTTP and streaming-latency metrics, engine
-// metrics, logging setup and the -l payload log. It follows mistral.rs's
-// observe_http middleware (see docs/observability.md for the differences
-// made on purpose).
+// Package observe is the server's observability: the HTTP layers (Router,
+// RequestIDs, ModelLabels, AccessLog, HTTPMetrics, StreamLatency,
+// BufferBody: each a func(http.Handler) http.Handler sharing a per-request
+// Record), engine metrics, logging setup and the -l payload log. HTTPLayer
+// composes the layers, with httpguard's CORS and body limit, as mistral.rs's
+// observe_http middleware and router do (see docs/observability.md for the
+// differences made on purpose).
 package observe
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
-	"time"
+
+	"mistralrs/internal/httpguard"
 )
 
 // Options configure the layer; DefaultOptions has `mistralrs serve`'s defaults.
@@ -31,6 +31,10 @@ type Options struct {
 	RequestIDHeader bool
 	// Metrics installs the registry (--disable-metrics clears it).
 	Metrics bool
+	// Registry is the registry to install when Metrics is set; nil: New
+	// makes one. A server makes it first, so that its engines report to it
+	// before the layer (which needs the served models) exists.
+	Registry *Metrics
 	// Logger receives the access lines; nil means slog.Default() at New.
 	Logger *slog.Logger
 	// Models resolves model labels; nil: every named model is unknown and
@@ -49,9 +53,12 @@ type Options struct {
 	// over the limit (413), an unreadable body, a wrong method (405).
 	ErrorWriters map[string]ErrorWriter
 	// Guard, when set, wraps the routes inside CORS (so its refusals carry
-	// the CORS headers and preflights never reach it) and inside the
-	// observability layer (so they are logged and counted): the server's
-	// API-key and content-type checks. Route tells it the matched route.
+	// the CORS headers and preflights never reach it), inside the
+	// observability layers (so they are logged and counted) and outside the
+	// body limit and BufferBody (so a refused body is never read): the
+	// server's Host, API-key and content-type checks. Route tells it the
+	// matched route. A request it refuses on a route whose model label comes
+	// from the body is labelled ModelUnknown.
 	Guard func(http.Handler) http.Handler
 }
 
@@ -71,29 +78,32 @@ func DefaultOptions() Options {
 	}
 }
 
-// HTTPLayer is the configured HTTP observability layer (request ids, CORS,
-// body limit, access log, HTTP metrics) and the metrics registry it owns.
+// HTTPLayer is the configured HTTP stack (request ids, CORS, body limit,
+// access log, HTTP metrics) and the metrics registry it owns.
 type HTTPLayer struct {
 	opts    Options
 	metrics *Metrics
-	access  accessLogger
 	sources map[string]ModelSource
 	limit   int64
-	origins map[string]bool
+}
+
+// Validate reports options New would refuse.
+func (opts *Options) Validate() error {
+	switch opts.AccessLogFormat {
+	case "", FormatText, FormatJSON:
+		return nil
+	}
+	return fmt.Errorf("access log format %q: want text or json", opts.AccessLogFormat)
 }
 
 // New builds the layer. With Options.Metrics false no registry exists.
 func New(opts Options) (*HTTPLayer, error) {
-	switch opts.AccessLogFormat {
-	case "", FormatText, FormatJSON:
-	default:
-		return nil, fmt.Errorf("access log format %q: want text or json", opts.AccessLogFormat)
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
-	o := &HTTPLayer{
-		opts:    opts,
-		access:  newAccessLogger(opts.Logger, opts.AccessLogFormat == FormatJSON),
-		sources: opts.ModelSources,
-		limit:   opts.BodyLimit,
+	o := &HTTPLayer{opts: opts, sources: opts.ModelSources, limit: opts.BodyLimit}
+	if o.opts.Logger == nil {
+		o.opts.Logger = slog.Default()
 	}
 	if o.sources == nil {
 		o.sources = DefaultModelSources()
@@ -102,20 +112,20 @@ func New(opts Options) (*HTTPLayer, error) {
 		o.limit = DefaultBodyLimit
 	}
 	if opts.AllowedOrigins != nil {
-		o.origins = make(map[string]bool, len(opts.AllowedOrigins))
-		for _, s := range opts.AllowedOrigins {
-			o.origins[s] = true
-		}
+		o.opts.AllowedOrigins = append([]string{}, opts.AllowedOrigins...)
 	}
 	if opts.Metrics {
-		o.metrics = NewMetrics()
+		o.metrics = opts.Registry
+		if o.metrics == nil {
+			o.metrics = NewMetrics()
+		}
 	}
 	return o, nil
 }
 
 // AllowedOrigins returns the origins CORS answers, nil for any.
 func (o *HTTPLayer) AllowedOrigins() []string {
-	if o.origins == nil {
+	if o.opts.AllowedOrigins == nil {
 		return nil
 	}
 	return append([]string(nil), o.opts.AllowedOrigins...)
@@ -141,397 +151,59 @@ func (o *HTTPLayer) MetricsHandler() http.Handler {
 	return o.metrics.Handler()
 }
 
-// Handler wraps mux in the layers of mistral.rs's router, innermost first:
-// Options.Guard, CORS (answers every OPTIONS), the body limit, then the observability layer
-// outermost, so it also sees 404s, 405s, 413s and preflights. The mux is
-// consulted first to learn the matched pattern (the `route`/`path` label);
-// register "GET /{$}" rather than "/" for the root, since "/" matches every
-// path in a ServeMux.
+// Handler wraps mux in the layers of mistral.rs's router, outermost first:
+// Router (the route label, so it also sees 404s, 405s, 413s and
+// preflights), RequestIDs, ModelLabels, AccessLog, HTTPMetrics,
+// StreamLatency, CORS (answers every OPTIONS), Options.Guard, the body
+// limit, then BufferBody, so that a request the guard refuses is logged,
+// counted and carries the CORS headers, but its body is never read. Register
+// "GET /{$}" rather than "/" for the root, since "/" matches every path in a
+// ServeMux.
 func (o *HTTPLayer) Handler(mux *http.ServeMux) http.Handler {
-	var next http.Handler = &dispatch{mux: mux}
+	layers := []func(http.Handler) http.Handler{
+		Router(mux),
+		RequestIDs(o.opts.RequestIDHeader),
+		ModelLabels(o.sources, o.opts.Models),
+		AccessLog(AccessLogOptions{
+			Enabled: o.opts.AccessLog,
+			Format:  o.opts.AccessLogFormat,
+			Health:  o.opts.AccessLogHealth,
+			Logger:  o.opts.Logger,
+		}),
+		HTTPMetrics(o.metrics),
+		StreamLatency(o.metrics),
+		httpguard.CORS(o.opts.AllowedOrigins),
+	}
 	if o.opts.Guard != nil {
-		next = o.opts.Guard(next)
+		layers = append(layers, o.opts.Guard)
 	}
-	next = &cors{next: next, origins: o.origins}
-	next = &bodyLimit{next: next, o: o}
-	return &observeLayer{o: o, mux: mux, next: next}
+	// Unmatched requests go on to the 404 (which reads no body).
+	matched := func(r *http.Request) bool { return Route(r.Context()) != Unmatched }
+	layers = append(layers,
+		httpguard.BodyLimit(o.limit, matched, o.guardError),
+		BufferBody(o.limit, o.opts.ErrorWriters))
+	return Chain(&dispatch{mux: mux, errorWriters: o.opts.ErrorWriters}, layers...)
 }
 
-// Unmatched is the route label of requests no pattern matched.
-const Unmatched = "<unmatched>"
-
-// reqState is everything the layer knows about one request.
-type reqState struct {
-	o             *HTTPLayer
-	ctx           context.Context
-	start         time.Time
-	id            string
-	method        string
-	route         string
-	path          string
-	model         string
-	contentLength int64 // -1: unknown
-	housekeeping  bool
-	logAccess     bool
-	buffered      bool // body read by the layer (r.Body replaced)
-	finished      bool
-
-	rw     ResponseWriter
-	sse    bool
-	stream Stream
-	errMsg string // attached by the handler (SetError, WriteError)
-
-	series *startSeries // nil without metrics or for housekeeping
-
-	// The handler the mux chose, when it can be called without routing
-	// again (a pattern without wildcards, so no path values are needed).
-	handler http.Handler
-	pattern string
+// guardError answers an httpguard refusal in the route's envelope.
+func (o *HTTPLayer) guardError(w http.ResponseWriter, r *http.Request, status int, _, msg string) {
+	writeLayerError(o.opts.ErrorWriters, w, r, status, msg)
 }
 
-type ctxKey struct{}
+// CORSAllowedHeaders and CORSExposedHeaders list the CORS header names
+// (httpguard.CORS).
+var (
+	CORSAllowedHeaders = httpguard.CORSAllowedHeaders
+	CORSExposedHeaders = httpguard.CORSExposedHeaders
+)
 
-func stateFrom(ctx context.Context) *reqState {
-	st, _ := ctx.Value(ctxKey{}).(*reqState)
-	return st
+// Chain wraps h in layers, the first outermost.
+func Chain(h http.Handler, layers ...func(http.Handler) http.Handler) http.Handler {
+	for i := len(layers) - 1; i >= 0; i-- {
+		h = layers[i](h)
+	}
+	return h
 }
-
-// Route returns the request's route label: the path of the ServeMux
-// pattern it matched ("/v1/chat/completions"), Unmatched, or "" outside the
-// middleware.
-func Route(ctx context.Context) string {
-	if st := stateFrom(ctx); st != nil {
-		return st.route
-	}
-	return ""
-}
-
-// IsHousekeeping reports whether a request is housekeeping (an OPTIONS
-// request, /, /health, /metrics, the docs, the web UI): no access line by
-// default and no HTTP metrics. Outside the middleware it is false.
-func IsHousekeeping(ctx context.Context) bool {
-	if st := stateFrom(ctx); st != nil {
-		return st.housekeeping
-	}
-	return false
-}
-
-// RequestID returns the request's id ("" outside the middleware).
-func RequestID(ctx context.Context) string {
-	if st := stateFrom(ctx); st != nil {
-		return st.id
-	}
-	return ""
-}
-
-type observeLayer struct {
-	o    *HTTPLayer
-	mux  *http.ServeMux
-	next http.Handler
-}
-
-func (l *observeLayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	o := l.o
-	st := &reqState{o: o, start: time.Now(), method: r.Method, contentLength: -1}
-	st.stream.st = st
-	src := SourceNone
-	st.route, src = l.route(r, st)
-	st.path = r.URL.EscapedPath()
-	st.id = requestIDFrom(r.Header)
-	st.housekeeping = isHousekeeping(r.Method, st.route, st.path)
-	if v := r.Header["Content-Length"]; len(v) > 0 {
-		if n, err := strconv.ParseUint(v[0], 10, 63); err == nil {
-			st.contentLength = int64(n)
-		}
-	}
-
-	// Model extraction may read the whole body, as mistral.rs's access log
-	// does; a body over the limit or unreadable is answered here, without
-	// calling the handler, and labelled unknown.
-	status := 0 // set when the layer answers itself
-	var body []byte
-	if src.readsBody() {
-		var err error
-		body, err = readBody(r, o.limit)
-		switch {
-		case errors.Is(err, errBodyTooLarge):
-			status = http.StatusRequestEntityTooLarge
-			st.model = ModelUnknown
-		case err != nil:
-			status = http.StatusBadRequest
-			st.model = ModelUnknown
-			st.errMsg = "failed to read request body: " + err.Error()
-		default:
-			st.buffered = true
-			st.contentLength = int64(len(body))
-		}
-	}
-	if st.model == "" {
-		st.model = modelLabel(src, o.opts.Models, body, r.URL.RawQuery)
-	}
-
-	st.logAccess = o.opts.AccessLog && (o.opts.AccessLogHealth || !st.housekeeping)
-	if st.logAccess {
-		o.access.started(st, st.start)
-	}
-	if o.metrics != nil && !st.housekeeping {
-		st.series = o.metrics.http.start(st.method, st.route, st.model)
-		st.series.inflight.Inc()
-		if st.contentLength >= 0 {
-			st.series.observeBodyBytes(float64(st.contentLength))
-		}
-	}
-
-	st.rw = ResponseWriter{w: w, st: st}
-	st.ctx = context.WithValue(r.Context(), ctxKey{}, st)
-	r = r.WithContext(st.ctx)
-	if st.buffered {
-		// The handler reads the bytes the layer buffered (set on the copy:
-		// the caller's request is not modified).
-		bb := &bufferedBody{b: body}
-		bb.Reset(body)
-		r.Body = bb
-		r.ContentLength = int64(len(body))
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			// The handler panicked: account for the request, then let
-			// net/http deal with the panic as usual.
-			if !st.rw.wroteHeader {
-				st.rw.status = http.StatusInternalServerError
-			}
-			st.finish()
-			panic(p)
-		}
-	}()
-	switch status {
-	case 0:
-		l.next.ServeHTTP(&st.rw, r)
-	case http.StatusRequestEntityTooLarge:
-		o.corsHeaders(w.Header(), r)
-		o.writeLayerError(&st.rw, r, st.route, status, "")
-	default:
-		o.corsHeaders(w.Header(), r)
-		o.writeLayerError(&st.rw, r, st.route, status, st.errMsg)
-	}
-	if !st.rw.wroteHeader {
-		// Nothing written: net/http sends 200 with the header map after we
-		// return, so only record it (calling WriteHeader would log an error
-		// if the handler hijacked the connection).
-		st.rw.wroteHeader = true
-		st.rw.status = http.StatusOK
-		st.onHeader(&st.rw, http.StatusOK)
-	}
-	st.finish()
-}
-
-// route returns the path label and the route's model source.
-func (l *observeLayer) route(r *http.Request, st *reqState) (string, ModelSource) {
-	// CONNECT paths are not canonicalised and may redirect to a
-	// client-chosen path: never a label.
-	if r.Method == http.MethodConnect {
-		return Unmatched, SourceNone
-	}
-	h, pat := l.mux.Handler(r)
-	if !strings.Contains(pat, "{") && r.RequestURI != "*" {
-		st.handler, st.pattern = h, pat
-	}
-	if pat == "" {
-		// 405: the path exists under another method and keeps its label.
-		r2 := *r
-		for _, m := range probeMethods {
-			if m == r.Method {
-				continue
-			}
-			r2.Method = m
-			if _, pat = l.mux.Handler(&r2); pat != "" {
-				break
-			}
-		}
-		if pat == "" {
-			return Unmatched, SourceNone
-		}
-	}
-	p := patternPath(pat)
-	return p, l.o.sources[p]
-}
-
-var probeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch}
-
-// patternPath strips the method and host of a ServeMux pattern.
-func patternPath(pat string) string {
-	if i := strings.IndexByte(pat, '/'); i >= 0 {
-		return pat[i:]
-	}
-	return pat
-}
-
-// isHousekeeping: every OPTIONS request, the probe, metrics and docs routes,
-// and the web UI, as in mistral.rs. Housekeeping requests get no access line
-// (unless --access-log-health) and no HTTP metrics.
-func isHousekeeping(method, route, path string) bool {
-	if method == http.MethodOptions {
-		return true
-	}
-	switch route {
-	case "/", "/{$}", "/health", "/metrics", "/docs", "/api-doc/openapi.json":
-		return true
-	}
-	return strings.HasPrefix(route, "/docs/") || underUI(route) || underUI(path)
-}
-
-func underUI(p string) bool {
-	return p == "/ui" || strings.HasPrefix(p, "/ui/")
-}
-
-// corsHeaders adds the non-preflight CORS headers to a response the layer
-// writes itself (413), so browsers can read it.
-func (o *HTTPLayer) corsHeaders(h http.Header, r *http.Request) {
-	(&cors{origins: o.origins}).allowOrigin(h, r)
-	h["Vary"] = varyValue
-	h["Access-Control-Expose-Headers"] = exposeHeaders
-}
-
-// writeLayerError answers an error the layer detects itself, in the route's
-// envelope (Options.ErrorWriters) or OpenAI's; a 413's message is fixed.
-func (o *HTTPLayer) writeLayerError(w http.ResponseWriter, r *http.Request, route string, status int, msg string) {
-	ew := o.opts.ErrorWriters[route]
-	switch {
-	case ew != nil && status == http.StatusRequestEntityTooLarge:
-		ew(w, r, status, bodyTooLargeMessage)
-	case ew != nil:
-		ew(w, r, status, msg)
-	case status == http.StatusRequestEntityTooLarge:
-		WriteBodyTooLarge(w, r)
-	default:
-		WriteErrorMessage(w, r, status, msg)
-	}
-}
-
-// onHeader runs when the response status is decided.
-func (st *reqState) onHeader(rw *ResponseWriter, code int) {
-	h := rw.w.Header()
-	if st.o.opts.RequestIDHeader {
-		h[HeaderRequestID] = []string{st.id}
-	}
-	if ct := h["Content-Type"]; len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream") {
-		st.sse = true
-		now := time.Now()
-		status := statusText(code)
-		st.o.access.streamAccepted(st, status, now.Sub(st.start), now)
-		var ds *doneSeries
-		if st.series != nil {
-			ds = st.series.status(code)
-		}
-		st.stream.arm(ds)
-	}
-}
-
-// finish does the completion accounting exactly once, for streams and other
-// responses alike, as mistral.rs does: the request counter and duration
-// histogram, the in-flight gauge released, then the access line (or the
-// debug fallback line).
-func (st *reqState) finish() {
-	if st.finished {
-		return
-	}
-	st.finished = true
-	now := time.Now()
-	c := completion{status: statusText(st.rw.status), duration: now.Sub(st.start)}
-	errMsg, usage, hasUsage, done := st.stream.finish()
-	if st.sse {
-		switch {
-		case errMsg != "":
-			c.outcome, c.err = "error", errMsg
-		case st.rw.writeErr != nil:
-			c.outcome = "client_disconnected"
-		case done:
-			c.outcome = "completed"
-		case st.ctx != nil && st.ctx.Err() != nil:
-			c.outcome = "client_disconnected"
-		default:
-			c.outcome = "completed"
-		}
-		c.usage, c.hasUsage = usage, hasUsage
-	} else if st.rw.status >= 400 {
-		c.err = st.errMsg
-		if c.err == "" {
-			body := st.rw.errBody
-			if len(body) > errorCaptureLimit {
-				body = body[:errorCaptureLimit]
-			}
-			c.err = errorMessage(body)
-		}
-	}
-	if st.series != nil {
-		ds := st.series.status(st.rw.status).done()
-		ds.requests.Inc()
-		ds.duration.observe(c.duration.Seconds(), st.id, now)
-		st.series.inflight.Dec()
-	}
-	if st.logAccess {
-		st.o.access.completed(st, &c, now)
-	} else {
-		st.o.access.fallback(st, c.status, c.duration, now)
-	}
-}
-
-// dispatch is the innermost layer: it calls the handler the mux chose during
-// routing, sparing a second route lookup, or lets the mux route when path
-// values are needed.
-type dispatch struct{ mux *http.ServeMux }
-
-func (d *dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if st := stateFrom(r.Context()); st != nil && st.handler != nil {
-		r.Pattern = st.pattern
-		if st.pattern == "" {
-			// The mux's own 404/405 answer in plain text; clients of an
-			// OpenAI-style API expect every error as JSON.
-			w = &jsonFallback{ResponseWriter: w, r: r, write: st.o.opts.ErrorWriters[st.route]}
-		}
-		st.handler.ServeHTTP(w, r)
-		return
-	}
-	d.mux.ServeHTTP(w, r)
-}
-
-// jsonFallback turns the ServeMux's plain-text 404 and 405 responses into
-// OpenAI-style JSON errors (the Allow header of a 405 is kept).
-type jsonFallback struct {
-	http.ResponseWriter
-	r        *http.Request
-	write    ErrorWriter // the route's envelope, nil for OpenAI's
-	replaced bool
-}
-
-func (j *jsonFallback) WriteHeader(code int) {
-	var msg string
-	switch code {
-	case http.StatusNotFound:
-		msg = fmt.Sprintf("no route for %s %s", j.r.Method, j.r.URL.Path)
-	case http.StatusMethodNotAllowed:
-		msg = fmt.Sprintf("method %s is not allowed for %s (allowed: %s)", j.r.Method, j.r.URL.Path, j.Header().Get("Allow"))
-	default:
-		j.ResponseWriter.WriteHeader(code)
-		return
-	}
-	j.replaced = true
-	j.Header().Del("X-Content-Type-Options")
-	if j.write != nil {
-		j.write(j.ResponseWriter, j.r, code, msg)
-		return
-	}
-	WriteErrorMessage(j.ResponseWriter, j.r, code, msg)
-}
-
-func (j *jsonFallback) Write(b []byte) (int, error) {
-	if j.replaced {
-		return len(b), nil // the plain-text body, already replaced
-	}
-	return j.ResponseWriter.Write(b)
-}
-
-func (j *jsonFallback) Unwrap() http.ResponseWriter { return j.ResponseWriter }
 
 // errBodyTooLarge reports a body over the limit.
 var errBodyTooLarge = errors.New("request body too large")
@@ -599,36 +271,3 @@ func ReadBody(r *http.Request) ([]byte, error) {
 }
 
 func (*bufferedBody) Close() error { return nil }
-
-// bodyLimit caps what a handler can read from the body (the layer's own
-// buffered bodies are already within the limit). A declared length over the
-// limit is answered with 413 before the handler runs.
-type bodyLimit struct {
-	next http.Handler
-	o    *HTTPLayer
-}
-
-func (b *bodyLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	st := stateFrom(r.Context())
-	if st == nil || !st.buffered {
-		// Unmatched requests go on to the 404 (the fallback reads no body);
-		// OPTIONS goes on to the preflight answer.
-		if r.ContentLength > b.o.limit && r.Method != http.MethodOptions && (st == nil || st.route != Unmatched) {
-			b.o.corsHeaders(w.Header(), r)
-			route := ""
-			if st != nil {
-				route = st.route
-			}
-			b.o.writeLayerError(w, r, route, http.StatusRequestEntityTooLarge, "")
-			return
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			base := w
-			if st != nil {
-				base = st.rw.w // lets MaxBytesReader mark the connection for closing
-			}
-			r.Body = http.MaxBytesReader(base, r.Body, b.o.limit)
-		}
-	}
-	b.next.ServeHTTP(w, r)
-}

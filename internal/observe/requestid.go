@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 
 	"github.com/google/uuid"
 )
@@ -72,66 +71,19 @@ func requestIDFrom(h http.Header) string {
 	return NewRequestID()
 }
 
-// CORS as mistral.rs configures tower-http's CorsLayer: any origin (unless a
-// list is given), methods GET, POST, PUT, DELETE, the headers clients of the
-// OpenAI and Anthropic APIs send plus x-request-id, and x-request-id exposed.
-const (
-	corsAllowMethods  = "GET,POST,PUT,DELETE"
-	corsAllowHeaders  = "content-type,authorization,x-api-key,anthropic-version,anthropic-beta,x-request-id"
-	corsExposeHeaders = "x-request-id"
-	corsVary          = "origin,access-control-request-method,access-control-request-headers"
-)
-
-// CORSAllowedHeaders and CORSExposedHeaders list the CORS header names.
-var (
-	CORSAllowedHeaders = strings.Split(corsAllowHeaders, ",")
-	CORSExposedHeaders = []string{corsExposeHeaders}
-)
-
-// cors answers every OPTIONS request itself as a preflight (200, empty body)
-// and adds the CORS headers to every other response, as tower-http does.
-type cors struct {
-	next    http.Handler
-	origins map[string]bool // nil: any origin ("*")
-}
-
-func (c *cors) allowOrigin(h http.Header, r *http.Request) {
-	if c.origins == nil {
-		h["Access-Control-Allow-Origin"] = anyOrigin
-		return
-	}
-	if o := r.Header.Get("Origin"); o != "" && c.origins[o] {
-		h.Set("Access-Control-Allow-Origin", o)
+// RequestIDs is the layer that gives each request its id: a valid
+// incoming x-request-id (see ValidRequestID), else a new one (NewRequestID).
+// The id is on the request's Record (RequestID) for the access log and the
+// exemplars; with echo it is also sent back as the x-request-id response
+// header (replacing one the handler set, as mistral.rs does).
+func RequestIDs(echo bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec, w, r, own := enter(w, r)
+			rec.ID = requestIDFrom(r.Header)
+			// Set when the status is decided, over any id the handler set.
+			rec.echoID = echo
+			serveLayer(rec, own, next, w, r)
+		})
 	}
 }
-
-var (
-	anyOrigin     = []string{"*"}
-	varyValue     = []string{corsVary}
-	allowMethods  = []string{corsAllowMethods}
-	allowHeaders  = []string{corsAllowHeaders}
-	exposeHeaders = []string{corsExposeHeaders}
-)
-
-func (c *cors) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	if r.Method == http.MethodOptions {
-		h["Vary"] = varyValue
-		h["Access-Control-Allow-Methods"] = allowMethods
-		h["Access-Control-Allow-Headers"] = allowHeaders
-		c.allowOrigin(h, r)
-		h["Content-Length"] = zeroLength
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	// Set before the handler runs: Go sends headers at the first write, so
-	// they cannot be added afterwards (tower-http adds them after). The
-	// shared slices have len == cap, so a handler's Header().Add copies
-	// instead of writing into them.
-	h["Vary"] = varyValue
-	h["Access-Control-Expose-Headers"] = exposeHeaders
-	c.allowOrigin(h, r)
-	c.next.ServeHTTP(w, r)
-}
-
-var zeroLength = []string{"0"}

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -24,7 +25,7 @@ type Usage struct {
 // after the response finished.
 type Stream struct {
 	mu  sync.Mutex
-	st  *reqState
+	rec *Record
 	sse bool // the response turned out to be SSE (TTFT/ITL armed if metrics are on)
 	end bool // the handler returned; later calls are ignored
 
@@ -42,11 +43,40 @@ type Stream struct {
 // maxPending bounds steps buffered before the response header is known.
 const maxPending = 1024
 
+// StreamLatency is the layer that turns the token steps a streamed (SSE)
+// response reports on its Stream (StreamFromContext) into the time to first
+// token and inter-token latency histograms of m, under the response's
+// method, path, model and status labels. Steps reported before the SSE
+// header is written wait for it. With m nil, or on housekeeping routes, the
+// steps are counted but not observed.
+func StreamLatency(m *Metrics) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec, w, r, own := enter(w, r)
+			rec.whenHeader(func(code int) {
+				if !rec.sse {
+					return
+				}
+				var ds *doneSeries
+				switch {
+				case m == nil || rec.Housekeeping:
+				case rec.series != nil && rec.series.h == m.http: // HTTPMetrics' on the same registry
+					ds = rec.series.status(code)
+				default:
+					ds = m.http.start(rec.Method, rec.Route, rec.model).status(code)
+				}
+				rec.stream.arm(ds)
+			})
+			serveLayer(rec, own, next, w, r)
+		})
+	}
+}
+
 // StreamFromContext returns the request's stream tracker, or nil when the
 // request did not pass through the middleware.
 func StreamFromContext(ctx context.Context) *Stream {
-	if st := stateFrom(ctx); st != nil {
-		return &st.stream
+	if rec := RecordFrom(ctx); rec != nil {
+		return &rec.stream
 	}
 	return nil
 }
@@ -78,7 +108,7 @@ func (s *Stream) record(t time.Time) {
 	if s.series != nil {
 		ds := s.series.sse()
 		if s.steps == 0 {
-			ds.ttft.observe(max(t.Sub(s.st.start).Seconds(), 0), s.st.id, t)
+			ds.ttft.observe(max(t.Sub(s.rec.Start).Seconds(), 0), s.rec.ID, t)
 		} else {
 			ds.itl.Observe(max(t.Sub(s.last).Seconds(), 0))
 		}

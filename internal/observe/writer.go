@@ -23,7 +23,7 @@ type ResponseWriter struct {
 	wroteHeader bool
 	writeErr    error
 
-	st *reqState // nil when used standalone
+	rec *Record // nil when used standalone
 
 	errBody []byte // first bytes of a 4xx/5xx body
 }
@@ -60,8 +60,8 @@ func (rw *ResponseWriter) WriteHeader(code int) {
 	}
 	rw.wroteHeader = true
 	rw.status = code
-	if rw.st != nil {
-		rw.st.onHeader(rw, code)
+	if rw.rec != nil {
+		rw.rec.headerWritten(rw, code)
 	}
 	rw.w.WriteHeader(code)
 }
@@ -71,7 +71,7 @@ func (rw *ResponseWriter) Write(p []byte) (int, error) {
 	if !rw.wroteHeader {
 		rw.WriteHeader(http.StatusOK)
 	}
-	if rw.status >= 400 && rw.st != nil && len(rw.errBody) < errorCaptureLimit+1 {
+	if rw.status >= 400 && rw.rec != nil && len(rw.errBody) < errorCaptureLimit+1 {
 		room := errorCaptureLimit + 1 - len(rw.errBody)
 		rw.errBody = append(rw.errBody, p[:min(room, len(p))]...)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"mistralrs/internal/config"
 	"mistralrs/internal/demo"
+	"mistralrs/internal/httpguard"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/observe"
 )
@@ -36,6 +37,7 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		IdleTimeout:     time.Duration(orNone(cfg.Server.IdleTimeoutSecs)) * time.Second,
 		BodyTimeout:     time.Duration(orNone(cfg.Server.BodyTimeoutSecs)) * time.Second,
 		ShutdownTimeout: time.Duration(cfg.Server.ShutdownTimeoutSecs) * time.Second,
+		AllowedHosts:    allowedHosts(cfg.Server.AllowedHosts, cfg.Server.Host),
 		APIKey:          cfg.Server.APIKey,
 		APIKeyMetrics:   cfg.Server.APIKeyMetrics,
 	}
@@ -73,6 +75,22 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 	}
 	opts.DefaultModel = opts.Models[cfg.DefaultModelIndex()].ID
 	return opts, false, nil
+}
+
+// allowedHosts is the Host check of a configuration: the list as given, or
+// with none given and a loopback listen address (--host 127.0.0.1,
+// localhost, ::1), only the loopback names (with any port), since no other
+// name can reach such a server but through DNS rebinding. With none given
+// and any other address, every host is accepted, as mistral.rs does: a
+// server on 0.0.0.0 is reached under names it cannot know.
+func allowedHosts(list config.OriginList, listen string) []string {
+	if len(list) > 0 {
+		return append([]string(nil), list...)
+	}
+	if httpguard.IsLoopback(listen) {
+		return append([]string(nil), httpguard.LoopbackHosts...)
+	}
+	return nil
 }
 
 // orNone maps a configuration's 0 (no limit) to the options' -1.

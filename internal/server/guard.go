@@ -26,10 +26,12 @@ var jsonRoutes = map[string]bool{
 	"/v1/models/status":         true,
 }
 
-// guard builds the checks that run inside the observability layer, before
-// routing: the API key first (a client without the key learns nothing
-// else), then the JSON content type. inner (the caller's own guard, if any)
-// runs after them.
+// guard builds the checks that run inside the observability layer (so their
+// refusals are logged and counted) and before the body is read (so a refused
+// body is never buffered): the Host header first (DNS rebinding; /health
+// stays open to probes that reach the server by IP), then the API key (a
+// client without the key learns nothing else), then the JSON content type.
+// inner (the caller's own guard, if any) runs after them.
 func (s *Server) guard(inner func(http.Handler) http.Handler) func(http.Handler) http.Handler {
 	needsKey := func(r *http.Request) bool {
 		if observe.Route(r.Context()) == "/metrics" {
@@ -40,13 +42,17 @@ func (s *Server) guard(inner func(http.Handler) http.Handler) func(http.Handler)
 	needsJSON := func(r *http.Request) bool {
 		return r.Method == http.MethodPost && jsonRoutes[observe.Route(r.Context())]
 	}
+	needsHost := func(r *http.Request) bool {
+		return observe.Route(r.Context()) != "/health"
+	}
+	hosts := httpguard.Hosts(s.opts.AllowedHosts, needsHost, writeGuardError)
 	auth := httpguard.APIKey(s.opts.APIKey, needsKey, writeGuardError)
 	ctype := httpguard.RequireJSON(needsJSON, writeGuardError)
 	return func(next http.Handler) http.Handler {
 		if inner != nil {
 			next = inner(next)
 		}
-		return auth(ctype(next))
+		return hosts(auth(ctype(next)))
 	}
 }
 

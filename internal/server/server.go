@@ -76,6 +76,10 @@ type Options struct {
 	// negative: none.
 	IdleTimeout time.Duration
 	BodyTimeout time.Duration
+	// AllowedHosts, when not empty, are the host names the Host header may
+	// name (httpguard.Hosts: exact names, ".domain" suffixes, "*" for any);
+	// other requests get 400. Empty: any host.
+	AllowedHosts []string
 	// APIKey, when not empty, is required on every route but the
 	// housekeeping ones (see guard.go); APIKeyMetrics requires it on
 	// /metrics too. Never logged.
@@ -140,17 +144,20 @@ func New(opts Options) (*Server, error) {
 		oo = *opts.Observe
 	}
 	s.metricsOn = oo.Metrics
-
-	// The observer must exist before the engines so they report from the start.
-	var reg *models
-	oo.Models = resolverFunc{func() *models { return reg }}
-	addAnthropicErrorWriters(&oo)
-	oo.Guard = s.guard(oo.Guard)
-	obs, err := observe.New(oo)
-	if err != nil {
-		return nil, err
+	if err := oo.Validate(); err != nil {
+		return nil, err // before the models load
 	}
-	s.obs = obs
+
+	// The registry is made first, so the engines report to it from the
+	// start; the HTTP layer, which needs the served models, comes after them.
+	var metrics *observe.Metrics
+	if oo.Metrics {
+		metrics = oo.Registry
+		if metrics == nil {
+			metrics = observe.NewMetrics()
+		}
+		oo.Registry = metrics
+	}
 	engOpts := opts.Engine
 	if engOpts == (engine.Options{}) {
 		engOpts = config.DefaultEngineOptions()
@@ -166,17 +173,26 @@ func New(opts Options) (*Server, error) {
 			return nil, nil, err
 		}
 		var next engine.Observer = engine.NopObserver{}
-		if em := obs.Engine(); em != nil {
-			next = em
+		if metrics != nil {
+			next = metrics.Engine()
 		}
 		stats := newEngineStats(next)
 		eng.SetObserver(stats)
 		return eng, stats, nil
 	}
-	reg, err = newModels(opts.Models, opts.DefaultModel, s.log, newEng)
+	reg, err := newModels(opts.Models, opts.DefaultModel, s.log, newEng)
 	if err != nil {
 		return nil, err
 	}
+	oo.Models = reg
+	addAnthropicErrorWriters(&oo)
+	oo.Guard = s.guard(oo.Guard)
+	obs, err := observe.New(oo)
+	if err != nil {
+		reg.close()
+		return nil, err
+	}
+	s.obs = obs
 	s.models = reg
 	s.mux = http.NewServeMux()
 	s.responses = newResponseStore(opts.ResponsesMaxStored, opts.ResponsesMaxBytes)
@@ -186,23 +202,6 @@ func New(opts Options) (*Server, error) {
 	}
 	s.handler = obs.Handler(s.mux)
 	return s, nil
-}
-
-// resolverFunc lets the observer ask the registry, which is built after it.
-type resolverFunc struct{ get func() *models }
-
-func (r resolverFunc) DefaultModel() string {
-	if m := r.get(); m != nil {
-		return m.DefaultModel()
-	}
-	return ""
-}
-
-func (r resolverFunc) KnownModel(name string) bool {
-	if m := r.get(); m != nil {
-		return m.KnownModel(name)
-	}
-	return false
 }
 
 // Handler is the whole server: routes inside the observability layer.
@@ -342,6 +341,11 @@ func (s *Server) StartupLines(host string, port int, accessLog string) []string 
 		lines = append(lines, "API key: required on every route but /health, / and the docs (Authorization: Bearer or x-api-key)")
 	default:
 		lines = append(lines, "API key: required on every route but /health, /, /metrics and the docs (Authorization: Bearer or x-api-key)")
+	}
+	if len(s.opts.AllowedHosts) == 0 {
+		lines = append(lines, "Allowed hosts: any (--allowed-hosts restricts them)")
+	} else {
+		lines = append(lines, "Allowed hosts: "+strings.Join(s.opts.AllowedHosts, ", "))
 	}
 	if o := s.obs.AllowedOrigins(); o == nil {
 		lines = append(lines, "CORS: any origin (--allowed-origins restricts it)")
