@@ -25,9 +25,9 @@ type APIError struct {
 func (e *APIError) Error() string { return e.Message }
 
 // ErrorType is the OpenAI error type for a status: invalid_request_error
-// for 4xx, server_error otherwise.
+// for 3xx (a path-cleaning redirect) and 4xx, server_error otherwise.
 func ErrorType(status int) string {
-	if status >= 400 && status < 500 {
+	if status >= 300 && status < 500 {
 		return "invalid_request_error"
 	}
 	return "server_error"

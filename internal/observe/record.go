@@ -47,6 +47,8 @@ type Record struct {
 	// routing again (a pattern without wildcards).
 	handler http.Handler
 	pattern string
+	// Set by Router: no pattern matches (a 404 or 405 of the mux's own).
+	unrouted bool
 }
 
 // streamEnd is what the stream tracker reported when the response ended.

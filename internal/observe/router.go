@@ -31,9 +31,11 @@ func routeOf(mux *http.ServeMux, r *http.Request, rec *Record) string {
 	// CONNECT paths are not canonicalised and may redirect to a
 	// client-chosen path: never a label.
 	if r.Method == http.MethodConnect {
+		rec.unrouted = true
 		return Unmatched
 	}
 	h, pat := mux.Handler(r)
+	rec.unrouted = pat == ""
 	if !strings.Contains(pat, "{") && r.RequestURI != "*" {
 		rec.handler, rec.pattern = h, pat
 	}
@@ -94,21 +96,31 @@ type dispatch struct {
 }
 
 func (d *dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if rec := RecordFrom(r.Context()); rec != nil && rec.handler != nil {
+	rec := RecordFrom(r.Context())
+	if rec != nil && (rec.unrouted || !cleanPath(r.URL.Path)) {
+		// The mux's own 404/405 (CONNECT included) and path-cleaning
+		// redirects answer in plain text or HTML; clients of an
+		// OpenAI-style API expect every error as JSON.
+		w = &jsonFallback{ResponseWriter: w, r: r, write: d.errorWriters[rec.Route]}
+	}
+	if rec != nil && rec.handler != nil {
 		r.Pattern = rec.pattern
-		if rec.pattern == "" {
-			// The mux's own 404/405 answer in plain text; clients of an
-			// OpenAI-style API expect every error as JSON.
-			w = &jsonFallback{ResponseWriter: w, r: r, write: d.errorWriters[rec.Route]}
-		}
 		rec.handler.ServeHTTP(w, r)
 		return
 	}
 	d.mux.ServeHTTP(w, r)
 }
 
-// jsonFallback turns the ServeMux's plain-text 404 and 405 responses into
-// OpenAI-style JSON errors (the Allow header of a 405 is kept).
+// cleanPath reports whether the mux would take p as it is (no redirect to
+// a cleaned path).
+func cleanPath(p string) bool {
+	return !strings.Contains(p, "//") && !strings.Contains(p, "/./") && !strings.Contains(p, "/../") &&
+		!strings.HasSuffix(p, "/.") && !strings.HasSuffix(p, "/..")
+}
+
+// jsonFallback turns the ServeMux's plain-text 404 and 405 responses and
+// its HTML redirects into JSON errors in the route's envelope (the Allow
+// header of a 405 and the Location of a redirect are kept).
 type jsonFallback struct {
 	http.ResponseWriter
 	r        *http.Request
@@ -123,6 +135,12 @@ func (j *jsonFallback) WriteHeader(code int) {
 		msg = fmt.Sprintf("no route for %s %s", j.r.Method, j.r.URL.Path)
 	case http.StatusMethodNotAllowed:
 		msg = fmt.Sprintf("method %s is not allowed for %s (allowed: %s)", j.r.Method, j.r.URL.Path, j.Header().Get("Allow"))
+		if j.r.Method == http.MethodConnect {
+			msg = fmt.Sprintf("method CONNECT is not allowed for %s", j.r.URL.Path)
+		}
+	case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		// The Location header stays: clients that follow redirects do.
+		msg = fmt.Sprintf("%s is not a clean path: use %s", j.r.URL.Path, j.Header().Get("Location"))
 	default:
 		j.ResponseWriter.WriteHeader(code)
 		return

@@ -2,6 +2,8 @@ package server
 
 import (
 	"embed"
+	"fmt"
+	"mistralrs/internal/observe"
 	"net/http"
 	"path"
 )
@@ -60,13 +62,9 @@ func handleDocsFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ct, ok := docsTypes[name]
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
 	data, err := swaggerUI.ReadFile(path.Join("swaggerui", name))
-	if err != nil {
-		http.NotFound(w, r)
+	if !ok || err != nil {
+		observe.WriteErrorMessage(w, r, http.StatusNotFound, fmt.Sprintf("no file %q under /docs", name))
 		return
 	}
 	w.Header().Set("Content-Type", ct)
