@@ -200,6 +200,7 @@ type Engine struct {
 	obs    Observer
 	inbox  []*seq // submitted, not yet seen by the scheduler
 	closed bool
+	broken error // set by the runner: a model file changed under its map
 	nextID uint64
 	wake   chan struct{}
 	done   chan struct{}
@@ -286,6 +287,15 @@ func (e *Engine) observer() Observer {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.obs
+}
+
+// Broken is the error that made the engine unusable (a model file changed
+// on disk while in use: a *gguf.ChangedError), nil while it works. A
+// broken engine fails every request; the model must be loaded again.
+func (e *Engine) Broken() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.broken
 }
 
 // Capacity is the number of sequences the engine runs at once (--max-seqs).

@@ -91,6 +91,9 @@ func (r *runner) safeStep() {
 		}
 		slog.Error("model unusable: its file changed on disk while in use; reload the model", "error", err.Error())
 		r.broken = err
+		r.e.mu.Lock()
+		r.e.broken = err
+		r.e.mu.Unlock()
 		clear(r.inputs)
 		clear(r.sampled)
 		r.sampled = r.sampled[:0]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"mistralrs/internal/gguf"
 	"net/http"
 	"strconv"
 	"time"
@@ -249,6 +250,12 @@ func generateError(err error) error {
 	}
 	if errors.Is(err, engine.ErrClosed) {
 		return &requestError{status: http.StatusServiceUnavailable, msg: "the model was unloaded while the request waited; retry"}
+	}
+	var changed *gguf.ChangedError
+	if errors.As(err, &changed) {
+		// Not the client's fault and over once the model is loaded again,
+		// which the next request does (modelEntry.release retires it).
+		return &requestError{status: http.StatusServiceUnavailable, msg: changed.Error() + " (it is loaded again on the next request; retry)"}
 	}
 	return fmt.Errorf("generation failed: %w", err)
 }

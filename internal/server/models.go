@@ -206,8 +206,17 @@ func (e *modelEntry) acquire(ctx context.Context) (l *loadedModel, release func(
 func (e *modelEntry) release(l *loadedModel) {
 	e.mu.Lock()
 	l.refs--
+	broken := e.cur == l && l.eng.Broken() != nil
+	if broken {
+		// Its file changed on disk under the memory map: the next request
+		// loads the model again (from the file now at the path).
+		e.cur, l.retired = nil, true
+	}
 	free := l.retired && l.refs == 0
 	e.mu.Unlock()
+	if broken {
+		e.reg.log.Warn("Model " + e.spec.ID + " retired: " + l.eng.Broken().Error() + "; the next request loads it again")
+	}
 	if free {
 		l.free()
 	}
