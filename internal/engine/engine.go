@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"mistralrs/internal/constrain"
+	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
 	"mistralrs/internal/kvcache"
 	"mistralrs/internal/loader"
@@ -200,7 +201,8 @@ type Engine struct {
 	obs    Observer
 	inbox  []*seq // submitted, not yet seen by the scheduler
 	closed bool
-	broken error // set by the runner: a model file changed under its map
+	broken error        // set by the runner: a model file changed under its map
+	files  []*gguf.File // the model's and the draft's, checked as requests arrive
 	nextID uint64
 	wake   chan struct{}
 	done   chan struct{}
@@ -215,6 +217,10 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{net: m.Net, tok: m.Tok, opts: o, obs: NopObserver{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	e.files = append(e.files, m.File)
+	if o.Draft != nil {
+		e.files = append(e.files, o.Draft.File)
+	}
 	f16 := false
 	switch o.CacheType {
 	case "", "auto", "f32":

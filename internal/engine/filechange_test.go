@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"mistralrs/internal/demo"
 	"mistralrs/internal/engine"
@@ -57,5 +58,50 @@ func TestModelFileTruncatedWhileServing(t *testing.T) {
 		if msg := err.Error(); !strings.Contains(msg, "changed on disk while in use") || !strings.Contains(msg, "reload the model") {
 			t.Errorf("message %q", msg)
 		}
+	}
+}
+
+// A model file rewritten in place to the same length cannot fault, but
+// its weights are no longer the model's: the next request that arrives
+// finds the change and fails with the same error.
+func TestModelFileRewrittenSameLength(t *testing.T) {
+	cfg := model.RandomConfig{Arch: "llama", Layers: 2, Embd: 64, FF: 128, Heads: 4, Vocab: 259, Type: kernels.Q8_0, Seed: 7}
+	w, err := demo.RandomModel(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := loader.Load(path, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	e := newEng(t, m, 2)
+	gen := func(prompt string) error {
+		req := &engine.Request{Prompt: e.Tokenizer().Encode(prompt, true, false), Sampling: greedy(), MaxTokens: 4, IgnoreEOS: true}
+		_, err := e.Generate(context.Background(), req, nil)
+		return err
+	}
+	if err := gen("before"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, 1024), 2048); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	later := time.Now().Add(2 * time.Second)
+	if err := os.Chtimes(path, later, later); err != nil { // a coarse clock must not hide the write
+		t.Fatal(err)
+	}
+	var ce *gguf.ChangedError
+	if err := gen("after"); !errors.As(err, &ce) || e.Broken() == nil {
+		t.Fatalf("after an in-place rewrite: %v (broken: %v)", err, e.Broken())
 	}
 }

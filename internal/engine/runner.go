@@ -60,6 +60,19 @@ func (r *runner) run() {
 		}
 		if len(inbox) > 0 {
 			gguf.CheckMapped() // logs a model file changed on disk, at most once a second
+			if r.broken == nil {
+				// A file rewritten in place to the same length never
+				// faults, but the weights are no longer the model's.
+				for _, f := range e.files {
+					if f == nil {
+						continue
+					}
+					if err := f.Check(); err != nil {
+						r.markBroken(err)
+						break
+					}
+				}
+			}
 		}
 		if r.broken != nil {
 			r.failAll(r.broken)
@@ -89,11 +102,7 @@ func (r *runner) safeStep() {
 		if err == nil {
 			panic(v)
 		}
-		slog.Error("model unusable: its file changed on disk while in use; reload the model", "error", err.Error())
-		r.broken = err
-		r.e.mu.Lock()
-		r.e.broken = err
-		r.e.mu.Unlock()
+		r.markBroken(err)
 		clear(r.inputs)
 		clear(r.sampled)
 		r.sampled = r.sampled[:0]
@@ -102,6 +111,15 @@ func (r *runner) safeStep() {
 		r.failAll(err)
 	}()
 	r.step()
+}
+
+// markBroken makes every sequence, and every later one, fail with err.
+func (r *runner) markBroken(err error) {
+	slog.Error("model unusable: its file changed on disk while in use; reload the model", "error", err.Error())
+	r.broken = err
+	r.e.mu.Lock()
+	r.e.broken = err
+	r.e.mu.Unlock()
 }
 
 // failAll ends every running and waiting sequence with err.
