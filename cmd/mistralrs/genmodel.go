@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -47,7 +48,7 @@ func newGenModelCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVarP(&out, "output", "o", "", "output GGUF file")
 	fl.StringVar(&typ, "type", "Q8_0", "weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, or Q4_K_M (mixed)")
-	fl.StringVar(&cfg.Arch, "arch", "llama", "architecture: llama, qwen2, qwen3")
+	fl.StringVar(&cfg.Arch, "arch", "llama", "architecture: "+strings.Join(model.SupportedArchitectures(), ", "))
 	fl.IntVar(&cfg.Layers, "layers", 12, "number of layers")
 	fl.IntVar(&cfg.Embd, "embd", 768, "embedding width")
 	fl.IntVar(&cfg.FF, "ff", 2048, "feed-forward width")
@@ -55,6 +56,7 @@ func newGenModelCmd() *cobra.Command {
 	fl.IntVar(&cfg.KVHeads, "kv-heads", 12, "key/value heads (fewer than --heads: GQA)")
 	fl.IntVar(&cfg.Vocab, "vocab", 32000, "vocabulary size")
 	fl.IntVar(&cfg.ContextLen, "ctx", 2048, "context length")
+	fl.IntVar(&cfg.SlidingWindow, "sliding-window", 0, "gemma3: positions seen by the sliding-window layers (0: 8)")
 	fl.Uint64Var(&cfg.Seed, "weight-seed", 1, "seed of the random weights")
 	cmd.MarkFlagRequired("output")
 	return cmd

@@ -13,8 +13,11 @@ import (
 
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/model/gemma3"
 	"mistralrs/internal/model/llama"
 	"mistralrs/internal/model/nn"
+	"mistralrs/internal/model/phi3"
+	"mistralrs/internal/model/qwen3moe"
 )
 
 // Config holds the hyper-parameters of a model, read from GGUF metadata.
@@ -36,13 +39,19 @@ type Arch struct {
 	MoE bool
 	// New loads the weights.
 	New func(f *gguf.File, c *Config) (nn.Network, error)
+	// Random, if set, writes a random-weight model of the architecture
+	// (BuildRandom; the llama family's is BuildRandom's own).
+	Random func(cfg RandomConfig, w *gguf.Writer) error
 }
 
 // archs is the registry by general.architecture.
 var archs = map[string]Arch{
-	"llama": {Neox: llama.Neox("llama"), New: llama.New},
-	"qwen2": {Neox: llama.Neox("qwen2"), New: llama.New},
-	"qwen3": {Neox: llama.Neox("qwen3"), New: llama.New},
+	"llama":    {Neox: llama.Neox("llama"), New: llama.New},
+	"qwen2":    {Neox: llama.Neox("qwen2"), New: llama.New},
+	"qwen3":    {Neox: llama.Neox("qwen3"), New: llama.New},
+	"phi3":     {Neox: true, New: phi3.New, Random: randomPhi3},
+	"gemma3":   {Neox: gemma3.Neox, Config: gemma3.ReadConfig, New: gemma3.New, Random: randomGemma3},
+	"qwen3moe": {Neox: true, MoE: true, Config: qwen3moe.Config, New: qwen3moe.New, Random: randomQwen3MoE},
 }
 
 // SupportedArchitectures lists the values of general.architecture that Load accepts.

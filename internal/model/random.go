@@ -38,6 +38,26 @@ type RandomConfig struct {
 	RopeScaling string  // "linear" (default) or "yarn"
 	PoolingType int     // > 0: write pooling_type (1 mean, 2 cls, 3 last)
 
+	// gemma3: attention.sliding_window (0: 8), attention.sliding_window_pattern
+	// (0: not written, llama.cpp's default 6; n > 0: period n, layer l global
+	// iff l%n == n-1) and rope.freq_base_swa (0: not written, 1e4).
+	SlidingWindow  int
+	SlidingPattern int
+	RopeBaseSWA    float64
+
+	// phi3: rope.dimension_count (0: HeadDim; less rotates only the leading
+	// dims of each head) and rope.scaling.original_context_length (0:
+	// ContextLen). With RopeFreqs, phi3 writes LongRoPE factors instead
+	// (rope_factors_long/short.weight, rope.scaling.attn_factor).
+	RopeDim int
+	OrigCtx int
+
+	// qwen3moe: expert_count, expert_used_count (0: 2) and
+	// expert_feed_forward_length (0: FF).
+	Experts    int
+	ExpertUsed int
+	ExpertFF   int
+
 	Seed uint64
 }
 
@@ -60,6 +80,9 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 	}
 	if !cfg.Type.Supported() {
 		return fmt.Errorf("random model: weight type %s is not supported", cfg.Type)
+	}
+	if build := archs[cfg.Arch].Random; build != nil {
+		return build(cfg, w)
 	}
 
 	a := cfg.Arch + "."

@@ -102,6 +102,9 @@ func ReadConfig(f *gguf.File, name string, neox bool) (Config, *KeyReader, error
 	if r.Err != nil {
 		return Config{}, nil, r.Err
 	}
+	if c.Layers > maxLayers { // before an architecture sizes anything by it
+		return Config{}, nil, fmt.Errorf("%s: %s: %sblock_count %d is more than %d", f.Path, name, r.Prefix, c.Layers, maxLayers)
+	}
 	c.KVHeads = r.Int("attention.head_count_kv", c.Heads)
 	if c.Heads > 0 && c.Embd%c.Heads == 0 {
 		c.HeadDim = c.Embd / c.Heads
@@ -144,6 +147,10 @@ func ReadConfig(f *gguf.File, name string, neox bool) (Config, *KeyReader, error
 	return c, r, nil
 }
 
+// maxLayers bounds block_count: the deepest models published have about
+// 130 layers.
+const maxLayers = 4096
+
 // Validate checks the hyper-parameters; path names the file in the error.
 func (c *Config) Validate(path string) error {
 	bad := func(format string, args ...any) error {
@@ -153,6 +160,8 @@ func (c *Config) Validate(path string) error {
 	case c.Layers <= 0 || c.Embd <= 0 || c.FF <= 0 || c.Heads <= 0 || c.KVHeads <= 0:
 		return bad("block_count %d, embedding_length %d, feed_forward_length %d, head_count %d, head_count_kv %d must all be positive",
 			c.Layers, c.Embd, c.FF, c.Heads, c.KVHeads)
+	case c.Layers > maxLayers:
+		return bad("block_count %d is more than %d", c.Layers, maxLayers)
 	case c.Heads%c.KVHeads != 0:
 		return bad("head_count %d is not a multiple of head_count_kv %d", c.Heads, c.KVHeads)
 	case c.ContextLen <= 0 || c.ContextLen > 1<<24:

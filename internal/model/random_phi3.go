@@ -1,0 +1,122 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"mistralrs/internal/gguf"
+	"mistralrs/internal/kernels"
+)
+
+// randomPhi3 writes a random phi3 model: fused attn_qkv and gate|up
+// ffn_up, rope over cfg.RopeDim dims (NEOX), LongRoPE factors with
+// cfg.RopeFreqs, and an attention.sliding_window that the architecture
+// ignores (cfg.SlidingWindow, else ContextLen/2-1 as Phi-3-mini-4k's 2047).
+func randomPhi3(cfg RandomConfig, w *gguf.Writer) error {
+	E, F, V := cfg.Embd, cfg.FF, cfg.Vocab
+	hd := cfg.HeadDim
+	rd := cfg.RopeDim
+	if rd == 0 {
+		rd = hd
+	}
+	orig := cfg.OrigCtx
+	if orig == 0 {
+		orig = cfg.ContextLen
+	}
+	if rd <= 0 || rd > hd || rd%2 != 0 || orig <= 1 {
+		return fmt.Errorf("random phi3: rope dims %d (head %d) or original context %d invalid", rd, hd, orig)
+	}
+	window := cfg.SlidingWindow
+	if window == 0 {
+		window = cfg.ContextLen/2 - 1
+	}
+	const a = "phi3."
+	w.AddKV("general.architecture", "phi3")
+	w.AddKV("general.name", "random phi3")
+	w.AddKV(a+"block_count", uint32(cfg.Layers))
+	w.AddKV(a+"context_length", uint32(cfg.ContextLen))
+	w.AddKV(a+"rope.scaling.original_context_length", uint32(orig))
+	w.AddKV(a+"embedding_length", uint32(E))
+	w.AddKV(a+"feed_forward_length", uint32(F))
+	w.AddKV(a+"attention.head_count", uint32(cfg.Heads))
+	w.AddKV(a+"attention.head_count_kv", uint32(cfg.KVHeads))
+	if E != cfg.Heads*hd {
+		w.AddKV(a+"attention.key_length", uint32(hd))
+		w.AddKV(a+"attention.value_length", uint32(hd))
+	}
+	w.AddKV(a+"attention.layer_norm_rms_epsilon", cfg.RMSEps)
+	w.AddKV(a+"rope.dimension_count", uint32(rd))
+	w.AddKV(a+"rope.freq_base", float32(cfg.RopeBase))
+	w.AddKV(a+"attention.sliding_window", uint32(window))
+	if cfg.RopeFreqs {
+		// As the converter computes it for LongRoPE.
+		af := 1.0
+		if s := float64(cfg.ContextLen) / float64(orig); s > 1 {
+			af = math.Sqrt(1 + math.Log(s)/math.Log(float64(orig)))
+		}
+		w.AddKV(a+"rope.scaling.attn_factor", float32(af))
+	}
+
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	uniform := func(n int, lo, hi float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(lo + (hi-lo)*rng.Float64())
+		}
+		return v
+	}
+	var err error
+	vector := func(name string, values []float32) {
+		if err == nil {
+			err = w.AddTensor(name, kernels.F32, []uint64{uint64(len(values))}, f32Bytes(values))
+		}
+	}
+	// matrix adds an out×in weight with entries uniform in ±r (r: variance
+	// 1/in, so that it keeps the scale of its input).
+	matrix := func(name string, in, out int, r float64) {
+		if err != nil {
+			return
+		}
+		vals := uniform(in*out, -r, r)
+		t := fitType(cfg.matrixType(name), in)
+		rs := t.RowSize(in)
+		data := make([]byte, rs*out)
+		for row := range out {
+			kernels.Quantize(t, vals[row*in:(row+1)*in], data[row*rs:(row+1)*rs])
+		}
+		err = w.AddTensor(name, t, []uint64{uint64(in), uint64(out)}, data)
+	}
+	unit := func(in int) float64 { return math.Sqrt(3 / float64(in)) }
+	gains := func(n int) []float32 { return uniform(n, 0.9, 1.1) }
+
+	q, kv := cfg.Heads*hd, cfg.KVHeads*hd
+	matrix("token_embd.weight", E, V, 1)
+	vector("output_norm.weight", gains(E))
+	if !cfg.Tied {
+		matrix("output.weight", E, V, unit(E))
+	}
+	if cfg.RopeFreqs {
+		// Phi-3.5-like: long factors grow from 1 to ~16 over the pairs,
+		// short ones stay near 1.
+		n := rd / 2
+		long, short := make([]float32, n), make([]float32, n)
+		for i := range n {
+			x := float64(i) / float64(max(n-1, 1))
+			long[i] = float32(1 + 15*x*x)
+			short[i] = float32(1 + 0.2*x)
+		}
+		vector("rope_factors_long.weight", long)
+		vector("rope_factors_short.weight", short)
+	}
+	for l := range cfg.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		vector(p+"attn_norm.weight", gains(E))
+		matrix(p+"attn_qkv.weight", E, q+2*kv, unit(E))
+		matrix(p+"attn_output.weight", q, E, unit(q))
+		vector(p+"ffn_norm.weight", gains(E))
+		matrix(p+"ffn_up.weight", E, 2*F, unit(E))
+		matrix(p+"ffn_down.weight", F, E, unit(F))
+	}
+	return err
+}
