@@ -81,12 +81,8 @@ func TestBenchSpecNgram(t *testing.T) {
 // bench --mtp-model with the target's own weights as the draft: greedy
 // guesses of the same model are (nearly) all accepted.
 func TestBenchSpecDraft(t *testing.T) {
-	data, err := demo.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
 	draft := filepath.Join(t.TempDir(), "draft.gguf")
-	if err := os.WriteFile(draft, data, 0o644); err != nil {
+	if err := os.WriteFile(draft, demo.GGUF(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	res := benchJSON(t, "--mtp-model", draft, "--mtp-n-predict", "3", "-p", "8", "-n", "20", "-r", "1", "-t", "1")

@@ -57,7 +57,7 @@ func TestRunDemoModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(errOut, "demo model") || !strings.Contains(errOut, "meaningless") {
+	if !strings.Contains(errOut, "demo model") || !strings.Contains(errOut, "-f model.gguf") {
 		t.Errorf("no demo warning on stderr: %q", errOut)
 	}
 	if strings.Contains(out, "demo model") {
@@ -69,6 +69,18 @@ func TestRunDemoModel(t *testing.T) {
 	}
 	if again != out {
 		t.Errorf("same seed, different output: %q vs %q", out, again)
+	}
+}
+
+// The demo model writes English: greedy from "Once upon a time" it tells
+// of a little girl named Lily (as stories260K does under llama.cpp).
+func TestRunDemoModelWritesEnglish(t *testing.T) {
+	out, _, err := execute(t, "", "run", "--prompt", "Once upon a time", "--max-tokens", "12", "--temperature", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "there was a little girl named Lily") {
+		t.Errorf("demo output %q", out)
 	}
 }
 

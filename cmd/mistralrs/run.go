@@ -50,7 +50,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 		Short: "Chat with a model in the terminal, or answer one --prompt",
 		Long: "Chat with a model in the terminal, or answer one --prompt and exit.\n" +
 			"The generated text goes to stdout alone; load progress and speed go to stderr.\n" +
-			"Without -f, the embedded demo model is used (it generates meaningless text).",
+			"Without -f, the embedded demo model is used (stories260K: it writes short children's stories).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(cmd, g, f)

@@ -49,7 +49,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			"streaming and not, and embeddings), with access logs, request ids and Prometheus metrics.\n" +
 			"-m names a local directory holding a GGUF model or a Hugging Face id found in the\n" +
 			"local Hugging Face cache; -f names GGUF files. Without either, the embedded demo\n" +
-			"model is served (it generates meaningless text). --mtp-model (a draft model with the\n" +
+			"model is served (stories260K: it writes short children's stories). --mtp-model (a draft model with the\n" +
 			"same vocabulary) or --spec-ngram (prompt lookup) turns on speculative decoding.\n" +
 			"The subcommands name the model's kind, as in mistral.rs: `serve text` (and `serve auto`,\n" +
 			"the same here) is the bare form; `serve embedding` serves the model for /v1/embeddings\n" +

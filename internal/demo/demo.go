@@ -1,10 +1,13 @@
-// Package demo builds the embedded demo model: a small llama with
-// deterministic random weights and a byte-level vocabulary, made in memory so
-// that the binary works out of the box. It generates meaningless text.
+// Package demo holds the embedded demo model, served when no model is
+// given: stories260K, a small trained llama (Andrej Karpathy's TinyStories
+// model from llama2.c, MIT licence; see NOTICE) that writes short
+// children's stories in English. It also builds random-weight models with
+// a byte-level vocabulary, for tests, benchmarks and gen-model.
 package demo
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
 
 	"mistralrs/internal/gguf"
@@ -17,10 +20,33 @@ import (
 const ID = "demo"
 
 // Warning is printed at startup when the demo model is used.
-const Warning = "warning: no model given, using the embedded demo model: a small llama with random weights " +
-	"that generates meaningless text. Load a real model with -f model.gguf (for example a Qwen3 or Llama 3.2 GGUF)."
+const Warning = "warning: no model given, using the embedded demo model: stories260K, a tiny TinyStories llama " +
+	"that only writes short children's stories. Load a real model with -f model.gguf (for example a Qwen3 or Llama 3.2 GGUF)."
 
-// Config is the shape of the demo model.
+//go:embed stories260K.gguf
+var stories []byte
+
+// chatTemplate turns a conversation into a story to continue: the
+// messages' texts, one per line. TinyStories was trained on plain stories,
+// not on chats, so that a prompt such as "Once upon a time" is continued.
+const chatTemplate = `{% for message in messages %}{{ message['content'] }}{% if not loop.last %}{{ '\n' }}{% endif %}{% endfor %}`
+
+// GGUF is the demo model's file (not to be modified).
+func GGUF() []byte { return stories }
+
+// Load returns the demo model and everything needed to run it.
+func Load() (*loader.Model, error) {
+	f, err := gguf.Parse("demo", stories)
+	if err != nil {
+		return nil, fmt.Errorf("demo model: %w", err)
+	}
+	if _, ok := f.Get("tokenizer.chat_template"); !ok {
+		f.KV = append(f.KV, gguf.KV{Key: "tokenizer.chat_template", Value: chatTemplate})
+	}
+	return loader.FromFile(f, loader.Options{ID: ID})
+}
+
+// Config is the shape of the random-weight model BuildRandom makes.
 var Config = model.RandomConfig{
 	Arch: "llama", Layers: 4, Embd: 256, FF: 768, Heads: 8, KVHeads: 4,
 	ContextLen: 4096, Type: kernels.Q8_0, Seed: 20261129,
@@ -30,15 +56,18 @@ var Config = model.RandomConfig{
 // uses them.
 var specials = []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}
 
-// Build returns the demo model as GGUF bytes.
-func Build() ([]byte, error) {
+// BuildRandom returns a random-weight model of shape Config with a
+// byte-level vocabulary and ChatML specials, as GGUF bytes (the demo model
+// before it was a trained one; tests that want any text to be one token per
+// byte use it).
+func BuildRandom() ([]byte, error) {
 	cfg := Config
 	cfg.Vocab = 256 + len(specials)
 	w, err := RandomModel(cfg)
 	if err != nil {
 		return nil, err
 	}
-	w.AddKV("general.name", "mistralrs demo (random weights)")
+	w.AddKV("general.name", "mistralrs random (random weights)")
 	var buf bytes.Buffer
 	if _, err := w.WriteTo(&buf); err != nil {
 		return nil, err
@@ -46,13 +75,13 @@ func Build() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Load builds the demo model and everything needed to run it.
-func Load() (*loader.Model, error) {
-	data, err := Build()
+// LoadRandom loads BuildRandom's model under the demo's id.
+func LoadRandom() (*loader.Model, error) {
+	data, err := BuildRandom()
 	if err != nil {
-		return nil, fmt.Errorf("demo model: %w", err)
+		return nil, fmt.Errorf("random model: %w", err)
 	}
-	f, err := gguf.Parse("demo", data)
+	f, err := gguf.Parse("random", data)
 	if err != nil {
 		return nil, err
 	}

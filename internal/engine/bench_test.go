@@ -31,7 +31,7 @@ func benchModel(b *testing.B) *loader.Model {
 		b.Cleanup(func() { m.Close() })
 		return m
 	}
-	m, err := demo.Load()
+	m, err := demo.LoadRandom()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 func newDemo(t *testing.T) *engine.Engine {
 	t.Helper()
-	m, err := demo.Load()
+	m, err := demo.LoadRandom()
 	if err != nil {
 		t.Fatal(err)
 	}

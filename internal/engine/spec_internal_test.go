@@ -64,7 +64,7 @@ func (c *specCounts) SpeculativeStagedDrops(n int) {
 // The speculative counters after scripted proposals: every proposal of 4
 // has 3 right guesses, the last one (3 guesses, the token limit) all right.
 func TestSpeculativeCountersScripted(t *testing.T) {
-	m, err := demo.Load()
+	m, err := demo.LoadRandom()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestSpeculativeCountersScripted(t *testing.T) {
 // A draft model whose forward pass fails turns speculation off for the
 // sequences of that pass, which go on without guesses.
 func TestDraftFailureTurnsSpeculationOff(t *testing.T) {
-	m, err := demo.Load()
+	m, err := demo.LoadRandom()
 	if err != nil {
 		t.Fatal(err)
 	}
