@@ -38,14 +38,19 @@ func Add(x, y []float32) {
 }
 
 // GELUMul sets g = gelu(g) * u with the tanh approximation of GELU
-// (gemma's gelu_pytorch_tanh), computed in float64.
+// (gemma's gelu_pytorch_tanh); u is overwritten. Since
+// 0.5·(1 + tanh(z)) = sigmoid(2z), gelu(x)·u = t·sigmoid(t)·(u·x/t) with
+// t = 2z = 2c·x·(1 + 0.044715·x²): the vectorised SiLU kernel does the
+// rest, and x/t = 1/(2c·(1 + 0.044715·x²)) never divides by zero.
 func GELUMul(g, u []float32) {
 	u = u[:len(g)]
-	const c = 0.7978845608028654 // sqrt(2/pi)
+	const c2 = 2 * 0.7978845608028654 // 2·sqrt(2/pi)
 	for i, x := range g {
-		v := float64(x)
-		g[i] = float32(0.5*v*(1+math.Tanh(c*(v+0.044715*v*v*v)))) * u[i]
+		a := c2 * (1 + 0.044715*x*x)
+		g[i] = x * a
+		u[i] /= a
 	}
+	kernels.SiLUMul(g, u)
 }
 
 func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }
