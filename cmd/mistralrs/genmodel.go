@@ -33,6 +33,11 @@ func newGenModelCmd() *cobra.Command {
 				return fmt.Errorf("unsupported weight type %q", typ)
 			}
 			cfg.Type = t
+			if cfg.Arch != "qwen3moe" {
+				cfg.Experts, cfg.ExpertUsed = 0, 0
+			} else if cfg.ExpertFF == 0 && cfg.ExpertUsed > 0 {
+				cfg.ExpertFF = cfg.FF / cfg.ExpertUsed
+			}
 			w, err := demo.RandomModel(cfg)
 			if err != nil {
 				return err
@@ -57,6 +62,9 @@ func newGenModelCmd() *cobra.Command {
 	fl.IntVar(&cfg.Vocab, "vocab", 32000, "vocabulary size")
 	fl.IntVar(&cfg.ContextLen, "ctx", 2048, "context length")
 	fl.IntVar(&cfg.SlidingWindow, "sliding-window", 0, "gemma3: positions seen by the sliding-window layers (0: 8)")
+	fl.IntVar(&cfg.Experts, "experts", 8, "qwen3moe: experts per layer")
+	fl.IntVar(&cfg.ExpertUsed, "experts-used", 2, "qwen3moe: experts used per token")
+	fl.IntVar(&cfg.ExpertFF, "expert-ff", 0, "qwen3moe: width of an expert's MLP (0: --ff divided by --experts-used)")
 	fl.Uint64Var(&cfg.Seed, "weight-seed", 1, "seed of the random weights")
 	cmd.MarkFlagRequired("output")
 	return cmd
