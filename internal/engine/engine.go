@@ -203,6 +203,8 @@ type Engine struct {
 	closed bool
 	broken error        // set by the runner: a model file changed under its map
 	files  []*gguf.File // the model's and the draft's, checked as requests arrive
+
+	kvWarning string // set by New: the KV pool may take most of the memory
 	nextID uint64
 	wake   chan struct{}
 	done   chan struct{}
@@ -246,6 +248,7 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 			return nil, err
 		}
 		e.kv = kvcache.NewPaged(kvcache.NewPool(sh, o.BlockSize, n, f16), m.Identity(), prefix)
+		e.kvWarning = kvMemoryWarning(int64(n) * kvcache.BlockBytes(sh, o.BlockSize, f16))
 	case o.NoKVCache:
 		e.kv = kvcache.NewRecompute(sh, f16)
 	default:
@@ -294,6 +297,11 @@ func (e *Engine) observer() Observer {
 	defer e.mu.Unlock()
 	return e.obs
 }
+
+// KVWarning is a warning to log at startup when the paged KV pool can grow
+// past kvWarnFraction of the machine's memory (it is allocated as it
+// fills), or "".
+func (e *Engine) KVWarning() string { return e.kvWarning }
 
 // Broken is the error that made the engine unusable (a model file changed
 // on disk while in use: a *gguf.ChangedError), nil while it works. A

@@ -67,6 +67,22 @@ func poolBlocks(o Options, sh kvcache.Shape, ctxLen int, f16 bool) (int, error) 
 	return int(n), nil
 }
 
+// kvWarnFraction is the share of physical memory past which a KV pool
+// (which grows to its size under load) gets a startup warning: the model's
+// weights, the page cache and everything else share the rest.
+const kvWarnFraction = 0.8
+
+// kvMemoryWarning is the warning for a pool of poolBytes, or "".
+func kvMemoryWarning(poolBytes int64) string {
+	total, _, err := physicalMemory()
+	if err != nil || float64(poolBytes) <= kvWarnFraction*float64(total) {
+		return ""
+	}
+	return fmt.Sprintf("the KV cache can grow to %d MB, %.0f%% of this machine's %d MB of memory (more than %.0f%%): "+
+		"with the model's weights it may not fit; lower --pa-memory-mb or --pa-memory-fraction",
+		poolBytes>>20, 100*float64(poolBytes)/float64(total), total>>20, 100*kvWarnFraction)
+}
+
 // physicalMemory reads the total and available memory from /proc/meminfo.
 func physicalMemory() (total, avail int64, err error) {
 	f, err := os.Open("/proc/meminfo")

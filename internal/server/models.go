@@ -273,6 +273,9 @@ func (e *modelEntry) load() (string, error) {
 		return StatusInternalError, fmt.Errorf("loading model %s: %w", e.spec.ID, err)
 	}
 	e.reg.log.Info(fmt.Sprintf("Model %s loaded in %.2fs", e.spec.ID, time.Since(start).Seconds()))
+	if w := l.eng.KVWarning(); w != "" {
+		e.reg.log.Warn("Model " + e.spec.ID + ": " + w)
+	}
 	return StatusLoaded, nil
 }
 
