@@ -296,7 +296,10 @@ func TestAnthropicPing(t *testing.T) {
 			if firstDelta < 0 {
 				pings++
 			}
-		case "content_block_delta":
+		case "content_block_delta", "message_delta":
+			// (Sampled bytes may not complete a UTF-8 character within
+			// the 3 tokens: then the first thing after the prefill is the
+			// message_delta.)
 			if firstDelta < 0 {
 				firstDelta = i
 			}
