@@ -53,8 +53,10 @@ func TestFamiliesSpeculative(t *testing.T) {
 					}
 				}
 				checkIdle(t, e, rec)
+				// The draft proposes at every step; n-gram lookups find
+				// nothing to copy in short random generations.
 				unlock := rec.lock()
-				if rec.specProposed == 0 || rec.specAccepted == 0 {
+				if c.name == "draft" && (rec.specProposed == 0 || rec.specAccepted == 0 && !raceEnabled) {
 					t.Errorf("%s: %d of %d guesses accepted", c.name, rec.specAccepted, rec.specProposed)
 				}
 				unlock()
