@@ -24,6 +24,8 @@ import (
 
 type benchFlags struct {
 	file     string
+	isq      string // in-situ quantization type; "": none
+	hub      hubModelFlags
 	prompts  []int
 	gens     []int
 	depths   []int
@@ -84,11 +86,16 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 				defer stop()
 				return runLoad(ctx, &f.load, f.jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
+			if err := f.hub.apply(cmd, &f.file, g.tokenSource); err != nil {
+				return err
+			}
 			return runBench(cmd, f)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.file, "file", "f", "", "GGUF model file (default: the embedded demo model)")
+	addHubModelFlags(fl, &f.hub)
+	fl.StringVar(&f.isq, "isq", "", "in-situ quantization of the model at load: q4_0, q4_1, q5_0, q5_1, q8_0, q4k, q5k or q6k")
 	fl.IntSliceVarP(&f.prompts, "n-prompt", "p", []int{512}, "prompt lengths to test (0 skips pp)")
 	fl.IntSliceVarP(&f.gens, "n-gen", "n", []int{128}, "generation lengths to test (0 skips tg)")
 	fl.IntSliceVarP(&f.depths, "n-depth", "d", []int{0}, "tokens already in the cache before each test (its context depth)")
@@ -124,7 +131,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	default:
 		return fmt.Errorf("--cache-type %q: want auto or f16", f.kvType)
 	}
-	m, err := loadModel(f.file, "", cmd.ErrOrStderr())
+	m, err := loadModelISQ(f.file, "", f.isq, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

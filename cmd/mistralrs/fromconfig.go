@@ -57,12 +57,16 @@ func runConfig(cmd *cobra.Command, cfg *config.Config, warns []config.Warning) e
 		if cfg.Models[i].Kind == config.KindEmbedding {
 			return fmt.Errorf("command = \"run\" chats with the default model, and %s is an embedding model (kind = \"embedding\")", cfg.Models[i].ModelID)
 		}
+		if err := config.FetchModel(cmd.Context(), &cfg.Models[i], cfg.Global.TokenSource, config.FetchOptions{Progress: cmd.ErrOrStderr()}); err != nil {
+			return err
+		}
 		src, err := config.ResolveModel(cfg.Models[i], nil)
 		if err != nil {
 			return err
 		}
 		f.file = src.Files[0]
 		f.chatTemplate = cfg.ChatTemplateFor(i)
+		f.isq = cfg.Models[i].Quantization.ISQ
 	}
 	g := &globalFlags{}
 	if cfg.Global.Seed != nil {

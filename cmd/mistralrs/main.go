@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"mistralrs/internal/config"
 )
 
 // globalFlags are valid on every subcommand, as in mistral.rs.
@@ -16,6 +18,8 @@ type globalFlags struct {
 	seed    uint64
 	seedSet bool
 	logPath string
+	// tokenSource is --token-source: where a Hugging Face download's token comes from.
+	tokenSource string
 }
 
 func main() {
@@ -40,6 +44,7 @@ func newRootCmd() *cobra.Command {
 	pf.CountVarP(&g.verbose, "verbose", "v", "log verbosity: -v debug, -vv trace")
 	pf.Uint64Var(&g.seed, "seed", 0, "random seed (sampling is reproducible with the same seed)")
 	pf.StringVarP(&g.logPath, "log", "l", "", "append every request, response and error to this file")
-	root.AddCommand(newServeCmd(g), newFromConfigCmd(g), newRunCmd(g), newBenchCmd(g), newTokenizeCmd(g), newGenModelCmd())
+	pf.StringVar(&g.tokenSource, "token-source", "cache", config.OptionByKey("global.token_source").Usage)
+	root.AddCommand(newServeCmd(g), newFromConfigCmd(g), newRunCmd(g), newBenchCmd(g), newTokenizeCmd(g), newGenModelCmd(), newQuantizeCmd())
 	return root
 }

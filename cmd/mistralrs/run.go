@@ -35,6 +35,8 @@ type runFlags struct {
 	repeatPen    float32
 	threads      int
 	system       string
+	isq          string // in-situ quantization type; "": none
+	hub          hubModelFlags
 }
 
 // defaultRunFlags are run's defaults (llama.cpp's sampling defaults), shared
@@ -70,17 +72,31 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	fl.Float32Var(&f.minP, "min-p", d.minP, "min-p sampling (0: off)")
 	fl.Float32Var(&f.repeatPen, "repeat-penalty", d.repeatPen, "repetition penalty (1: off)")
 	fl.IntVarP(&f.threads, "threads", "t", d.threads, "threads for the forward pass (0: one per core)")
+	addHubModelFlags(fl, &f.hub)
+	fl.StringVar(&f.isq, "isq", "", "in-situ quantization: quantize the weights at load to q4_0, q4_1, q5_0, q5_1, q8_0, q4k, q5k or q6k")
 	return cmd
 }
 
 // loadModel loads a GGUF file, or the demo model when path is empty, showing
 // load progress on stderr.
 func loadModel(path, chatTemplate string, stderr io.Writer) (*loader.Model, error) {
+	return loadModelISQ(path, chatTemplate, "", stderr)
+}
+
+// loadModelISQ is loadModel with in-situ quantization to isq ("": none),
+// its progress and summary on stderr.
+func loadModelISQ(path, chatTemplate, isq string, stderr io.Writer) (*loader.Model, error) {
 	if path == "" {
+		if isq != "" {
+			return nil, fmt.Errorf("--isq needs a model (-f or -m); the embedded demo model is not quantized")
+		}
 		fmt.Fprintln(stderr, demo.Warning)
 		return demo.Load()
 	}
-	opts := loader.Options{ChatTemplatePath: chatTemplate}
+	opts := loader.Options{ChatTemplatePath: chatTemplate, ISQ: isq}
+	if isq != "" {
+		opts.ISQStatus = stderr
+	}
 	if fd, ok := stderr.(*os.File); ok && term.IsTerminal(int(fd.Fd())) {
 		var bar *progressbar.ProgressBar
 		opts.Progress = func(done, total int64) {
@@ -102,7 +118,10 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags) error {
 			return err
 		}
 	}
-	m, err := loadModel(f.file, f.chatTemplate, stderr)
+	if err := f.hub.apply(cmd, &f.file, g.tokenSource); err != nil {
+		return err
+	}
+	m, err := loadModelISQ(f.file, f.chatTemplate, f.isq, stderr)
 	if err != nil {
 		return err
 	}

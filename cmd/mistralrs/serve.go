@@ -25,6 +25,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		return func(cmd *cobra.Command, args []string) error {
 			cfg.Global.Verbose = g.verbose
 			cfg.Global.Log = g.logPath
+			cfg.Global.TokenSource = g.tokenSource
 			if g.seedSet {
 				seed := g.seed
 				cfg.Global.Seed = &seed
@@ -39,6 +40,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
+			if cfg.DemoModel() && cfg.Models[0].Quantization.ISQ != "" {
+				return fmt.Errorf("--isq needs a model (-m or -f); the embedded demo model is not quantized")
+			}
 			return serveConfig(cmd, cfg, warns)
 		}
 	}
@@ -47,8 +51,8 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		Short: "Serve a model over an OpenAI-compatible HTTP API",
 		Long: "Serve a model over an OpenAI-compatible HTTP API (chat and text completions,\n" +
 			"streaming and not, and embeddings), with access logs, request ids and Prometheus metrics.\n" +
-			"-m names a local directory holding a GGUF model or a Hugging Face id found in the\n" +
-			"local Hugging Face cache; -f names GGUF files. Without either, the embedded demo\n" +
+			"-m names a local directory holding a GGUF model or a Hugging Face id (org/name, downloaded\n" +
+			"into the Hugging Face cache at startup when missing); -f names GGUF files. Without either, the embedded demo\n" +
 			"model is served (stories260K: it writes short children's stories). --mtp-model (a draft model with the\n" +
 			"same vocabulary) or --spec-ngram (prompt lookup) turns on speculative decoding.\n" +
 			"The subcommands name the model's kind, as in mistral.rs: `serve text` (and `serve auto`,\n" +
@@ -99,6 +103,11 @@ func serveConfig(cmd *cobra.Command, cfg *config.Config, warns []config.Warning)
 		log.Warn("config: " + w.String())
 	}
 
+	// Hugging Face models not yet in the cache are downloaded here, at
+	// startup; the server itself never reaches the network.
+	if err := cfg.Fetch(cmd.Context(), config.FetchOptions{Progress: cmd.ErrOrStderr()}); err != nil {
+		return err
+	}
 	opts, demoModel, err := server.OptionsFromConfig(cfg)
 	if err != nil {
 		return err

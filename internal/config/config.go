@@ -46,6 +46,9 @@ type GlobalConfig struct {
 	Log       string  `toml:"log"`
 	Verbose   int     `toml:"-"` // -v count; TOML has no equivalent (mistral.rs fixes it at 0 there)
 	LogFilter string  `toml:"-"` // RUST_LOG as given; the logging package decides whether it parses
+	// TokenSource is the Hugging Face token's source (--token-source,
+	// global.token_source): cache, none, literal:TOKEN, env:VAR, path:FILE.
+	TokenSource string `toml:"-"`
 }
 
 // ServerConfig is the HTTP listener and its observability switches.
@@ -107,6 +110,8 @@ type ModelConfig struct {
 	JinjaExplicit string      `toml:"jinja_explicit"` // overrides runtime.jinja_explicit
 	Format        ModelFormat `toml:"format"`
 	Device        ModelDevice `toml:"device"`
+	HFRevision    string      `toml:"hf_revision"` // Hugging Face revision (branch, tag or commit) of an HF model_id; "" means main
+	Quantization  ModelQuant  `toml:"quantization"`
 
 	// Speculative decoding of this model (ours: mistral.rs gives only the
 	// first model a proposer, from [runtime]). Unset (""/nil): the first
@@ -130,6 +135,24 @@ type ModelFormat struct {
 	Format        string   `toml:"format"` // "", "gguf" ("plain" and "ggml" are refused)
 	QuantizedFile FileList `toml:"quantized_file"`
 }
+
+// ModelQuant is [models.quantization]: in-situ quantization at load.
+type ModelQuant struct {
+	ISQ         string `toml:"isq"`           // ISQ type ("q4k", "q8_0", ...); "": none
+	InSituQuant string `toml:"in_situ_quant"` // mistral.rs's alias of isq (LoadTOML moves it to ISQ)
+}
+
+// isqNames are the ISQ types the loader computes with (loader.ParseISQ,
+// which config cannot import; a test in cmd/mistralrs keeps the two equal):
+// mistral.rs's names, case-insensitive, also as GGML types, and its CPU
+// levels.
+var isqNames = map[string]bool{
+	"q4_0": true, "q4_1": true, "q5_0": true, "q5_1": true, "q8_0": true, "q4k": true, "q5k": true, "q6k": true,
+	"q4_k": true, "q5_k": true, "q6_k": true, "4": true, "5": true, "6": true, "8": true,
+}
+
+// ValidISQ reports whether name is an ISQ type this server supports.
+func ValidISQ(name string) bool { return isqNames[strings.ToLower(strings.TrimSpace(name))] }
 
 // ModelDevice is [models.device].
 type ModelDevice struct {
@@ -287,6 +310,9 @@ func (c *Config) Validate() error {
 	if c.Global.Verbose < 0 {
 		return bad("global.verbose", c.Global.Verbose, "must not be negative")
 	}
+	if shown, err := checkTokenSource(c.Global.TokenSource); err != nil {
+		return bad("global.token_source", shown, "%v", err)
+	}
 
 	s := &c.Server
 	if strings.TrimSpace(s.Host) == "" || strings.ContainsAny(s.Host, " \t\r\n/") {
@@ -419,6 +445,9 @@ func (c *Config) Validate() error {
 		}
 		if err := c.checkModelSpeculative(bad, i); err != nil {
 			return err
+		}
+		if q := m.Quantization.ISQ; q != "" && !ValidISQ(q) {
+			return bad(k("quantization.isq"), q, "not a supported ISQ type (q4_0, q4_1, q5_0, q5_1, q8_0, q4k, q5k, q6k)")
 		}
 		if err := c.checkEmbeddingModel(i); err != nil {
 			return err

@@ -95,6 +95,7 @@ func TestDefaults(t *testing.T) {
 		"default_model_id":                        "",
 		"global.seed":                             (*uint64)(nil),
 		"global.log":                              "",
+		"global.token_source":                     "cache",
 		"server.port":                             1234,
 		"server.host":                             "0.0.0.0",
 		"server.no_ui":                            false,
@@ -140,6 +141,8 @@ func TestDefaults(t *testing.T) {
 		"models.format.quantized_file":            FileList(nil),
 		"models.device.cpu":                       false,
 		"models.device.hf_cache":                  "",
+		"models.hf_revision":                      "main",
+		"models.quantization.isq":                 "",
 		"env:KEEP_ALIVE_INTERVAL":                 10 * time.Second,
 		"env:RUST_LOG":                            "",
 		"flag:verbose":                            0,
@@ -247,8 +250,10 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"mtp": "", "mtp-model": "", "mtp-n-predict": "", "spec-ngram": "",
 		"max-connections": "", "idle-timeout-secs": "", "body-timeout-secs": "", "shutdown-timeout-secs": "",
 		"allowed-origins": "", "allowed-hosts": "", "api-key": "", "api-key-metrics": "",
+		"isq": "",
 	}
-	global := map[string]string{"seed": "", "log": "l", "verbose": "v"}
+	serve["hf-revision"] = ""
+	global := map[string]string{"seed": "", "log": "l", "verbose": "v", "token-source": ""}
 	for _, set := range []struct {
 		fs   *pflag.FlagSet
 		want map[string]string
@@ -325,6 +330,9 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"models.format.quantized_file":            {`"a.gguf;b.gguf"`, "a.gguf;b.gguf"},
 		"models.device.cpu":                       {`true`, "true"},
 		"models.device.hf_cache":                  {`"/tmp/hub"`, "/tmp/hub"},
+		"models.hf_revision":                      {`"v2"`, "v2"},
+		"global.token_source":                     {`"none"`, "none"},
+		"models.quantization.isq":                 {`"q4k"`, "q4k"},
 	}
 }
 
@@ -786,6 +794,7 @@ quantized_fille = "x.gguf"
 enable_lora = true
 [models.quantization]
 isq = "q4k"
+imatrix = "i.dat"
 [[models]]
 model_id = "b"
 weird = 2
@@ -805,13 +814,12 @@ max_seq_len = 4096
 	want := []string{
 		"colour: unknown key; ignored",
 		"extra: unknown key; ignored",
-		"global.token_source: not supported by this server; ignored (nothing is downloaded; models are read from local disk or the local Hugging Face cache)",
 		"models.adapter: not supported by this server; ignored",
 		"models.device.max_seq_len: not supported by this server; ignored",
 		"models.dtype: not supported by this server; ignored",
 		"models.format.mmproj: not supported by this server; ignored",
 		"models.format.quantized_fille: unknown key; ignored (did you mean models.format.quantized_file?)",
-		"models.quantization: not supported by this server; ignored",
+		"models.quantization.imatrix: not supported by this server; ignored",
 		"models.weird: unknown key; ignored",
 		`paged_attn.cache_type: f8e4m3 is not supported by this server; the KV cache is stored as float32 ("auto")`,
 		"runtime.matformer_slice_name: not supported by this server; ignored",
@@ -1062,5 +1070,41 @@ func TestAllowedHosts(t *testing.T) {
 		if _, _, err := loadString(t, text); err != nil {
 			t.Errorf("allowed_hosts = [%q]: %v", good, err)
 		}
+	}
+}
+
+// isq (and mistral.rs's alias in_situ_quant) in [models.quantization], and
+// --isq, set the model's in-situ quantization; an unknown type is an error
+// naming the key or the flag.
+func TestISQKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.toml")
+	load := func(body string) (*Config, error) {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, _, err := LoadTOML(path)
+		return c, err
+	}
+	c, err := load("command = \"serve\"\n[[models]]\nmodel_id = \"a\"\n[models.quantization]\nisq = \"Q4K\"\n" +
+		"[[models]]\nmodel_id = \"b\"\n[models.quantization]\nin_situ_quant = \"q8_0\"\n[[models]]\nmodel_id = \"c\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{c.Models[0].Quantization.ISQ, c.Models[1].Quantization.ISQ, c.Models[2].Quantization.ISQ}; !reflect.DeepEqual(got, []string{"Q4K", "q8_0", ""}) {
+		t.Errorf("isq %q", got)
+	}
+	_, err = load("command = \"serve\"\n[[models]]\nmodel_id = \"a\"\n[models.quantization]\nisq = \"q3k\"\n")
+	if err == nil || !strings.Contains(err.Error(), `models[0].quantization.isq = "q3k": not a supported ISQ type`) {
+		t.Errorf("q3k: %v", err)
+	}
+	fc := Default()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	BindServeFlags(fs, fc)
+	if err := fs.Parse([]string{"-f", "m.gguf", "--isq", "hqq4"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.Validate(); err == nil || err.Error() != `invalid value "hqq4" for --isq: not a supported ISQ type (q4_0, q4_1, q5_0, q5_1, q8_0, q4k, q5k, q6k)` {
+		t.Errorf("--isq hqq4: %v", err)
 	}
 }

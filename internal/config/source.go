@@ -1,9 +1,12 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,11 +14,15 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/term"
+
 	"mistralrs/internal/gguf"
+	"mistralrs/internal/hub"
 )
 
-// ModelSource is a model's GGUF files found on local disk. Nothing is ever
-// downloaded: a Hugging Face id must already be in the local HF cache.
+// ModelSource is a model's GGUF files found on local disk. ResolveModel
+// never reaches the network: a Hugging Face id must be in the local HF cache,
+// where Fetch (run first by the commands, at startup) downloads it.
 type ModelSource struct {
 	ID       string   // what clients name the model: model_id as given, else the file name without ".gguf" and shard suffix
 	Dir      string   // directory the files were looked up in (the snapshot directory for an HF id)
@@ -31,7 +38,8 @@ type ModelSource struct {
 //   - no model_id: the quantized_file paths themselves;
 //   - otherwise a Hugging Face id ("org/name") looked up in the local hub
 //     cache (device.hf_cache, $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub),
-//     at the snapshot refs/main points to.
+//     at the snapshot hf_revision's ref points to (refs/main by default), or
+//     the snapshot of hf_revision when it is a commit.
 //
 // getenv nil means os.Getenv.
 func ResolveModel(m ModelConfig, getenv func(string) string) (*ModelSource, error) {
@@ -74,11 +82,11 @@ func ResolveModel(m ModelConfig, getenv func(string) string) (*ModelSource, erro
 	if looksLikePath(id) {
 		return nil, fmt.Errorf("model %q: no such file or directory", id)
 	}
-	if !hfIDPattern.MatchString(id) || strings.Contains(id, "..") || strings.Contains(id, "--") {
+	if !validHFID(id) {
 		return nil, fmt.Errorf("model %q is neither a local directory nor a Hugging Face id (org/name)", id)
 	}
 	hub := HFHubDir(m.Device.HFCache, getenv)
-	snap, rev, err := hfSnapshot(hub, id)
+	snap, rev, err := hfSnapshot(hub, id, m.HFRevision)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +95,11 @@ func ResolveModel(m ModelConfig, getenv func(string) string) (*ModelSource, erro
 		return nil, fmt.Errorf("model %q (Hugging Face cache): %w", id, err)
 	}
 	return &ModelSource{ID: id, Dir: snap, Files: files, HFRepo: id, Revision: rev}, nil
+}
+
+// validHFID: the spelling of a Hugging Face repository id.
+func validHFID(id string) bool {
+	return hfIDPattern.MatchString(id) && !strings.Contains(id, "..") && !strings.Contains(id, "--")
 }
 
 var hfIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$`)
@@ -130,16 +143,37 @@ func HFHubDir(override string, getenv func(string) string) string {
 	return filepath.Join(home, ".cache", "huggingface", "hub")
 }
 
-// hfSnapshot returns the snapshot directory of repo id in the hub cache.
-func hfSnapshot(hub, id string) (dir, rev string, err error) {
+// hfSnapshot returns the snapshot directory of repo id in the hub cache at
+// revision ("" or "main": refs/main, else the newest snapshot; a branch or
+// tag: its ref; a commit: its snapshot).
+func hfSnapshot(hub, id, revision string) (dir, rev string, err error) {
 	repo := filepath.Join(hub, "models--"+strings.ReplaceAll(id, "/", "--"))
 	notCached := func(detail string) error {
-		return fmt.Errorf("model %q is not in the local Hugging Face cache (%s); this server downloads nothing. "+
-			"Download it first, e.g. `hf download %s --include '*Q8_0*.gguf'`, point HF_HOME, HF_HUB_CACHE or --hf-cache "+
-			"at the cache that holds it, or pass a local directory with -m", id, detail, id)
+		return fmt.Errorf("model %q is not in the local Hugging Face cache (%s). "+
+			"Start without HF_HUB_OFFLINE to download it, or get it with `hf download %s --include '*Q4_K_M*.gguf'`; "+
+			"or point HF_HOME, HF_HUB_CACHE or --hf-cache at the cache that holds it, or pass a local directory with -m", id, detail, id)
 	}
 	if st, err := os.Stat(repo); err != nil || !st.IsDir() {
 		return "", "", notCached("no " + repo)
+	}
+	if revision != "" && revision != "main" {
+		if commitPattern.MatchString(revision) {
+			dir = filepath.Join(repo, "snapshots", revision)
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return "", "", notCached("no snapshot of commit " + revision)
+			}
+			return dir, revision, nil
+		}
+		b, err := os.ReadFile(filepath.Join(repo, "refs", filepath.FromSlash(revision)))
+		if err != nil {
+			return "", "", notCached("no refs/" + revision)
+		}
+		rev = strings.TrimSpace(string(b))
+		dir = filepath.Join(repo, "snapshots", rev)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return "", "", notCached("refs/" + revision + " points to " + rev + " but " + dir + " is missing")
+		}
+		return dir, rev, nil
 	}
 	if b, err := os.ReadFile(filepath.Join(repo, "refs", "main")); err == nil {
 		rev = strings.TrimSpace(string(b))
@@ -337,4 +371,129 @@ func listing(dir string) string {
 		names = append(names, e.Name())
 	}
 	return " (it holds: " + strings.Join(names, ", ") + ")"
+}
+
+// commitPattern is a git commit id as the Hub writes it.
+var commitPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// FetchOptions says how Fetch reaches the Hugging Face Hub.
+type FetchOptions struct {
+	Getenv   func(string) string // nil: os.Getenv (HF_ENDPOINT, HF_HUB_OFFLINE, HF_TOKEN, HF_HOME, …)
+	Progress io.Writer           // progress bars and notes (stderr); nil: silent
+	HTTP     *http.Client        // nil: the default client
+}
+
+// Fetch makes sure every Hugging Face model of c is in the hub cache,
+// downloading what is missing (unless HF_HUB_OFFLINE is set), and pins each
+// entry to what it found: hf_revision becomes the commit and
+// quantized_file the model's files, so that ResolveModel (which never
+// reaches the network) opens exactly them. A draft model (mtp_model) given
+// as a Hugging Face id becomes the path of its downloaded file. Local models
+// are left alone. Call it after Validate, before the models are resolved.
+func (c *Config) Fetch(ctx context.Context, o FetchOptions) error {
+	for i := range c.Models {
+		if err := FetchModel(ctx, &c.Models[i], c.Global.TokenSource, o); err != nil {
+			return err
+		}
+	}
+	// Draft models: [runtime]'s (the first model's) and each entry's own.
+	fetchDraft := func(id *string, cache string) error {
+		if !isHFModelID(*id) {
+			return nil
+		}
+		m := ModelConfig{ModelID: *id, Device: ModelDevice{HFCache: cache}}
+		if err := FetchModel(ctx, &m, c.Global.TokenSource, o); err != nil {
+			return err
+		}
+		src, err := ResolveModel(m, o.Getenv)
+		if err != nil {
+			return err
+		}
+		*id = src.Files[0]
+		return nil
+	}
+	cache0 := ""
+	if len(c.Models) > 0 {
+		cache0 = c.Models[0].Device.HFCache
+	}
+	if err := fetchDraft(&c.Runtime.MTPModel, cache0); err != nil {
+		return err
+	}
+	for i := range c.Models {
+		if err := fetchDraft(&c.Models[i].MTPModel, c.Models[i].Device.HFCache); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isHFModelID reports whether a model_id names a Hugging Face repository
+// rather than something on local disk (ResolveModel's order: a local path
+// wins).
+func isHFModelID(id string) bool {
+	if id == "" || looksLikePath(id) || !validHFID(id) {
+		return false
+	}
+	_, err := os.Stat(id)
+	return err != nil
+}
+
+// FetchModel is Fetch for one model entry, with the token from tokenSource
+// (--token-source / global.token_source; "" means cache).
+func FetchModel(ctx context.Context, m *ModelConfig, tokenSource string, o FetchOptions) error {
+	if !isHFModelID(m.ModelID) {
+		return nil
+	}
+	names := []string(m.Format.QuantizedFile)
+	for _, n := range names {
+		if filepath.IsAbs(n) {
+			return nil // files outside the repository: ResolveModel reads them as they are
+		}
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	token, from, err := hub.Token(tokenSource, getenv)
+	if err != nil {
+		return fmt.Errorf("the token for the Hugging Face Hub: %w", err)
+	}
+	endpoint, offline := hub.Environment(getenv)
+	cl := &hub.Client{
+		Endpoint:  endpoint,
+		Token:     token,
+		TokenFrom: from,
+		CacheDir:  HFHubDir(m.Device.HFCache, getenv),
+		Offline:   offline,
+		HTTP:      o.HTTP,
+		Progress:  o.Progress,
+	}
+	if f, ok := o.Progress.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		cl.Terminal = true
+	}
+	files := make([]string, len(names))
+	for i, n := range names {
+		files[i] = filepath.ToSlash(n)
+	}
+	snap, err := cl.Get(ctx, m.ModelID, m.HFRevision, files)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 && o.Progress != nil {
+		fmt.Fprintf(o.Progress, "%s: using %s (chosen in the order %s; name another with -f)\n",
+			m.ModelID, strings.Join(snap.Files, ";"), strings.Join(hub.Preference, ", "))
+	}
+	m.HFRevision = snap.Commit
+	m.Format.QuantizedFile = FileList(snap.Files)
+	return nil
+}
+
+// checkTokenSource checks a token source's syntax; shown is the value as an
+// error may print it (never a literal token).
+func checkTokenSource(src string) (shown string, err error) {
+	shown = src
+	if i := strings.IndexByte(src, ':'); i >= 0 && (strings.HasPrefix(src, "literal:") || hub.CheckTokenSource(src) != nil) {
+		shown = src[:i+1] + "…"
+	}
+	return shown, hub.CheckTokenSource(src)
 }

@@ -1,12 +1,15 @@
 package config
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"mistralrs/internal/hub/hubtest"
 )
 
 func touch(t *testing.T, dir string, names ...string) {
@@ -193,8 +196,8 @@ func TestResolveHFCache(t *testing.T) {
 		{name: "--hf-cache hub dir", m: ModelConfig{ModelID: "solo/one", Device: ModelDevice{HFCache: hub}}, env: noEnv, files: join(single, "one.gguf"), rev: "aaaa"},
 		{name: "--hf-cache HF_HOME-style dir", m: ModelConfig{ModelID: "solo/one", Device: ModelDevice{HFCache: home}}, env: noEnv, files: join(single, "one.gguf"), rev: "aaaa"},
 		{name: "not cached", m: model("org/absent"),
-			err: `model "org/absent" is not in the local Hugging Face cache (no ` + filepath.Join(hub, "models--org--absent") + `); this server downloads nothing. ` +
-				"Download it first, e.g. `hf download org/absent --include '*Q8_0*.gguf'`, point HF_HOME, HF_HUB_CACHE or --hf-cache at the cache that holds it, or pass a local directory with -m"},
+			err: `model "org/absent" is not in the local Hugging Face cache (no ` + filepath.Join(hub, "models--org--absent") + `). ` +
+				"Start without HF_HUB_OFFLINE to download it, or get it with `hf download org/absent --include '*Q4_K_M*.gguf'`; or point HF_HOME, HF_HUB_CACHE or --hf-cache at the cache that holds it, or pass a local directory with -m"},
 		{name: "dangling ref", m: model("dangling/ref"), err: "refs/main points to bbbb but " + filepath.Join(hub, "models--dangling--ref", "snapshots", "bbbb") + " is missing"},
 		{name: "broken link", m: model("broken/link", "b.gguf"), err: filepath.Join(broken, "b.gguf") + " is a broken link (an incomplete download?)"},
 		{name: "file not in snapshot", m: model("org/Model-GGUF", "model-Q2_K.gguf"), err: "model-Q2_K.gguf not found in " + cur + " (GGUF files there: BF16/model-BF16-00001-of-00002.gguf, BF16/model-BF16-00002-of-00002.gguf, model-Q4_K_M.gguf, model-Q8_0.gguf)"},
@@ -249,5 +252,165 @@ func TestHFHubDir(t *testing.T) {
 	}
 	if got := HFHubDir("/override", envOf(map[string]string{"HF_HUB_CACHE": "/a"})); got != "/override" {
 		t.Errorf("override: %q", got)
+	}
+}
+
+// TestFetch downloads through a fake Hub (HF_ENDPOINT) into an HF_HOME
+// cache, then resolves the pinned entry without the network.
+func TestFetch(t *testing.T) {
+	h := hubtest.New(t)
+	q4, q8, draft := hubtest.Model(t, 1), hubtest.Model(t, 2), hubtest.Model(t, 3)
+	r := h.Add("org/Tiny-GGUF", map[string][]byte{"tiny-Q8_0.gguf": q8, "tiny-Q4_K_M.gguf": q4, "README.md": []byte("hi")})
+	r.Refs["v1"] = r.Commit
+	h.Add("org/Draft-GGUF", map[string][]byte{"draft-Q8_0.gguf": draft})
+	priv := h.Add("org/Private-GGUF", map[string][]byte{"p-Q8_0.gguf": q8})
+	priv.Token = "hf_secret"
+	home := t.TempDir()
+	env := map[string]string{"HF_HOME": home, "HF_ENDPOINT": h.URL}
+	getenv := envOf(env)
+	var progress strings.Builder
+	o := FetchOptions{Getenv: getenv, Progress: &progress}
+	ctx := context.Background()
+
+	c := Default()
+	c.Runtime.MTPModel = "org/Draft-GGUF"
+	c.Models = []ModelConfig{DefaultModel(), DefaultModel()}
+	c.Models[0].ModelID = "org/Tiny-GGUF"
+	c.Models[1].ModelID = "org/Tiny-GGUF"
+	c.Models[1].HFRevision = "v1"
+	c.Models[1].Format.QuantizedFile = FileList{"tiny-Q8_0.gguf"}
+	if err := c.Fetch(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(home, "hub", "models--org--Tiny-GGUF", "snapshots", r.Commit)
+	for i, want := range []string{"tiny-Q4_K_M.gguf", "tiny-Q8_0.gguf"} {
+		m := c.Models[i]
+		if m.HFRevision != r.Commit || !reflect.DeepEqual([]string(m.Format.QuantizedFile), []string{want}) {
+			t.Errorf("model %d pinned to %q %q", i, m.HFRevision, m.Format.QuantizedFile)
+		}
+		src, err := resolve(t, m, envOf(map[string]string{"HF_HOME": home}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(src.Files, join(snap, want)) || src.ID != "org/Tiny-GGUF" || src.Revision != r.Commit {
+			t.Errorf("model %d resolves to %+v", i, src)
+		}
+	}
+	if !strings.Contains(progress.String(), "org/Tiny-GGUF: using tiny-Q4_K_M.gguf (chosen in the order Q4_K_M, Q8_0,") {
+		t.Errorf("progress %q", progress.String())
+	}
+	if b, err := os.ReadFile(c.Runtime.MTPModel); err != nil || string(b) != string(draft) {
+		t.Errorf("draft model at %q: %v", c.Runtime.MTPModel, err)
+	}
+	if src, err := c.ResolveDraft(0); err != nil || src.Files[0] != c.Runtime.MTPModel {
+		t.Errorf("ResolveDraft: %+v %v", src, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "hub", "models--org--Tiny-GGUF", "refs", "v1")); string(b) != r.Commit {
+		t.Errorf("refs/v1 = %q", b)
+	}
+
+	// The same config again: no network at all.
+	h.Reset()
+	c2 := Default()
+	c2.Models = []ModelConfig{DefaultModel()}
+	c2.Models[0].ModelID = "org/Tiny-GGUF"
+	if err := c2.Fetch(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.Count(""); n != 0 {
+		t.Errorf("%d requests with everything cached", n)
+	}
+
+	// Offline: the cached copy, or a one-line error naming repo and file.
+	env["HF_HUB_OFFLINE"] = "1"
+	m := DefaultModel()
+	m.ModelID = "org/Tiny-GGUF"
+	if err := FetchModel(ctx, &m, "", o); err != nil || m.Format.QuantizedFile[0] != "tiny-Q4_K_M.gguf" {
+		t.Errorf("offline, cached: %v %q", err, m.Format.QuantizedFile)
+	}
+	m = DefaultModel()
+	m.ModelID = "org/Draft-GGUF"
+	m.Format.QuantizedFile = FileList{"draft-Q4_0.gguf"}
+	err := FetchModel(ctx, &m, "", o)
+	if err == nil || !strings.Contains(err.Error(), "Hugging Face model org/Draft-GGUF, file draft-Q4_0.gguf: not in the Hugging Face cache "+filepath.Join(home, "hub")+", and HF_HUB_OFFLINE is set") {
+		t.Errorf("offline, not cached: %v", err)
+	}
+	delete(env, "HF_HUB_OFFLINE")
+
+	// Tokens: from --token-source, HF_TOKEN, or none.
+	for _, tc := range []struct {
+		src, hfToken, err string
+	}{
+		{"", "", "Hugging Face model org/Private-GGUF: 401 Unauthorized: the repository does not exist, or it is private or gated and needs a token"},
+		{"literal:hf_old", "", "Hugging Face model org/Private-GGUF: 401 Unauthorized: the token from --token-source literal:… was refused"},
+		{"", "hf_secret", ""},
+		{"env:MY_TOKEN", "", "the token for the Hugging Face Hub: token source env:MY_TOKEN: MY_TOKEN is not set"},
+		{"literal:hf_secret", "", ""},
+	} {
+		env["HF_TOKEN"] = tc.hfToken
+		env["HF_HOME"] = t.TempDir()
+		m := DefaultModel()
+		m.ModelID = "org/Private-GGUF"
+		err := FetchModel(ctx, &m, tc.src, o)
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("token source %q, HF_TOKEN %q: %v, want %q", tc.src, tc.hfToken, err, tc.err)
+		}
+	}
+	// Local models are left alone.
+	m = model(t.TempDir())
+	if err := FetchModel(ctx, &m, "", o); err != nil || m.HFRevision != "" || len(m.Format.QuantizedFile) != 0 {
+		t.Errorf("local model: %+v %v", m, err)
+	}
+}
+
+func TestTokenSourceValidation(t *testing.T) {
+	for _, tc := range []struct{ src, err string }{
+		{"cache", ""}, {"none", ""}, {"env:X", ""}, {"path:/x", ""}, {"literal:hf_x", ""},
+		{"literal:", `global.token_source = "literal:…": "literal:" names nothing after the colon`},
+		{"hf_abcdef", `global.token_source = "hf_abcdef": unknown token source "hf_abcdef"`},
+		{"secret:hf_abcdef", `global.token_source = "secret:…": unknown token source "secret:…"`},
+	} {
+		c := Default()
+		c.origin = originTOML
+		c.Models = []ModelConfig{model("m")}
+		c.Models[0].Kind = "auto"
+		c.Global.TokenSource = tc.src
+		err := c.Validate()
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%q: %v, want %q", tc.src, err, tc.err)
+		}
+		if err != nil && strings.Contains(err.Error(), "abcdef") && strings.HasPrefix(tc.src, "secret:") {
+			t.Errorf("%q: the error shows the value: %v", tc.src, err)
+		}
+	}
+}
+
+// TestResolveHFRevision: hf_revision picks the snapshot its ref (or, for a
+// commit, its own snapshot) names.
+func TestResolveHFRevision(t *testing.T) {
+	home := t.TempDir()
+	hub := filepath.Join(home, "hub")
+	c1, c2 := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	s1 := fakeHub(t, hub, "org/R", c1, "r.gguf")
+	s2 := fakeHub(t, hub, "org/R", c2, "r.gguf")
+	setRef(t, hub, "org/R", c2)
+	writeFile(t, filepath.Join(hub, "models--org--R", "refs"), "v1", c1)
+	env := envOf(map[string]string{"HF_HOME": home})
+	for _, tc := range []struct{ rev, dir, err string }{
+		{"", s2, ""}, {"main", s2, ""}, {"v1", s1, ""}, {c1, s1, ""},
+		{"v2", "", "no refs/v2"}, {strings.Repeat("c", 40), "", "no snapshot of commit " + strings.Repeat("c", 40)},
+	} {
+		m := model("org/R", "r.gguf")
+		m.HFRevision = tc.rev
+		src, err := resolve(t, m, env)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: %v, want %q", tc.rev, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || src.Dir != tc.dir {
+			t.Errorf("%q: %+v %v, want %s", tc.rev, src, err, tc.dir)
+		}
 	}
 }

@@ -53,8 +53,9 @@ type fileDoc struct {
 // fileGlobal decodes the seed as a signed integer: the TOML decoder would wrap
 // a negative value silently into a uint64.
 type fileGlobal struct {
-	Seed *int64  `toml:"seed"`
-	Log  *string `toml:"log"`
+	Seed        *int64  `toml:"seed"`
+	Log         *string `toml:"log"`
+	TokenSource *string `toml:"token_source"`
 }
 
 func parseTOML(path string, data []byte) (*Config, []Warning, error) {
@@ -63,7 +64,7 @@ func parseTOML(path string, data []byte) (*Config, []Warning, error) {
 	doc := fileDoc{
 		Command:        &c.Command,
 		DefaultModelID: &c.DefaultModelID,
-		Global:         fileGlobal{Log: &c.Global.Log},
+		Global:         fileGlobal{Log: &c.Global.Log, TokenSource: &c.Global.TokenSource},
 		Server:         &c.Server,
 		Runtime:        &c.Runtime,
 		PagedAttn:      &c.PagedAttn,
@@ -85,6 +86,12 @@ func parseTOML(path string, data []byte) (*Config, []Warning, error) {
 		// An array-of-tables entry starts zeroed; give it the per-model defaults.
 		if c.Models[i].Kind == "" {
 			c.Models[i].Kind = def.Kind
+		}
+		if c.Models[i].HFRevision == "" {
+			c.Models[i].HFRevision = def.HFRevision
+		}
+		if q := &c.Models[i].Quantization; q.ISQ == "" {
+			q.ISQ, q.InSituQuant = q.InSituQuant, ""
 		}
 	}
 	warns := undecodedWarnings(md)
@@ -128,8 +135,7 @@ var unsupportedKeys = map[string]string{
 	"reasoning_effort": "run-only",
 	"adapter":          "run-only",
 
-	"global.token_source": "nothing is downloaded; models are read from local disk or the local Hugging Face cache",
-	"global.verbose":      "use -v, -vv or RUST_LOG",
+	"global.verbose": "use -v, -vv or RUST_LOG",
 
 	"server.mcp_port":          "",
 	"server.max_tool_rounds":   "",
@@ -155,21 +161,25 @@ var unsupportedKeys = map[string]string{
 
 	"sandbox": "",
 
-	"models.tokenizer":             "the tokenizer is read from the GGUF file",
-	"models.arch":                  "the architecture is read from the GGUF file",
-	"models.dtype":                 "",
-	"models.matformer_config_path": "",
-	"models.matformer_slice_name":  "",
-	"models.format.mmproj":         "",
-	"models.format.tok_model_id":   "",
-	"models.format.gqa":            "",
-	"models.adapter":               "",
-	"models.quantization":          "",
-	"models.device.device_layers":  "",
-	"models.device.topology":       "",
-	"models.device.max_seq_len":    "",
-	"models.device.max_batch_size": "",
-	"models.multimodal":            "",
+	"models.tokenizer":                     "the tokenizer is read from the GGUF file",
+	"models.arch":                          "the architecture is read from the GGUF file",
+	"models.dtype":                         "",
+	"models.matformer_config_path":         "",
+	"models.matformer_slice_name":          "",
+	"models.format.mmproj":                 "",
+	"models.format.tok_model_id":           "",
+	"models.format.gqa":                    "",
+	"models.adapter":                       "",
+	"models.quantization.quant":            "",
+	"models.quantization.from_uqff":        "",
+	"models.quantization.isq_organization": "",
+	"models.quantization.imatrix":          "",
+	"models.quantization.calibration_file": "",
+	"models.device.device_layers":          "",
+	"models.device.topology":               "",
+	"models.device.max_seq_len":            "",
+	"models.device.max_batch_size":         "",
+	"models.multimodal":                    "",
 }
 
 // undecodedWarnings turns the keys the decoder did not use into warnings,

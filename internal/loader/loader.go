@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -31,6 +32,7 @@ type Model struct {
 	Net      *model.Model
 	Tok      *tokenizer.Tokenizer
 	Template *chat.Template
+	ISQ      *ISQReport // what in-situ quantization did; nil without Options.ISQ
 }
 
 // Close unmaps the model's file (a no-op for a model parsed from memory).
@@ -70,6 +72,11 @@ type Options struct {
 	// Progress, when set, is called while the weights are paged in, with the
 	// bytes done and the total.
 	Progress func(done, total int64)
+	// ISQ, when set, quantizes the weights in memory at load (in-situ
+	// quantization, --isq): an ISQ type name (see ParseISQ). The file is not
+	// changed. ISQStatus, when set, shows the progress and a summary line.
+	ISQ       string
+	ISQStatus io.Writer
 }
 
 // Load opens a GGUF file (or the first shard of a split model) and builds the
@@ -100,6 +107,16 @@ func FromFile(f *gguf.File, opts Options) (m *Model, err error) {
 			m = nil
 		}
 	}()
+	var isq *ISQReport
+	if opts.ISQ != "" {
+		s, err := ParseISQ(opts.ISQ)
+		if err != nil {
+			return nil, err
+		}
+		if isq, err = applyISQ(f, s, opts.ISQStatus); err != nil {
+			return nil, err
+		}
+	}
 	net, err := model.Load(f)
 	if err != nil {
 		return nil, withPath(f.Path, err)
@@ -132,7 +149,7 @@ func FromFile(f *gguf.File, opts Options) (m *Model, err error) {
 	if opts.Progress != nil {
 		prefault(f, opts.Progress)
 	}
-	return &Model{ID: id, Path: f.Path, File: f, Net: net, Tok: tok, Template: tmpl}, nil
+	return &Model{ID: id, Path: f.Path, File: f, Net: net, Tok: tok, Template: tmpl, ISQ: isq}, nil
 }
 
 // withPath prefixes err with the model file's path unless the message

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"os"
 	"strings"
 	"time"
 
@@ -57,7 +58,10 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		// Served under model_id as written (so default_model_id and requests
 		// name it as the file does), else under the file's name.
 		id := src.ID
-		lo := loader.Options{ID: id, ChatTemplatePath: cfg.ChatTemplateFor(i)}
+		lo := loader.Options{ID: id, ChatTemplatePath: cfg.ChatTemplateFor(i), ISQ: mc.Quantization.ISQ}
+		if lo.ISQ != "" {
+			lo.ISQStatus = os.Stderr // progress and the summary line
+		}
 		path := src.Files[0]
 		spec := ModelSpec{
 			ID:   id,

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"mistralrs/internal/config"
+)
+
+// hubModelFlags are run's and bench's -m, --hf-revision and --hf-cache: a
+// model named as serve names it (a local directory, or a Hugging Face id
+// downloaded into the Hugging Face cache when missing), -f then naming files
+// inside it.
+type hubModelFlags struct {
+	modelID  string
+	revision string
+	cache    string
+}
+
+func addHubModelFlags(fl *pflag.FlagSet, h *hubModelFlags) {
+	fl.StringVarP(&h.modelID, "model-id", "m", "", "model: a local directory or a Hugging Face id (org/name, downloaded when missing); -f then names a file inside it")
+	fl.StringVar(&h.revision, "hf-revision", "main", "revision (branch, tag or commit) of a Hugging Face model id")
+	fl.StringVar(&h.cache, "hf-cache", "", "Hugging Face hub cache directory (default $HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub)")
+}
+
+// apply turns -m (and -f inside it) into the path of the model's first
+// file in *file, fetching a Hugging Face model first. Without -m, *file is
+// left as given.
+func (h *hubModelFlags) apply(cmd *cobra.Command, file *string, tokenSource string) error {
+	if h.modelID == "" {
+		return nil
+	}
+	m := config.DefaultModel()
+	m.ModelID = h.modelID
+	m.HFRevision = h.revision
+	m.Device.HFCache = h.cache
+	if *file != "" {
+		if err := m.Format.QuantizedFile.Set(*file); err != nil {
+			return err
+		}
+	}
+	if err := config.FetchModel(cmd.Context(), &m, tokenSource, config.FetchOptions{Progress: cmd.ErrOrStderr()}); err != nil {
+		return err
+	}
+	src, err := config.ResolveModel(m, nil)
+	if err != nil {
+		return err
+	}
+	*file = src.Files[0]
+	return nil
+}
