@@ -2,63 +2,82 @@ package kernels
 
 import "math"
 
-// K-quant reference quantizers. They follow ggml's structure (per sub-block
-// least-squares fit, then 6- or 8-bit quantization of the sub-block scales
-// against one half-precision super-block scale, then requantization of the
-// values against the scales actually stored) with a simpler search than
-// ggml's make_qkx2_quants; the output is a valid block whatever the input.
+// K-quant reference quantizers, in ggml's structure and operation order
+// (so that, without an importance matrix, they write the blocks
+// llama-quantize writes): a weighted least-squares fit per 32-value
+// sub-block (fitScaleMin), 6-bit quantization of the sub-block scales and
+// mins against half-precision super-block scales, then requantization of
+// the values against the scales actually stored.
 
-// fitScaleMin fits x ≈ scale*L - mn with L in 0..nmax, scale >= 0, mn >= 0,
-// minimising the error weighted by w. It tries a range of step sizes around
-// (max-min)/nmax and refines each by weighted least squares.
-func fitScaleMin(x, w []float32, nmax int32, L []uint8) (scale, mn float32) {
-	lo, hi := minMax(x)
+// fitScaleMin fits x ≈ scale*L - mn with L in 0..nmax and mn >= 0,
+// minimising the error weighted by w: the levels of the plain step
+// (max-min)/nmax first, then, for is in 0..nstep, the levels of the step
+// (max-min')/(nmax + rmin + rdelta*is) from the best min' so far, each
+// refined by weighted least squares and kept when its error is smaller.
+// Sums and errors are formed in ggml's order, in float32, every product
+// rounded (float32(a*b): Go may not fuse it into an add), which decides
+// the close calls as llama-quantize does: on llama.cpp's own Q4_K_M and
+// Q5_K_M files the blocks come out identical.
+func fitScaleMin(x, w []float32, nmax int32, L []uint8, rmin, rdelta float32, nstep int) (scale, mn float32) {
+	lo, hi := x[0], x[0]
+	sumW := w[0]
+	sumX := float32(sumW * x[0])
+	for i := 1; i < len(x); i++ {
+		lo, hi = min(lo, x[i]), max(hi, x[i])
+		sumW += w[i]
+		sumX += float32(w[i] * x[i])
+	}
 	lo = min(lo, 0) // the offset is stored as a non-negative min
-	if hi <= lo {
+	if hi == lo {
 		for i := range L {
 			L[i] = 0
 		}
 		return 0, -lo
 	}
+	iscale := float32(nmax) / (hi - lo)
+	scale = 1 / iscale
+	var best float32
+	for i, v := range x {
+		l := min(max(nearestInt(iscale*(v-lo)), 0), nmax)
+		L[i] = uint8(l)
+		diff := float32(scale*float32(l)) + lo - v
+		best += float32(w[i] * float32(diff*diff))
+	}
 	var aux [32]uint8
 	Laux := aux[:len(x)]
-	bestErr := float32(math.MaxFloat32)
-	scale, mn = (hi-lo)/float32(nmax), -lo
-	for step := 0; step <= 20; step++ {
-		iscale := (float32(nmax) - 1 + 0.1*float32(step)) / (hi - lo)
-		var sw, sl, sl2, sx, sxl float32
+	m0 := lo // the fitted value of level 0 (<= 0)
+	for is := 0; is <= nstep; is++ {
+		iscale = (rmin + float32(rdelta*float32(is)) + float32(nmax)) / (hi - m0)
+		var sumL, sumL2, sumXL float32
 		for i, v := range x {
-			l := min(max(nearestInt(iscale*(v-lo)), 0), nmax)
+			l := min(max(nearestInt(iscale*(v-m0)), 0), nmax)
 			Laux[i] = uint8(l)
-			fl := float32(l)
-			sw += w[i]
-			sl += w[i] * fl
-			sl2 += w[i] * fl * fl
-			sx += w[i] * v
-			sxl += w[i] * v * fl
+			wl := float32(w[i] * float32(l))
+			sumL += wl
+			sumL2 += float32(wl * float32(l))
+			sumXL += float32(wl * v)
 		}
-		det := sw*sl2 - sl*sl
-		if det <= 0 {
+		D := float32(sumW*sumL2) - float32(sumL*sumL)
+		if D <= 0 {
 			continue
 		}
-		s := (sw*sxl - sx*sl) / det
-		m := (sl2*sx - sl*sxl) / det // value ≈ s*l + m
+		s := (float32(sumW*sumXL) - float32(sumX*sumL)) / D
+		m := (float32(sumL2*sumX) - float32(sumL*sumXL)) / D
 		if m > 0 {
 			m = 0
-			s = sxl / sl2
+			s = sumXL / sumL2
 		}
-		if s <= 0 {
-			continue
+		var e float32
+		for i, v := range x {
+			diff := float32(s*float32(Laux[i])) + m - v
+			e += float32(w[i] * float32(diff*diff))
 		}
-		// Σw(s·l + m - x)² expanded, less the constant Σw·x².
-		e := s*s*sl2 + 2*s*m*sl + m*m*sw - 2*s*sxl - 2*m*sx
-		if e < bestErr {
-			bestErr = e
-			scale, mn = s, -m
+		if e < best {
 			copy(L, Laux)
+			best, scale, m0 = e, s, m
 		}
 	}
-	return scale, mn
+	return scale, -m0
 }
 
 // quantKScaleMin quantizes a 256-value super-block for Q4_K (nmax 15) or
@@ -71,13 +90,19 @@ func quantKScaleMin(x *[256]float32, nmax int32, head []byte, L *[256]uint8) {
 		sub := x[32*j : 32*j+32]
 		var sum2 float32
 		for _, v := range sub {
-			sum2 += v * v
+			sum2 += float32(v * v)
 		}
 		av := float32(math.Sqrt(float64(sum2 / 32)))
 		for i, v := range sub {
 			w[i] = av + abs32(v)
 		}
-		scales[j], mins[j] = fitScaleMin(sub, w[:], nmax, L[32*j:32*j+32])
+		// ggml's search: Q4_K steps from nmax-1 by 0.1 (21 steps), Q5_K
+		// from nmax-0.5 (16 steps).
+		rmin, nstep := float32(-1), 20
+		if nmax == 31 {
+			rmin, nstep = -0.5, 15
+		}
+		scales[j], mins[j] = fitScaleMin(sub, w[:], nmax, L[32*j:32*j+32], rmin, 0.1, nstep)
 	}
 	var maxScale, maxMin float32
 	for j := 0; j < 8; j++ {
@@ -116,10 +141,7 @@ func quantKScaleMin(x *[256]float32, nmax int32, head []byte, L *[256]uint8) {
 		sc, m := scaleMinK4(j, packed)
 		dj := d * float32(sc)
 		if dj == 0 {
-			for i := 0; i < 32; i++ {
-				L[32*j+i] = 0
-			}
-			continue
+			continue // the levels of the fit stay (they decode to -dm whatever they are)
 		}
 		dm := dmin * float32(m)
 		for i := 0; i < 32; i++ {
@@ -154,27 +176,40 @@ func quantQ5K(x *[256]float32, blk *[176]byte) {
 }
 
 // fitSymmetric fits x ≈ scale*l with l in -nmax..nmax-1, weighting by x²
-// (large values matter most), trying step sizes around max/nmax. The sign of
+// (large values matter most): first with the step max/nmax (the sign of
 // scale follows the largest-magnitude value so that it maps to -nmax, which
-// uses the full asymmetric range.
+// uses the full asymmetric range), then with 18 steps around it, keeping a
+// step when it explains more of x (sumlx²/suml2 larger), compared as ggml
+// compares (products rounded, no division) so that the blocks are
+// llama-quantize's.
 func fitSymmetric(x []float32, nmax int32) float32 {
 	mx := signedAbsMax(x)
 	if abs32(mx) < 1e-15 {
 		return 0
 	}
-	best, scale := float32(-1), float32(0)
-	for step := -9; step <= 9; step++ {
-		iscale := -(float32(nmax) + 0.1*float32(step)) / mx
-		var slx, sl2 float32
+	sums := func(iscale float32) (slx, sl2 float32) {
 		for _, v := range x {
 			l := float32(min(max(nearestInt(iscale*v), -nmax), nmax-1))
-			w := v * v
-			slx += w * v * l
-			sl2 += w * l * l
+			w := float32(v * v)
+			slx += float32(float32(w*v) * l)
+			sl2 += float32(float32(w*l) * l)
 		}
-		if sl2 > 0 && slx*slx/sl2 > best {
-			best = slx * slx / sl2
+		return slx, sl2
+	}
+	slx, sl2 := sums(-float32(nmax) / mx)
+	scale := float32(0)
+	if sl2 != 0 {
+		scale = slx / sl2
+	}
+	best := float32(scale * slx)
+	for step := -9; step <= 9; step++ {
+		if step == 0 {
+			continue
+		}
+		slx, sl2 := sums(-(float32(nmax) + float32(0.1*float32(step))) / mx)
+		if sl2 > 0 && float32(slx*slx) > float32(best*sl2) {
 			scale = slx / sl2
+			best = float32(scale * slx)
 		}
 	}
 	return scale
