@@ -33,10 +33,17 @@ func newGenModelCmd() *cobra.Command {
 				return fmt.Errorf("unsupported weight type %q", typ)
 			}
 			cfg.Type = t
-			if cfg.Arch != "qwen3moe" {
+			switch {
+			case cfg.Arch == "qwen3moe":
+				if cfg.Experts == 0 {
+					cfg.Experts = 8
+				}
+				if cfg.ExpertFF == 0 && cfg.ExpertUsed > 0 {
+					cfg.ExpertFF = cfg.FF / cfg.ExpertUsed
+				}
+			case cfg.Arch == "llama" && cfg.Experts > 0: // mixtral
+			default:
 				cfg.Experts, cfg.ExpertUsed = 0, 0
-			} else if cfg.ExpertFF == 0 && cfg.ExpertUsed > 0 {
-				cfg.ExpertFF = cfg.FF / cfg.ExpertUsed
 			}
 			w, err := demo.RandomModel(cfg)
 			if err != nil {
@@ -62,9 +69,9 @@ func newGenModelCmd() *cobra.Command {
 	fl.IntVar(&cfg.Vocab, "vocab", 32000, "vocabulary size")
 	fl.IntVar(&cfg.ContextLen, "ctx", 2048, "context length")
 	fl.IntVar(&cfg.SlidingWindow, "sliding-window", 0, "gemma3: positions seen by the sliding-window layers (0: 8)")
-	fl.IntVar(&cfg.Experts, "experts", 8, "qwen3moe: experts per layer")
-	fl.IntVar(&cfg.ExpertUsed, "experts-used", 2, "qwen3moe: experts used per token")
-	fl.IntVar(&cfg.ExpertFF, "expert-ff", 0, "qwen3moe: width of an expert's MLP (0: --ff divided by --experts-used)")
+	fl.IntVar(&cfg.Experts, "experts", 0, "experts per layer: qwen3moe (0: 8), or llama with experts (mixtral)")
+	fl.IntVar(&cfg.ExpertUsed, "experts-used", 2, "experts used per token")
+	fl.IntVar(&cfg.ExpertFF, "expert-ff", 0, "qwen3moe: width of an expert's MLP (0: --ff divided by --experts-used; mixtral's experts have width --ff)")
 	fl.Uint64Var(&cfg.Seed, "weight-seed", 1, "seed of the random weights")
 	cmd.MarkFlagRequired("output")
 	return cmd

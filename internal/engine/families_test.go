@@ -18,9 +18,14 @@ func TestFamiliesSpeculative(t *testing.T) {
 		{Arch: "gemma3", Embd: 256, FF: 512, Heads: 4, KVHeads: 2, HeadDim: 64, SlidingWindow: 16, SlidingPattern: 3},
 		{Arch: "phi3", Embd: 256, FF: 512, Heads: 4, KVHeads: 2, OrigCtx: 512, RopeDim: 48, RopeFreqs: true},
 		{Arch: "qwen3moe", Embd: 256, FF: 512, Heads: 4, KVHeads: 2, HeadDim: 64, Experts: 4, ExpertUsed: 2, ExpertFF: 256},
+		{Arch: "llama", Embd: 256, FF: 256, Heads: 4, KVHeads: 2, Experts: 4, ExpertUsed: 2}, // mixtral
 	}
 	for _, cfg := range families {
-		t.Run(cfg.Arch, func(t *testing.T) {
+		name := cfg.Arch
+		if cfg.Experts > 0 && cfg.Arch == "llama" {
+			name = "mixtral"
+		}
+		t.Run(name, func(t *testing.T) {
 			cfg.Vocab, cfg.ContextLen, cfg.Seed = 384, 2048, 31
 			target, draft := cfg, cfg
 			target.Layers, draft.Layers = 3, 1

@@ -46,7 +46,7 @@ type Arch struct {
 
 // archs is the registry by general.architecture.
 var archs = map[string]Arch{
-	"llama":    {Neox: llama.Neox("llama"), New: llama.New},
+	"llama":    {Neox: llama.Neox("llama"), MoE: true, Config: llama.Config, New: llama.New}, // MoE: mixtral
 	"qwen2":    {Neox: llama.Neox("qwen2"), New: llama.New},
 	"qwen3":    {Neox: llama.Neox("qwen3"), New: llama.New},
 	"phi3":     {Neox: true, New: phi3.New, Random: randomPhi3},
@@ -91,7 +91,7 @@ func Load(f *gguf.File) (*Model, error) {
 		return nil, err
 	}
 	if n := r.Int("expert_count", 0); n > 0 && !a.MoE {
-		return nil, fmt.Errorf("%s: %s: mixture-of-experts models (%sexpert_count = %d) are not supported for this architecture (supported: qwen3moe)", f.Path, name, r.Prefix, n)
+		return nil, fmt.Errorf("%s: %s: mixture-of-experts models (%sexpert_count = %d) are not supported for this architecture (supported: llama (mixtral), qwen3moe)", f.Path, name, r.Prefix, n)
 	}
 	if a.Config != nil {
 		if err := a.Config(r, &cfg); err != nil {

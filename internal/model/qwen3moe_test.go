@@ -220,7 +220,7 @@ func moeRef(t testing.TB, r *refModel, tokens []int32, used int, norm bool) ([][
 	for l := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		wq, wk, wv, wo := r.tensor(t, p+"attn_q.weight"), r.tensor(t, p+"attn_k.weight"), r.tensor(t, p+"attn_v.weight"), r.tensor(t, p+"attn_output.weight")
-		qn, kn := r.tensor(t, p+"attn_q_norm.weight"), r.tensor(t, p+"attn_k_norm.weight")
+		qn, kn := r.maybe(p+"attn_q_norm.weight"), r.maybe(p+"attn_k_norm.weight") // qwen3moe has them, mixtral not
 		an, fn := r.tensor(t, p+"attn_norm.weight"), r.tensor(t, p+"ffn_norm.weight")
 		router := r.tensor(t, p+"ffn_gate_inp.weight")
 		wg, wu, wd := r.tensor(t, p+"ffn_gate_exps.weight"), r.tensor(t, p+"ffn_up_exps.weight"), r.tensor(t, p+"ffn_down_exps.weight")
@@ -230,12 +230,16 @@ func moeRef(t testing.TB, r *refModel, tokens []int32, used int, norm bool) ([][
 			Q[i], K[i], Vv[i] = refMatVec(wq, h, c.Heads*hd), refMatVec(wk, h, kvh*hd), refMatVec(wv, h, kvh*hd)
 			for hh := range c.Heads {
 				head := Q[i][hh*hd : (hh+1)*hd]
-				copy(head, refRMSNorm(head, qn, eps))
+				if qn != nil {
+					copy(head, refRMSNorm(head, qn, eps))
+				}
 				r.rope(head, i, nil)
 			}
 			for hh := range kvh {
 				head := K[i][hh*hd : (hh+1)*hd]
-				copy(head, refRMSNorm(head, kn, eps))
+				if kn != nil {
+					copy(head, refRMSNorm(head, kn, eps))
+				}
 				r.rope(head, i, nil)
 			}
 		}

@@ -112,6 +112,17 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 		w.AddKV(a+"rope.scaling.original_context_length", uint32(cfg.ContextLen))
 	}
 
+	if cfg.Experts > 0 {
+		if cfg.Arch != "llama" || (cfg.ExpertFF != 0 && cfg.ExpertFF != cfg.FF) {
+			return fmt.Errorf("random model: experts in the llama layout (mixtral) have the width FF (%s, ExpertFF %d, FF %d)", cfg.Arch, cfg.ExpertFF, cfg.FF)
+		}
+		used := cfg.ExpertUsed
+		if used == 0 {
+			used = 2
+		}
+		w.AddKV(a+"expert_count", uint32(cfg.Experts))
+		w.AddKV(a+"expert_used_count", uint32(used))
+	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	uniform := func(n int, lo, hi float64) []float32 {
 		v := make([]float32, n)
@@ -167,6 +178,36 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 		}
 		vector("rope_freqs.weight", f)
 	}
+	// experts adds a router (F32, logits of order one) and n experts'
+	// gate, up and down matrices as 3-D tensors [in, out, n].
+	experts := func(p string, E, F, n int) {
+		for _, m := range []struct {
+			name    string
+			in, out int
+			typ     kernels.Type
+		}{{"ffn_gate_inp.weight", E, n, kernels.F32}, {"ffn_gate_exps.weight", E, F, cfg.Type}, {"ffn_up_exps.weight", E, F, cfg.Type}, {"ffn_down_exps.weight", F, E, cfg.Type}} {
+			if err != nil {
+				return
+			}
+			r := math.Sqrt(3 / float64(m.in))
+			count := n
+			if m.name == "ffn_gate_inp.weight" {
+				count = 1
+			}
+			vals := uniform(m.in*m.out*count, -r, r)
+			t := fitType(m.typ, m.in)
+			size := t.RowSize(m.in)
+			data := make([]byte, size*m.out*count)
+			for row := range m.out * count {
+				kernels.Quantize(t, vals[row*m.in:(row+1)*m.in], data[row*size:(row+1)*size])
+			}
+			dims := []uint64{uint64(m.in), uint64(m.out)}
+			if count > 1 {
+				dims = append(dims, uint64(count))
+			}
+			err = w.AddTensor(p+m.name, t, dims, data)
+		}
+	}
 	for l := range cfg.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		vector(p+"attn_norm.weight", gains(E))
@@ -184,6 +225,10 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 			vector(p+"attn_k_norm.weight", gains(cfg.HeadDim))
 		}
 		vector(p+"ffn_norm.weight", gains(E))
+		if cfg.Experts > 0 { // mixtral: experts of width FF, stored as 3-D tensors
+			experts(p, E, F, cfg.Experts)
+			continue
+		}
 		matrix(p+"ffn_gate.weight", E, F)
 		matrix(p+"ffn_up.weight", E, F)
 		matrix(p+"ffn_down.weight", F, E)

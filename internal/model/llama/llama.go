@@ -1,6 +1,7 @@
 // Package llama is the llama architecture and its close relatives that
 // differ only in optional tensors: mistral (stored as llama), qwen2 (q/k/v
-// biases) and qwen3 (per-head q/k norms).
+// biases) and qwen3 (per-head q/k norms), and mixtral (stored as llama
+// with llama.expert_count: a mixture of experts in place of the MLP).
 package llama
 
 import (
@@ -54,6 +55,59 @@ type MLP struct {
 	Down *kernels.Matrix `gguf:"ffn_down.weight" dims:"ff,embd"`
 }
 
+// MoEModel is a llama whose MLPs are mixtures of experts (mixtral).
+type MoEModel struct {
+	TokEmbd    *kernels.Matrix `gguf:"token_embd.weight" dims:"embd,vocab"`
+	OutputNorm []float32       `gguf:"output_norm.weight" dims:"embd"`
+	Output     *kernels.Matrix `gguf:"output.weight,optional" dims:"embd,vocab"`
+	RopeFreqs  []float32       `gguf:"rope_freqs.weight,optional" dims:"rope/2"`
+	Layers     []MoELayer      `gguf:"blk"`
+
+	rope *nn.Rope
+}
+
+// MoELayer is attention, then the routed experts.
+type MoELayer struct {
+	Attention
+	Experts
+}
+
+// Experts is the feed-forward sub-layer of mixtral: the experts chosen by
+// the router on the normed residual stream.
+type Experts struct {
+	Norm []float32 `gguf:"ffn_norm.weight" dims:"embd"`
+	nn.MoE
+}
+
+// maxExperts bounds expert_count before any tensor is looked at.
+const maxExperts = 1 << 12
+
+// Config reads the experts of a mixtral file (llama.expert_count > 0):
+// expert_used_count (required with experts), the experts' width
+// (expert_feed_forward_length, else feed_forward_length, as mixtral files
+// have it) and renormalised weights (mixtral's softmax over the chosen
+// experts' logits is the softmax over all, renormalised). Without
+// expert_count the model is dense.
+func Config(r *nn.KeyReader, c *nn.Config) error {
+	c.Experts = r.Int("expert_count", 0)
+	if c.Experts == 0 {
+		return r.Err
+	}
+	c.ExpertUsed = r.Int("expert_used_count", -1)
+	c.ExpertFF = r.Int("expert_feed_forward_length", c.FF)
+	c.ExpertNorm = true
+	if r.Err != nil {
+		return r.Err
+	}
+	switch {
+	case c.Experts > maxExperts:
+		return fmt.Errorf("%s: %sexpert_count %d is more than %d", r.F.Path, r.Prefix, c.Experts, maxExperts)
+	case c.ExpertUsed <= 0 || c.ExpertUsed > c.Experts:
+		return fmt.Errorf("%s: %sexpert_used_count %d must be between 1 and expert_count %d", r.F.Path, r.Prefix, c.ExpertUsed, c.Experts)
+	}
+	return nil
+}
+
 // Neox reports the rope pairing of arch. GGUF llama q/k weights are
 // permuted by the converter so that the consecutive-pair ("normal")
 // rotation applies; qwen's are not.
@@ -67,6 +121,9 @@ func New(f *gguf.File, c *nn.Config) (nn.Network, error) {
 		required = []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"}
 	case "qwen3":
 		required = []string{"attn_q_norm.weight", "attn_k_norm.weight"}
+	}
+	if c.Experts > 0 {
+		return newMoE(f, c)
 	}
 	m := &Model{}
 	if err := nn.Load(f, c, m, required...); err != nil {
@@ -118,5 +175,42 @@ func (p *MLP) Forward(s *nn.Step) {
 	s.MatMul(s.HB2, p.Up, s.XB)
 	s.SwiGLU()
 	s.MatMul(s.XB, p.Down, s.HB)
+	nn.Add(s.X, s.XB)
+}
+
+// newMoE loads a mixtral file.
+func newMoE(f *gguf.File, c *nn.Config) (nn.Network, error) {
+	m := &MoEModel{}
+	if err := nn.Load(f, c, m); err != nil {
+		return nil, err
+	}
+	for i := range m.Layers {
+		if has, ok := m.Layers[i].HasShared(); has || !ok {
+			return nil, fmt.Errorf("%s: blk.%d has shared-expert tensors (ffn_*_shexp), which %s does not have", f.Path, i, c.Arch)
+		}
+		m.Layers[i].MoE.Init()
+	}
+	if m.Output == nil {
+		m.Output = m.TokEmbd
+		c.TiedOutput = true
+	}
+	m.rope = nn.NewRope(c.Rope(m.RopeFreqs))
+	return m, nil
+}
+
+// Forward runs the decoder over the step's tokens.
+func (m *MoEModel) Forward(s *nn.Step) {
+	s.Embed(m.TokEmbd, 1)
+	for l := range m.Layers {
+		m.Layers[l].Attention.Forward(s, l, m.rope)
+		m.Layers[l].Experts.Forward(s)
+	}
+	s.Logits(m.OutputNorm, m.Output)
+}
+
+// Forward adds the mixture of experts of the residual stream to it.
+func (p *Experts) Forward(s *nn.Step) {
+	s.Norm(s.XB, s.X, p.Norm)
+	p.MoE.Forward(s, s.XB, s.XB)
 	nn.Add(s.X, s.XB)
 }
