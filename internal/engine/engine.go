@@ -205,9 +205,9 @@ type Engine struct {
 	files  []*gguf.File // the model's and the draft's, checked as requests arrive
 
 	kvWarning string // set by New: the KV pool may take most of the memory
-	nextID uint64
-	wake   chan struct{}
-	done   chan struct{}
+	nextID    uint64
+	wake      chan struct{}
+	done      chan struct{}
 
 	stats stepStats
 }
