@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"mistralrs/internal/engine"
@@ -62,6 +63,11 @@ func TestGemma3Engine(t *testing.T) {
 		{"paged-chunked-prefill", opts(func(o *engine.Options) { o.MaxNumBatchedTokens = 24 }), false},
 		{"paged-prefix-hits", opts(nil), true},
 		{"contiguous-prefix-hits", opts(func(o *engine.Options) { o.PagedAttn = "off"; o.MaxNumBatchedTokens = 64 }), true},
+		// A pool of 160 positions: sequences are preempted and come back,
+		// their sliding rows given back and taken again (prefix hits as
+		// far as the kept rows allow).
+		{"paged-preemption", opts(func(o *engine.Options) { o.ContextLen = 160; o.MaxDecodeStepsBeforePrefill = 2 }), false},
+		{"paged-preemption-warm", opts(func(o *engine.Options) { o.ContextLen = 160 }), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e, rec := newEngine(t, m, c.opts)
@@ -79,8 +85,11 @@ func TestGemma3Engine(t *testing.T) {
 			if rec.maxRunning < 2 {
 				t.Errorf("at most %d sequences ran at once", rec.maxRunning)
 			}
-			if c.warm && rec.hits < len(reqs)/2 {
+			if c.warm && !strings.Contains(c.name, "preemption") && rec.hits < len(reqs)/2 {
 				t.Errorf("%d prefix-cache hits for %d repeated prompts", rec.hits, len(reqs))
+			}
+			if strings.Contains(c.name, "preemption") && rec.preempted == 0 {
+				t.Errorf("no preemption with a pool of 160 positions")
 			}
 		})
 	}
