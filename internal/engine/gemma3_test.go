@@ -88,7 +88,7 @@ func TestGemma3Engine(t *testing.T) {
 			if c.warm && !strings.Contains(c.name, "preemption") && rec.hits < len(reqs)/2 {
 				t.Errorf("%d prefix-cache hits for %d repeated prompts", rec.hits, len(reqs))
 			}
-			if strings.Contains(c.name, "preemption") && rec.preempted == 0 {
+			if strings.Contains(c.name, "preemption") && rec.preempted == 0 && !raceEnabled { // (-race: shorter prompts fit)
 				t.Errorf("no preemption with a pool of 160 positions")
 			}
 		})
