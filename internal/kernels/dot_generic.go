@@ -10,25 +10,6 @@ import (
 // kernels are tested against. Quantized weights meet 8-bit activations in
 // blocks of 32: integer sums per block, scaled once per block.
 
-// genericKernels returns the pure-Go kernel of every supported type. dotTable
-// is initialised from it as a package variable, so it is complete before any
-// init function (the assembly files' included) runs.
-func genericKernels() map[Type]*typeKernels {
-	return map[Type]*typeKernels{
-		F32:  {dot: dotF32, dot4: dot4F32},
-		F16:  {dot: dotF16, dot4: dot4F16},
-		BF16: {dot: dotBF16, dot4: dot4BF16},
-		Q4_0: {dot: dotQ4_0, dot4: dot4Q4_0},
-		Q4_1: {dot: dotQ4_1, dot4: dot4Q4_1},
-		Q5_0: {dot: dotQ5_0, dot4: dot4Q5_0},
-		Q5_1: {dot: dotQ5_1, dot4: dot4Q5_1},
-		Q8_0: {dot: dotQ8_0, dot4: dot4Q8_0},
-		Q4_K: {dot: dotQ4_K, dot4: dot4Q4_K},
-		Q5_K: {dot: dotQ5_K, dot4: dot4Q5_K},
-		Q6_K: {dot: dotQ6_K, dot4: dot4Q6_K},
-	}
-}
-
 // The float kernels read the weights with encoding/binary (one plain load
 // each on little-endian machines) rather than reinterpreting the bytes, so
 // that weights need no alignment. They work in chunks of 8 through array
@@ -187,7 +168,8 @@ func dot4Plain(get func([]byte) float32, size int, w []byte, a *[4]*Act, n int, 
 // then run the four activation rows over the decoded block. For Q6_K the
 // 16-element sub-block scales are folded into q (|q·scale| < 2^12).
 // The unpack functions are called directly (not through a function value)
-// so that q stays on the stack.
+// so that q stays on the stack: the dot4 kernels, one per type, are
+// generated (gen_generic.go).
 
 // blockDot4 returns Σ q·a for four activation blocks.
 func blockDot4(q *[32]int16, a0, a1, a2, a3 *[32]int8) (s0, s1, s2, s3 int32) {
@@ -303,84 +285,4 @@ func unpackQ6_K(w []byte, b int, q *[32]int16) (d, m float32) {
 		q[l+16] = (int16((ql[l+16]>>nibShift)&15|(qh[l+16]>>hiShift&3)<<4) - 32) * sc1
 	}
 	return f16At(blk[208:]), 0
-}
-
-func dot4Q4_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ4_0(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q4_1(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ4_1(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q5_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ5_0(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q5_1(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ5_1(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q8_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ8_0(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q4_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ4_K(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q5_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ5_K(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q6_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ6_K(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
 }

@@ -32,7 +32,7 @@ func forOnWorkers(t *testing.T, p *Pool, n int, fn func(lo, hi int)) any {
 	t.Helper()
 	caller := goid()
 	for range 200 {
-		ranOnWorker := false
+		var ranOnWorker atomic.Bool // several workers may run chunks
 		v := func() (v any) {
 			defer func() { v = recover() }()
 			p.For(n, func(lo, hi int) {
@@ -40,12 +40,12 @@ func forOnWorkers(t *testing.T, p *Pool, n int, fn func(lo, hi int)) any {
 					time.Sleep(50 * time.Microsecond)
 					return
 				}
-				ranOnWorker = true
+				ranOnWorker.Store(true)
 				fn(lo, hi)
 			})
 			return nil
 		}()
-		if ranOnWorker {
+		if ranOnWorker.Load() {
 			return v
 		}
 	}

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "simd_amd64.h"
 
 // QACONST sets the constants: Y15 abs mask, Y12 the VPERMD order of the
 // packed bytes, X11 127.0.

@@ -4,18 +4,18 @@ package kernels
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
-	"os"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
 
 // The assembly kernels need AVX2 and FMA (F16 also F16C). They replace the
-// generic entries of dotTable in init; the generic ones are kept so that
-// SetSIMD can switch back (tests compare the two, MISTRALRS_NOASM=1 turns
-// the assembly off for a whole run).
+// generic entries of dotTable when the avx2 path is picked (see cpu.go); the
+// generic ones are kept so that setPath and SetSIMD can switch back (tests
+// compare the two, MISTRALRS_CPU=generic turns the assembly off for a whole
+// run).
 
 type simdPair struct {
 	generic, simd typeKernels
@@ -31,48 +31,55 @@ var (
 	simdMu          sync.Mutex
 	simdKernels     = map[Type]*simdPair{}
 	simdOn          bool
-	simdVec         bool // DotF32 and Axpy use assembly (with simdOn)
+	simdVec         bool   // DotF32 and Axpy use assembly (with simdOn)
+	pathNow         string // the path installed in dotTable
 )
 
 func init() {
-	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
-		return
-	}
-	add := func(t Type, k typeKernels) {
-		e := dotTable[t]
-		if e == nil {
-			e = &typeKernels{}
-			dotTable[t] = e
+	if pathMissing("avx2") == "" {
+		for t, k := range avx2Kernels() {
+			e := dotTable[t]
+			if e == nil {
+				e = &typeKernels{}
+				dotTable[t] = e
+			}
+			simdKernels[t] = &simdPair{generic: *e, simd: k}
 		}
-		simdKernels[t] = &simdPair{generic: *e, simd: k}
+		if cpu.X86.HasF16C { // the block scales are rounded to fp16
+			simdQuantizeAct = quantizeActSIMD
+		}
 	}
-	add(F32, typeKernels{dot: dotF32SIMD, dot4: dot4F32SIMD, dotRows: dotRowsF32SIMD, dot4Rows: dot4RowsF32SIMD})
-	add(BF16, typeKernels{dot: dotBF16SIMD, dot4: dot4BF16SIMD, dotRows: dotRowsBF16SIMD, dot4Rows: dot4RowsBF16SIMD})
-	add(Q8_0, typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD, dotRows: dotRowsQ8_0SIMD, dot4Rows: dot4RowsQ8_0SIMD})
-	add(Q4_0, typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD, dotRows: dotRowsQ4_0SIMD, dot4Rows: dot4RowsQ4_0SIMD})
-	add(Q4_1, typeKernels{dot: dotQ4_1SIMD, dot4: dot4Q4_1SIMD, dotRows: dotRowsQ4_1SIMD, dot4Rows: dot4RowsQ4_1SIMD})
-	add(Q5_0, typeKernels{dot: dotQ5_0SIMD, dot4: dot4Q5_0SIMD, dotRows: dotRowsQ5_0SIMD, dot4Rows: dot4RowsQ5_0SIMD})
-	add(Q5_1, typeKernels{dot: dotQ5_1SIMD, dot4: dot4Q5_1SIMD, dotRows: dotRowsQ5_1SIMD, dot4Rows: dot4RowsQ5_1SIMD})
-	add(Q4_K, typeKernels{dot: dotQ4_KSIMD, dot4: dot4Q4_KSIMD, dotRows: dotRowsQ4_KSIMD, dot4Rows: dot4RowsQ4_KSIMD})
-	add(Q5_K, typeKernels{dot: dotQ5_KSIMD, dot4: dot4Q5_KSIMD, dotRows: dotRowsQ5_KSIMD, dot4Rows: dot4RowsQ5_KSIMD})
-	add(Q6_K, typeKernels{dot: dotQ6_KSIMD, dot4: dot4Q6_KSIMD, dotRows: dotRowsQ6_KSIMD, dot4Rows: dot4RowsQ6_KSIMD, sums16: true})
-	if cpu.X86.HasF16C {
-		add(F16, typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD, dotRows: dotRowsF16SIMD, dot4Rows: dot4RowsF16SIMD})
+	if _, err := setPath(bestPath()); err != nil {
+		panic(err)
 	}
-	if cpu.X86.HasF16C { // the block scales are rounded to fp16
-		simdQuantizeAct = quantizeActSIMD
-	}
-	SetSIMD(os.Getenv("MISTRALRS_NOASM") == "")
 }
 
-// SetSIMD switches the dot kernels between the assembly versions (on, where
-// the CPU has the features) and the pure-Go ones, and reports whether the
-// assembly was in use before. It must not run while kernels are running.
-func SetSIMD(on bool) (was bool) {
+// pathMissing returns why path name cannot run here, "" when it can.
+func pathMissing(name string) string {
+	switch name {
+	case "generic":
+		return ""
+	case "avx2":
+		if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
+			return "the CPU lacks AVX2/FMA"
+		}
+		return ""
+	}
+	return "no path " + name
+}
+
+// setPath installs the kernels of path name (one of cpuPaths the CPU has;
+// MISTRALRS_CPU is not consulted) and returns the path installed before. It
+// must not run while kernels are running.
+func setPath(name string) (prev string, err error) {
+	if why := pathMissing(name); why != "" {
+		return "", fmt.Errorf("kernels: path %s: %s", name, why)
+	}
 	simdMu.Lock()
 	defer simdMu.Unlock()
-	was = simdOn
-	simdOn = on && len(simdKernels) > 0
+	prev = pathNow
+	pathNow = name
+	simdOn = name == "avx2"
 	quantizeActAsm = nil
 	if simdOn {
 		quantizeActAsm = simdQuantizeAct
@@ -83,10 +90,32 @@ func SetSIMD(on bool) (was bool) {
 		if simdOn {
 			k = p.simd
 		}
-		e := dotTable[t]
-		*e = k
+		*dotTable[t] = k
 	}
-	return was
+	return prev, nil
+}
+
+// SetSIMD switches the dot kernels between the assembly versions (on: the
+// highest path the CPU has within MISTRALRS_CPU) and the pure-Go ones, and
+// reports whether assembly was in use before. It must not run while
+// kernels are running.
+func SetSIMD(on bool) (was bool) {
+	name := "generic"
+	if on {
+		name = bestPath()
+	}
+	prev, err := setPath(name)
+	if err != nil {
+		panic(err) // bestPath picks only paths the CPU has
+	}
+	return prev != "generic"
+}
+
+// Path names the instruction-set path in use: "avx2" or "generic".
+func Path() string {
+	simdMu.Lock()
+	defer simdMu.Unlock()
+	return pathNow
 }
 
 // Backend names the kernels in use for reports (llama-bench's backends
@@ -124,145 +153,6 @@ func tailF16(w []byte, x []float32) float32 {
 	return s
 }
 
-//go:noescape
-func dotF32AVX2(w, x *float32, n, rows int, out *float32)
-
-//go:noescape
-func dot4F32AVX2(w *float32, x *[4]*float32, n, rows int, out *float32, stride int)
-
-//go:noescape
-func dotF16AVX2(w *byte, x *float32, n, rows int, out *float32)
-
-//go:noescape
-func dot4F16AVX2(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
-
-func dotF32SIMD(w []byte, a *Act, n int) float32 {
-	m := n &^ 7
-	var s float32
-	if m > 0 {
-		_ = w[4*n-1]
-		_ = a.F[n-1]
-		dotF32AVX2((*float32)(unsafe.Pointer(&w[0])), &a.F[0], m, 1, &s)
-	}
-	if m < n {
-		s += tailF32(w[4*m:], a.F[m:n])
-	}
-	return s
-}
-
-// The float dotRows kernels need rows of a multiple of 8 elements (the
-// assembly walks the weights straight through); other lengths loop over dot.
-
-func dotRowsF32SIMD(w []byte, rows int, a *Act, n int, out []float32) {
-	if n%8 != 0 || rows == 0 {
-		dotRowsOf(dotF32SIMD, 4*n, w, rows, a, n, out)
-		return
-	}
-	_ = w[rows*4*n-1]
-	_ = a.F[n-1]
-	_ = out[rows-1]
-	dotF32AVX2((*float32)(unsafe.Pointer(&w[0])), &a.F[0], n, rows, &out[0])
-}
-
-func dot4F32SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	m := n &^ 7
-	*out = [4]float32{}
-	if m > 0 {
-		_ = w[4*n-1]
-		var x [4]*float32
-		for k := range a {
-			_ = a[k].F[n-1]
-			x[k] = &a[k].F[0]
-		}
-		dot4F32AVX2((*float32)(unsafe.Pointer(&w[0])), &x, m, 1, &out[0], 1)
-	}
-	if m < n {
-		for k := range a {
-			out[k] += tailF32(w[4*m:], a[k].F[m:n])
-		}
-	}
-}
-
-func dot4RowsF32SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if n%8 != 0 || rows == 0 {
-		dot4RowsOf(dot4F32SIMD, 4*n, w, rows, a, n, out, stride)
-		return
-	}
-	checkRows4(rows, out, stride)
-	_ = w[rows*4*n-1]
-	var x [4]*float32
-	for k := range a {
-		_ = a[k].F[n-1]
-		x[k] = &a[k].F[0]
-	}
-	dot4F32AVX2((*float32)(unsafe.Pointer(&w[0])), &x, n, rows, &out[0], stride)
-}
-
-func dotF16SIMD(w []byte, a *Act, n int) float32 {
-	m := n &^ 7
-	var s float32
-	if m > 0 {
-		_ = w[2*n-1]
-		_ = a.F[n-1]
-		dotF16AVX2(&w[0], &a.F[0], m, 1, &s)
-	}
-	if m < n {
-		s += tailF16(w[2*m:], a.F[m:n])
-	}
-	return s
-}
-
-func dotRowsF16SIMD(w []byte, rows int, a *Act, n int, out []float32) {
-	if n%8 != 0 || rows == 0 {
-		dotRowsOf(dotF16SIMD, 2*n, w, rows, a, n, out)
-		return
-	}
-	_ = w[rows*2*n-1]
-	_ = a.F[n-1]
-	_ = out[rows-1]
-	dotF16AVX2(&w[0], &a.F[0], n, rows, &out[0])
-}
-
-func dot4F16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	m := n &^ 7
-	*out = [4]float32{}
-	if m > 0 {
-		_ = w[2*n-1]
-		var x [4]*float32
-		for k := range a {
-			_ = a[k].F[n-1]
-			x[k] = &a[k].F[0]
-		}
-		dot4F16AVX2(&w[0], &x, m, 1, &out[0], 1)
-	}
-	if m < n {
-		for k := range a {
-			out[k] += tailF16(w[2*m:], a[k].F[m:n])
-		}
-	}
-}
-
-func dot4RowsF16SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if n%8 != 0 || rows == 0 {
-		dot4RowsOf(dot4F16SIMD, 2*n, w, rows, a, n, out, stride)
-		return
-	}
-	checkRows4(rows, out, stride)
-	_ = w[rows*2*n-1]
-	var x [4]*float32
-	for k := range a {
-		_ = a[k].F[n-1]
-		x[k] = &a[k].F[0]
-	}
-	dot4F16AVX2(&w[0], &x, n, rows, &out[0], stride)
-}
-
-//go:noescape
-func dotBF16AVX2(w *byte, x *float32, n, rows int, out *float32)
-
-//go:noescape
-func dot4BF16AVX2(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
-
 func tailBF16(w []byte, x []float32) float32 {
 	var s float32
 	for i, v := range x {
@@ -270,70 +160,6 @@ func tailBF16(w []byte, x []float32) float32 {
 	}
 	return s
 }
-
-func dotBF16SIMD(w []byte, a *Act, n int) float32 {
-	m := n &^ 7
-	var s float32
-	if m > 0 {
-		_ = w[2*n-1]
-		_ = a.F[n-1]
-		dotBF16AVX2(&w[0], &a.F[0], m, 1, &s)
-	}
-	if m < n {
-		s += tailBF16(w[2*m:], a.F[m:n])
-	}
-	return s
-}
-
-func dotRowsBF16SIMD(w []byte, rows int, a *Act, n int, out []float32) {
-	if n%8 != 0 || rows == 0 {
-		dotRowsOf(dotBF16SIMD, 2*n, w, rows, a, n, out)
-		return
-	}
-	_ = w[rows*2*n-1]
-	_ = a.F[n-1]
-	_ = out[rows-1]
-	dotBF16AVX2(&w[0], &a.F[0], n, rows, &out[0])
-}
-
-func dot4BF16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	m := n &^ 7
-	*out = [4]float32{}
-	if m > 0 {
-		_ = w[2*n-1]
-		var x [4]*float32
-		for k := range a {
-			_ = a[k].F[n-1]
-			x[k] = &a[k].F[0]
-		}
-		dot4BF16AVX2(&w[0], &x, m, 1, &out[0], 1)
-	}
-	if m < n {
-		for k := range a {
-			out[k] += tailBF16(w[2*m:], a[k].F[m:n])
-		}
-	}
-}
-
-func dot4RowsBF16SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if n%8 != 0 || rows == 0 {
-		dot4RowsOf(dot4BF16SIMD, 2*n, w, rows, a, n, out, stride)
-		return
-	}
-	checkRows4(rows, out, stride)
-	_ = w[rows*2*n-1]
-	var x [4]*float32
-	for k := range a {
-		_ = a[k].F[n-1]
-		x[k] = &a[k].F[0]
-	}
-	dot4BF16AVX2(&w[0], &x, n, rows, &out[0], stride)
-}
-
-// Quantized kernels take nb blocks of 32; the bounds checks here keep the
-// assembly inside the slices.
-
-// tab is f16Table: the kernels read weight scales (halves) through it.
 
 //go:noescape
 func f16ToF32AVX2(dst *float32, src *uint16, n int)
@@ -389,17 +215,31 @@ func int8MulPeak(n int) bool {
 	return true
 }
 
-//go:noescape
-func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int, tab *float32, rows int, out *float32)
+// checkRows4 checks the output of a dot4Rows call: four rows of at least
+// rows values, stride apart.
+func checkRows4(rows int, out []float32, stride int) {
+	if stride < rows {
+		panic("kernels: dot4Rows output stride shorter than its rows")
+	}
+	_ = out[3*stride+rows-1]
+}
 
-//go:noescape
-func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+// fArgs4 checks four float activation rows of n elements (n > 0) and
+// returns their pointers.
+func fArgs4(a *[4]*Act, n int) (x [4]*float32) {
+	for k := range a {
+		_ = a[k].F[n-1]
+		x[k] = &a[k].F[0]
+	}
+	return x
+}
 
-//go:noescape
-func dotQ4_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-
-//go:noescape
-func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+// The wrappers of the quantized kernels (gen_*.go) check their arguments
+// with the functions below, so that the assembly stays inside the slices,
+// and call the kernels directly: a call through a function value would make
+// the arguments escape. The kernels take nb blocks of 32 elements, or
+// super-blocks of 256 (nsub = 8 activation blocks each), of bsize bytes;
+// tab is f16Table (they read the weight scales, halves, through it).
 
 // qargs checks one activation row for nb blocks and returns its pointers.
 func qargs(a *Act, nb int) (*int8, *float32) {
@@ -416,265 +256,68 @@ func q4args(a *[4]*Act, nb int) (qs [4]*int8, d [4]*float32) {
 	return
 }
 
-func dotQ8_0SIMD(w []byte, a *Act, n int) float32 {
-	var o [1]float32
-	dotRowsQ8_0SIMD(w, 1, a, n, o[:])
-	return o[0]
-}
-
-func dotRowsQ8_0SIMD(w []byte, rows int, a *Act, n int, out []float32) {
-	nb := n / 32
+// dArgs checks rows rows of nb blocks against one activation row and
+// returns the activation pointers; ok is false (out cleared) when there is
+// nothing to compute.
+func dArgs(w []byte, rows int, a *Act, nb, nsub, bsize int, out []float32) (qs *int8, d *float32, ok bool) {
 	if nb == 0 || rows == 0 {
 		clear(out[:rows])
-		return
-	}
-	_ = w[rows*nb*34-1]
-	_ = out[rows-1]
-	qs, d := qargs(a, nb)
-	dotQ8_0AVX2(&w[0], qs, d, nb, &f16Table[0], rows, &out[0])
-}
-
-func dot4Q8_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	dot4RowsQ8_0SIMD(w, 1, a, n, out[:], 1)
-}
-
-// checkRows4 checks the output of a dot4Rows call: four rows of at least
-// rows values, stride apart.
-func checkRows4(rows int, out []float32, stride int) {
-	if stride < rows {
-		panic("kernels: dot4Rows output stride shorter than its rows")
-	}
-	_ = out[3*stride+rows-1]
-}
-
-func dot4RowsQ8_0SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if rows == 0 {
-		return
-	}
-	checkRows4(rows, out, stride)
-	nb := n / 32
-	if nb == 0 {
-		clearRows4(rows, out, stride)
-		return
-	}
-	_ = w[rows*nb*34-1]
-	qs, d := q4args(a, nb)
-	dot4Q8_0AVX2(&w[0], &qs, &d, nb, &f16Table[0], rows, &out[0], stride)
-}
-
-func dotQ4_0SIMD(w []byte, a *Act, n int) float32 {
-	var o [1]float32
-	dotRowsQ4_0SIMD(w, 1, a, n, o[:])
-	return o[0]
-}
-
-func dot4Q4_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	dot4RowsQ4_0SIMD(w, 1, a, n, out[:], 1)
-}
-
-func dot4RowsQ4_0SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if rows == 0 {
-		return
-	}
-	checkRows4(rows, out, stride)
-	nb := n / 32
-	if nb == 0 {
-		clearRows4(rows, out, stride)
-		return
-	}
-	_ = w[rows*nb*18-1]
-	qs, d := q4args(a, nb)
-	var s [4]*float32
-	for k := range a {
-		_ = a[k].S[nb-1]
-		s[k] = &a[k].S[0]
-	}
-	dot4Q4_0AVX2(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
-}
-
-//go:noescape
-func dotQ4_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-
-//go:noescape
-func dotQ5_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-
-//go:noescape
-func dotQ5_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-
-// sArgs checks rows rows of nb blocks (of 32 elements, or super-blocks of
-// 256 with nsub = 8 activation blocks each) of bsize bytes for a kernel that
-// takes the activation sums S, and returns the activation pointers; ok is
-// false (out cleared) when there is nothing to compute. The kernels are
-// called directly by their wrappers: a call through a function value would
-// make the arguments escape.
-func sArgs(w []byte, rows int, a *Act, nb, nsub, bsize int, out []float32) (qs *int8, d, s *float32, ok bool) {
-	if nb == 0 || rows == 0 {
-		clear(out[:rows])
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	_ = w[rows*nb*bsize-1]
 	_ = out[rows-1]
 	qs, d = qargs(a, nb*nsub)
+	return qs, d, true
+}
+
+// sArgs is dArgs for kernels that also take the activation sums S.
+func sArgs(w []byte, rows int, a *Act, nb, nsub, bsize int, out []float32) (qs *int8, d, s *float32, ok bool) {
+	if qs, d, ok = dArgs(w, rows, a, nb, nsub, bsize, out); !ok {
+		return nil, nil, nil, false
+	}
 	_ = a.S[nb*nsub-1]
 	return qs, d, &a.S[0], true
 }
 
-func dotRowsQ4_0SIMD(w []byte, rows int, a *Act, n int, out []float32) {
-	nb := n / 32
-	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 18, out); ok {
-		dotQ4_0AVX2(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
-	}
-}
-
-func dotRowsQ4_1SIMD(w []byte, rows int, a *Act, n int, out []float32) {
-	nb := n / 32
-	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 20, out); ok {
-		dotQ4_1AVX2(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
-	}
-}
-
-func dotRowsQ5_0SIMD(w []byte, rows int, a *Act, n int, out []float32) {
-	nb := n / 32
-	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 22, out); ok {
-		dotQ5_0AVX2(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
-	}
-}
-
-func dotRowsQ5_1SIMD(w []byte, rows int, a *Act, n int, out []float32) {
-	nb := n / 32
-	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 24, out); ok {
-		dotQ5_1AVX2(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
-	}
-}
-
-//go:noescape
-func dot4Q4_1AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-
-//go:noescape
-func dot4Q5_0AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-
-//go:noescape
-func dot4Q5_1AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-
-// s4Args checks a four-input call over rows rows of nb blocks of bsize
-// bytes for a kernel that takes the activation sums S, and returns the
-// activation pointers; ok is false (out cleared) when there is nothing to
-// compute.
-func s4Args(w []byte, rows int, a *[4]*Act, nb, bsize int, out []float32, stride int) (qs [4]*int8, d, s [4]*float32, ok bool) {
+// d4Args is dArgs for four activation rows, whose results go to out
+// stride apart.
+func d4Args(w []byte, rows int, a *[4]*Act, nb, nsub, bsize int, out []float32, stride int) (qs [4]*int8, d [4]*float32, ok bool) {
 	if rows == 0 {
-		return qs, d, s, false
+		return qs, d, false
 	}
 	checkRows4(rows, out, stride)
 	if nb == 0 {
 		clearRows4(rows, out, stride)
-		return qs, d, s, false
+		return qs, d, false
 	}
 	_ = w[rows*nb*bsize-1]
-	qs, d = q4args(a, nb)
+	qs, d = q4args(a, nb*nsub)
+	return qs, d, true
+}
+
+// s4Args is d4Args for kernels that also take the activation sums S.
+func s4Args(w []byte, rows int, a *[4]*Act, nb, nsub, bsize int, out []float32, stride int) (qs [4]*int8, d, s [4]*float32, ok bool) {
+	if qs, d, ok = d4Args(w, rows, a, nb, nsub, bsize, out, stride); !ok {
+		return qs, d, s, false
+	}
 	for k := range a {
-		_ = a[k].S[nb-1]
+		_ = a[k].S[nb*nsub-1]
 		s[k] = &a[k].S[0]
 	}
 	return qs, d, s, true
 }
 
-func dot4RowsQ4_1SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if qs, d, s, ok := s4Args(w, rows, a, n/32, 20, out, stride); ok {
-		dot4Q4_1AVX2(&w[0], &qs, &d, &s, n/32, &f16Table[0], rows, &out[0], stride)
-	}
-}
-
-func dot4RowsQ5_0SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if qs, d, s, ok := s4Args(w, rows, a, n/32, 22, out, stride); ok {
-		dot4Q5_0AVX2(&w[0], &qs, &d, &s, n/32, &f16Table[0], rows, &out[0], stride)
-	}
-}
-
-func dot4RowsQ5_1SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if qs, d, s, ok := s4Args(w, rows, a, n/32, 24, out, stride); ok {
-		dot4Q5_1AVX2(&w[0], &qs, &d, &s, n/32, &f16Table[0], rows, &out[0], stride)
-	}
-}
-
-func dot4Q4_1SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	dot4RowsQ4_1SIMD(w, 1, a, n, out[:], 1)
-}
-
-func dot4Q5_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	dot4RowsQ5_0SIMD(w, 1, a, n, out[:], 1)
-}
-
-func dot4Q5_1SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	dot4RowsQ5_1SIMD(w, 1, a, n, out[:], 1)
-}
-
-// The dot kernels are their dotRows on one row.
-
-func dotQ4_1SIMD(w []byte, a *Act, n int) float32 {
-	var o [1]float32
-	dotRowsQ4_1SIMD(w, 1, a, n, o[:])
-	return o[0]
-}
-
-func dotQ5_0SIMD(w []byte, a *Act, n int) float32 {
-	var o [1]float32
-	dotRowsQ5_0SIMD(w, 1, a, n, o[:])
-	return o[0]
-}
-
-func dotQ5_1SIMD(w []byte, a *Act, n int) float32 {
-	var o [1]float32
-	dotRowsQ5_1SIMD(w, 1, a, n, o[:])
-	return o[0]
-}
-
-// K-quants take nsb super-blocks of 256.
-
-//go:noescape
-func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-
-func dotQ4_KSIMD(w []byte, a *Act, n int) float32 {
-	var o [1]float32
-	dotRowsQ4_KSIMD(w, 1, a, n, o[:])
-	return o[0]
-}
-
-func dotRowsQ4_KSIMD(w []byte, rows int, a *Act, n int, out []float32) {
-	nsb := n / 256
-	if qs, d, s, ok := sArgs(w, rows, a, nsb, 8, 144, out); ok {
-		dotQ4_KAVX2(&w[0], qs, d, s, nsb, &f16Table[0], rows, &out[0])
-	}
-}
-
-//go:noescape
-func dot4Q4_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-
-func dot4Q4_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	dot4RowsQ4_KSIMD(w, 1, a, n, out[:], 1)
-}
-
-func dot4RowsQ4_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if rows == 0 {
-		return
-	}
-	checkRows4(rows, out, stride)
-	nsb := n / 256
-	if nsb == 0 {
-		clearRows4(rows, out, stride)
-		return
-	}
-	_ = w[rows*nsb*144-1]
-	qs, d := q4args(a, nsb*8)
-	var s [4]*float32
+// b4Args returns the four activation rows' sums of 16 quants (Act.B) over
+// nsb super-blocks of 256; ok is false when a row has none.
+func b4Args(a *[4]*Act, nsb int) (b [4]*int16, ok bool) {
 	for k := range a {
-		_ = a[k].S[nsb*8-1]
-		s[k] = &a[k].S[0]
+		if len(a[k].B) < nsb*16 {
+			return b, false
+		}
+		b[k] = &a[k].B[0]
 	}
-	dot4Q4_KAVX2(&w[0], &qs, &d, &s, nsb, &f16Table[0], rows, &out[0], stride)
+	return b, true
 }
-
-//go:noescape
-func dotQ6_KAVX2(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
 
 // sums16Of returns the activations' sums of 16 quants over nsb Q6_K
 // super-blocks: a.B as MatMul fills it, else computed into buf (or a new
@@ -686,70 +329,6 @@ func sums16Of(a *Act, nsb int, buf *[1024]int16) []int16 {
 	c := Act{Qs: a.Qs[:nsb*256], B: buf[:0]}
 	actSums16(&c)
 	return c.B
-}
-
-func dotQ6_KSIMD(w []byte, a *Act, n int) float32 {
-	var o [1]float32
-	dotRowsQ6_KSIMD(w, 1, a, n, o[:])
-	return o[0]
-}
-
-func dotRowsQ6_KSIMD(w []byte, rows int, a *Act, n int, out []float32) {
-	nsb := n / 256
-	if nsb == 0 || rows == 0 {
-		clear(out[:rows])
-		return
-	}
-	_ = w[rows*nsb*210-1]
-	_ = out[rows-1]
-	qs, d := qargs(a, nsb*8)
-	var buf [1024]int16
-	b := sums16Of(a, nsb, &buf)
-	_ = b[nsb*16-1]
-	dotQ6_KAVX2(&w[0], qs, d, &b[0], nsb, &f16Table[0], rows, &out[0])
-}
-
-//go:noescape
-func dot4Q5_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-
-func dot4Q5_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	dot4RowsQ5_KSIMD(w, 1, a, n, out[:], 1)
-}
-
-func dot4RowsQ5_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if rows == 0 {
-		return
-	}
-	checkRows4(rows, out, stride)
-	nsb := n / 256
-	if nsb == 0 {
-		clearRows4(rows, out, stride)
-		return
-	}
-	_ = w[rows*nsb*176-1]
-	qs, d := q4args(a, nsb*8)
-	var s [4]*float32
-	for k := range a {
-		_ = a[k].S[nsb*8-1]
-		s[k] = &a[k].S[0]
-	}
-	dot4Q5_KAVX2(&w[0], &qs, &d, &s, nsb, &f16Table[0], rows, &out[0], stride)
-}
-
-//go:noescape
-func dotQ5_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-
-func dotQ5_KSIMD(w []byte, a *Act, n int) float32 {
-	var o [1]float32
-	dotRowsQ5_KSIMD(w, 1, a, n, o[:])
-	return o[0]
-}
-
-func dotRowsQ5_KSIMD(w []byte, rows int, a *Act, n int, out []float32) {
-	nsb := n / 256
-	if qs, d, s, ok := sArgs(w, rows, a, nsb, 8, 176, out); ok {
-		dotQ5_KAVX2(&w[0], qs, d, s, nsb, &f16Table[0], rows, &out[0])
-	}
 }
 
 //go:noescape
@@ -779,41 +358,6 @@ func quantizeActSIMD(x []float32, a *Act) {
 	if b < nb {
 		quantizeActAVX2(&x[b*32], &a.Qs[b*32], &a.D[b], &a.S[b], nb-b)
 	}
-}
-
-//go:noescape
-func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
-
-func dot4Q6_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	dot4RowsQ6_KSIMD(w, 1, a, n, out[:], 1)
-}
-
-// dot4RowsQ6_KSIMD takes the activations' sums of 16 quants (Act.B) from
-// MatMul; without them it runs the one-input kernel per activation row (the
-// same results), which computes them.
-func dot4RowsQ6_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if rows == 0 {
-		return
-	}
-	checkRows4(rows, out, stride)
-	nsb := n / 256
-	if nsb == 0 {
-		clearRows4(rows, out, stride)
-		return
-	}
-	_ = w[rows*nsb*210-1]
-	qs, d := q4args(a, nsb*8)
-	var b [4]*int16
-	for k := range a {
-		if len(a[k].B) < nsb*16 {
-			for k := range a {
-				dotRowsQ6_KSIMD(w, rows, a[k], n, out[k*stride:k*stride+rows])
-			}
-			return
-		}
-		b[k] = &a[k].B[0]
-	}
-	dot4Q6_KAVX2(&w[0], &qs, &d, &b, nsb, &f16Table[0], rows, &out[0], stride)
 }
 
 //go:noescape

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "simd_amd64.h"
 
 // Attention for four queries that read the same cached rows (consecutive
 // tokens of one head, or the query heads sharing a KV head): each row is
@@ -20,15 +21,9 @@
 // row j, CX: byte offset in the row, SI: row bytes, AX: 4*j.
 TEXT ·dots4AVX2(SB), NOSPLIT, $0-56
 	MOVQ         q+0(FP), AX
-	MOVQ         0(AX), R10
-	MOVQ         8(AX), R11
-	MOVQ         16(AX), R12
-	MOVQ         24(AX), R13
+	PTRS4(R10, R11, R12, R13)
 	MOVQ         out+48(FP), AX
-	MOVQ         0(AX), R14
-	MOVQ         8(AX), R15
-	MOVQ         16(AX), BX
-	MOVQ         24(AX), DI
+	PTRS4(R14, R15, BX, DI)
 	MOVQ         k+8(FP), DX
 	MOVQ         hd+16(FP), SI
 	SHLQ         $2, SI
@@ -113,15 +108,9 @@ d4end:
 // R9: 4*cnt, R8: row bytes.
 TEXT ·axpys4AVX2(SB), NOSPLIT, $0-48
 	MOVQ y+0(FP), AX
-	MOVQ 0(AX), R10
-	MOVQ 8(AX), R11
-	MOVQ 16(AX), R12
-	MOVQ 24(AX), R13
+	PTRS4(R10, R11, R12, R13)
 	MOVQ w+16(FP), AX
-	MOVQ 0(AX), R14
-	MOVQ 8(AX), R15
-	MOVQ 16(AX), BX
-	MOVQ 24(AX), DI
+	PTRS4(R14, R15, BX, DI)
 	MOVQ x+24(FP), SI
 	MOVQ stride+32(FP), R8
 	SHLQ $2, R8

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "simd_amd64.h"
 
 // Element-wise kernels of the model (swiglu, softmax, rmsnorm) on 8 floats
 // at a time; n is a multiple of 8 (the Go side pads the rest through the
@@ -28,118 +29,31 @@
 #define INF elemc<>+384(SB)
 #define BIAS elemc<>+416(SB)
 
-DATA elemc<>+0(SB)/4, $0x3fb8aa3b
-DATA elemc<>+4(SB)/4, $0x3fb8aa3b
-DATA elemc<>+8(SB)/4, $0x3fb8aa3b
-DATA elemc<>+12(SB)/4, $0x3fb8aa3b
-DATA elemc<>+16(SB)/4, $0x3fb8aa3b
-DATA elemc<>+20(SB)/4, $0x3fb8aa3b
-DATA elemc<>+24(SB)/4, $0x3fb8aa3b
-DATA elemc<>+28(SB)/4, $0x3fb8aa3b
-DATA elemc<>+32(SB)/4, $0x3f318000
-DATA elemc<>+36(SB)/4, $0x3f318000
-DATA elemc<>+40(SB)/4, $0x3f318000
-DATA elemc<>+44(SB)/4, $0x3f318000
-DATA elemc<>+48(SB)/4, $0x3f318000
-DATA elemc<>+52(SB)/4, $0x3f318000
-DATA elemc<>+56(SB)/4, $0x3f318000
-DATA elemc<>+60(SB)/4, $0x3f318000
-DATA elemc<>+64(SB)/4, $0xb95e8083
-DATA elemc<>+68(SB)/4, $0xb95e8083
-DATA elemc<>+72(SB)/4, $0xb95e8083
-DATA elemc<>+76(SB)/4, $0xb95e8083
-DATA elemc<>+80(SB)/4, $0xb95e8083
-DATA elemc<>+84(SB)/4, $0xb95e8083
-DATA elemc<>+88(SB)/4, $0xb95e8083
-DATA elemc<>+92(SB)/4, $0xb95e8083
-DATA elemc<>+96(SB)/4, $0x39506967
-DATA elemc<>+100(SB)/4, $0x39506967
-DATA elemc<>+104(SB)/4, $0x39506967
-DATA elemc<>+108(SB)/4, $0x39506967
-DATA elemc<>+112(SB)/4, $0x39506967
-DATA elemc<>+116(SB)/4, $0x39506967
-DATA elemc<>+120(SB)/4, $0x39506967
-DATA elemc<>+124(SB)/4, $0x39506967
-DATA elemc<>+128(SB)/4, $0x3ab743ce
-DATA elemc<>+132(SB)/4, $0x3ab743ce
-DATA elemc<>+136(SB)/4, $0x3ab743ce
-DATA elemc<>+140(SB)/4, $0x3ab743ce
-DATA elemc<>+144(SB)/4, $0x3ab743ce
-DATA elemc<>+148(SB)/4, $0x3ab743ce
-DATA elemc<>+152(SB)/4, $0x3ab743ce
-DATA elemc<>+156(SB)/4, $0x3ab743ce
-DATA elemc<>+160(SB)/4, $0x3c088908
-DATA elemc<>+164(SB)/4, $0x3c088908
-DATA elemc<>+168(SB)/4, $0x3c088908
-DATA elemc<>+172(SB)/4, $0x3c088908
-DATA elemc<>+176(SB)/4, $0x3c088908
-DATA elemc<>+180(SB)/4, $0x3c088908
-DATA elemc<>+184(SB)/4, $0x3c088908
-DATA elemc<>+188(SB)/4, $0x3c088908
-DATA elemc<>+192(SB)/4, $0x3d2aa9c1
-DATA elemc<>+196(SB)/4, $0x3d2aa9c1
-DATA elemc<>+200(SB)/4, $0x3d2aa9c1
-DATA elemc<>+204(SB)/4, $0x3d2aa9c1
-DATA elemc<>+208(SB)/4, $0x3d2aa9c1
-DATA elemc<>+212(SB)/4, $0x3d2aa9c1
-DATA elemc<>+216(SB)/4, $0x3d2aa9c1
-DATA elemc<>+220(SB)/4, $0x3d2aa9c1
-DATA elemc<>+224(SB)/4, $0x3e2aaaaa
-DATA elemc<>+228(SB)/4, $0x3e2aaaaa
-DATA elemc<>+232(SB)/4, $0x3e2aaaaa
-DATA elemc<>+236(SB)/4, $0x3e2aaaaa
-DATA elemc<>+240(SB)/4, $0x3e2aaaaa
-DATA elemc<>+244(SB)/4, $0x3e2aaaaa
-DATA elemc<>+248(SB)/4, $0x3e2aaaaa
-DATA elemc<>+252(SB)/4, $0x3e2aaaaa
-DATA elemc<>+256(SB)/4, $0x3f000000
-DATA elemc<>+260(SB)/4, $0x3f000000
-DATA elemc<>+264(SB)/4, $0x3f000000
-DATA elemc<>+268(SB)/4, $0x3f000000
-DATA elemc<>+272(SB)/4, $0x3f000000
-DATA elemc<>+276(SB)/4, $0x3f000000
-DATA elemc<>+280(SB)/4, $0x3f000000
-DATA elemc<>+284(SB)/4, $0x3f000000
-DATA elemc<>+288(SB)/4, $0x3f800000
-DATA elemc<>+292(SB)/4, $0x3f800000
-DATA elemc<>+296(SB)/4, $0x3f800000
-DATA elemc<>+300(SB)/4, $0x3f800000
-DATA elemc<>+304(SB)/4, $0x3f800000
-DATA elemc<>+308(SB)/4, $0x3f800000
-DATA elemc<>+312(SB)/4, $0x3f800000
-DATA elemc<>+316(SB)/4, $0x3f800000
-DATA elemc<>+320(SB)/4, $0x42b0c0a5
-DATA elemc<>+324(SB)/4, $0x42b0c0a5
-DATA elemc<>+328(SB)/4, $0x42b0c0a5
-DATA elemc<>+332(SB)/4, $0x42b0c0a5
-DATA elemc<>+336(SB)/4, $0x42b0c0a5
-DATA elemc<>+340(SB)/4, $0x42b0c0a5
-DATA elemc<>+344(SB)/4, $0x42b0c0a5
-DATA elemc<>+348(SB)/4, $0x42b0c0a5
-DATA elemc<>+352(SB)/4, $0xc2aeac50
-DATA elemc<>+356(SB)/4, $0xc2aeac50
-DATA elemc<>+360(SB)/4, $0xc2aeac50
-DATA elemc<>+364(SB)/4, $0xc2aeac50
-DATA elemc<>+368(SB)/4, $0xc2aeac50
-DATA elemc<>+372(SB)/4, $0xc2aeac50
-DATA elemc<>+376(SB)/4, $0xc2aeac50
-DATA elemc<>+380(SB)/4, $0xc2aeac50
-DATA elemc<>+384(SB)/4, $0x7f800000
-DATA elemc<>+388(SB)/4, $0x7f800000
-DATA elemc<>+392(SB)/4, $0x7f800000
-DATA elemc<>+396(SB)/4, $0x7f800000
-DATA elemc<>+400(SB)/4, $0x7f800000
-DATA elemc<>+404(SB)/4, $0x7f800000
-DATA elemc<>+408(SB)/4, $0x7f800000
-DATA elemc<>+412(SB)/4, $0x7f800000
-DATA elemc<>+416(SB)/4, $0x7f
-DATA elemc<>+420(SB)/4, $0x7f
-DATA elemc<>+424(SB)/4, $0x7f
-DATA elemc<>+428(SB)/4, $0x7f
-DATA elemc<>+432(SB)/4, $0x7f
-DATA elemc<>+436(SB)/4, $0x7f
-DATA elemc<>+440(SB)/4, $0x7f
-DATA elemc<>+444(SB)/4, $0x7f
+// ELEMC8(off, v): the 32-bit value v 8 times at elemc<>+off.
+#define ELEMC8(off, v) \
+	DATA elemc<>+off+0(SB)/4, $v; \
+	DATA elemc<>+off+4(SB)/4, $v; \
+	DATA elemc<>+off+8(SB)/4, $v; \
+	DATA elemc<>+off+12(SB)/4, $v; \
+	DATA elemc<>+off+16(SB)/4, $v; \
+	DATA elemc<>+off+20(SB)/4, $v; \
+	DATA elemc<>+off+24(SB)/4, $v; \
+	DATA elemc<>+off+28(SB)/4, $v
+
+ELEMC8(0, 0x3fb8aa3b)
+ELEMC8(32, 0x3f318000)
+ELEMC8(64, 0xb95e8083)
+ELEMC8(96, 0x39506967)
+ELEMC8(128, 0x3ab743ce)
+ELEMC8(160, 0x3c088908)
+ELEMC8(192, 0x3d2aa9c1)
+ELEMC8(224, 0x3e2aaaaa)
+ELEMC8(256, 0x3f000000)
+ELEMC8(288, 0x3f800000)
+ELEMC8(320, 0x42b0c0a5)
+ELEMC8(352, 0xc2aeac50)
+ELEMC8(384, 0x7f800000)
+ELEMC8(416, 0x7f)
 GLOBL elemc<>(SB), RODATA|NOPTR, $448
 
 // EXP(x, r, k, y): y = exp(x) for the 8 floats of x (kept); r, k are
@@ -170,6 +84,211 @@ GLOBL elemc<>(SB), RODATA|NOPTR, $448
 	VBLENDVPS    k, INF, y, y; \
 	VCMPPS       $3, x, x, k; \
 	VBLENDVPS    k, x, y, y
+
+// The F32 and F16 kernels are one macro each (DOTS, AXPYS), instantiated
+// with the cache's element: KV(off, base, x, acc, t) adds x times the 8
+// cached values at off(base) to acc (t: a scratch register for the
+// conversion), SH is log2 of the element size, E8 the bytes of 8 elements.
+#define KVF32(off, base, x, acc, t) VFMADD231PS off(base), x, acc
+#define KVF16(off, base, x, acc, t) VCVTPH2PS off(base), t; VFMADD231PS t, x, acc
+
+// DOTS(KV, SH, E8) is the body of
+// func dotsXAVX2(q *float32, k *T, hd, stride, cnt int, scale float32, out *float32):
+// out[j] = (q · k[j*stride:][:hd]) * scale for j < cnt (dotVecAVX2's
+// order, on the converted values for F16: so the F32 kernel's bits). Four
+// positions at a time (their FMA chains overlap), each with the operations
+// of one; each position's sum is reduced as one position's (accumulators
+// added, halves added, two horizontal adds), the horizontal adds shared by
+// the four: lane j of the second is position j's sum.
+#define DOTS(KV, SH, E8) \
+	MOVQ         k+8(FP), DX; \
+	MOVQ         stride+24(FP), R8; \
+	SHLQ         $SH, R8; \
+	MOVQ         cnt+32(FP), R9; \
+	VBROADCASTSS scale+40(FP), X15; \
+	MOVQ         out+48(FP), AX; \
+	SUBQ         $4, R9; \
+	JL           one; \
+four: \
+	MOVQ   q+0(FP), SI; \
+	MOVQ   DX, DI; \
+	LEAQ   (DX)(R8*1), R10; \
+	LEAQ   (DX)(R8*2), R11; \
+	LEAQ   (R10)(R8*2), R12; \
+	MOVQ   hd+16(FP), CX; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7; \
+	SUBQ   $16, CX; \
+	JL     fourtail; \
+fourloop: \
+	VMOVUPS (SI), Y8; \
+	VMOVUPS 32(SI), Y9; \
+	KV(0, DI, Y8, Y0, Y14); \
+	KV(E8, DI, Y9, Y1, Y14); \
+	KV(0, R10, Y8, Y2, Y14); \
+	KV(E8, R10, Y9, Y3, Y14); \
+	KV(0, R11, Y8, Y4, Y14); \
+	KV(E8, R11, Y9, Y5, Y14); \
+	KV(0, R12, Y8, Y6, Y14); \
+	KV(E8, R12, Y9, Y7, Y14); \
+	ADDQ    $64, SI; \
+	ADDQ    $(2*E8), DI; \
+	ADDQ    $(2*E8), R10; \
+	ADDQ    $(2*E8), R11; \
+	ADDQ    $(2*E8), R12; \
+	SUBQ    $16, CX; \
+	JGE     fourloop; \
+fourtail: \
+	ADDQ    $16, CX; \
+	JZ      fourdone; \
+	VMOVUPS (SI), Y8; \
+	KV(0, DI, Y8, Y0, Y14); \
+	KV(0, R10, Y8, Y2, Y14); \
+	KV(0, R11, Y8, Y4, Y14); \
+	KV(0, R12, Y8, Y6, Y14); \
+fourdone: \
+	VADDPS       Y1, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VADDPS       Y3, Y2, Y2; \
+	VEXTRACTF128 $1, Y2, X3; \
+	VADDPS       X3, X2, X2; \
+	VADDPS       Y5, Y4, Y4; \
+	VEXTRACTF128 $1, Y4, X5; \
+	VADDPS       X5, X4, X4; \
+	VADDPS       Y7, Y6, Y6; \
+	VEXTRACTF128 $1, Y6, X7; \
+	VADDPS       X7, X6, X6; \
+	VHADDPS      X2, X0, X0; \
+	VHADDPS      X6, X4, X4; \
+	VHADDPS      X4, X0, X0; \
+	VMULPS       X15, X0, X0; \
+	VMOVUPS      X0, (AX); \
+	ADDQ         $16, AX; \
+	LEAQ         (DX)(R8*4), DX; \
+	SUBQ         $4, R9; \
+	JGE          four; \
+one: \
+	ADDQ $4, R9; \
+	JZ   end; \
+row: \
+	MOVQ   q+0(FP), SI; \
+	MOVQ   DX, DI; \
+	MOVQ   hd+16(FP), CX; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	SUBQ   $16, CX; \
+	JL     tail; \
+loop: \
+	VMOVUPS (SI), Y2; \
+	VMOVUPS 32(SI), Y3; \
+	KV(0, DI, Y2, Y0, Y14); \
+	KV(E8, DI, Y3, Y1, Y14); \
+	ADDQ    $64, SI; \
+	ADDQ    $(2*E8), DI; \
+	SUBQ    $16, CX; \
+	JGE     loop; \
+tail: \
+	ADDQ    $16, CX; \
+	JZ      done; \
+	VMOVUPS (SI), Y2; \
+	KV(0, DI, Y2, Y0, Y14); \
+done: \
+	VADDPS       Y1, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VHADDPS      X0, X0, X0; \
+	VHADDPS      X0, X0, X0; \
+	VMULSS       X15, X0, X0; \
+	VMOVSS       X0, (AX); \
+	ADDQ         $4, AX; \
+	ADDQ         R8, DX; \
+	DECQ         R9; \
+	JNZ          row; \
+end: \
+	VZEROUPPER; \
+	RET
+
+// AXPYS(KV, SH, E8) is the body of
+// func axpysXAVX2(y *float32, hd int, w *float32, x *T, stride, cnt int):
+// y[:hd] += w[j] * x[j*stride:][:hd] for j < cnt in order, with y held in
+// registers 64 values (8 YMM) at a time, then 8 at a time (F16: the
+// halves converted exactly, so the F32 kernel's bits).
+#define AXPYS(KV, SH, E8) \
+	MOVQ y+0(FP), DI; \
+	MOVQ hd+8(FP), BX; \
+	MOVQ x+24(FP), SI; \
+	MOVQ stride+32(FP), R8; \
+	SHLQ $SH, R8; \
+	SUBQ $64, BX; \
+	JL   by8; \
+by64: \
+	VMOVUPS 0(DI), Y0; \
+	VMOVUPS 32(DI), Y1; \
+	VMOVUPS 64(DI), Y2; \
+	VMOVUPS 96(DI), Y3; \
+	VMOVUPS 128(DI), Y4; \
+	VMOVUPS 160(DI), Y5; \
+	VMOVUPS 192(DI), Y6; \
+	VMOVUPS 224(DI), Y7; \
+	MOVQ    w+16(FP), DX; \
+	MOVQ    SI, R10; \
+	MOVQ    cnt+40(FP), CX; \
+by64loop: \
+	VBROADCASTSS (DX), Y8; \
+	KV(0, R10, Y8, Y0, Y9); \
+	KV(E8, R10, Y8, Y1, Y9); \
+	KV(2*E8, R10, Y8, Y2, Y9); \
+	KV(3*E8, R10, Y8, Y3, Y9); \
+	KV(4*E8, R10, Y8, Y4, Y9); \
+	KV(5*E8, R10, Y8, Y5, Y9); \
+	KV(6*E8, R10, Y8, Y6, Y9); \
+	KV(7*E8, R10, Y8, Y7, Y9); \
+	ADDQ         $4, DX; \
+	ADDQ         R8, R10; \
+	DECQ         CX; \
+	JNZ          by64loop; \
+	VMOVUPS Y0, 0(DI); \
+	VMOVUPS Y1, 32(DI); \
+	VMOVUPS Y2, 64(DI); \
+	VMOVUPS Y3, 96(DI); \
+	VMOVUPS Y4, 128(DI); \
+	VMOVUPS Y5, 160(DI); \
+	VMOVUPS Y6, 192(DI); \
+	VMOVUPS Y7, 224(DI); \
+	ADDQ    $256, DI; \
+	ADDQ    $(8*E8), SI; \
+	SUBQ    $64, BX; \
+	JGE     by64; \
+by8: \
+	ADDQ $56, BX; \
+	JL   done; \
+by8col: \
+	VMOVUPS (DI), Y0; \
+	MOVQ    w+16(FP), DX; \
+	MOVQ    SI, R10; \
+	MOVQ    cnt+40(FP), CX; \
+by8loop: \
+	VBROADCASTSS (DX), Y8; \
+	KV(0, R10, Y8, Y0, Y9); \
+	ADDQ         $4, DX; \
+	ADDQ         R8, R10; \
+	DECQ         CX; \
+	JNZ          by8loop; \
+	VMOVUPS Y0, (DI); \
+	ADDQ    $32, DI; \
+	ADDQ    $E8, SI; \
+	SUBQ    $8, BX; \
+	JGE     by8col; \
+done: \
+	VZEROUPPER; \
+	RET
 
 // func siluMulAVX2(gate, up *float32, n int)
 // g[i] = g[i] / (1 + exp(-g[i])) * u[i]; two groups of 8 per iteration
@@ -366,457 +485,23 @@ mulscaledone:
 // the results are the same bits as position by position.
 
 // func dotsAVX2(q, k *float32, hd, stride, cnt int, scale float32, out *float32)
-// out[j] = (q · k[j*stride:][:hd]) * scale for j < cnt (dotVecAVX2's order).
 TEXT ·dotsAVX2(SB), NOSPLIT, $0-56
-	MOVQ         k+8(FP), DX
-	MOVQ         stride+24(FP), R8
-	SHLQ         $2, R8
-	MOVQ         cnt+32(FP), R9
-	VBROADCASTSS scale+40(FP), X15
-	MOVQ         out+48(FP), AX
-	SUBQ         $4, R9
-	JL           dotsone
-
-	// Four positions at a time (their FMA chains overlap), each with the
-	// operations of one.
-dotsfour:
-	MOVQ   q+0(FP), SI
-	MOVQ   DX, DI
-	LEAQ   (DX)(R8*1), R10
-	LEAQ   (DX)(R8*2), R11
-	LEAQ   (R10)(R8*2), R12
-	MOVQ   hd+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	SUBQ   $16, CX
-	JL     dotsfourtail
-
-dotsfourloop:
-	VMOVUPS     (SI), Y8
-	VMOVUPS     32(SI), Y9
-	VFMADD231PS (DI), Y8, Y0
-	VFMADD231PS 32(DI), Y9, Y1
-	VFMADD231PS (R10), Y8, Y2
-	VFMADD231PS 32(R10), Y9, Y3
-	VFMADD231PS (R11), Y8, Y4
-	VFMADD231PS 32(R11), Y9, Y5
-	VFMADD231PS (R12), Y8, Y6
-	VFMADD231PS 32(R12), Y9, Y7
-	ADDQ        $64, SI
-	ADDQ        $64, DI
-	ADDQ        $64, R10
-	ADDQ        $64, R11
-	ADDQ        $64, R12
-	SUBQ        $16, CX
-	JGE         dotsfourloop
-
-dotsfourtail:
-	ADDQ        $16, CX
-	JZ          dotsfourdone
-	VMOVUPS     (SI), Y8
-	VFMADD231PS (DI), Y8, Y0
-	VFMADD231PS (R10), Y8, Y2
-	VFMADD231PS (R11), Y8, Y4
-	VFMADD231PS (R12), Y8, Y6
-
-dotsfourdone:
-	// Each position's sum reduced as one position's below (accumulators
-	// added, halves added, two horizontal adds), the horizontal adds
-	// shared by the four: lane j of the second is position j's sum.
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VADDPS       Y3, Y2, Y2
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS       X3, X2, X2
-	VADDPS       Y5, Y4, Y4
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS       X5, X4, X4
-	VADDPS       Y7, Y6, Y6
-	VEXTRACTF128 $1, Y6, X7
-	VADDPS       X7, X6, X6
-	VHADDPS      X2, X0, X0
-	VHADDPS      X6, X4, X4
-	VHADDPS      X4, X0, X0
-	VMULPS       X15, X0, X0
-	VMOVUPS      X0, (AX)
-	ADDQ         $16, AX
-	LEAQ         (DX)(R8*4), DX
-	SUBQ         $4, R9
-	JGE          dotsfour
-
-dotsone:
-	ADDQ $4, R9
-	JZ   dotsend
-
-dotsrow:
-	MOVQ   q+0(FP), SI
-	MOVQ   DX, DI
-	MOVQ   hd+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	SUBQ   $16, CX
-	JL     dotstail
-
-dotsloop:
-	VMOVUPS     (SI), Y2
-	VMOVUPS     32(SI), Y3
-	VFMADD231PS (DI), Y2, Y0
-	VFMADD231PS 32(DI), Y3, Y1
-	ADDQ        $64, SI
-	ADDQ        $64, DI
-	SUBQ        $16, CX
-	JGE         dotsloop
-
-dotstail:
-	ADDQ        $16, CX
-	JZ          dotsdone
-	VMOVUPS     (SI), Y2
-	VFMADD231PS (DI), Y2, Y0
-
-dotsdone:
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VMULSS       X15, X0, X0
-	VMOVSS       X0, (AX)
-	ADDQ         $4, AX
-	ADDQ         R8, DX
-	DECQ         R9
-	JNZ          dotsrow
-
-dotsend:
-	VZEROUPPER
-	RET
+	DOTS(KVF32, 2, 32)
 
 // func axpysAVX2(y *float32, hd int, w, x *float32, stride, cnt int)
-// y[:hd] += w[j] * x[j*stride:][:hd] for j < cnt in order, with y held in
-// registers 64 values (8 YMM) at a time, then 8 at a time.
 TEXT ·axpysAVX2(SB), NOSPLIT, $0-48
-	MOVQ y+0(FP), DI
-	MOVQ hd+8(FP), BX
-	MOVQ x+24(FP), SI
-	MOVQ stride+32(FP), R8
-	SHLQ $2, R8
-	SUBQ $64, BX
-	JL   axs8
-
-axs64:
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	MOVQ    w+16(FP), DX
-	MOVQ    SI, R10
-	MOVQ    cnt+40(FP), CX
-
-axs64loop:
-	VBROADCASTSS (DX), Y8
-	VFMADD231PS  0(R10), Y8, Y0
-	VFMADD231PS  32(R10), Y8, Y1
-	VFMADD231PS  64(R10), Y8, Y2
-	VFMADD231PS  96(R10), Y8, Y3
-	VFMADD231PS  128(R10), Y8, Y4
-	VFMADD231PS  160(R10), Y8, Y5
-	VFMADD231PS  192(R10), Y8, Y6
-	VFMADD231PS  224(R10), Y8, Y7
-	ADDQ         $4, DX
-	ADDQ         R8, R10
-	DECQ         CX
-	JNZ          axs64loop
-
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	ADDQ    $256, DI
-	ADDQ    $256, SI
-	SUBQ    $64, BX
-	JGE     axs64
-
-axs8:
-	ADDQ $56, BX
-	JL   axsdone
-
-axs8col:
-	VMOVUPS (DI), Y0
-	MOVQ    w+16(FP), DX
-	MOVQ    SI, R10
-	MOVQ    cnt+40(FP), CX
-
-axs8loop:
-	VBROADCASTSS (DX), Y8
-	VFMADD231PS  (R10), Y8, Y0
-	ADDQ         $4, DX
-	ADDQ         R8, R10
-	DECQ         CX
-	JNZ          axs8loop
-
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, DI
-	ADDQ    $32, SI
-	SUBQ    $8, BX
-	JGE     axs8col
-
-axsdone:
-	VZEROUPPER
-	RET
+	AXPYS(KVF32, 2, 32)
 
 // F16 twins of dotsAVX2 and axpysAVX2 for an F16 KV cache: the cached
 // rows are halves, converted in registers as they are loaded.
 
 // func dotsF16AVX2(q *float32, k *uint16, hd, stride, cnt int, scale float32, out *float32)
-// out[j] = (q · halves k[j*stride:][:hd]) * scale for j < cnt: dotsAVX2's
-// operations on the converted values (so its bits).
 TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-56
-	MOVQ         k+8(FP), DX
-	MOVQ         stride+24(FP), R8
-	SHLQ         $1, R8
-	MOVQ         cnt+32(FP), R9
-	VBROADCASTSS scale+40(FP), X15
-	MOVQ         out+48(FP), AX
-	SUBQ         $4, R9
-	JL           hdotsone
-
-	// Four positions at a time (their FMA chains overlap), each with the
-	// operations of one.
-hdotsfour:
-	MOVQ   q+0(FP), SI
-	MOVQ   DX, DI
-	LEAQ   (DX)(R8*1), R10
-	LEAQ   (DX)(R8*2), R11
-	LEAQ   (R10)(R8*2), R12
-	MOVQ   hd+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	SUBQ   $16, CX
-	JL     hdotsfourtail
-
-hdotsfourloop:
-	VMOVUPS     (SI), Y8
-	VMOVUPS     32(SI), Y9
-	VCVTPH2PS   (DI), Y14
-	VFMADD231PS Y14, Y8, Y0
-	VCVTPH2PS   16(DI), Y14
-	VFMADD231PS Y14, Y9, Y1
-	VCVTPH2PS   (R10), Y14
-	VFMADD231PS Y14, Y8, Y2
-	VCVTPH2PS   16(R10), Y14
-	VFMADD231PS Y14, Y9, Y3
-	VCVTPH2PS   (R11), Y14
-	VFMADD231PS Y14, Y8, Y4
-	VCVTPH2PS   16(R11), Y14
-	VFMADD231PS Y14, Y9, Y5
-	VCVTPH2PS   (R12), Y14
-	VFMADD231PS Y14, Y8, Y6
-	VCVTPH2PS   16(R12), Y14
-	VFMADD231PS Y14, Y9, Y7
-	ADDQ        $64, SI
-	ADDQ        $32, DI
-	ADDQ        $32, R10
-	ADDQ        $32, R11
-	ADDQ        $32, R12
-	SUBQ        $16, CX
-	JGE         hdotsfourloop
-
-hdotsfourtail:
-	ADDQ        $16, CX
-	JZ          hdotsfourdone
-	VMOVUPS     (SI), Y8
-	VCVTPH2PS   (DI), Y14
-	VFMADD231PS Y14, Y8, Y0
-	VCVTPH2PS   (R10), Y14
-	VFMADD231PS Y14, Y8, Y2
-	VCVTPH2PS   (R11), Y14
-	VFMADD231PS Y14, Y8, Y4
-	VCVTPH2PS   (R12), Y14
-	VFMADD231PS Y14, Y8, Y6
-
-hdotsfourdone:
-	// Each position's sum reduced as one position's below (accumulators
-	// added, halves added, two horizontal adds), the horizontal adds
-	// shared by the four: lane j of the second is position j's sum.
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VADDPS       Y3, Y2, Y2
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS       X3, X2, X2
-	VADDPS       Y5, Y4, Y4
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS       X5, X4, X4
-	VADDPS       Y7, Y6, Y6
-	VEXTRACTF128 $1, Y6, X7
-	VADDPS       X7, X6, X6
-	VHADDPS      X2, X0, X0
-	VHADDPS      X6, X4, X4
-	VHADDPS      X4, X0, X0
-	VMULPS       X15, X0, X0
-	VMOVUPS      X0, (AX)
-	ADDQ         $16, AX
-	LEAQ         (DX)(R8*4), DX
-	SUBQ         $4, R9
-	JGE          hdotsfour
-
-hdotsone:
-	ADDQ $4, R9
-	JZ   hdotsend
-
-hdotsrow:
-	MOVQ   q+0(FP), SI
-	MOVQ   DX, DI
-	MOVQ   hd+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	SUBQ   $16, CX
-	JL     hdotstail
-
-hdotsloop:
-	VMOVUPS     (SI), Y2
-	VMOVUPS     32(SI), Y3
-	VCVTPH2PS   (DI), Y14
-	VFMADD231PS Y14, Y2, Y0
-	VCVTPH2PS   16(DI), Y14
-	VFMADD231PS Y14, Y3, Y1
-	ADDQ        $64, SI
-	ADDQ        $32, DI
-	SUBQ        $16, CX
-	JGE         hdotsloop
-
-hdotstail:
-	ADDQ        $16, CX
-	JZ          hdotsdone
-	VMOVUPS     (SI), Y2
-	VCVTPH2PS   (DI), Y14
-	VFMADD231PS Y14, Y2, Y0
-
-hdotsdone:
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VMULSS       X15, X0, X0
-	VMOVSS       X0, (AX)
-	ADDQ         $4, AX
-	ADDQ         R8, DX
-	DECQ         R9
-	JNZ          hdotsrow
-
-hdotsend:
-	VZEROUPPER
-	RET
+	DOTS(KVF16, 1, 16)
 
 // func axpysF16AVX2(y *float32, hd int, w *float32, x *uint16, stride, cnt int)
-// axpysAVX2 over halves x (converted exactly, so its bits).
 TEXT ·axpysF16AVX2(SB), NOSPLIT, $0-48
-	MOVQ y+0(FP), DI
-	MOVQ hd+8(FP), BX
-	MOVQ x+24(FP), SI
-	MOVQ stride+32(FP), R8
-	SHLQ $1, R8
-	SUBQ $64, BX
-	JL   haxs8
-
-haxs64:
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VMOVUPS 128(DI), Y4
-	VMOVUPS 160(DI), Y5
-	VMOVUPS 192(DI), Y6
-	VMOVUPS 224(DI), Y7
-	MOVQ    w+16(FP), DX
-	MOVQ    SI, R10
-	MOVQ    cnt+40(FP), CX
-
-haxs64loop:
-	VBROADCASTSS (DX), Y8
-	VCVTPH2PS    0(R10), Y9
-	VFMADD231PS  Y9, Y8, Y0
-	VCVTPH2PS    16(R10), Y9
-	VFMADD231PS  Y9, Y8, Y1
-	VCVTPH2PS    32(R10), Y9
-	VFMADD231PS  Y9, Y8, Y2
-	VCVTPH2PS    48(R10), Y9
-	VFMADD231PS  Y9, Y8, Y3
-	VCVTPH2PS    64(R10), Y9
-	VFMADD231PS  Y9, Y8, Y4
-	VCVTPH2PS    80(R10), Y9
-	VFMADD231PS  Y9, Y8, Y5
-	VCVTPH2PS    96(R10), Y9
-	VFMADD231PS  Y9, Y8, Y6
-	VCVTPH2PS    112(R10), Y9
-	VFMADD231PS  Y9, Y8, Y7
-	ADDQ         $4, DX
-	ADDQ         R8, R10
-	DECQ         CX
-	JNZ          haxs64loop
-
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	VMOVUPS Y4, 128(DI)
-	VMOVUPS Y5, 160(DI)
-	VMOVUPS Y6, 192(DI)
-	VMOVUPS Y7, 224(DI)
-	ADDQ    $256, DI
-	ADDQ    $128, SI
-	SUBQ    $64, BX
-	JGE     haxs64
-
-haxs8:
-	ADDQ $56, BX
-	JL   haxsdone
-
-haxs8col:
-	VMOVUPS (DI), Y0
-	MOVQ    w+16(FP), DX
-	MOVQ    SI, R10
-	MOVQ    cnt+40(FP), CX
-
-haxs8loop:
-	VBROADCASTSS (DX), Y8
-	VCVTPH2PS    0(R10), Y9
-	VFMADD231PS  Y9, Y8, Y0
-	ADDQ         $4, DX
-	ADDQ         R8, R10
-	DECQ         CX
-	JNZ          haxs8loop
-
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, DI
-	ADDQ    $16, SI
-	SUBQ    $8, BX
-	JGE     haxs8col
-
-haxsdone:
-	VZEROUPPER
-	RET
+	AXPYS(KVF16, 1, 16)
 
 // Rotary embeddings: x holds heads of hd values whose first 2*half are
 // rotated by the per-pair cos and sin (half values each), with exactly the

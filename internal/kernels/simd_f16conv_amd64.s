@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "simd_amd64.h"
 
 // Bulk half <-> float conversion for the F16 KV cache (F16C): n is a
 // multiple of 8; the callers convert the rest in Go.

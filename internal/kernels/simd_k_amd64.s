@@ -1,11 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
-
-// PFD is how far ahead of the weights the matrix-vector kernels prefetch
-// (one stream; the hardware prefetcher alone leaves part of the memory
-// bandwidth unused on Zen 1).
-#define PFD 1024
+#include "simd_amd64.h"
 
 // K-quants: super-blocks of 256 weights against 8 activation blocks of 32.
 // Each activation block has its own scale, so every sub-block's integer sum
@@ -25,29 +21,10 @@
 	VMOVD        DX, X14; \
 	VPBROADCASTD X14, Y14
 
-// Q4KPAIR sets yl to the int32 sums [4 of the low nibbles | 4 of the high
-// nibbles] times the activations of the 32 Q4_K quant bytes at q0p (bytes
-// 0-15) and q1p (16-31); a0p-a3p are the four 16-byte activation pieces.
-#define Q4KPAIR(q0p, q1p, a0p, a1p, a2p, a3p, xl, yl) \
-	VMOVDQU     q0p, X5; \
-	VMOVDQU     q1p, X6; \
-	VPAND       X14, X5, xl; \
-	VPAND       X14, X6, X11; \
-	VPMADDUBSW  a0p, xl, xl; \
-	VPMADDUBSW  a1p, X11, X11; \
-	VPADDW      X11, xl, xl; \
-	VPSRLW      $4, X5, X5; \
-	VPSRLW      $4, X6, X6; \
-	VPAND       X14, X5, X5; \
-	VPAND       X14, X6, X6; \
-	VPMADDUBSW  a2p, X5, X5; \
-	VPMADDUBSW  a3p, X6, X6; \
-	VPADDW      X6, X5, X5; \
-	VINSERTI128 $1, X5, yl, yl; \
-	VPMADDWD    Y15, yl, yl
-
-// Q4KPAIR2 is Q4KPAIR with the two sub-blocks' int32 sums in xa and xb
-// (for the KT2/KT4 transposition).
+// Q4KPAIR2 sets xa and xb to the int32 sums [4 of the low nibbles] and [4
+// of the high nibbles] times the activations of the 32 Q4_K quant bytes at
+// q0p (bytes 0-15) and q1p (16-31); a0p-a3p are the four 16-byte
+// activation pieces (for the KT2/KT4 transposition).
 #define Q4KPAIR2(q0p, q1p, a0p, a1p, a2p, a3p, xa, xb) \
 	VMOVDQU    q0p, X5; \
 	VMOVDQU    q1p, X6; \
@@ -65,78 +42,6 @@
 	VPADDW     X6, X5, xb; \
 	VPMADDWD   X15, xa, xa; \
 	VPMADDWD   X15, xb, xb
-
-// SUMS8 turns the four pair vectors of a super-block (Y7-Y10, sub-blocks
-// [0|1], [2|3], [4|5], [6|7]) into Y7 = the 8 sub-block sums in order, as
-// floats. The VPHADDD tree leaves them as [0 2 4 6 | 1 3 5 7]; Y13 holds
-// the VPERMD indices that put them back.
-#define SUMS8 \
-	VPHADDD   Y8, Y7, Y7; \
-	VPHADDD   Y10, Y9, Y9; \
-	VPHADDD   Y9, Y7, Y7; \
-	VPERMD    Y7, Y13, Y7; \
-	VCVTDQ2PS Y7, Y7
-
-// Q6DOT: P = the int32 sums [4 of elements 0-15 times their scale | 4 of
-// 16-31 times theirs] of one Q6_K block of 32: quants (0..63) in yq,
-// activations at ap, scales as int16 in ysc ([sc0-7 | sc0-7] or
-// [sc8-15 | sc8-15]) of which mp's VPSHUFB picks the block's pair.
-// (q-32)*a pairs are q*a pairs less 32*a pairs (both within int16).
-#define Q6DOT(yq, ap, mp, ysc, P) \
-	VPMADDUBSW ap, yq, Y7; \
-	VMOVDQU    q6m32<>(SB), Y6; \
-	VPMADDUBSW ap, Y6, Y6; \
-	VPSUBW     Y6, Y7, Y7; \
-	VPSHUFB    mp, ysc, Y8; \
-	VPMADDWD   Y8, Y7, P
-
-// Q6HALF: the four blocks of one half (128 weights) of a Q6_K super-block,
-// ql at qlp, qh at qhp, activations at a0p..a3p, scales in ysc; leaves the
-// 4 block sums split over the lanes of B (VPHADDD tree: lane 0 has the
-// elements 0-15 parts, lane 1 the 16-31 parts).
-#define Q6HALF(qlp, ql1p, qhp, a0p, a1p, a2p, a3p, ysc, B) \
-	VMOVDQU qhp, Y2; \
-	VMOVDQU qlp, Y3; \
-	VMOVDQU ql1p, Y4; \
-	VPSLLW  $4, Y2, Y5; \
-	VPAND   q6m30<>(SB), Y5, Y5; \
-	VPAND   Y14, Y3, Y6; \
-	VPOR    Y6, Y5, Y5; \
-	Q6DOT(Y5, a0p, q6shuf<>+0(SB), ysc, Y9); \
-	VPSLLW  $2, Y2, Y5; \
-	VPAND   q6m30<>(SB), Y5, Y5; \
-	VPAND   Y14, Y4, Y6; \
-	VPOR    Y6, Y5, Y5; \
-	Q6DOT(Y5, a1p, q6shuf<>+32(SB), ysc, Y1); \
-	VPHADDD Y1, Y9, Y9; \
-	VPAND   q6m30<>(SB), Y2, Y5; \
-	VPSRLW  $4, Y3, Y6; \
-	VPAND   Y14, Y6, Y6; \
-	VPOR    Y6, Y5, Y5; \
-	Q6DOT(Y5, a2p, q6shuf<>+64(SB), ysc, Y12); \
-	VPSRLW  $2, Y2, Y5; \
-	VPAND   q6m30<>(SB), Y5, Y5; \
-	VPSRLW  $4, Y4, Y6; \
-	VPAND   Y14, Y6, Y6; \
-	VPOR    Y6, Y5, Y5; \
-	Q6DOT(Y5, a3p, q6shuf<>+96(SB), ysc, Y1); \
-	VPHADDD Y1, Y12, Y12; \
-	VPHADDD Y12, Y9, B
-
-// KT2(a, b, t): a = [a0+a2, b0+b2, a1+a3, b1+b3] (per 128-bit lane), and
-// KT4(a, b, t), on KT2 results a (of vectors i, i+1) and b (i+2, i+3):
-// a = the four vectors' lane sums in order. A transposition of single
-// micro-ops on Zen 1, where VPHADDD ymm and the lane-crossing permutes are
-// several; the sums are exact integers, so their order does not matter.
-#define KT2(a, b, t) \
-	VPUNPCKLDQ b, a, t; \
-	VPUNPCKHDQ b, a, a; \
-	VPADDD     t, a, a
-
-#define KT4(a, b, t) \
-	VPUNPCKLQDQ b, a, t; \
-	VPUNPCKHQDQ b, a, a; \
-	VPADDD      t, a, a
 
 // KSCALES decodes the 6-bit scales and mins of the 8 sub-blocks of the
 // Q4_K/Q5_K super-block at SI (ggml's get_scale_min_k4 on 32-bit words):
@@ -166,1112 +71,313 @@
 	SHLQ $32, BX; \
 	ORQ  BX, R12
 
-// func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-// rows consecutive weight rows, as dotQ4_0AVX2.
-// Y0 accumulates d*sc*d_a*Σq*a - dmin*m*S, super-block by super-block.
-TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-64
-	MOVQ    w+0(FP), SI
-	MOVQ    tab+40(FP), R8
-	MOVQ    out+56(FP), AX
-	ONES16
-	MASK0F
-	VMOVDQU permsums<>(SB), Y13
+// The four-input kernels unpack each super-block once into a scratch
+// area of the frame for the four activation rows: SCRATCH(r) points r at
+// its first 64-byte aligned byte (the frames are 64 bytes larger than the
+// area), so that its 16- and 32-byte loads and stores never straddle a
+// cache line whatever the caller's frame (they did for some callers: -6% to
+// +20% on the K-quant matrix products from Go-side changes alone).
+#define SCRATCH(r) \
+	LEAQ 63(SP), r; \
+	ANDQ $-64, r
 
-q4krow:
-	MOVQ   qs+8(FP), DI
-	MOVQ   d+16(FP), R9
-	MOVQ   s+24(FP), R10
-	MOVQ   nsb+32(FP), CX
-	VXORPS Y0, Y0, Y0
+// KP(q0, q1, a0, a1, ra, rb, dst): dst = the int32 sums (pairs of int16
+// sums) of the 32 unpacked quants at q0(DI) and q1(DI) (16 each) times the
+// activations at a0(R9) and a1(R9); ra and rb are clobbered.
+#define KP(q0, q1, a0, a1, ra, rb, dst) \
+	VMOVDQU    q0(DI), ra; \
+	VPMADDUBSW a0(R9), ra, ra; \
+	VMOVDQU    q1(DI), rb; \
+	VPMADDUBSW a1(R9), rb, rb; \
+	VPADDW     rb, ra, dst; \
+	VPMADDWD   X15, dst, dst
 
-q4kloop:
-	PREFETCHT0 PFD(SI)
-	PREFETCHT0 PFD+64(SI)
-	PREFETCHT0 PFD+128(SI)
-	KSCALES // R11 = scales, R12 = mins
+// KROW4(off, acc): acc += the Q4_K/Q5_K sums of the unpacked super-block at
+// 0(DI) (the scratch area: one quant a byte, in element order) against activation row
+// off/8 (its pointers at off in qs, d, s), scaled: d*sc*d_a*Σq*a - dmin*m*S
+// with Y10 = d*sc, Y11 = dmin*m. AX = 32*super-block index.
+#define KROW4(OFF, ACC) \
+	MOVQ        qs+8(FP), R9; \
+	MOVQ        OFF(R9), R9; \
+	LEAQ        (R9)(AX*8), R9; \
+	MOVQ        d+16(FP), R10; \
+	MOVQ        OFF(R10), R10; \
+	MOVQ        s+24(FP), R12; \
+	MOVQ        OFF(R12), R12; \
+	KP(0, 16, 0, 16, X4, X5, X6); \
+	KP(32, 48, 32, 48, X5, X12, X7); \
+	KT2(X6, X7, X8); \
+	KP(64, 80, 64, 80, X4, X5, X7); \
+	KP(96, 112, 96, 112, X5, X12, X8); \
+	KT2(X7, X8, X9); \
+	KT4(X6, X7, X8); \
+	KP(128, 144, 128, 144, X4, X5, X7); \
+	KP(160, 176, 160, 176, X5, X12, X8); \
+	KT2(X7, X8, X9); \
+	KP(192, 208, 192, 208, X4, X5, X8); \
+	KP(224, 240, 224, 240, X5, X12, X9); \
+	KT2(X8, X9, X4); \
+	KT4(X7, X8, X9); \
+	VINSERTI128 $1, X7, Y6, Y6; \
+	VCVTDQ2PS   Y6, Y6; \
+	VMULPS      (R10)(AX*1), Y10, Y12; \
+	VFMADD231PS Y6, Y12, ACC; \
+	VMULPS      (R12)(AX*1), Y11, Y12; \
+	VSUBPS      Y12, ACC, ACC
 
-	// Y2 = d*sc*d_a per sub-block, Y1 = dmin*m*S: the operations (and
-	// their order) of dot4Q4_KAVX2, so that the two agree bit for bit.
-	VMOVQ        R11, X2
-	VPMOVZXBD    X2, Y2
-	VCVTDQ2PS    Y2, Y2
-	MOVWLZX      (SI), DX
-	VBROADCASTSS (R8)(DX*4), Y3
-	VMULPS       Y3, Y2, Y2
-	VMULPS       (R9), Y2, Y2
-	VMOVQ        R12, X1
-	VPMOVZXBD    X1, Y1
-	VCVTDQ2PS    Y1, Y1
-	MOVWLZX      2(SI), DX
-	VBROADCASTSS (R8)(DX*4), Y4
-	VMULPS       Y4, Y1, Y1
+// KSCALES1: after KSCALES, Y2 = d*sc*d_a per sub-block and Y1 = dmin*m*S
+// for the activation scales at R9 and sums at R10: the operations (and
+// their order) of the four-input kernels (KSCALESF, KROW4), so that the two
+// agree bit for bit.
+#define KSCALES1 \
+	VMOVQ        R11, X2; \
+	VPMOVZXBD    X2, Y2; \
+	VCVTDQ2PS    Y2, Y2; \
+	MOVWLZX      (SI), DX; \
+	VBROADCASTSS (R8)(DX*4), Y3; \
+	VMULPS       Y3, Y2, Y2; \
+	VMULPS       (R9), Y2, Y2; \
+	VMOVQ        R12, X1; \
+	VPMOVZXBD    X1, Y1; \
+	VCVTDQ2PS    Y1, Y1; \
+	MOVWLZX      2(SI), DX; \
+	VBROADCASTSS (R8)(DX*4), Y4; \
+	VMULPS       Y4, Y1, Y1; \
 	VMULPS       (R10), Y1, Y1
 
-	Q4KPAIR2(16(SI), 32(SI), (DI), 16(DI), 32(DI), 48(DI), X7, X8)
-	KT2(X7, X8, X3)
-	Q4KPAIR2(48(SI), 64(SI), 64(DI), 80(DI), 96(DI), 112(DI), X8, X9)
-	KT2(X8, X9, X3)
-	KT4(X7, X8, X3)
-	Q4KPAIR2(80(SI), 96(SI), 128(DI), 144(DI), 160(DI), 176(DI), X8, X9)
-	KT2(X8, X9, X3)
-	Q4KPAIR2(112(SI), 128(SI), 192(DI), 208(DI), 224(DI), 240(DI), X9, X10)
-	KT2(X9, X10, X3)
-	KT4(X8, X9, X3)
+// SUMSQ4K: X7 (lane 0) and Y7 lane 1 = the 8 int32 sub-block sums of the
+// Q4_K super-block at SI against the activations at DI.
+#define SUMSQ4K \
+	Q4KPAIR2(16(SI), 32(SI), (DI), 16(DI), 32(DI), 48(DI), X7, X8); \
+	KT2(X7, X8, X3); \
+	Q4KPAIR2(48(SI), 64(SI), 64(DI), 80(DI), 96(DI), 112(DI), X8, X9); \
+	KT2(X8, X9, X3); \
+	KT4(X7, X8, X3); \
+	Q4KPAIR2(80(SI), 96(SI), 128(DI), 144(DI), 160(DI), 176(DI), X8, X9); \
+	KT2(X8, X9, X3); \
+	Q4KPAIR2(112(SI), 128(SI), 192(DI), 208(DI), 224(DI), 240(DI), X9, X10); \
+	KT2(X9, X10, X3); \
+	KT4(X8, X9, X3); \
 	VINSERTI128 $1, X8, Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VFMADD231PS Y7, Y2, Y0
-	VSUBPS      Y1, Y0, Y0
 
-	ADDQ $144, SI
-	ADDQ $256, DI
-	ADDQ $32, R9
-	ADDQ $32, R10
-	DECQ CX
-	JNZ  q4kloop
+// Q5_K's fifth bits: bit 2j (2j+1) of qh[l] belongs to element l of
+// sub-block 2j (2j+1). QHx(hx) sets X12 to the bits of one sub-block from
+// 16 qh bytes in hx, moved to 0x10 (shifted left by 4 ... right by 3; QH0
+// and QHN both unshifted, with a copy or without) and masked.
+#define QHL4(hx) VPSLLW $4, hx, X12; VPAND q5kx10<>(SB), X12, X12
+#define QHL3(hx) VPSLLW $3, hx, X12; VPAND q5kx10<>(SB), X12, X12
+#define QHL2(hx) VPSLLW $2, hx, X12; VPAND q5kx10<>(SB), X12, X12
+#define QHL1(hx) VPSLLW $1, hx, X12; VPAND q5kx10<>(SB), X12, X12
+#define QH0(hx) VMOVDQA hx, X12; VPAND q5kx10<>(SB), X12, X12
+#define QHN(hx) VPAND q5kx10<>(SB), hx, X12
+#define QHR1(hx) VPSRLW $1, hx, X12; VPAND q5kx10<>(SB), X12, X12
+#define QHR2(hx) VPSRLW $2, hx, X12; VPAND q5kx10<>(SB), X12, X12
+#define QHR3(hx) VPSRLW $3, hx, X12; VPAND q5kx10<>(SB), X12, X12
 
-	// The lane sums in dot4's order (its HSUM): pairs, pairs of pairs,
-	// then the two halves.
-	VHADDPS      Y0, Y0, Y0
-	VHADDPS      Y0, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	MOVSS        X0, (AX)
-	ADDQ         $4, AX
-	DECQ         rows+48(FP)
-	JNZ          q4krow
-	VZEROUPPER
-	RET
+// Q5KH(qh, x, hx): x |= the fifth bits that qh picks from hx.
+#define Q5KH(qh, x, hx) \
+	qh(hx); \
+	VPOR X12, x, x
 
-// Q5_K: as Q4_K with a fifth bit per quant from qh (32 bytes before qs).
+// Q5KP(s0, s1, qhlo, qhhi, a, dst): dst = the 4 int32 sums of the pair of
+// Q5_K sub-blocks whose low bits are the 32 bytes at s0(SI) and s1(SI)
+// (fifth bits from X3, X4 by qhlo and qhhi) times the 64 activations at
+// a(DI), KT2-transposed; X5, X6, X11 clobbered.
+#define Q5KP(s0, s1, qhlo, qhhi, a0, a1, a2, a3, dst) \
+	VMOVDQU    s0(SI), X5; \
+	VMOVDQU    s1(SI), X6; \
+	VPAND      X14, X5, dst; \
+	VPAND      X14, X6, X11; \
+	Q5KH(qhlo, dst, X3); \
+	Q5KH(qhlo, X11, X4); \
+	VPMADDUBSW a0(DI), dst, dst; \
+	VPMADDUBSW a1(DI), X11, X11; \
+	VPADDW     X11, dst, dst; \
+	VPSRLW     $4, X5, X5; \
+	VPSRLW     $4, X6, X6; \
+	VPAND      X14, X5, X5; \
+	VPAND      X14, X6, X6; \
+	Q5KH(qhhi, X5, X3); \
+	Q5KH(qhhi, X6, X4); \
+	VPMADDUBSW a2(DI), X5, X5; \
+	VPMADDUBSW a3(DI), X6, X6; \
+	VPADDW     X6, X5, X5; \
+	VPMADDWD   X15, dst, dst; \
+	VPMADDWD   X15, X5, X5; \
+	KT2(dst, X5, X6)
 
-// func dotQ5_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-// rows consecutive weight rows, as dotQ4_0AVX2.
-// Y0 accumulates d*sc*d_a*Σq*a - dmin*m*S, super-block by super-block.
-TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-64
-	MOVQ    w+0(FP), SI
-	MOVQ    tab+40(FP), R8
-	MOVQ    out+56(FP), AX
-	ONES16
-	MASK0F
-
-q5krow:
-	MOVQ   qs+8(FP), DI
-	MOVQ   d+16(FP), R9
-	MOVQ   s+24(FP), R10
-	MOVQ   nsb+32(FP), CX
-	VXORPS Y0, Y0, Y0
-
-q5kloop:
-	PREFETCHT0 PFD(SI)
-	PREFETCHT0 PFD+64(SI)
-	PREFETCHT0 PFD+128(SI)
-	KSCALES // R11 = scales, R12 = mins
-
-	// Y2 = d*sc*d_a per sub-block, Y1 = dmin*m*S: the operations (and
-	// their order) of dot4Q5_KAVX2, so that the two agree bit for bit.
-	VMOVQ        R11, X2
-	VPMOVZXBD    X2, Y2
-	VCVTDQ2PS    Y2, Y2
-	MOVWLZX      (SI), DX
-	VBROADCASTSS (R8)(DX*4), Y3
-	VMULPS       Y3, Y2, Y2
-	VMULPS       (R9), Y2, Y2
-	VMOVQ        R12, X1
-	VPMOVZXBD    X1, Y1
-	VCVTDQ2PS    Y1, Y1
-	MOVWLZX      2(SI), DX
-	VBROADCASTSS (R8)(DX*4), Y4
-	VMULPS       Y4, Y1, Y1
-	VMULPS       (R10), Y1, Y1
-
-	// The fifth bits: X3 = qh[0:16], X4 = qh[16:32]; bit 2j (2j+1) of
-	// qh[l] belongs to element l of sub-block 2j (2j+1), moved to 0x10.
-	VMOVDQU 16(SI), X3
-	VMOVDQU 32(SI), X4
-	VMOVDQU 48(SI), X5
-	VMOVDQU 64(SI), X6
-	VPAND X14, X5, X7
-	VPAND X14, X6, X11
-	VPSLLW $4, X3, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X7, X7
-	VPSLLW $4, X4, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X11, X11
-	VPMADDUBSW 0(DI), X7, X7
-	VPMADDUBSW 16(DI), X11, X11
-	VPADDW X11, X7, X7
-	VPSRLW $4, X5, X5
-	VPSRLW $4, X6, X6
-	VPAND X14, X5, X5
-	VPAND X14, X6, X6
-	VPSLLW $3, X3, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X5, X5
-	VPSLLW $3, X4, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X6, X6
-	VPMADDUBSW 32(DI), X5, X5
-	VPMADDUBSW 48(DI), X6, X6
-	VPADDW X6, X5, X5
-	VPMADDWD X15, X7, X7
-	VPMADDWD X15, X5, X5
-	KT2(X7, X5, X6)
-	VMOVDQU 80(SI), X5
-	VMOVDQU 96(SI), X6
-	VPAND X14, X5, X8
-	VPAND X14, X6, X11
-	VPSLLW $2, X3, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X8, X8
-	VPSLLW $2, X4, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X11, X11
-	VPMADDUBSW 64(DI), X8, X8
-	VPMADDUBSW 80(DI), X11, X11
-	VPADDW X11, X8, X8
-	VPSRLW $4, X5, X5
-	VPSRLW $4, X6, X6
-	VPAND X14, X5, X5
-	VPAND X14, X6, X6
-	VPSLLW $1, X3, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X5, X5
-	VPSLLW $1, X4, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X6, X6
-	VPMADDUBSW 96(DI), X5, X5
-	VPMADDUBSW 112(DI), X6, X6
-	VPADDW X6, X5, X5
-	VPMADDWD X15, X8, X8
-	VPMADDWD X15, X5, X5
-	KT2(X8, X5, X6)
-	KT4(X7, X8, X6)
-	VMOVDQU 112(SI), X5
-	VMOVDQU 128(SI), X6
-	VPAND X14, X5, X9
-	VPAND X14, X6, X11
-	VPAND q5kx10<>(SB), X3, X12
-	VPOR X12, X9, X9
-	VPAND q5kx10<>(SB), X4, X12
-	VPOR X12, X11, X11
-	VPMADDUBSW 128(DI), X9, X9
-	VPMADDUBSW 144(DI), X11, X11
-	VPADDW X11, X9, X9
-	VPSRLW $4, X5, X5
-	VPSRLW $4, X6, X6
-	VPAND X14, X5, X5
-	VPAND X14, X6, X6
-	VPSRLW $1, X3, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X5, X5
-	VPSRLW $1, X4, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X6, X6
-	VPMADDUBSW 160(DI), X5, X5
-	VPMADDUBSW 176(DI), X6, X6
-	VPADDW X6, X5, X5
-	VPMADDWD X15, X9, X9
-	VPMADDWD X15, X5, X5
-	KT2(X9, X5, X6)
-	VMOVDQU 144(SI), X5
-	VMOVDQU 160(SI), X6
-	VPAND X14, X5, X10
-	VPAND X14, X6, X11
-	VPSRLW $2, X3, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X10, X10
-	VPSRLW $2, X4, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X11, X11
-	VPMADDUBSW 192(DI), X10, X10
-	VPMADDUBSW 208(DI), X11, X11
-	VPADDW X11, X10, X10
-	VPSRLW $4, X5, X5
-	VPSRLW $4, X6, X6
-	VPAND X14, X5, X5
-	VPAND X14, X6, X6
-	VPSRLW $3, X3, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X5, X5
-	VPSRLW $3, X4, X12
-	VPAND q5kx10<>(SB), X12, X12
-	VPOR X12, X6, X6
-	VPMADDUBSW 224(DI), X5, X5
-	VPMADDUBSW 240(DI), X6, X6
-	VPADDW X6, X5, X5
-	VPMADDWD X15, X10, X10
-	VPMADDWD X15, X5, X5
-	KT2(X10, X5, X6)
-	KT4(X9, X10, X6)
+// SUMSQ5K is SUMSQ4K for Q5_K: X3 = qh[0:16], X4 = qh[16:32].
+#define SUMSQ5K \
+	VMOVDQU 16(SI), X3; \
+	VMOVDQU 32(SI), X4; \
+	Q5KP(48, 64, QHL4, QHL3, 0, 16, 32, 48, X7); \
+	Q5KP(80, 96, QHL2, QHL1, 64, 80, 96, 112, X8); \
+	KT4(X7, X8, X6); \
+	Q5KP(112, 128, QHN, QHR1, 128, 144, 160, 176, X9); \
+	Q5KP(144, 160, QHR2, QHR3, 192, 208, 224, 240, X10); \
+	KT4(X9, X10, X6); \
 	VINSERTI128 $1, X9, Y7, Y7
-	VCVTDQ2PS   Y7, Y7
-	VFMADD231PS Y7, Y2, Y0
-	VSUBPS      Y1, Y0, Y0
 
-	ADDQ $176, SI
-	ADDQ $256, DI
-	ADDQ $32, R9
-	ADDQ $32, R10
-	DECQ CX
-	JNZ  q5kloop
-
-	// The lane sums in dot4's order (its HSUM).
-	VHADDPS      Y0, Y0, Y0
-	VHADDPS      Y0, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	MOVSS        X0, (AX)
-	ADDQ         $4, AX
-	DECQ         rows+48(FP)
-	JNZ          q5krow
-	VZEROUPPER
+// KDOT(SETUP, SUMS, size) is the body of the one-input Q4_K/Q5_K kernels,
+// func dotXAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32):
+// rows consecutive weight rows, as dotQ4_0AVX2 (QDOT); Y0 accumulates
+// d*sc*d_a*Σq*a - dmin*m*S, super-block (of size bytes) by super-block.
+// The lane sums are in dot4's order (its HSUM): pairs, pairs of pairs, then
+// the two halves.
+#define KDOT(SETUP, SUMS, size) \
+	MOVQ    w+0(FP), SI; \
+	MOVQ    tab+40(FP), R8; \
+	MOVQ    out+56(FP), AX; \
+	ONES16; \
+	MASK0F; \
+	SETUP; \
+row: \
+	MOVQ   qs+8(FP), DI; \
+	MOVQ   d+16(FP), R9; \
+	MOVQ   s+24(FP), R10; \
+	MOVQ   nsb+32(FP), CX; \
+	VXORPS Y0, Y0, Y0; \
+loop: \
+	PREFETCHT0 PFD(SI); \
+	PREFETCHT0 PFD+64(SI); \
+	PREFETCHT0 PFD+128(SI); \
+	KSCALES; \
+	KSCALES1; \
+	SUMS; \
+	VCVTDQ2PS   Y7, Y7; \
+	VFMADD231PS Y7, Y2, Y0; \
+	VSUBPS      Y1, Y0, Y0; \
+	ADDQ $size, SI; \
+	ADDQ $256, DI; \
+	ADDQ $32, R9; \
+	ADDQ $32, R10; \
+	DECQ CX; \
+	JNZ  loop; \
+	HSUM1; \
+	MOVSS        X0, (AX); \
+	ADDQ         $4, AX; \
+	DECQ         rows+48(FP); \
+	JNZ          row; \
+	VZEROUPPER; \
 	RET
 
-// func dot4Q4_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-// The super-block is unpacked once into q-256(SP) (one nibble a byte, in
-// element order) and its scales into Y10 (d*sc) and Y11 (dmin*m); then each
-// row runs the Q4_K sums against it. Y0-Y3 accumulate the rows, AX is
-// 32*super-block index (offset into d and s; 8*AX into qs).
-// rows consecutive weight rows: row r's output for activation row k goes
-// to out[k*stride + r] (R15 = stride in bytes).
-TEXT ·dot4Q4_KAVX2(SB), NOSPLIT, $256-72
-	MOVQ    w+0(FP), SI
-	MOVQ    tab+40(FP), R8
-	MOVQ    stride+64(FP), R15
-	SHLQ    $2, R15
-	ONES16
-	MASK0F
+#define PERMSUMS VMOVDQU permsums<>(SB), Y13
+#define NOSETUP
 
-q4kx4row:
-	MOVQ   nsb+32(FP), CX
-	XORQ   AX, AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-
-q4kx4loop:
-	KSCALES
-	VMOVQ        R11, X10
-	VPMOVZXBD    X10, Y10
-	VCVTDQ2PS    Y10, Y10
-	MOVWLZX      (SI), DX
-	VBROADCASTSS (R8)(DX*4), Y12
-	VMULPS       Y12, Y10, Y10
-	VMOVQ        R12, X11
-	VPMOVZXBD    X11, Y11
-	VCVTDQ2PS    Y11, Y11
-	MOVWLZX      2(SI), DX
-	VBROADCASTSS (R8)(DX*4), Y12
+// KSCALESF: after KSCALES, Y10 = d*sc and Y11 = dmin*m of the 8 sub-blocks
+// of the super-block at SI, as floats.
+#define KSCALESF \
+	VMOVQ        R11, X10; \
+	VPMOVZXBD    X10, Y10; \
+	VCVTDQ2PS    Y10, Y10; \
+	MOVWLZX      (SI), DX; \
+	VBROADCASTSS (R8)(DX*4), Y12; \
+	VMULPS       Y12, Y10, Y10; \
+	VMOVQ        R12, X11; \
+	VPMOVZXBD    X11, Y11; \
+	VCVTDQ2PS    Y11, Y11; \
+	MOVWLZX      2(SI), DX; \
+	VBROADCASTSS (R8)(DX*4), Y12; \
 	VMULPS       Y12, Y11, Y11
 
-	VMOVDQU      16(SI), X4
-	VMOVDQU      32(SI), X5
-	VPAND        X14, X4, X6
-	VPAND        X14, X5, X7
-	VMOVDQU      X6, q-256(SP)
-	VMOVDQU      X7, q-240(SP)
-	VPSRLW       $4, X4, X4
-	VPSRLW       $4, X5, X5
-	VPAND        X14, X4, X4
-	VPAND        X14, X5, X5
-	VMOVDQU      X4, q-224(SP)
-	VMOVDQU      X5, q-208(SP)
-	VMOVDQU      48(SI), X4
-	VMOVDQU      64(SI), X5
-	VPAND        X14, X4, X6
-	VPAND        X14, X5, X7
-	VMOVDQU      X6, q-192(SP)
-	VMOVDQU      X7, q-176(SP)
-	VPSRLW       $4, X4, X4
-	VPSRLW       $4, X5, X5
-	VPAND        X14, X4, X4
-	VPAND        X14, X5, X5
-	VMOVDQU      X4, q-160(SP)
-	VMOVDQU      X5, q-144(SP)
-	VMOVDQU      80(SI), X4
-	VMOVDQU      96(SI), X5
-	VPAND        X14, X4, X6
-	VPAND        X14, X5, X7
-	VMOVDQU      X6, q-128(SP)
-	VMOVDQU      X7, q-112(SP)
-	VPSRLW       $4, X4, X4
-	VPSRLW       $4, X5, X5
-	VPAND        X14, X4, X4
-	VPAND        X14, X5, X5
-	VMOVDQU      X4, q-96(SP)
-	VMOVDQU      X5, q-80(SP)
-	VMOVDQU      112(SI), X4
-	VMOVDQU      128(SI), X5
-	VPAND        X14, X4, X6
-	VPAND        X14, X5, X7
-	VMOVDQU      X6, q-64(SP)
-	VMOVDQU      X7, q-48(SP)
-	VPSRLW       $4, X4, X4
-	VPSRLW       $4, X5, X5
-	VPAND        X14, X4, X4
-	VPAND        X14, X5, X5
-	VMOVDQU      X4, q-32(SP)
-	VMOVDQU      X5, q-16(SP)
+// Q4KU(s, d): the 32 quant bytes at s(SI) as one nibble a byte, the low
+// nibbles (sub-block 2j) to d(SP) and the next 16 bytes, the high ones
+// (sub-block 2j+1) 32 bytes further.
+#define Q4KU(s0, s1, d0, d1, d2, d3) \
+	VMOVDQU s0(SI), X4; \
+	VMOVDQU s1(SI), X5; \
+	VPAND   X14, X4, X6; \
+	VPAND   X14, X5, X7; \
+	VMOVDQU X6, d0(DI); \
+	VMOVDQU X7, d1(DI); \
+	VPSRLW  $4, X4, X4; \
+	VPSRLW  $4, X5, X5; \
+	VPAND   X14, X4, X4; \
+	VPAND   X14, X5, X5; \
+	VMOVDQU X4, d2(DI); \
+	VMOVDQU X5, d3(DI)
 
-	// row 0
-	MOVQ         qs+8(FP), R9
-	MOVQ         0(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         0(R10), R10
-	MOVQ         s+24(FP), R12
-	MOVQ         0(R12), R12
-	VMOVDQU      q-256(SP), X4
-	VPMADDUBSW   0(R9), X4, X4
-	VMOVDQU      q-240(SP), X5
-	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X6
-	VPMADDWD     X15, X6, X6
-	VMOVDQU      q-224(SP), X5
-	VPMADDUBSW   32(R9), X5, X5
-	VMOVDQU      q-208(SP), X12
-	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X7
-	VPMADDWD     X15, X7, X7
-	KT2(X6, X7, X8)
-	VMOVDQU      q-192(SP), X4
-	VPMADDUBSW   64(R9), X4, X4
-	VMOVDQU      q-176(SP), X5
-	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-160(SP), X5
-	VPMADDUBSW   96(R9), X5, X5
-	VMOVDQU      q-144(SP), X12
-	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	KT4(X6, X7, X8)
-	VMOVDQU      q-128(SP), X4
-	VPMADDUBSW   128(R9), X4, X4
-	VMOVDQU      q-112(SP), X5
-	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-96(SP), X5
-	VPMADDUBSW   160(R9), X5, X5
-	VMOVDQU      q-80(SP), X12
-	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	VMOVDQU      q-64(SP), X4
-	VPMADDUBSW   192(R9), X4, X4
-	VMOVDQU      q-48(SP), X5
-	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X8
-	VPMADDWD     X15, X8, X8
-	VMOVDQU      q-32(SP), X5
-	VPMADDUBSW   224(R9), X5, X5
-	VMOVDQU      q-16(SP), X12
-	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X9
-	VPMADDWD     X15, X9, X9
-	KT2(X8, X9, X4)
-	KT4(X7, X8, X9)
-	VINSERTI128  $1, X7, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       (R10)(AX*1), Y10, Y12
-	VFMADD231PS  Y6, Y12, Y0
-	VMULPS       (R12)(AX*1), Y11, Y12
-	VSUBPS       Y12, Y0, Y0
+// UNPACKQ4K unpacks the Q4_K super-block at SI into 0(DI).
+#define UNPACKQ4K \
+	Q4KU(16, 32, 0, 16, 32, 48); \
+	Q4KU(48, 64, 64, 80, 96, 112); \
+	Q4KU(80, 96, 128, 144, 160, 176); \
+	Q4KU(112, 128, 192, 208, 224, 240)
 
-	// row 1
-	MOVQ         qs+8(FP), R9
-	MOVQ         8(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         8(R10), R10
-	MOVQ         s+24(FP), R12
-	MOVQ         8(R12), R12
-	VMOVDQU      q-256(SP), X4
-	VPMADDUBSW   0(R9), X4, X4
-	VMOVDQU      q-240(SP), X5
-	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X6
-	VPMADDWD     X15, X6, X6
-	VMOVDQU      q-224(SP), X5
-	VPMADDUBSW   32(R9), X5, X5
-	VMOVDQU      q-208(SP), X12
-	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X7
-	VPMADDWD     X15, X7, X7
-	KT2(X6, X7, X8)
-	VMOVDQU      q-192(SP), X4
-	VPMADDUBSW   64(R9), X4, X4
-	VMOVDQU      q-176(SP), X5
-	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-160(SP), X5
-	VPMADDUBSW   96(R9), X5, X5
-	VMOVDQU      q-144(SP), X12
-	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	KT4(X6, X7, X8)
-	VMOVDQU      q-128(SP), X4
-	VPMADDUBSW   128(R9), X4, X4
-	VMOVDQU      q-112(SP), X5
-	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-96(SP), X5
-	VPMADDUBSW   160(R9), X5, X5
-	VMOVDQU      q-80(SP), X12
-	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	VMOVDQU      q-64(SP), X4
-	VPMADDUBSW   192(R9), X4, X4
-	VMOVDQU      q-48(SP), X5
-	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X8
-	VPMADDWD     X15, X8, X8
-	VMOVDQU      q-32(SP), X5
-	VPMADDUBSW   224(R9), X5, X5
-	VMOVDQU      q-16(SP), X12
-	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X9
-	VPMADDWD     X15, X9, X9
-	KT2(X8, X9, X4)
-	KT4(X7, X8, X9)
-	VINSERTI128  $1, X7, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       (R10)(AX*1), Y10, Y12
-	VFMADD231PS  Y6, Y12, Y1
-	VMULPS       (R12)(AX*1), Y11, Y12
-	VSUBPS       Y12, Y1, Y1
+// Q5KU: Q4KU with the fifth bits of sub-blocks 2j (shlo) and 2j+1 (shhi).
+#define Q5KU(s0, s1, shlo, shhi, d0, d1, d2, d3) \
+	VMOVDQU s0(SI), X5; \
+	VMOVDQU s1(SI), X6; \
+	VPAND   X14, X5, X7; \
+	VPAND   X14, X6, X8; \
+	Q5KH(shlo, X7, X9); \
+	Q5KH(shlo, X8, X13); \
+	VMOVDQU X7, d0(DI); \
+	VMOVDQU X8, d1(DI); \
+	VPSRLW  $4, X5, X5; \
+	VPSRLW  $4, X6, X6; \
+	VPAND   X14, X5, X5; \
+	VPAND   X14, X6, X6; \
+	Q5KH(shhi, X5, X9); \
+	Q5KH(shhi, X6, X13); \
+	VMOVDQU X5, d2(DI); \
+	VMOVDQU X6, d3(DI)
 
-	// row 2
-	MOVQ         qs+8(FP), R9
-	MOVQ         16(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         16(R10), R10
-	MOVQ         s+24(FP), R12
-	MOVQ         16(R12), R12
-	VMOVDQU      q-256(SP), X4
-	VPMADDUBSW   0(R9), X4, X4
-	VMOVDQU      q-240(SP), X5
-	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X6
-	VPMADDWD     X15, X6, X6
-	VMOVDQU      q-224(SP), X5
-	VPMADDUBSW   32(R9), X5, X5
-	VMOVDQU      q-208(SP), X12
-	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X7
-	VPMADDWD     X15, X7, X7
-	KT2(X6, X7, X8)
-	VMOVDQU      q-192(SP), X4
-	VPMADDUBSW   64(R9), X4, X4
-	VMOVDQU      q-176(SP), X5
-	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-160(SP), X5
-	VPMADDUBSW   96(R9), X5, X5
-	VMOVDQU      q-144(SP), X12
-	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	KT4(X6, X7, X8)
-	VMOVDQU      q-128(SP), X4
-	VPMADDUBSW   128(R9), X4, X4
-	VMOVDQU      q-112(SP), X5
-	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-96(SP), X5
-	VPMADDUBSW   160(R9), X5, X5
-	VMOVDQU      q-80(SP), X12
-	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	VMOVDQU      q-64(SP), X4
-	VPMADDUBSW   192(R9), X4, X4
-	VMOVDQU      q-48(SP), X5
-	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X8
-	VPMADDWD     X15, X8, X8
-	VMOVDQU      q-32(SP), X5
-	VPMADDUBSW   224(R9), X5, X5
-	VMOVDQU      q-16(SP), X12
-	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X9
-	VPMADDWD     X15, X9, X9
-	KT2(X8, X9, X4)
-	KT4(X7, X8, X9)
-	VINSERTI128  $1, X7, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       (R10)(AX*1), Y10, Y12
-	VFMADD231PS  Y6, Y12, Y2
-	VMULPS       (R12)(AX*1), Y11, Y12
-	VSUBPS       Y12, Y2, Y2
+// UNPACKQ5K unpacks the Q5_K super-block at SI into 0(DI) (X9 =
+// qh[0:16], X13 = qh[16:32]; one quant,
+// 0..31, a byte: pairs of quants times activations stay within int16,
+// 2*2*31*127).
+#define UNPACKQ5K \
+	VMOVDQU 16(SI), X9; \
+	VMOVDQU 32(SI), X13; \
+	Q5KU(48, 64, QHL4, QHL3, 0, 16, 32, 48); \
+	Q5KU(80, 96, QHL2, QHL1, 64, 80, 96, 112); \
+	Q5KU(112, 128, QH0, QHR1, 128, 144, 160, 176); \
+	Q5KU(144, 160, QHR2, QHR3, 192, 208, 224, 240)
 
-	// row 3
-	MOVQ         qs+8(FP), R9
-	MOVQ         24(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         24(R10), R10
-	MOVQ         s+24(FP), R12
-	MOVQ         24(R12), R12
-	VMOVDQU      q-256(SP), X4
-	VPMADDUBSW   0(R9), X4, X4
-	VMOVDQU      q-240(SP), X5
-	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X6
-	VPMADDWD     X15, X6, X6
-	VMOVDQU      q-224(SP), X5
-	VPMADDUBSW   32(R9), X5, X5
-	VMOVDQU      q-208(SP), X12
-	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X7
-	VPMADDWD     X15, X7, X7
-	KT2(X6, X7, X8)
-	VMOVDQU      q-192(SP), X4
-	VPMADDUBSW   64(R9), X4, X4
-	VMOVDQU      q-176(SP), X5
-	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-160(SP), X5
-	VPMADDUBSW   96(R9), X5, X5
-	VMOVDQU      q-144(SP), X12
-	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	KT4(X6, X7, X8)
-	VMOVDQU      q-128(SP), X4
-	VPMADDUBSW   128(R9), X4, X4
-	VMOVDQU      q-112(SP), X5
-	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-96(SP), X5
-	VPMADDUBSW   160(R9), X5, X5
-	VMOVDQU      q-80(SP), X12
-	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	VMOVDQU      q-64(SP), X4
-	VPMADDUBSW   192(R9), X4, X4
-	VMOVDQU      q-48(SP), X5
-	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X8
-	VPMADDWD     X15, X8, X8
-	VMOVDQU      q-32(SP), X5
-	VPMADDUBSW   224(R9), X5, X5
-	VMOVDQU      q-16(SP), X12
-	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X9
-	VPMADDWD     X15, X9, X9
-	KT2(X8, X9, X4)
-	KT4(X7, X8, X9)
-	VINSERTI128  $1, X7, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       (R10)(AX*1), Y10, Y12
-	VFMADD231PS  Y6, Y12, Y3
-	VMULPS       (R12)(AX*1), Y11, Y12
-	VSUBPS       Y12, Y3, Y3
-
-	ADDQ $144, SI
-	ADDQ $32, AX
-	DECQ CX
-	JNZ  q4kx4loop
-
-	VHADDPS      Y1, Y0, Y0
-	VHADDPS      Y3, Y2, Y2
-	VHADDPS      Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	MOVQ         out+56(FP), DX
-	VMOVSS       X0, (DX)
-	VEXTRACTPS   $1, X0, (DX)(R15*1)
-	VEXTRACTPS   $2, X0, (DX)(R15*2)
-	LEAQ         (DX)(R15*2), DX
-	VEXTRACTPS   $3, X0, (DX)(R15*1)
-	ADDQ         $4, out+56(FP)
-	DECQ         rows+48(FP)
-	JNZ          q4kx4row
-	VZEROUPPER
+// KDOT4(UNPACK, size) is the body of the four-input Q4_K/Q5_K kernels,
+// func dot4XAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int):
+// each super-block (of size bytes) is unpacked once into the scratch area at DI (one
+// quant a byte, in element order) and its scales into Y10 (d*sc) and Y11
+// (dmin*m); then each activation row runs the sums against it (KROW4).
+// Y0-Y3 accumulate the activation rows, AX is 32*super-block index (offset
+// into d and s; 8*AX into qs). rows consecutive weight rows: row r's output
+// for activation row k goes to out[k*stride + r] (R15 = stride in bytes).
+#define KDOT4(UNPACK, size) \
+	MOVQ    w+0(FP), SI; \
+	MOVQ    tab+40(FP), R8; \
+	MOVQ    stride+64(FP), R15; \
+	SHLQ    $2, R15; \
+	SCRATCH(DI); \
+	ONES16; \
+	MASK0F; \
+row: \
+	MOVQ   nsb+32(FP), CX; \
+	XORQ   AX, AX; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+loop: \
+	KSCALES; \
+	KSCALESF; \
+	UNPACK; \
+	KROW4(0, Y0); \
+	KROW4(8, Y1); \
+	KROW4(16, Y2); \
+	KROW4(24, Y3); \
+	ADDQ $size, SI; \
+	ADDQ $32, AX; \
+	DECQ CX; \
+	JNZ  loop; \
+	HSUM4; \
+	STOREX4(X0, out+56(FP), R15, DX); \
+	DECQ rows+48(FP); \
+	JNZ  row; \
+	VZEROUPPER; \
 	RET
 
-// func dot4Q5_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-// As dot4Q4_KAVX2 with Q5_K's fifth bits: the super-block is unpacked
-// once into q-256(SP) (one quant, 0..31, a byte, in element order) and its
-// scales into Y10 (d*sc) and Y11 (dmin*m); then each row runs the Q4_K
-// sums against it (pairs of quants times activations within int16:
-// 2*2*31*127). Y0-Y3 accumulate the rows, AX is
-// 32*super-block index (offset into d and s; 8*AX into qs).
-// rows consecutive weight rows: row r's output for activation row k goes
-// to out[k*stride + r] (R15 = stride in bytes).
-TEXT ·dot4Q5_KAVX2(SB), NOSPLIT, $256-72
-	MOVQ    w+0(FP), SI
-	MOVQ    tab+40(FP), R8
-	MOVQ    stride+64(FP), R15
-	SHLQ    $2, R15
-	ONES16
-	MASK0F
-
-q5kx4row:
-	MOVQ   nsb+32(FP), CX
-	XORQ   AX, AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-
-q5kx4loop:
-	KSCALES
-	VMOVQ        R11, X10
-	VPMOVZXBD    X10, Y10
-	VCVTDQ2PS    Y10, Y10
-	MOVWLZX      (SI), DX
-	VBROADCASTSS (R8)(DX*4), Y12
-	VMULPS       Y12, Y10, Y10
-	VMOVQ        R12, X11
-	VPMOVZXBD    X11, Y11
-	VCVTDQ2PS    Y11, Y11
-	MOVWLZX      2(SI), DX
-	VBROADCASTSS (R8)(DX*4), Y12
-	VMULPS       Y12, Y11, Y11
-
-	// The fifth bits: X9 = qh[0:16], X13 = qh[16:32]; bit 2j (2j+1) of
-	// qh[l] belongs to element l of sub-block 2j (2j+1), moved to 0x10.
-	VMOVDQU      16(SI), X9
-	VMOVDQU      32(SI), X13
-	VMOVDQU      48(SI), X5
-	VMOVDQU      64(SI), X6
-	VPAND        X14, X5, X7
-	VPAND        X14, X6, X8
-	VPSLLW       $4, X9, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X7, X7
-	VPSLLW       $4, X13, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X8, X8
-	VMOVDQU      X7, q-256(SP)
-	VMOVDQU      X8, q-240(SP)
-	VPSRLW       $4, X5, X5
-	VPSRLW       $4, X6, X6
-	VPAND        X14, X5, X5
-	VPAND        X14, X6, X6
-	VPSLLW       $3, X9, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X5, X5
-	VPSLLW       $3, X13, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X6, X6
-	VMOVDQU      X5, q-224(SP)
-	VMOVDQU      X6, q-208(SP)
-	VMOVDQU      80(SI), X5
-	VMOVDQU      96(SI), X6
-	VPAND        X14, X5, X7
-	VPAND        X14, X6, X8
-	VPSLLW       $2, X9, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X7, X7
-	VPSLLW       $2, X13, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X8, X8
-	VMOVDQU      X7, q-192(SP)
-	VMOVDQU      X8, q-176(SP)
-	VPSRLW       $4, X5, X5
-	VPSRLW       $4, X6, X6
-	VPAND        X14, X5, X5
-	VPAND        X14, X6, X6
-	VPSLLW       $1, X9, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X5, X5
-	VPSLLW       $1, X13, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X6, X6
-	VMOVDQU      X5, q-160(SP)
-	VMOVDQU      X6, q-144(SP)
-	VMOVDQU      112(SI), X5
-	VMOVDQU      128(SI), X6
-	VPAND        X14, X5, X7
-	VPAND        X14, X6, X8
-	VMOVDQA      X9, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X7, X7
-	VMOVDQA      X13, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X8, X8
-	VMOVDQU      X7, q-128(SP)
-	VMOVDQU      X8, q-112(SP)
-	VPSRLW       $4, X5, X5
-	VPSRLW       $4, X6, X6
-	VPAND        X14, X5, X5
-	VPAND        X14, X6, X6
-	VPSRLW       $1, X9, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X5, X5
-	VPSRLW       $1, X13, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X6, X6
-	VMOVDQU      X5, q-96(SP)
-	VMOVDQU      X6, q-80(SP)
-	VMOVDQU      144(SI), X5
-	VMOVDQU      160(SI), X6
-	VPAND        X14, X5, X7
-	VPAND        X14, X6, X8
-	VPSRLW       $2, X9, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X7, X7
-	VPSRLW       $2, X13, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X8, X8
-	VMOVDQU      X7, q-64(SP)
-	VMOVDQU      X8, q-48(SP)
-	VPSRLW       $4, X5, X5
-	VPSRLW       $4, X6, X6
-	VPAND        X14, X5, X5
-	VPAND        X14, X6, X6
-	VPSRLW       $3, X9, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X5, X5
-	VPSRLW       $3, X13, X12
-	VPAND        q5kx10<>(SB), X12, X12
-	VPOR         X12, X6, X6
-	VMOVDQU      X5, q-32(SP)
-	VMOVDQU      X6, q-16(SP)
-
-	// row 0
-	MOVQ         qs+8(FP), R9
-	MOVQ         0(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         0(R10), R10
-	MOVQ         s+24(FP), R12
-	MOVQ         0(R12), R12
-	VMOVDQU      q-256(SP), X4
-	VPMADDUBSW   0(R9), X4, X4
-	VMOVDQU      q-240(SP), X5
-	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X6
-	VPMADDWD     X15, X6, X6
-	VMOVDQU      q-224(SP), X5
-	VPMADDUBSW   32(R9), X5, X5
-	VMOVDQU      q-208(SP), X12
-	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X7
-	VPMADDWD     X15, X7, X7
-	KT2(X6, X7, X8)
-	VMOVDQU      q-192(SP), X4
-	VPMADDUBSW   64(R9), X4, X4
-	VMOVDQU      q-176(SP), X5
-	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-160(SP), X5
-	VPMADDUBSW   96(R9), X5, X5
-	VMOVDQU      q-144(SP), X12
-	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	KT4(X6, X7, X8)
-	VMOVDQU      q-128(SP), X4
-	VPMADDUBSW   128(R9), X4, X4
-	VMOVDQU      q-112(SP), X5
-	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-96(SP), X5
-	VPMADDUBSW   160(R9), X5, X5
-	VMOVDQU      q-80(SP), X12
-	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	VMOVDQU      q-64(SP), X4
-	VPMADDUBSW   192(R9), X4, X4
-	VMOVDQU      q-48(SP), X5
-	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X8
-	VPMADDWD     X15, X8, X8
-	VMOVDQU      q-32(SP), X5
-	VPMADDUBSW   224(R9), X5, X5
-	VMOVDQU      q-16(SP), X12
-	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X9
-	VPMADDWD     X15, X9, X9
-	KT2(X8, X9, X4)
-	KT4(X7, X8, X9)
-	VINSERTI128  $1, X7, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       (R10)(AX*1), Y10, Y12
-	VFMADD231PS  Y6, Y12, Y0
-	VMULPS       (R12)(AX*1), Y11, Y12
-	VSUBPS       Y12, Y0, Y0
-
-	// row 1
-	MOVQ         qs+8(FP), R9
-	MOVQ         8(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         8(R10), R10
-	MOVQ         s+24(FP), R12
-	MOVQ         8(R12), R12
-	VMOVDQU      q-256(SP), X4
-	VPMADDUBSW   0(R9), X4, X4
-	VMOVDQU      q-240(SP), X5
-	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X6
-	VPMADDWD     X15, X6, X6
-	VMOVDQU      q-224(SP), X5
-	VPMADDUBSW   32(R9), X5, X5
-	VMOVDQU      q-208(SP), X12
-	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X7
-	VPMADDWD     X15, X7, X7
-	KT2(X6, X7, X8)
-	VMOVDQU      q-192(SP), X4
-	VPMADDUBSW   64(R9), X4, X4
-	VMOVDQU      q-176(SP), X5
-	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-160(SP), X5
-	VPMADDUBSW   96(R9), X5, X5
-	VMOVDQU      q-144(SP), X12
-	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	KT4(X6, X7, X8)
-	VMOVDQU      q-128(SP), X4
-	VPMADDUBSW   128(R9), X4, X4
-	VMOVDQU      q-112(SP), X5
-	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-96(SP), X5
-	VPMADDUBSW   160(R9), X5, X5
-	VMOVDQU      q-80(SP), X12
-	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	VMOVDQU      q-64(SP), X4
-	VPMADDUBSW   192(R9), X4, X4
-	VMOVDQU      q-48(SP), X5
-	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X8
-	VPMADDWD     X15, X8, X8
-	VMOVDQU      q-32(SP), X5
-	VPMADDUBSW   224(R9), X5, X5
-	VMOVDQU      q-16(SP), X12
-	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X9
-	VPMADDWD     X15, X9, X9
-	KT2(X8, X9, X4)
-	KT4(X7, X8, X9)
-	VINSERTI128  $1, X7, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       (R10)(AX*1), Y10, Y12
-	VFMADD231PS  Y6, Y12, Y1
-	VMULPS       (R12)(AX*1), Y11, Y12
-	VSUBPS       Y12, Y1, Y1
-
-	// row 2
-	MOVQ         qs+8(FP), R9
-	MOVQ         16(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         16(R10), R10
-	MOVQ         s+24(FP), R12
-	MOVQ         16(R12), R12
-	VMOVDQU      q-256(SP), X4
-	VPMADDUBSW   0(R9), X4, X4
-	VMOVDQU      q-240(SP), X5
-	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X6
-	VPMADDWD     X15, X6, X6
-	VMOVDQU      q-224(SP), X5
-	VPMADDUBSW   32(R9), X5, X5
-	VMOVDQU      q-208(SP), X12
-	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X7
-	VPMADDWD     X15, X7, X7
-	KT2(X6, X7, X8)
-	VMOVDQU      q-192(SP), X4
-	VPMADDUBSW   64(R9), X4, X4
-	VMOVDQU      q-176(SP), X5
-	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-160(SP), X5
-	VPMADDUBSW   96(R9), X5, X5
-	VMOVDQU      q-144(SP), X12
-	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	KT4(X6, X7, X8)
-	VMOVDQU      q-128(SP), X4
-	VPMADDUBSW   128(R9), X4, X4
-	VMOVDQU      q-112(SP), X5
-	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-96(SP), X5
-	VPMADDUBSW   160(R9), X5, X5
-	VMOVDQU      q-80(SP), X12
-	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	VMOVDQU      q-64(SP), X4
-	VPMADDUBSW   192(R9), X4, X4
-	VMOVDQU      q-48(SP), X5
-	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X8
-	VPMADDWD     X15, X8, X8
-	VMOVDQU      q-32(SP), X5
-	VPMADDUBSW   224(R9), X5, X5
-	VMOVDQU      q-16(SP), X12
-	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X9
-	VPMADDWD     X15, X9, X9
-	KT2(X8, X9, X4)
-	KT4(X7, X8, X9)
-	VINSERTI128  $1, X7, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       (R10)(AX*1), Y10, Y12
-	VFMADD231PS  Y6, Y12, Y2
-	VMULPS       (R12)(AX*1), Y11, Y12
-	VSUBPS       Y12, Y2, Y2
-
-	// row 3
-	MOVQ         qs+8(FP), R9
-	MOVQ         24(R9), R9
-	LEAQ         (R9)(AX*8), R9
-	MOVQ         d+16(FP), R10
-	MOVQ         24(R10), R10
-	MOVQ         s+24(FP), R12
-	MOVQ         24(R12), R12
-	VMOVDQU      q-256(SP), X4
-	VPMADDUBSW   0(R9), X4, X4
-	VMOVDQU      q-240(SP), X5
-	VPMADDUBSW   16(R9), X5, X5
-	VPADDW       X5, X4, X6
-	VPMADDWD     X15, X6, X6
-	VMOVDQU      q-224(SP), X5
-	VPMADDUBSW   32(R9), X5, X5
-	VMOVDQU      q-208(SP), X12
-	VPMADDUBSW   48(R9), X12, X12
-	VPADDW       X12, X5, X7
-	VPMADDWD     X15, X7, X7
-	KT2(X6, X7, X8)
-	VMOVDQU      q-192(SP), X4
-	VPMADDUBSW   64(R9), X4, X4
-	VMOVDQU      q-176(SP), X5
-	VPMADDUBSW   80(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-160(SP), X5
-	VPMADDUBSW   96(R9), X5, X5
-	VMOVDQU      q-144(SP), X12
-	VPMADDUBSW   112(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	KT4(X6, X7, X8)
-	VMOVDQU      q-128(SP), X4
-	VPMADDUBSW   128(R9), X4, X4
-	VMOVDQU      q-112(SP), X5
-	VPMADDUBSW   144(R9), X5, X5
-	VPADDW       X5, X4, X7
-	VPMADDWD     X15, X7, X7
-	VMOVDQU      q-96(SP), X5
-	VPMADDUBSW   160(R9), X5, X5
-	VMOVDQU      q-80(SP), X12
-	VPMADDUBSW   176(R9), X12, X12
-	VPADDW       X12, X5, X8
-	VPMADDWD     X15, X8, X8
-	KT2(X7, X8, X9)
-	VMOVDQU      q-64(SP), X4
-	VPMADDUBSW   192(R9), X4, X4
-	VMOVDQU      q-48(SP), X5
-	VPMADDUBSW   208(R9), X5, X5
-	VPADDW       X5, X4, X8
-	VPMADDWD     X15, X8, X8
-	VMOVDQU      q-32(SP), X5
-	VPMADDUBSW   224(R9), X5, X5
-	VMOVDQU      q-16(SP), X12
-	VPMADDUBSW   240(R9), X12, X12
-	VPADDW       X12, X5, X9
-	VPMADDWD     X15, X9, X9
-	KT2(X8, X9, X4)
-	KT4(X7, X8, X9)
-	VINSERTI128  $1, X7, Y6, Y6
-	VCVTDQ2PS    Y6, Y6
-	VMULPS       (R10)(AX*1), Y10, Y12
-	VFMADD231PS  Y6, Y12, Y3
-	VMULPS       (R12)(AX*1), Y11, Y12
-	VSUBPS       Y12, Y3, Y3
-
-	ADDQ $176, SI
-	ADDQ $32, AX
-	DECQ CX
-	JNZ  q5kx4loop
-
-	VHADDPS      Y1, Y0, Y0
-	VHADDPS      Y3, Y2, Y2
-	VHADDPS      Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	MOVQ         out+56(FP), DX
-	VMOVSS       X0, (DX)
-	VEXTRACTPS   $1, X0, (DX)(R15*1)
-	VEXTRACTPS   $2, X0, (DX)(R15*2)
-	LEAQ         (DX)(R15*2), DX
-	VEXTRACTPS   $3, X0, (DX)(R15*1)
-	ADDQ         $4, out+56(FP)
-	DECQ         rows+48(FP)
-	JNZ          q5kx4row
-	VZEROUPPER
-	RET
-
-// The four-input Q6_K kernel's per-block products P (8 int32 of one block
-// of 32: its two halves' sums times their scales) are reduced to one sum per
-// block by transposition (VPUNPCK*, single micro-ops on Zen 1, where
-// VPHADDD ymm and VPERM2I128 are several): the integer sums are exact, so
-// the order does not change the result.
-//
-// Q6T2(a, b, t): a = per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3].
-#define Q6T2(a, b, t) \
-	VPUNPCKLDQ b, a, t; \
-	VPUNPCKHDQ b, a, a; \
-	VPADDD     t, a, a
-
-// Q6T4(a, b, t): from Q6T2 results a (blocks i, i+1) and b (i+2, i+3),
-// a = per lane the four blocks' lane sums in order.
-#define Q6T4(a, b, t) \
-	VPUNPCKLQDQ b, a, t; \
-	VPUNPCKHQDQ b, a, a; \
-	VPADDD      t, a, a
-
-// Q6T8: from Q6T4 results Y4 (blocks 0-3) and Y5 (4-7), Y4 = the 8 block
+// Q6T8: from KT4 results Y4 (blocks 0-3) and Y5 (4-7), Y4 = the 8 block
 // sums (the two lanes added); X6, X7 are clobbered.
 #define Q6T8 \
 	VEXTRACTI128 $1, Y4, X6; \
@@ -1283,9 +389,9 @@ q5kx4loop:
 // Q6P(i, p): p = block i's products against the activation row at R9 with
 // the unpacked weights (0..63, the unsigned operand) and scales.
 #define Q6P(i, p) \
-	VMOVDQU    q-256+(i*32)(SP), p; \
+	VMOVDQU    256+(i*32)(DI), p; \
 	VPMADDUBSW (i*32)(R9), p, p; \
-	VPMADDWD   sc-512+(i*32)(SP), p, p
+	VPMADDWD   0+(i*32)(DI), p, p
 
 // Q6ROW(k, acc): acc += d*d_a*(block sums) for activation row k/8 (its
 // pointers in the arrays at R12, R13, R14), whose sums of 16 quants (at
@@ -1298,18 +404,18 @@ q5kx4loop:
 	MOVQ        k(R14), R11; \
 	Q6P(0, Y4); \
 	Q6P(1, Y5); \
-	Q6T2(Y4, Y5, Y6); \
+	KT2(Y4, Y5, Y6); \
 	Q6P(2, Y5); \
 	Q6P(3, Y6); \
-	Q6T2(Y5, Y6, Y7); \
-	Q6T4(Y4, Y5, Y6); \
+	KT2(Y5, Y6, Y7); \
+	KT4(Y4, Y5, Y6); \
 	Q6P(4, Y5); \
 	Q6P(5, Y6); \
-	Q6T2(Y5, Y6, Y7); \
+	KT2(Y5, Y6, Y7); \
 	Q6P(6, Y6); \
 	Q6P(7, Y7); \
-	Q6T2(Y6, Y7, Y8); \
-	Q6T4(Y5, Y6, Y7); \
+	KT2(Y6, Y7, Y8); \
+	KT4(Y5, Y6, Y7); \
 	Q6T8; \
 	VPMADDWD    (R11)(AX*1), Y13, Y5; \
 	VPSLLD      $5, Y5, Y5; \
@@ -1318,15 +424,97 @@ q5kx4loop:
 	VMULPS      (R10)(AX*1), Y12, Y5; \
 	VFMADD231PS Y4, Y5, acc
 
+// Q6_K unpacking: a quant (0..63) is 4 low bits from ql and 2 high bits
+// from qh. Q6Hx(src, dst) sets dst to the high bits (to 0x30) of one block
+// of 32 from the qh bytes in src (shifted left by 4 or 2, in place, or
+// right by 2); Q6Lx(src, dst, m) sets dst to the low nibbles (Q6LL) or high
+// nibbles (Q6LH) of the ql bytes in src, m the 0x0f mask.
+#define Q6HL4(src, dst) VPSLLW $4, src, dst; VPAND q6m30<>(SB), dst, dst
+#define Q6HL2(src, dst) VPSLLW $2, src, dst; VPAND q6m30<>(SB), dst, dst
+#define Q6HN(src, dst) VPAND q6m30<>(SB), src, dst
+#define Q6HR2(src, dst) VPSRLW $2, src, dst; VPAND q6m30<>(SB), dst, dst
+#define Q6LL(src, dst, m) VPAND m, src, dst
+#define Q6LH(src, dst, m) VPSRLW $4, src, dst; VPAND m, dst, dst
+
+// Q6U1(H, L, ql, d): the block of 32 quants that H picks from the qh in Y4
+// and L from ql, to d(SP) (Y7, Y8 clobbered).
+#define Q6U1(H, L, ql, d) \
+	H(Y4, Y7); \
+	L(ql, Y8, q6m0f<>(SB)); \
+	VPOR    Y8, Y7, Y7; \
+	VMOVDQU Y7, d(DI)
+
+// Q6U4(qh, ql0, ql1, d0, d1, d2, d3): the four blocks of one half of the
+// super-block at SI (qh at qh(SI), ql at ql0(SI) and ql1(SI)) to d0-d3.
+#define Q6U4(qh, ql0, ql1, d0, d1, d2, d3) \
+	VMOVDQU qh(SI), Y4; \
+	VMOVDQU ql0(SI), Y5; \
+	VMOVDQU ql1(SI), Y6; \
+	Q6U1(Q6HL4, Q6LL, Y5, d0); \
+	Q6U1(Q6HL2, Q6LL, Y6, d1); \
+	Q6U1(Q6HN, Q6LH, Y5, d2); \
+	Q6U1(Q6HR2, Q6LH, Y6, d3)
+
+// Q6SC(t, ysc, d): block t/32's scales of the half in ysc, spread to its
+// int16 pairs, to d(SP).
+#define Q6SC(t, ysc, d) \
+	VPSHUFB q6shuf<>+t(SB), ysc, Y7; \
+	VMOVDQU Y7, d(DI)
+
+// Q6B1(H, L, ql, a, t, ysc, dst): dst = the products (pairs of int16 sums
+// times the scales) of the block that H and L pick (qh in Y2) against the
+// activations at a(DI); t/32 picks its scales from ysc.
+#define Q6B1(H, L, ql, a, t, ysc, dst) \
+	H(Y2, Y5); \
+	L(ql, Y6, Y14); \
+	VPOR       Y6, Y5, Y5; \
+	VPMADDUBSW a(DI), Y5, Y5; \
+	VPSHUFB    q6shuf<>+t(SB), ysc, Y6; \
+	VPMADDWD   Y6, Y5, dst
+
+// Q6D1(qh, ql0, ql1, a, ysc): Y7 = the sums of the four blocks of one half
+// of the super-block at SI against the activations from a(DI) (split over
+// the lanes), its scales in ysc.
+#define Q6D1(qh, ql0, ql1, a, ysc) \
+	VMOVDQU qh(SI), Y2; \
+	VMOVDQU ql0(SI), Y3; \
+	VMOVDQU ql1(SI), Y4; \
+	Q6B1(Q6HL4, Q6LL, Y3, a+0, 0, ysc, Y7); \
+	Q6B1(Q6HL2, Q6LL, Y4, a+32, 32, ysc, Y8); \
+	KT2(Y7, Y8, Y6); \
+	Q6B1(Q6HN, Q6LH, Y3, a+64, 64, ysc, Y8); \
+	Q6B1(Q6HR2, Q6LH, Y4, a+96, 96, ysc, Y9); \
+	KT2(Y8, Y9, Y6); \
+	KT4(Y7, Y8, Y6)
+
+// func dotQ4_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
+TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-64
+	KDOT(PERMSUMS, SUMSQ4K, 144)
+
+// Q5_K: as Q4_K with a fifth bit per quant from qh (32 bytes before qs).
+
+// func dotQ5_KAVX2(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
+TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-64
+	KDOT(NOSETUP, SUMSQ5K, 176)
+
+// func dot4Q4_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q4_KAVX2(SB), NOSPLIT, $320-72
+	KDOT4(UNPACKQ4K, 144)
+
+// func dot4Q5_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q5_KAVX2(SB), NOSPLIT, $320-72
+	KDOT4(UNPACKQ5K, 176)
+
 // func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
 // As dot4Q4_K: the super-block's quants (0..63, element order) go to
-// q-256(SP) once, its scales, spread to the int16 pairs of each block of
-// 32, to sc-512(SP) (32 bytes a block), all 16 to Y13 and d to Y12; then
+// 256(DI) once (the scratch area), its scales, spread to the int16 pairs of each block of
+// 32, to 0(DI) (32 bytes a block), all 16 to Y13 and d to Y12; then
 // each row. Y0-Y3 accumulate the rows, AX = 32*super-block index (offset
 // into d and b, 8*AX into qs). Row r's output for activation row k goes to
 // out[k*stride + r] (R15 = stride in bytes).
-TEXT ·dot4Q6_KAVX2(SB), NOSPLIT, $512-72
+TEXT ·dot4Q6_KAVX2(SB), NOSPLIT, $576-72
 	MOVQ         w+0(FP), SI
+	SCRATCH(DI)
 	MOVQ         qs+8(FP), R12
 	MOVQ         d+16(FP), R13
 	MOVQ         b+24(FP), R14
@@ -1348,74 +536,18 @@ q6kx4loop:
 	VINSERTI128  $1, X13, Y13, Y10
 	MOVWLZX      208(SI), DX
 	VBROADCASTSS (R8)(DX*4), Y12
-
-	VMOVDQU      128(SI), Y4
-	VMOVDQU      0(SI), Y5
-	VMOVDQU      32(SI), Y6
-	VPSLLW       $4, Y4, Y7
-	VPAND        q6m30<>(SB), Y7, Y7
-	VPAND        q6m0f<>(SB), Y5, Y8
-	VPOR         Y8, Y7, Y7
-	VMOVDQU      Y7, q-256(SP)
-	VPSLLW       $2, Y4, Y7
-	VPAND        q6m30<>(SB), Y7, Y7
-	VPAND        q6m0f<>(SB), Y6, Y8
-	VPOR         Y8, Y7, Y7
-	VMOVDQU      Y7, q-224(SP)
-	VPAND        q6m30<>(SB), Y4, Y7
-	VPSRLW       $4, Y5, Y8
-	VPAND        q6m0f<>(SB), Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VMOVDQU      Y7, q-192(SP)
-	VPSRLW       $2, Y4, Y7
-	VPAND        q6m30<>(SB), Y7, Y7
-	VPSRLW       $4, Y6, Y8
-	VPAND        q6m0f<>(SB), Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VMOVDQU      Y7, q-160(SP)
-	VMOVDQU      160(SI), Y4
-	VMOVDQU      64(SI), Y5
-	VMOVDQU      96(SI), Y6
-	VPSLLW       $4, Y4, Y7
-	VPAND        q6m30<>(SB), Y7, Y7
-	VPAND        q6m0f<>(SB), Y5, Y8
-	VPOR         Y8, Y7, Y7
-	VMOVDQU      Y7, q-128(SP)
-	VPSLLW       $2, Y4, Y7
-	VPAND        q6m30<>(SB), Y7, Y7
-	VPAND        q6m0f<>(SB), Y6, Y8
-	VPOR         Y8, Y7, Y7
-	VMOVDQU      Y7, q-96(SP)
-	VPAND        q6m30<>(SB), Y4, Y7
-	VPSRLW       $4, Y5, Y8
-	VPAND        q6m0f<>(SB), Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VMOVDQU      Y7, q-64(SP)
-	VPSRLW       $2, Y4, Y7
-	VPAND        q6m30<>(SB), Y7, Y7
-	VPSRLW       $4, Y6, Y8
-	VPAND        q6m0f<>(SB), Y8, Y8
-	VPOR         Y8, Y7, Y7
-	VMOVDQU      Y7, q-32(SP)
+	Q6U4(128, 0, 32, 256, 288, 320, 352)
+	Q6U4(160, 64, 96, 384, 416, 448, 480)
 
 	// The scales of each block in int16 pairs, once for the four rows.
-	VPSHUFB      q6shuf<>+0(SB), Y10, Y7
-	VMOVDQU      Y7, sc-512(SP)
-	VPSHUFB      q6shuf<>+32(SB), Y10, Y7
-	VMOVDQU      Y7, sc-480(SP)
-	VPSHUFB      q6shuf<>+64(SB), Y10, Y7
-	VMOVDQU      Y7, sc-448(SP)
-	VPSHUFB      q6shuf<>+96(SB), Y10, Y7
-	VMOVDQU      Y7, sc-416(SP)
-	VPSHUFB      q6shuf<>+0(SB), Y11, Y7
-	VMOVDQU      Y7, sc-384(SP)
-	VPSHUFB      q6shuf<>+32(SB), Y11, Y7
-	VMOVDQU      Y7, sc-352(SP)
-	VPSHUFB      q6shuf<>+64(SB), Y11, Y7
-	VMOVDQU      Y7, sc-320(SP)
-	VPSHUFB      q6shuf<>+96(SB), Y11, Y7
-	VMOVDQU      Y7, sc-288(SP)
-
+	Q6SC(0, Y10, 0)
+	Q6SC(32, Y10, 32)
+	Q6SC(64, Y10, 64)
+	Q6SC(96, Y10, 96)
+	Q6SC(0, Y11, 128)
+	Q6SC(32, Y11, 160)
+	Q6SC(64, Y11, 192)
+	Q6SC(96, Y11, 224)
 	Q6ROW(0, Y0)
 	Q6ROW(8, Y1)
 	Q6ROW(16, Y2)
@@ -1426,20 +558,10 @@ q6kx4loop:
 	DECQ CX
 	JNZ  q6kx4loop
 
-	VHADDPS      Y1, Y0, Y0
-	VHADDPS      Y3, Y2, Y2
-	VHADDPS      Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	MOVQ         out+56(FP), DX
-	VMOVSS       X0, (DX)
-	VEXTRACTPS   $1, X0, (DX)(R15*1)
-	VEXTRACTPS   $2, X0, (DX)(R15*2)
-	LEAQ         (DX)(R15*2), DX
-	VEXTRACTPS   $3, X0, (DX)(R15*1)
-	ADDQ         $4, out+56(FP)
-	DECQ         rows+48(FP)
-	JNZ          q6kx4row
+	HSUM4
+	STOREX4(X0, out+56(FP), R15, DX)
+	DECQ rows+48(FP)
+	JNZ  q6kx4row
 	VZEROUPPER
 	RET
 
@@ -1479,77 +601,9 @@ q6kloop:
 	VPMOVSXBW   192(SI), Y13
 	VPERM2I128  $0x11, Y13, Y13, Y11
 	VINSERTI128 $1, X13, Y13, Y10
-	VMOVDQU      128(SI), Y2
-	VMOVDQU      0(SI), Y3
-	VMOVDQU      32(SI), Y4
-	VPSLLW       $4, Y2, Y5
-	VPAND        q6m30<>(SB), Y5, Y5
-	VPAND        Y14, Y3, Y6
-	VPOR         Y6, Y5, Y5
-	VPMADDUBSW   0(DI), Y5, Y5
-	VPSHUFB      q6shuf<>+0(SB), Y10, Y6
-	VPMADDWD     Y6, Y5, Y7
-	VPSLLW       $2, Y2, Y5
-	VPAND        q6m30<>(SB), Y5, Y5
-	VPAND        Y14, Y4, Y6
-	VPOR         Y6, Y5, Y5
-	VPMADDUBSW   32(DI), Y5, Y5
-	VPSHUFB      q6shuf<>+32(SB), Y10, Y6
-	VPMADDWD     Y6, Y5, Y8
-	KT2(Y7, Y8, Y6)
-	VPAND        q6m30<>(SB), Y2, Y5
-	VPSRLW       $4, Y3, Y6
-	VPAND        Y14, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPMADDUBSW   64(DI), Y5, Y5
-	VPSHUFB      q6shuf<>+64(SB), Y10, Y6
-	VPMADDWD     Y6, Y5, Y8
-	VPSRLW       $2, Y2, Y5
-	VPAND        q6m30<>(SB), Y5, Y5
-	VPSRLW       $4, Y4, Y6
-	VPAND        Y14, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPMADDUBSW   96(DI), Y5, Y5
-	VPSHUFB      q6shuf<>+96(SB), Y10, Y6
-	VPMADDWD     Y6, Y5, Y9
-	KT2(Y8, Y9, Y6)
-	KT4(Y7, Y8, Y6)
+	Q6D1(128, 0, 32, 0, Y10)
 	VMOVDQA      Y7, Y1
-	VMOVDQU      160(SI), Y2
-	VMOVDQU      64(SI), Y3
-	VMOVDQU      96(SI), Y4
-	VPSLLW       $4, Y2, Y5
-	VPAND        q6m30<>(SB), Y5, Y5
-	VPAND        Y14, Y3, Y6
-	VPOR         Y6, Y5, Y5
-	VPMADDUBSW   128(DI), Y5, Y5
-	VPSHUFB      q6shuf<>+0(SB), Y11, Y6
-	VPMADDWD     Y6, Y5, Y7
-	VPSLLW       $2, Y2, Y5
-	VPAND        q6m30<>(SB), Y5, Y5
-	VPAND        Y14, Y4, Y6
-	VPOR         Y6, Y5, Y5
-	VPMADDUBSW   160(DI), Y5, Y5
-	VPSHUFB      q6shuf<>+32(SB), Y11, Y6
-	VPMADDWD     Y6, Y5, Y8
-	KT2(Y7, Y8, Y6)
-	VPAND        q6m30<>(SB), Y2, Y5
-	VPSRLW       $4, Y3, Y6
-	VPAND        Y14, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPMADDUBSW   192(DI), Y5, Y5
-	VPSHUFB      q6shuf<>+64(SB), Y11, Y6
-	VPMADDWD     Y6, Y5, Y8
-	VPSRLW       $2, Y2, Y5
-	VPAND        q6m30<>(SB), Y5, Y5
-	VPSRLW       $4, Y4, Y6
-	VPAND        Y14, Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VPMADDUBSW   224(DI), Y5, Y5
-	VPSHUFB      q6shuf<>+96(SB), Y11, Y6
-	VPMADDWD     Y6, Y5, Y9
-	KT2(Y8, Y9, Y6)
-	KT4(Y7, Y8, Y6)
+	Q6D1(160, 64, 96, 128, Y11)
 
 	// The two lanes added: the 8 block sums in order, less 32*Σ sc*Σa.
 	VEXTRACTI128 $1, Y1, X6
@@ -1574,10 +628,7 @@ q6kloop:
 	JNZ  q6kloop
 
 	// The lane sums in dot4's order (see dotQ4_KAVX2).
-	VHADDPS      Y0, Y0, Y0
-	VHADDPS      Y0, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
+	HSUM1
 	MOVSS        X0, (AX)
 	ADDQ         $4, AX
 	DECQ         rows+48(FP)
@@ -1590,12 +641,6 @@ DATA q6m30<>+8(SB)/8, $0x3030303030303030
 DATA q6m30<>+16(SB)/8, $0x3030303030303030
 DATA q6m30<>+24(SB)/8, $0x3030303030303030
 GLOBL q6m30<>(SB), RODATA|NOPTR, $32
-
-DATA q6m32<>+0(SB)/8, $0x2020202020202020
-DATA q6m32<>+8(SB)/8, $0x2020202020202020
-DATA q6m32<>+16(SB)/8, $0x2020202020202020
-DATA q6m32<>+24(SB)/8, $0x2020202020202020
-GLOBL q6m32<>(SB), RODATA|NOPTR, $32
 
 // VPSHUFB masks for block t of a half: lane 0 repeats int16 word 2t, lane 1
 // word 2t+1.

@@ -2,8 +2,33 @@
 
 package kernels
 
+import "fmt"
+
 // Without assembly kernels (other architectures, the purego tag) the generic
 // kernels of dotTable are the only ones; SetSIMD and SIMD keep the API.
+
+// pathMissing returns why path name cannot run here, "" when it can: only
+// the generic path is built.
+func pathMissing(name string) string {
+	if name == "generic" {
+		return ""
+	}
+	if pathIndex(name) >= 0 {
+		return "built without assembly kernels (not amd64, or the purego tag)"
+	}
+	return "no path " + name
+}
+
+// setPath accepts only the generic path here.
+func setPath(name string) (prev string, err error) {
+	if why := pathMissing(name); why != "" {
+		return "", fmt.Errorf("kernels: path %s: %s", name, why)
+	}
+	return "generic", nil
+}
+
+// Path names the instruction-set path in use: always "generic" here.
+func Path() string { return "generic" }
 
 // SetSIMD would switch to assembly kernels; there are none here, so it
 // reports false and changes nothing.

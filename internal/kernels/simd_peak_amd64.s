@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "simd_amd64.h"
 
 // func int8MulPeakAVX2(n int)
 // n rounds of 8 independent VPMADDUBSW and 8 VPMADDWD on 128-bit registers:

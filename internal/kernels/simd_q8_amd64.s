@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "simd_amd64.h"
 
 // Q8_0 kernels. Every output, whichever kernel computes it, is the same
 // sequence of float operations: per block the exact integer sum S of the
@@ -26,18 +27,6 @@
 	VPMADDWD   X15, p, p; \
 	VPMADDWD   X15, t, t; \
 	VPADDD     t, p, p
-
-// Q8T4: X0 = [ΣX0, ΣX2, ΣX10, ΣX12] (lane sums); X1, X3 are clobbered.
-#define Q8T4 \
-	VPUNPCKLDQ  X2, X0, X1; \
-	VPUNPCKHDQ  X2, X0, X0; \
-	VPADDD      X1, X0, X0; \
-	VPUNPCKLDQ  X12, X10, X3; \
-	VPUNPCKHDQ  X12, X10, X10; \
-	VPADDD      X3, X10, X10; \
-	VPUNPCKLQDQ X10, X0, X1; \
-	VPUNPCKHQDQ X10, X0, X0; \
-	VPADDD      X1, X0, X0
 
 // Q8W: one weight row's block (quant halves at w0, w1) against the
 // activation block in X4, X5 (halves): p = partial sums; t, X6, X7 are
@@ -77,14 +66,7 @@ q8four:
 
 q8fourloop:
 	// X8 = the four rows' d_w times d_a.
-	MOVWLZX      (SI), DX
-	MOVWLZX      (SI)(R13*1), R11
-	MOVWLZX      (SI)(R13*2), R12
-	MOVWLZX      (SI)(R9*1), R14
-	VMOVSS       (R8)(DX*4), X8
-	VINSERTPS    $0x10, (R8)(R11*4), X8, X8
-	VINSERTPS    $0x20, (R8)(R12*4), X8, X8
-	VINSERTPS    $0x30, (R8)(R14*4), X8, X8
+	W4HALVES(0)
 	VBROADCASTSS (BX), X9
 	VMULPS       X9, X8, X8
 
@@ -101,7 +83,7 @@ q8fourloop:
 	Q8W(2(SI)(R13*1), 18(SI)(R13*1), X2, X3)
 	Q8W(2(SI)(R13*2), 18(SI)(R13*2), X10, X11)
 	Q8W(2(SI)(R9*1), 18(SI)(R9*1), X12, X13)
-	Q8T4
+	XT4
 	VCVTDQ2PS    X0, X0
 	VFMADD231PS  X8, X0, X14
 	ADDQ         $34, SI
@@ -130,10 +112,7 @@ q8oneloop:
 	VMOVDQU     (DI), X4
 	VMOVDQU     16(DI), X5
 	Q8W(2(SI), 18(SI), X0, X1)
-	VPSHUFD     $0x4e, X0, X1
-	VPADDD      X1, X0, X0
-	VPSHUFD     $0xb1, X0, X1
-	VPADDD      X1, X0, X0
+	ISUM1
 	VCVTDQ2PS   X0, X0
 	MOVWLZX     (SI), DX
 	VMOVSS      (R8)(DX*4), X8
@@ -172,15 +151,9 @@ q8done:
 TEXT ·dot4Q8_0AVX2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ qs+8(FP), AX
-	MOVQ 0(AX), R9
-	MOVQ 8(AX), R10
-	MOVQ 16(AX), R11
-	MOVQ 24(AX), R12
+	PTRS4(R9, R10, R11, R12)
 	MOVQ d+16(FP), AX
-	MOVQ 0(AX), BX
-	MOVQ 8(AX), DI
-	MOVQ 16(AX), R13
-	MOVQ 24(AX), R14
+	PTRS4(BX, DI, R13, R14)
 	MOVQ tab+32(FP), R8
 	MOVQ stride+56(FP), R15
 	SHLQ $2, R15
@@ -195,10 +168,7 @@ q8x4loop:
 	// X9 = the four activation rows' d_a times d_w.
 	MOVWLZX      (SI), DX
 	VBROADCASTSS (R8)(DX*4), X8
-	VMOVSS       (BX)(AX*1), X9
-	VINSERTPS    $0x10, (DI)(AX*1), X9, X9
-	VINSERTPS    $0x20, (R13)(AX*1), X9, X9
-	VINSERTPS    $0x30, (R14)(AX*1), X9, X9
+	DA4(X9)
 	VMULPS       X8, X9, X9
 	VMOVDQU      2(SI), X4
 	VMOVDQU      18(SI), X5
@@ -208,7 +178,7 @@ q8x4loop:
 	Q8A((R10)(AX*8), 16(R10)(AX*8), X2, X3)
 	Q8A((R11)(AX*8), 16(R11)(AX*8), X10, X11)
 	Q8A((R12)(AX*8), 16(R12)(AX*8), X12, X13)
-	Q8T4
+	XT4
 	VCVTDQ2PS    X0, X0
 	VFMADD231PS  X9, X0, X14
 	ADDQ         $34, SI
@@ -216,13 +186,7 @@ q8x4loop:
 	DECQ         CX
 	JNZ          q8x4loop
 
-	MOVQ       out+48(FP), DX
-	VMOVSS     X14, (DX)
-	VEXTRACTPS $1, X14, (DX)(R15*1)
-	VEXTRACTPS $2, X14, (DX)(R15*2)
-	LEAQ       (DX)(R15*2), DX
-	VEXTRACTPS $3, X14, (DX)(R15*1)
-	ADDQ       $4, out+48(FP)
+	STOREX4(X14, out+48(FP), R15, DX)
 	DECQ       rows+40(FP)
 	JNZ        q8x4row
 	VZEROUPPER

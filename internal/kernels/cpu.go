@@ -1,0 +1,70 @@
+package kernels
+
+// The per-type kernel code (dispatch tables, assembly declarations and
+// wrappers, the generic dot4 kernels: gen_*.go) is generated from the table
+// of types × paths in internal/gen/main.go.
+//go:generate go run ./internal/gen
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Instruction-set paths. The dispatch picks the highest path that the CPU
+// has and that MISTRALRS_CPU allows; each path's kernels replace the generic
+// entries of dotTable (SetSIMD and setPath switch at run time, between
+// kernel runs). A path needs the CPU features of the paths before it.
+//
+// MISTRALRS_CPU=generic|avx2 caps the path (documented in docs/performance.md):
+// generic runs the pure-Go kernels (the oracles of the assembly ones), avx2
+// the AVX2/FMA/F16C assembly. MISTRALRS_NOASM=1 is the same as generic. An
+// unknown name is reported on standard error and ignored.
+var cpuPaths = []string{"generic", "avx2"}
+
+// pathIndex returns the index of path name in cpuPaths, -1 if none.
+func pathIndex(name string) int {
+	for i, p := range cpuPaths {
+		if p == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// cpuCapFrom returns the index in cpuPaths of the highest path the
+// environment allows (getenv reads it), and an error for a name it does not
+// know (the cap is then the highest path).
+func cpuCapFrom(getenv func(string) string) (int, error) {
+	top := len(cpuPaths) - 1
+	if getenv("MISTRALRS_NOASM") != "" {
+		return 0, nil
+	}
+	v := strings.ToLower(strings.TrimSpace(getenv("MISTRALRS_CPU")))
+	if v == "" {
+		return top, nil
+	}
+	if i := pathIndex(v); i >= 0 {
+		return i, nil
+	}
+	return top, fmt.Errorf("kernels: MISTRALRS_CPU=%q is not one of %s; ignored", v, strings.Join(cpuPaths, ", "))
+}
+
+// cpuCap is the index of the highest path the dispatch may pick.
+var cpuCap = func() int {
+	c, err := cpuCapFrom(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return c
+}()
+
+// bestPath returns the highest path the CPU has within cpuCap.
+func bestPath() string {
+	for i := cpuCap; i > 0; i-- {
+		if pathMissing(cpuPaths[i]) == "" {
+			return cpuPaths[i]
+		}
+	}
+	return cpuPaths[0]
+}

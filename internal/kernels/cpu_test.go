@@ -1,0 +1,171 @@
+package kernels
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestCPUCapFrom(t *testing.T) {
+	top := len(cpuPaths) - 1
+	for _, c := range []struct {
+		cpu, noasm string
+		want       int
+		bad        bool
+	}{
+		{"", "", top, false},
+		{"generic", "", 0, false},
+		{"avx2", "", pathIndex("avx2"), false},
+		{" AVX2 ", "", pathIndex("avx2"), false},
+		{"avx2", "1", 0, false},
+		{"", "1", 0, false},
+		{"sse9", "", top, true},
+	} {
+		env := map[string]string{"MISTRALRS_CPU": c.cpu, "MISTRALRS_NOASM": c.noasm}
+		got, err := cpuCapFrom(func(k string) string { return env[k] })
+		if got != c.want || (err != nil) != c.bad {
+			t.Errorf("MISTRALRS_CPU=%q MISTRALRS_NOASM=%q: cap %d (%v), want %d (error %v)", c.cpu, c.noasm, got, err, c.want, c.bad)
+		}
+	}
+}
+
+// TestCPUPaths forces each instruction-set path the CPU has in turn and
+// runs oracle comparisons through the dispatch on it: dotTable's dot and
+// dot4 against the float64 dot of the dequantized weights (testDots), and
+// MatMul (which also picks dotRows and dot4Rows) on odd shapes. It logs the
+// paths it exercised; a path the CPU or the build lacks is a skipped subtest
+// with the reason.
+func TestCPUPaths(t *testing.T) {
+	var ran []string
+	for i, name := range cpuPaths {
+		t.Run(name, func(t *testing.T) {
+			if why := pathMissing(name); why != "" {
+				t.Skip(why)
+			}
+			if i > cpuCap {
+				t.Skipf("MISTRALRS_CPU caps the dispatch at %s", cpuPaths[cpuCap])
+			}
+			prev, err := setPath(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if _, err := setPath(prev); err != nil {
+					t.Error(err)
+				}
+			}()
+			if Path() != name || SIMD() != (name != "generic") {
+				t.Fatalf("setPath(%s): Path() = %s, SIMD() = %v", name, Path(), SIMD())
+			}
+			testDots(t, dotTable)
+			r := rand.New(rand.NewPCG(21, uint64(i)))
+			p := NewPool(2)
+			defer p.Close()
+			for _, ty := range allTypes {
+				for _, shape := range [][3]int{{1, 256, 1}, {37, 512, 5}, {130, 256, 9}} {
+					rows, cols, n := shape[0], shape[1], shape[2]
+					tm := newTestMatrix(t, r, ty, rows, cols, n)
+					tm.reference(n)
+					for _, pool := range []*Pool{nil, p} {
+						out := make([]float32, n*rows)
+						MatMul(pool, out, tm.m, tm.input, n)
+						tm.check(t, out, n, "path "+name)
+					}
+				}
+			}
+			ran = append(ran, name)
+		})
+	}
+	t.Logf("paths exercised: %s (of %s)", strings.Join(ran, ", "), strings.Join(cpuPaths, ", "))
+	if len(ran) == 0 {
+		t.Error("no path exercised, not even generic")
+	}
+}
+
+// cpuChildEnv marks a child test process of TestCPUEnv.
+const cpuChildEnv = "MISTRALRS_CPU_TEST_CHILD"
+
+// TestCPUEnv runs this package's whole test suite again in a child process
+// under MISTRALRS_CPU=<path> for each path the CPU has: the dispatch picks
+// what the variable says from the start, and every kernel test (their
+// oracle comparisons included) passes on it. TestCPUEnvChild checks in the
+// child that the path in use is the one asked for.
+func TestCPUEnv(t *testing.T) {
+	if os.Getenv(cpuChildEnv) != "" {
+		t.Skip("in a child of TestCPUEnv")
+	}
+	if testing.Short() {
+		t.Skip("-short: each path's suite runs without it")
+	}
+	for _, name := range cpuPaths {
+		t.Run(name, func(t *testing.T) {
+			if why := pathMissing(name); why != "" {
+				t.Skip(why)
+			}
+			cmd := exec.Command(os.Args[0], "-test.count=1", "-test.v")
+			cmd.Env = append(cleanEnv("MISTRALRS_CPU", "MISTRALRS_NOASM", cpuChildEnv),
+				"MISTRALRS_CPU="+name, cpuChildEnv+"="+name)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if err != nil && !errors.As(err, &exit) {
+				t.Fatal(err)
+			}
+			if err != nil {
+				t.Fatalf("MISTRALRS_CPU=%s: the test suite failed (%v):\n%s", name, err, tail(string(out), 60))
+			}
+			if !strings.Contains(string(out), "--- PASS: TestCPUEnvChild") {
+				t.Fatalf("MISTRALRS_CPU=%s: TestCPUEnvChild did not pass:\n%s", name, tail(string(out), 60))
+			}
+			t.Logf("MISTRALRS_CPU=%s: %d tests and subtests passed on path %s", name, strings.Count(string(out), "--- PASS: Test"), name)
+		})
+	}
+}
+
+// TestCPUEnvChild, in a child of TestCPUEnv, checks that the dispatch
+// installed the path MISTRALRS_CPU names.
+func TestCPUEnvChild(t *testing.T) {
+	want := os.Getenv(cpuChildEnv)
+	if want == "" {
+		t.Skip("run by TestCPUEnv in a child process")
+	}
+	if got := Path(); got != want {
+		t.Fatalf("MISTRALRS_CPU=%s: path in use %s", os.Getenv("MISTRALRS_CPU"), got)
+	}
+	if SIMD() != (want != "generic") {
+		t.Fatalf("path %s: SIMD() = %v", want, SIMD())
+	}
+	// SetSIMD(true) stays within the cap.
+	was := SetSIMD(true)
+	if got := Path(); got != want {
+		t.Errorf("MISTRALRS_CPU=%s: SetSIMD(true) installed %s", want, got)
+	}
+	SetSIMD(was)
+	t.Logf("path in use: %s", want)
+}
+
+// cleanEnv returns the environment without the variables named.
+func cleanEnv(drop ...string) []string {
+	var env []string
+next:
+	for _, kv := range os.Environ() {
+		for _, d := range drop {
+			if strings.HasPrefix(kv, d+"=") {
+				continue next
+			}
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
