@@ -41,6 +41,10 @@ func TestFamiliesRunAndServe(t *testing.T) {
 			`{% for m in messages %}[INST] {{ m.content }} [/INST]{% endfor %}`,
 			"[INST] hi [/INST]", []string{"--experts", "4", "--experts-used", "2"},
 			model.RandomConfig{Experts: 4, ExpertUsed: 2}}, // mixtral
+		{"qwen2moe",
+			`{% for m in messages %}<|im_start|>{{ m.role }}` + "\n" + `{{ m.content }}<|im_end|>` + "\n" + `{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant` + "\n" + `{% endif %}`,
+			"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", []string{"--experts", "4", "--experts-used", "2"},
+			model.RandomConfig{Experts: 4, ExpertUsed: 2, ExpertFF: 64}},
 	}
 	var toml strings.Builder
 	port := freePort(t)

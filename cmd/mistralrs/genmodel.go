@@ -34,7 +34,7 @@ func newGenModelCmd() *cobra.Command {
 			}
 			cfg.Type = t
 			switch {
-			case cfg.Arch == "qwen3moe":
+			case cfg.Arch == "qwen3moe" || cfg.Arch == "qwen2moe":
 				if cfg.Experts == 0 {
 					cfg.Experts = 8
 				}
@@ -69,9 +69,9 @@ func newGenModelCmd() *cobra.Command {
 	fl.IntVar(&cfg.Vocab, "vocab", 32000, "vocabulary size")
 	fl.IntVar(&cfg.ContextLen, "ctx", 2048, "context length")
 	fl.IntVar(&cfg.SlidingWindow, "sliding-window", 0, "gemma3: positions seen by the sliding-window layers (0: 8)")
-	fl.IntVar(&cfg.Experts, "experts", 0, "experts per layer: qwen3moe (0: 8), or llama with experts (mixtral)")
+	fl.IntVar(&cfg.Experts, "experts", 0, "experts per layer: qwen3moe and qwen2moe (0: 8), or llama with experts (mixtral)")
 	fl.IntVar(&cfg.ExpertUsed, "experts-used", 2, "experts used per token")
-	fl.IntVar(&cfg.ExpertFF, "expert-ff", 0, "qwen3moe: width of an expert's MLP (0: --ff divided by --experts-used; mixtral's experts have width --ff)")
+	fl.IntVar(&cfg.ExpertFF, "expert-ff", 0, "qwen3moe/qwen2moe: width of an expert's MLP (0: --ff divided by --experts-used; mixtral's experts have width --ff, qwen2moe's shared expert too)")
 	fl.Uint64Var(&cfg.Seed, "weight-seed", 1, "seed of the random weights")
 	cmd.MarkFlagRequired("output")
 	return cmd

@@ -19,6 +19,7 @@ func TestFamiliesSpeculative(t *testing.T) {
 		{Arch: "phi3", Embd: 256, FF: 512, Heads: 4, KVHeads: 2, OrigCtx: 512, RopeDim: 48, RopeFreqs: true},
 		{Arch: "qwen3moe", Embd: 256, FF: 512, Heads: 4, KVHeads: 2, HeadDim: 64, Experts: 4, ExpertUsed: 2, ExpertFF: 256},
 		{Arch: "llama", Embd: 256, FF: 256, Heads: 4, KVHeads: 2, Experts: 4, ExpertUsed: 2}, // mixtral
+		{Arch: "qwen2moe", Embd: 256, FF: 256, Heads: 4, KVHeads: 2, Experts: 4, ExpertUsed: 2, ExpertFF: 256},
 	}
 	for _, cfg := range families {
 		name := cfg.Arch

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -83,6 +84,65 @@ func TestMixtralMatchesReference(t *testing.T) {
 			for j := range last {
 				if !sameResult(all[(n-1)*V+j], last[j]) {
 					t.Fatalf("logit %d: prefill %v, decode %v", j, all[(n-1)*V+j], last[j])
+				}
+			}
+		})
+	}
+}
+
+// qwen2moeFixture is a random qwen2moe: qwen2's attention (q/k/v biases,
+// NEOX rope), 4 routed experts of width 128 (2 used, weights not
+// renormalised) and a shared expert of width FF behind a sigmoid gate.
+var qwen2moeFixture = RandomConfig{Arch: "qwen2moe", Layers: 2, Embd: 256, FF: 256, Heads: 4, KVHeads: 2, Vocab: 64,
+	Experts: 4, ExpertUsed: 2, ExpertFF: 256, Seed: 29}
+
+// TestQwen2MoEMatchesReference: logits of a random qwen2moe against the
+// float64 oracle, which tells a missing shared expert or renormalised
+// weights apart.
+func TestQwen2MoEMatchesReference(t *testing.T) {
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	for _, typ := range []kernels.Type{kernels.F32, kernels.Q8_0} {
+		t.Run(typ.String(), func(t *testing.T) {
+			cfg := qwen2moeFixture
+			cfg.Type = typ
+			m, f := loadFixture(t, cfg)
+			c := m.Config
+			if c.Arch != "qwen2moe" || c.Experts != 4 || c.ExpertUsed != 2 || c.ExpertFF != 256 || c.FF != 256 || c.ExpertNorm || !c.RopeNeox {
+				t.Fatalf("config %+v", c)
+			}
+			ref := &refModel{cfg: cfg.withDefaults(), f: f, neox: true}
+			want, gap := moeRef(t, ref, fixtureTokens, 2, false)
+			if minGap := map[bool]float64{true: 1e-4, false: 1e-2}[typ == kernels.F32]; gap < minGap {
+				t.Fatalf("the fixture has a near tie between experts (gap %.3g): choose another seed", gap)
+			}
+			V := c.Vocab
+			all := make([]float32, len(fixtureTokens)*V)
+			if err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens, Cache: newContiguous(c, 0), AllLogits: all}}}); err != nil {
+				t.Fatal(err)
+			}
+			worst := func(want [][]float64) float64 {
+				var w float64
+				for pos := range fixtureTokens {
+					d, s := maxDiff(all[pos*V:(pos+1)*V], want[pos])
+					w = math.Max(w, d/math.Max(s, 1))
+				}
+				return w
+			}
+			tol := tolerance(typ)
+			w := worst(want)
+			t.Logf("max |diff|/max(1,max |logit|) = %.3g (tolerance %.3g), smallest routing gap %.3g", w, tol, gap)
+			if w > tol {
+				t.Errorf("logits differ from the reference by %.3g, tolerance %.3g", w, tol)
+			}
+			if typ == kernels.F32 {
+				if bad, _ := moeRef(t, ref, fixtureTokens, 2, true); worst(bad) <= 2*tol {
+					t.Errorf("renormalised weights: the model is within %.3g of a wrong oracle", worst(bad))
+				}
+				for l := range ref.cfg.Layers {
+					if ti, ok := f.Tensor(fmt.Sprintf("blk.%d.ffn_gate_inp_shexp.weight", l)); !ok || ti == nil {
+						t.Fatalf("fixture lacks the shared expert")
+					}
 				}
 			}
 		})

@@ -51,6 +51,7 @@ var archs = map[string]Arch{
 	"qwen3":    {Neox: llama.Neox("qwen3"), New: llama.New},
 	"phi3":     {Neox: true, New: phi3.New, Random: randomPhi3},
 	"gemma3":   {Neox: gemma3.Neox, Config: gemma3.ReadConfig, New: gemma3.New, Random: randomGemma3},
+	"qwen2moe": {Neox: true, MoE: true, Config: llama.Qwen2MoEConfig, New: llama.New},
 	"qwen3moe": {Neox: true, MoE: true, Config: qwen3moe.Config, New: qwen3moe.New, Random: randomQwen3MoE},
 }
 
@@ -91,7 +92,7 @@ func Load(f *gguf.File) (*Model, error) {
 		return nil, err
 	}
 	if n := r.Int("expert_count", 0); n > 0 && !a.MoE {
-		return nil, fmt.Errorf("%s: %s: mixture-of-experts models (%sexpert_count = %d) are not supported for this architecture (supported: llama (mixtral), qwen3moe)", f.Path, name, r.Prefix, n)
+		return nil, fmt.Errorf("%s: %s: mixture-of-experts models (%sexpert_count = %d) are not supported for this architecture (supported: llama (mixtral), qwen2moe, qwen3moe)", f.Path, name, r.Prefix, n)
 	}
 	if a.Config != nil {
 		if err := a.Config(r, &cfg); err != nil {

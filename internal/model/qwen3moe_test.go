@@ -223,11 +223,22 @@ func moeRef(t testing.TB, r *refModel, tokens []int32, used int, norm bool) ([][
 		qn, kn := r.maybe(p+"attn_q_norm.weight"), r.maybe(p+"attn_k_norm.weight") // qwen3moe has them, mixtral not
 		an, fn := r.tensor(t, p+"attn_norm.weight"), r.tensor(t, p+"ffn_norm.weight")
 		router := r.tensor(t, p+"ffn_gate_inp.weight")
+		bq, bk, bv := r.maybe(p+"attn_q.bias"), r.maybe(p+"attn_k.bias"), r.maybe(p+"attn_v.bias") // qwen2moe
+		shInp, shG, shU, shD := r.maybe(p+"ffn_gate_inp_shexp.weight"), r.maybe(p+"ffn_gate_shexp.weight"), r.maybe(p+"ffn_up_shexp.weight"), r.maybe(p+"ffn_down_shexp.weight")
 		wg, wu, wd := r.tensor(t, p+"ffn_gate_exps.weight"), r.tensor(t, p+"ffn_up_exps.weight"), r.tensor(t, p+"ffn_down_exps.weight")
 		Q, K, Vv := make([][]float64, T), make([][]float64, T), make([][]float64, T)
 		for i := range T {
 			h := refRMSNorm(x[i], an, eps)
 			Q[i], K[i], Vv[i] = refMatVec(wq, h, c.Heads*hd), refMatVec(wk, h, kvh*hd), refMatVec(wv, h, kvh*hd)
+			for j := range bq {
+				Q[i][j] += bq[j]
+			}
+			for j := range bk {
+				K[i][j] += bk[j]
+			}
+			for j := range bv {
+				Vv[i][j] += bv[j]
+			}
 			for hh := range c.Heads {
 				head := Q[i][hh*hd : (hh+1)*hd]
 				if qn != nil {
@@ -305,6 +316,21 @@ func moeRef(t testing.TB, r *refModel, tokens []int32, used int, norm bool) ([][
 				dn := refMatVec(wd[e*E*XF:(e+1)*E*XF], gg, E)
 				for d := range E {
 					x[i][d] += w * dn[d]
+				}
+			}
+			if shInp != nil { // qwen2moe's shared expert, gated by a sigmoid
+				var z float64
+				for d := range E {
+					z += shInp[d] * h[d]
+				}
+				gate := 1 / (1 + math.Exp(-z))
+				gg, uu := refMatVec(shG, h, c.FF), refMatVec(shU, h, c.FF)
+				for d := range gg {
+					gg[d] = gg[d] / (1 + math.Exp(-gg[d])) * uu[d]
+				}
+				dn := refMatVec(shD, gg, E)
+				for d := range E {
+					x[i][d] += gate * dn[d]
 				}
 			}
 		}

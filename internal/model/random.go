@@ -112,9 +112,22 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 		w.AddKV(a+"rope.scaling.original_context_length", uint32(cfg.ContextLen))
 	}
 
+	if cfg.Arch == "qwen2moe" && cfg.Experts == 0 {
+		return fmt.Errorf("random model: qwen2moe needs Experts")
+	}
 	if cfg.Experts > 0 {
-		if cfg.Arch != "llama" || (cfg.ExpertFF != 0 && cfg.ExpertFF != cfg.FF) {
+		switch {
+		case cfg.Arch == "qwen2moe":
+			if cfg.ExpertFF == 0 {
+				cfg.ExpertFF = cfg.FF
+			}
+			// Routed experts of ExpertFF, a shared expert of FF.
+			w.AddKV(a+"expert_feed_forward_length", uint32(cfg.ExpertFF))
+			w.AddKV(a+"expert_shared_feed_forward_length", uint32(cfg.FF))
+		case cfg.Arch != "llama" || (cfg.ExpertFF != 0 && cfg.ExpertFF != cfg.FF):
 			return fmt.Errorf("random model: experts in the llama layout (mixtral) have the width FF (%s, ExpertFF %d, FF %d)", cfg.Arch, cfg.ExpertFF, cfg.FF)
+		default:
+			cfg.ExpertFF = cfg.FF
 		}
 		used := cfg.ExpertUsed
 		if used == 0 {
@@ -215,7 +228,7 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 		matrix(p+"attn_k.weight", E, kv)
 		matrix(p+"attn_v.weight", E, kv)
 		matrix(p+"attn_output.weight", q, E)
-		if cfg.Arch == "qwen2" {
+		if cfg.Arch == "qwen2" || cfg.Arch == "qwen2moe" {
 			vector(p+"attn_q.bias", uniform(q, -0.5, 0.5))
 			vector(p+"attn_k.bias", uniform(kv, -0.5, 0.5))
 			vector(p+"attn_v.bias", uniform(kv, -0.5, 0.5))
@@ -225,8 +238,14 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 			vector(p+"attn_k_norm.weight", gains(cfg.HeadDim))
 		}
 		vector(p+"ffn_norm.weight", gains(E))
-		if cfg.Experts > 0 { // mixtral: experts of width FF, stored as 3-D tensors
-			experts(p, E, F, cfg.Experts)
+		if cfg.Experts > 0 { // experts stored as 3-D tensors: mixtral's of width FF
+			experts(p, E, cfg.ExpertFF, cfg.Experts)
+			if cfg.Arch == "qwen2moe" { // and qwen2moe's shared expert of width FF
+				vector(p+"ffn_gate_inp_shexp.weight", uniform(E, -math.Sqrt(3/float64(E)), math.Sqrt(3/float64(E))))
+				matrix(p+"ffn_gate_shexp.weight", E, F)
+				matrix(p+"ffn_up_shexp.weight", E, F)
+				matrix(p+"ffn_down_shexp.weight", F, E)
+			}
 			continue
 		}
 		matrix(p+"ffn_gate.weight", E, F)

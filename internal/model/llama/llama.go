@@ -1,7 +1,8 @@
 // Package llama is the llama architecture and its close relatives that
 // differ only in optional tensors: mistral (stored as llama), qwen2 (q/k/v
-// biases) and qwen3 (per-head q/k norms), and mixtral (stored as llama
-// with llama.expert_count: a mixture of experts in place of the MLP).
+// biases) and qwen3 (per-head q/k norms), and the mixtures of experts
+// built the same way: mixtral (stored as llama with llama.expert_count)
+// and qwen2moe (qwen2's attention, experts plus a shared expert).
 package llama
 
 import (
@@ -108,6 +109,31 @@ func Config(r *nn.KeyReader, c *nn.Config) error {
 	return nil
 }
 
+// Qwen2MoEConfig reads qwen2moe's experts: expert_count,
+// expert_used_count, expert_feed_forward_length and
+// expert_shared_feed_forward_length (the shared expert's width, which the
+// model takes as its FF), all required; the chosen experts' weights are the
+// router's probabilities as they are (expert_weights_norm, default false).
+func Qwen2MoEConfig(r *nn.KeyReader, c *nn.Config) error {
+	c.Experts = r.Int("expert_count", -1)
+	c.ExpertUsed = r.Int("expert_used_count", -1)
+	c.ExpertFF = r.Int("expert_feed_forward_length", -1)
+	c.FF = r.Int("expert_shared_feed_forward_length", -1)
+	c.ExpertNorm = r.Bool("expert_weights_norm", false)
+	if r.Err != nil {
+		return r.Err
+	}
+	switch {
+	case c.Experts <= 0 || c.Experts > maxExperts:
+		return fmt.Errorf("%s: %sexpert_count %d must be between 1 and %d", r.F.Path, r.Prefix, c.Experts, maxExperts)
+	case c.ExpertUsed <= 0 || c.ExpertUsed > c.Experts:
+		return fmt.Errorf("%s: %sexpert_used_count %d must be between 1 and expert_count %d", r.F.Path, r.Prefix, c.ExpertUsed, c.Experts)
+	case c.ExpertFF <= 0 || c.FF <= 0:
+		return fmt.Errorf("%s: %sexpert_feed_forward_length %d and expert_shared_feed_forward_length %d must be positive", r.F.Path, r.Prefix, c.ExpertFF, c.FF)
+	}
+	return nil
+}
+
 // Neox reports the rope pairing of arch. GGUF llama q/k weights are
 // permuted by the converter so that the consecutive-pair ("normal")
 // rotation applies; qwen's are not.
@@ -117,13 +143,13 @@ func Neox(arch string) bool { return arch != "llama" }
 func New(f *gguf.File, c *nn.Config) (nn.Network, error) {
 	var required []string
 	switch c.Arch {
-	case "qwen2":
+	case "qwen2", "qwen2moe":
 		required = []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"}
 	case "qwen3":
 		required = []string{"attn_q_norm.weight", "attn_k_norm.weight"}
 	}
 	if c.Experts > 0 {
-		return newMoE(f, c)
+		return newMoE(f, c, required)
 	}
 	m := &Model{}
 	if err := nn.Load(f, c, m, required...); err != nil {
@@ -178,14 +204,18 @@ func (p *MLP) Forward(s *nn.Step) {
 	nn.Add(s.X, s.XB)
 }
 
-// newMoE loads a mixtral file.
-func newMoE(f *gguf.File, c *nn.Config) (nn.Network, error) {
+// newMoE loads a mixtral or qwen2moe file.
+func newMoE(f *gguf.File, c *nn.Config, required []string) (nn.Network, error) {
 	m := &MoEModel{}
-	if err := nn.Load(f, c, m); err != nil {
+	shared := c.Arch == "qwen2moe"
+	if shared {
+		required = append(required, "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight")
+	}
+	if err := nn.Load(f, c, m, required...); err != nil {
 		return nil, err
 	}
 	for i := range m.Layers {
-		if has, ok := m.Layers[i].HasShared(); has || !ok {
+		if has, ok := m.Layers[i].HasShared(); has != shared || !ok {
 			return nil, fmt.Errorf("%s: blk.%d has shared-expert tensors (ffn_*_shexp), which %s does not have", f.Path, i, c.Arch)
 		}
 		m.Layers[i].MoE.Init()
