@@ -85,7 +85,7 @@ func TestLoadErrors(t *testing.T) {
 			Name: "blk.0.attn_q.weight", Type: q2, Dims: []uint64{256, 256}, Data: make([]byte, q2.RowSize(256)*256)}}},
 			[]string{"blk.0.attn_q.weight", "Q2_K"}},
 		{"unsupported arch", edit{kv: map[string]any{"general.architecture": "gpt2"}},
-			[]string{"gpt2", "llama, phi3, qwen2, qwen3"}},
+			[]string{"gpt2", "gemma3, llama, phi3, qwen2, qwen2moe, qwen3, qwen3moe"}},
 		{"no arch", edit{kv: map[string]any{"general.architecture": nil}},
 			[]string{"general.architecture"}},
 		{"missing key", edit{kv: map[string]any{"llama.embedding_length": nil}},
