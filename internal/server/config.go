@@ -41,6 +41,7 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		AllowedHosts:    allowedHosts(cfg.Server.AllowedHosts, cfg.Server.Host),
 		APIKey:          cfg.Server.APIKey,
 		APIKeyMetrics:   cfg.Server.APIKeyMetrics,
+		NoUI:            cfg.Server.NoUI,
 	}
 	if cfg.DemoModel() {
 		spec := ModelSpec{ID: demo.ID, Load: demo.Load}

@@ -21,6 +21,7 @@ import (
 	"mistralrs/internal/engine"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/observe"
+	"mistralrs/internal/ui"
 )
 
 // Defaults of the server's timings.
@@ -85,6 +86,9 @@ type Options struct {
 	// /metrics too. Never logged.
 	APIKey        string
 	APIKeyMetrics bool
+	// NoUI leaves out the web UI (package ui) at /ui and under it (--no-ui):
+	// those paths answer 404.
+	NoUI bool
 }
 
 // Server serves the models over HTTP.
@@ -199,6 +203,12 @@ func New(opts Options) (*Server, error) {
 	s.routes = s.routeTable()
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.method+" "+rt.pattern, rt.handler)
+	}
+	// The web UI is housekeeping like /docs, outside the route table and the
+	// OpenAPI document.
+	if !opts.NoUI {
+		s.mux.Handle("GET "+ui.Prefix, ui.Handler())
+		s.mux.Handle("GET "+ui.Prefix+"/", ui.Handler())
 	}
 	s.handler = obs.Handler(s.mux)
 	return s, nil
@@ -327,6 +337,11 @@ func (s *Server) StartupLines(host string, port int, accessLog string) []string 
 		"OpenAI-compatible API: " + root + "/v1",
 		"Anthropic-compatible API: " + root,
 		"Swagger UI docs: " + root + "/docs",
+	}
+	if s.opts.NoUI {
+		lines = append(lines, "Web UI: disabled (--no-ui)")
+	} else {
+		lines = append(lines, "Web UI: "+root+ui.Prefix+"/")
 	}
 	if s.metricsOn {
 		lines = append(lines, "Prometheus metrics: "+root+"/metrics")
