@@ -70,18 +70,8 @@ type MoEModel struct {
 // MoELayer is attention, then the routed experts.
 type MoELayer struct {
 	Attention
-	Experts
+	nn.MoEFFN
 }
-
-// Experts is the feed-forward sub-layer of mixtral: the experts chosen by
-// the router on the normed residual stream.
-type Experts struct {
-	Norm []float32 `gguf:"ffn_norm.weight" dims:"embd"`
-	nn.MoE
-}
-
-// maxExperts bounds expert_count before any tensor is looked at.
-const maxExperts = 1 << 12
 
 // Config reads the experts of a mixtral file (llama.expert_count > 0):
 // expert_used_count (required with experts), the experts' width
@@ -90,23 +80,10 @@ const maxExperts = 1 << 12
 // experts' logits is the softmax over all, renormalised). Without
 // expert_count the model is dense.
 func Config(r *nn.KeyReader, c *nn.Config) error {
-	c.Experts = r.Int("expert_count", 0)
-	if c.Experts == 0 {
+	if r.Int("expert_count", 0) == 0 {
 		return r.Err
 	}
-	c.ExpertUsed = r.Int("expert_used_count", -1)
-	c.ExpertFF = r.Int("expert_feed_forward_length", c.FF)
-	c.ExpertNorm = true
-	if r.Err != nil {
-		return r.Err
-	}
-	switch {
-	case c.Experts > maxExperts:
-		return fmt.Errorf("%s: %sexpert_count %d is more than %d", r.F.Path, r.Prefix, c.Experts, maxExperts)
-	case c.ExpertUsed <= 0 || c.ExpertUsed > c.Experts:
-		return fmt.Errorf("%s: %sexpert_used_count %d must be between 1 and expert_count %d", r.F.Path, r.Prefix, c.ExpertUsed, c.Experts)
-	}
-	return nil
+	return nn.ReadExperts(r, c, c.FF, true)
 }
 
 // Qwen2MoEConfig reads qwen2moe's experts: expert_count,
@@ -115,23 +92,14 @@ func Config(r *nn.KeyReader, c *nn.Config) error {
 // model takes as its FF), all required; the chosen experts' weights are the
 // router's probabilities as they are (expert_weights_norm, default false).
 func Qwen2MoEConfig(r *nn.KeyReader, c *nn.Config) error {
-	c.Experts = r.Int("expert_count", -1)
-	c.ExpertUsed = r.Int("expert_used_count", -1)
-	c.ExpertFF = r.Int("expert_feed_forward_length", -1)
 	c.FF = r.Int("expert_shared_feed_forward_length", -1)
-	c.ExpertNorm = r.Bool("expert_weights_norm", false)
+	if r.Err == nil && c.FF <= 0 {
+		return fmt.Errorf("%s: %sexpert_shared_feed_forward_length %d must be positive", r.F.Path, r.Prefix, c.FF)
+	}
 	if r.Err != nil {
 		return r.Err
 	}
-	switch {
-	case c.Experts <= 0 || c.Experts > maxExperts:
-		return fmt.Errorf("%s: %sexpert_count %d must be between 1 and %d", r.F.Path, r.Prefix, c.Experts, maxExperts)
-	case c.ExpertUsed <= 0 || c.ExpertUsed > c.Experts:
-		return fmt.Errorf("%s: %sexpert_used_count %d must be between 1 and expert_count %d", r.F.Path, r.Prefix, c.ExpertUsed, c.Experts)
-	case c.ExpertFF <= 0 || c.FF <= 0:
-		return fmt.Errorf("%s: %sexpert_feed_forward_length %d and expert_shared_feed_forward_length %d must be positive", r.F.Path, r.Prefix, c.ExpertFF, c.FF)
-	}
-	return nil
+	return nn.ReadExperts(r, c, -1, false)
 }
 
 // Neox reports the rope pairing of arch. GGUF llama q/k weights are
@@ -233,14 +201,7 @@ func (m *MoEModel) Forward(s *nn.Step) {
 	s.Embed(m.TokEmbd, 1)
 	for l := range m.Layers {
 		m.Layers[l].Attention.Forward(s, l, m.rope)
-		m.Layers[l].Experts.Forward(s)
+		m.Layers[l].MoEFFN.Forward(s)
 	}
 	s.Logits(m.OutputNorm, m.Output)
-}
-
-// Forward adds the mixture of experts of the residual stream to it.
-func (p *Experts) Forward(s *nn.Step) {
-	s.Norm(s.XB, s.X, p.Norm)
-	p.MoE.Forward(s, s.XB, s.XB)
-	nn.Add(s.X, s.XB)
 }

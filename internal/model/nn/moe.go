@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"sync"
 
@@ -27,6 +28,46 @@ type MoE struct {
 
 	// Row views of Gate, Up and Down by number of chunks (Init).
 	gateRows, upRows, downRows [maxSplit + 1][][]*kernels.Matrix
+}
+
+// maxExperts bounds expert_count before any tensor is looked at (the
+// largest released models have a few hundred).
+const maxExperts = 1 << 12
+
+// ReadExperts reads expert_count and expert_used_count (required) and the
+// experts' width (expert_feed_forward_length, ffDefault when absent; < 0:
+// required), and checks them; norm is expert_weights_norm's default.
+func ReadExperts(r *KeyReader, c *Config, ffDefault int, norm bool) error {
+	c.Experts = r.Int("expert_count", -1)
+	c.ExpertUsed = r.Int("expert_used_count", -1)
+	c.ExpertFF = r.Int("expert_feed_forward_length", ffDefault)
+	c.ExpertNorm = r.Bool("expert_weights_norm", norm)
+	if r.Err != nil {
+		return r.Err
+	}
+	switch {
+	case c.Experts <= 0 || c.Experts > maxExperts:
+		return fmt.Errorf("%s: %sexpert_count %d must be between 1 and %d", r.F.Path, r.Prefix, c.Experts, maxExperts)
+	case c.ExpertUsed <= 0 || c.ExpertUsed > c.Experts:
+		return fmt.Errorf("%s: %sexpert_used_count %d must be between 1 and expert_count %d", r.F.Path, r.Prefix, c.ExpertUsed, c.Experts)
+	case c.ExpertFF <= 0:
+		return fmt.Errorf("%s: %sexpert_feed_forward_length %d must be positive", r.F.Path, r.Prefix, c.ExpertFF)
+	}
+	return nil
+}
+
+// MoEFFN is the feed-forward sub-layer of a mixture-of-experts block: the
+// experts on the normed residual stream, added to it.
+type MoEFFN struct {
+	Norm []float32 `gguf:"ffn_norm.weight" dims:"embd"`
+	MoE
+}
+
+// Forward adds the experts' output for the residual stream to it.
+func (p *MoEFFN) Forward(s *Step) {
+	s.Norm(s.XB, s.X, p.Norm)
+	p.MoE.Forward(s, s.XB, s.XB)
+	Add(s.X, s.XB)
 }
 
 // SharedExpert is qwen2moe's always-on expert, scaled per token by a

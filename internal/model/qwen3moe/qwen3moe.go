@@ -27,7 +27,7 @@ type Model struct {
 // RMS-normed input and added to the residual stream.
 type Layer struct {
 	Attention
-	Experts
+	nn.MoEFFN
 }
 
 // Attention is grouped-query attention with per-head q/k RMSNorms.
@@ -41,39 +41,11 @@ type Attention struct {
 	KNorm []float32       `gguf:"attn_k_norm.weight" dims:"hd"`
 }
 
-// Experts is the feed-forward sub-layer: the routed experts on the normed
-// residual stream.
-type Experts struct {
-	Norm []float32 `gguf:"ffn_norm.weight" dims:"embd"`
-	nn.MoE
-}
-
-// maxExperts bounds expert_count before any tensor is looked at (the
-// largest released models have a few hundred).
-const maxExperts = 1 << 12
-
 // Config reads the expert hyper-parameters: expert_count,
 // expert_used_count and expert_feed_forward_length (required) and
 // expert_weights_norm (default true: qwen3moe renormalises the chosen
 // experts' weights).
-func Config(r *nn.KeyReader, c *nn.Config) error {
-	c.Experts = r.Int("expert_count", -1)
-	c.ExpertUsed = r.Int("expert_used_count", -1)
-	c.ExpertFF = r.Int("expert_feed_forward_length", -1)
-	c.ExpertNorm = r.Bool("expert_weights_norm", true)
-	if r.Err != nil {
-		return r.Err
-	}
-	switch {
-	case c.Experts <= 0 || c.Experts > maxExperts:
-		return fmt.Errorf("%s: %sexpert_count %d must be between 1 and %d", r.F.Path, r.Prefix, c.Experts, maxExperts)
-	case c.ExpertUsed <= 0 || c.ExpertUsed > c.Experts:
-		return fmt.Errorf("%s: %sexpert_used_count %d must be between 1 and expert_count %d", r.F.Path, r.Prefix, c.ExpertUsed, c.Experts)
-	case c.ExpertFF <= 0:
-		return fmt.Errorf("%s: %sexpert_feed_forward_length %d must be positive", r.F.Path, r.Prefix, c.ExpertFF)
-	}
-	return nil
-}
+func Config(r *nn.KeyReader, c *nn.Config) error { return nn.ReadExperts(r, c, -1, true) }
 
 // New loads the weights from f.
 func New(f *gguf.File, c *nn.Config) (nn.Network, error) {
@@ -102,7 +74,7 @@ func (m *Model) Forward(s *nn.Step) {
 	s.Embed(m.TokEmbd, 1)
 	for l := range m.Layers {
 		m.Layers[l].Attention.Forward(s, l, m.rope)
-		m.Layers[l].Experts.Forward(s)
+		m.Layers[l].MoEFFN.Forward(s)
 	}
 	s.Logits(m.OutputNorm, m.Output)
 }
@@ -116,12 +88,5 @@ func (a *Attention) Forward(s *nn.Step, l int, rope *nn.Rope) {
 	s.PositionQK(l, a.QNorm, a.KNorm, rope)
 	s.Attention(l, nn.AttnOpts{})
 	s.MatMul(s.XB, a.O, s.Att)
-	nn.Add(s.X, s.XB)
-}
-
-// Forward adds the mixture of experts of the residual stream to it.
-func (p *Experts) Forward(s *nn.Step) {
-	s.Norm(s.XB, s.X, p.Norm)
-	p.MoE.Forward(s, s.XB, s.XB)
 	nn.Add(s.X, s.XB)
 }
