@@ -72,6 +72,25 @@ func (t Type) Supported() bool { return typeTable[t].supported }
 // BlockSize is the number of elements in one block of t (1 for float types).
 func (t Type) BlockSize() int { return typeTable[t].blockSize }
 
+// FitRow returns t, or llama.cpp's fallback type when rows of n elements
+// do not fit t's blocks (Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, then
+// F16), as its quantizer chooses.
+func (t Type) FitRow(n int) Type {
+	for n%t.BlockSize() != 0 {
+		switch t {
+		case Q4_K:
+			t = Q5_0
+		case Q5_K:
+			t = Q5_1
+		case Q6_K:
+			t = Q8_0
+		default:
+			t = F16
+		}
+	}
+	return t
+}
+
 // TypeSize is the number of bytes in one block of t.
 func (t Type) TypeSize() int { return typeTable[t].typeSize }
 

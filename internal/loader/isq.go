@@ -226,24 +226,6 @@ func layerOf(name string) int {
 	return n
 }
 
-// fitType returns t, or llama.cpp's fallback when rows of n elements do not
-// fit t's blocks.
-func fitType(t kernels.Type, n int) kernels.Type {
-	for n%t.BlockSize() != 0 {
-		switch t {
-		case kernels.Q4_K:
-			t = kernels.Q5_0
-		case kernels.Q5_K:
-			t = kernels.Q5_1
-		case kernels.Q6_K:
-			t = kernels.Q8_0
-		default:
-			t = kernels.F16
-		}
-	}
-	return t
-}
-
 // Plan returns the type every tensor of f gets under s, in f's order; a
 // tensor that is kept has its own type.
 func (s Scheme) Plan(f *gguf.File) []kernels.Type {
@@ -338,7 +320,7 @@ func (s Scheme) Plan(f *gguf.File) []kernels.Type {
 			}
 			iFFNDown++
 		}
-		types[i] = fitType(nt, nx)
+		types[i] = nt.FitRow(nx)
 	}
 	return types
 }

@@ -158,7 +158,7 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 		}
 		r := math.Sqrt(3 / float64(in))
 		vals := uniform(in*out, -r, r)
-		t := fitType(cfg.matrixType(name), in)
+		t := cfg.matrixType(name).FitRow(in)
 		data := make([]byte, t.RowSize(in)*out)
 		for row := range out {
 			kernels.Quantize(t, vals[row*in:(row+1)*in], data[row*t.RowSize(in):(row+1)*t.RowSize(in)])
@@ -171,7 +171,7 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 	q, kv := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
 	// token_embd keeps unit-scale rows (variance 1/3 with in = 1).
 	if err == nil {
-		t := fitType(cfg.Type, E)
+		t := cfg.Type.FitRow(E)
 		vals := uniform(E*V, -1, 1)
 		data := make([]byte, t.RowSize(E)*V)
 		for row := range V {
@@ -208,7 +208,7 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 				count = 1
 			}
 			vals := uniform(m.in*m.out*count, -r, r)
-			t := fitType(m.typ, m.in)
+			t := m.typ.FitRow(m.in)
 			size := t.RowSize(m.in)
 			data := make([]byte, size*m.out*count)
 			for row := range m.out * count {
@@ -294,24 +294,6 @@ func (cfg RandomConfig) withDefaults() RandomConfig {
 		cfg.RMSEps = 1e-5
 	}
 	return cfg
-}
-
-// fitType returns t, or llama.cpp's fallback when rows of n elements do not
-// fit t's blocks.
-func fitType(t kernels.Type, n int) kernels.Type {
-	for n%t.BlockSize() != 0 {
-		switch t {
-		case kernels.Q4_K:
-			t = kernels.Q5_0
-		case kernels.Q5_K:
-			t = kernels.Q5_1
-		case kernels.Q6_K:
-			t = kernels.Q8_0
-		default:
-			t = kernels.F16
-		}
-	}
-	return t
 }
 
 func f32Bytes(v []float32) []byte {

@@ -75,7 +75,7 @@ func randomGemma3(cfg RandomConfig, w *gguf.Writer) error {
 			return
 		}
 		vals := uniform(in*out, -r, r)
-		t := fitType(typ, in)
+		t := typ.FitRow(in)
 		size := t.RowSize(in)
 		data := make([]byte, size*out)
 		for row := range out {

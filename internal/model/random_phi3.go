@@ -79,7 +79,7 @@ func randomPhi3(cfg RandomConfig, w *gguf.Writer) error {
 			return
 		}
 		vals := uniform(in*out, -r, r)
-		t := fitType(cfg.matrixType(name), in)
+		t := cfg.matrixType(name).FitRow(in)
 		rs := t.RowSize(in)
 		data := make([]byte, rs*out)
 		for row := range out {

@@ -63,7 +63,7 @@ func randomQwen3MoE(cfg RandomConfig, w *gguf.Writer) error {
 			return
 		}
 		vals := uniform(in*out*n, -r, r)
-		t := fitType(typ, in)
+		t := typ.FitRow(in)
 		size := t.RowSize(in)
 		data := make([]byte, size*out*n)
 		for row := range out * n {
