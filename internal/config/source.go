@@ -130,17 +130,7 @@ func HFHubDir(override string, getenv func(string) string) string {
 			return d
 		}
 	}
-	if d := getenv("HF_HOME"); d != "" {
-		return filepath.Join(d, "hub")
-	}
-	if d := getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "huggingface", "hub")
-	}
-	home := getenv("HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
-	return filepath.Join(home, ".cache", "huggingface", "hub")
+	return filepath.Join(hub.Home(getenv), "hub")
 }
 
 // hfSnapshot returns the snapshot directory of repo id in the hub cache at

@@ -93,15 +93,25 @@ func TokenPath(getenv func(string) string) string {
 	if p := getenv("HF_TOKEN_PATH"); p != "" {
 		return p
 	}
+	return filepath.Join(Home(getenv), "token")
+}
+
+// Home is huggingface_hub's home folder: $HF_HOME, else
+// $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface (getenv nil:
+// the process's environment).
+func Home(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	if d := getenv("HF_HOME"); d != "" {
-		return filepath.Join(d, "token")
+		return d
 	}
 	if d := getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "huggingface", "token")
+		return filepath.Join(d, "huggingface")
 	}
 	home := getenv("HOME")
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
-	return filepath.Join(home, ".cache", "huggingface", "token")
+	return filepath.Join(home, ".cache", "huggingface")
 }
