@@ -214,16 +214,14 @@ func (s *Seq) slide(pos int) {
 	}
 }
 
-// releaseBlock gives back block i of the sequence (both parts).
+// releaseBlock gives back block i of the sequence (both parts). The block
+// is released first, so that a part it no longer needs is kept if the
+// block went free.
 func (s *Seq) releaseBlock(i int) {
 	p := s.p
-	id := s.blocks[i]
+	p.release(s.blocks[i])
 	if p.windowed() && i >= s.wlo {
-		p.blocks[id].wref--
-	}
-	p.release(id)
-	if p.windowed() && p.blocks[id].wref == 0 {
-		p.unneeded(id)
+		p.unneedSliding(s.blocks[i])
 	}
 }
 
