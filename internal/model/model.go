@@ -17,7 +17,6 @@ import (
 	"mistralrs/internal/model/llama"
 	"mistralrs/internal/model/nn"
 	"mistralrs/internal/model/phi3"
-	"mistralrs/internal/model/qwen3moe"
 )
 
 // Config holds the hyper-parameters of a model, read from GGUF metadata.
@@ -52,7 +51,7 @@ var archs = map[string]Arch{
 	"phi3":     {Neox: true, New: phi3.New, Random: randomPhi3},
 	"gemma3":   {Neox: gemma3.Neox, Config: gemma3.ReadConfig, New: gemma3.New, Random: randomGemma3},
 	"qwen2moe": {Neox: true, MoE: true, Config: llama.Qwen2MoEConfig, New: llama.New},
-	"qwen3moe": {Neox: true, MoE: true, Config: qwen3moe.Config, New: qwen3moe.New, Random: randomQwen3MoE},
+	"qwen3moe": {Neox: llama.Neox("qwen3moe"), MoE: true, Config: llama.Qwen3MoEConfig, New: llama.New, Random: randomQwen3MoE},
 }
 
 // SupportedArchitectures lists the values of general.architecture that Load accepts.

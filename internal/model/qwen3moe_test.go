@@ -15,7 +15,7 @@ import (
 
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
-	"mistralrs/internal/model/qwen3moe"
+	"mistralrs/internal/model/llama"
 	"mistralrs/internal/testutil"
 )
 
@@ -365,7 +365,7 @@ func TestQwen3MoEMatchesReference(t *testing.T) {
 				cfg := moeFixture
 				cfg.Type, cfg.Tied = typ, tied
 				m, f := loadFixture(t, cfg)
-				if _, ok := m.net.(*qwen3moe.Model); !ok {
+				if _, ok := m.net.(*llama.MoEModel); !ok {
 					t.Fatalf("loaded as %T", m.net)
 				}
 				if m.Config.TiedOutput != tied {

@@ -1,8 +1,9 @@
 // Package llama is the llama architecture and its close relatives that
 // differ only in optional tensors: mistral (stored as llama), qwen2 (q/k/v
 // biases) and qwen3 (per-head q/k norms), and the mixtures of experts
-// built the same way: mixtral (stored as llama with llama.expert_count)
-// and qwen2moe (qwen2's attention, experts plus a shared expert).
+// built the same way: mixtral (stored as llama with llama.expert_count),
+// qwen2moe (qwen2's attention, experts plus a shared expert) and qwen3moe
+// (qwen3's attention, experts).
 package llama
 
 import (
@@ -16,13 +17,29 @@ import (
 // Model is the weights of a llama-style decoder. Fields are tagged with
 // their GGUF tensor names and shapes (see nn.Load).
 type Model struct {
+	Head
+	Layers []Layer `gguf:"blk"`
+}
+
+// Head is what a dense and a mixture-of-experts model share besides their
+// blocks: the embedding, the final norm and output, the rope.
+type Head struct {
 	TokEmbd    *kernels.Matrix `gguf:"token_embd.weight" dims:"embd,vocab"`
 	OutputNorm []float32       `gguf:"output_norm.weight" dims:"embd"`
 	Output     *kernels.Matrix `gguf:"output.weight,optional" dims:"embd,vocab"` // TokEmbd when tied
 	RopeFreqs  []float32       `gguf:"rope_freqs.weight,optional" dims:"rope/2"` // llama3-style frequency divisors
-	Layers     []Layer         `gguf:"blk"`
 
 	rope *nn.Rope
+}
+
+// finish ties the output to the embedding when the file has none and
+// prepares the rope.
+func (h *Head) finish(c *nn.Config) {
+	if h.Output == nil {
+		h.Output = h.TokEmbd
+		c.TiedOutput = true
+	}
+	h.rope = nn.NewRope(c.Rope(h.RopeFreqs))
 }
 
 // Layer is one transformer block: attention, then a SwiGLU MLP, each on
@@ -56,15 +73,10 @@ type MLP struct {
 	Down *kernels.Matrix `gguf:"ffn_down.weight" dims:"ff,embd"`
 }
 
-// MoEModel is a llama whose MLPs are mixtures of experts (mixtral).
+// MoEModel is a llama whose MLPs are mixtures of experts.
 type MoEModel struct {
-	TokEmbd    *kernels.Matrix `gguf:"token_embd.weight" dims:"embd,vocab"`
-	OutputNorm []float32       `gguf:"output_norm.weight" dims:"embd"`
-	Output     *kernels.Matrix `gguf:"output.weight,optional" dims:"embd,vocab"`
-	RopeFreqs  []float32       `gguf:"rope_freqs.weight,optional" dims:"rope/2"`
-	Layers     []MoELayer      `gguf:"blk"`
-
-	rope *nn.Rope
+	Head
+	Layers []MoELayer `gguf:"blk"`
 }
 
 // MoELayer is attention, then the routed experts.
@@ -102,6 +114,12 @@ func Qwen2MoEConfig(r *nn.KeyReader, c *nn.Config) error {
 	return nn.ReadExperts(r, c, -1, false)
 }
 
+// Qwen3MoEConfig reads qwen3moe's experts: expert_count,
+// expert_used_count and expert_feed_forward_length (required) and
+// expert_weights_norm (default true: the chosen experts' weights are
+// renormalised).
+func Qwen3MoEConfig(r *nn.KeyReader, c *nn.Config) error { return nn.ReadExperts(r, c, -1, true) }
+
 // Neox reports the rope pairing of arch. GGUF llama q/k weights are
 // permuted by the converter so that the consecutive-pair ("normal")
 // rotation applies; qwen's are not.
@@ -113,7 +131,7 @@ func New(f *gguf.File, c *nn.Config) (nn.Network, error) {
 	switch c.Arch {
 	case "qwen2", "qwen2moe":
 		required = []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"}
-	case "qwen3":
+	case "qwen3", "qwen3moe":
 		required = []string{"attn_q_norm.weight", "attn_k_norm.weight"}
 	}
 	if c.Experts > 0 {
@@ -124,16 +142,20 @@ func New(f *gguf.File, c *nn.Config) (nn.Network, error) {
 		return nil, err
 	}
 	for i := range m.Layers {
-		if a := &m.Layers[i].Attention; (a.QNorm == nil) != (a.KNorm == nil) {
-			return nil, fmt.Errorf("%s: blk.%d has only one of attn_q_norm.weight and attn_k_norm.weight", f.Path, i)
+		if err := m.Layers[i].Attention.check(f, i); err != nil {
+			return nil, err
 		}
 	}
-	if m.Output == nil {
-		m.Output = m.TokEmbd
-		c.TiedOutput = true
-	}
-	m.rope = nn.NewRope(c.Rope(m.RopeFreqs))
+	m.finish(c)
 	return m, nil
+}
+
+// check reports a block with only one of the q/k norms.
+func (a *Attention) check(f *gguf.File, blk int) error {
+	if (a.QNorm == nil) != (a.KNorm == nil) {
+		return fmt.Errorf("%s: blk.%d has only one of attn_q_norm.weight and attn_k_norm.weight", f.Path, blk)
+	}
+	return nil
 }
 
 // Forward runs the decoder over the step's tokens.
@@ -172,7 +194,7 @@ func (p *MLP) Forward(s *nn.Step) {
 	nn.Add(s.X, s.XB)
 }
 
-// newMoE loads a mixtral or qwen2moe file.
+// newMoE loads a mixtral, qwen2moe or qwen3moe file.
 func newMoE(f *gguf.File, c *nn.Config, required []string) (nn.Network, error) {
 	m := &MoEModel{}
 	shared := c.Arch == "qwen2moe"
@@ -183,16 +205,15 @@ func newMoE(f *gguf.File, c *nn.Config, required []string) (nn.Network, error) {
 		return nil, err
 	}
 	for i := range m.Layers {
+		if err := m.Layers[i].Attention.check(f, i); err != nil {
+			return nil, err
+		}
 		if has, ok := m.Layers[i].HasShared(); has != shared || !ok {
 			return nil, fmt.Errorf("%s: blk.%d has shared-expert tensors (ffn_*_shexp), which %s does not have", f.Path, i, c.Arch)
 		}
 		m.Layers[i].MoE.Init()
 	}
-	if m.Output == nil {
-		m.Output = m.TokEmbd
-		c.TiedOutput = true
-	}
-	m.rope = nn.NewRope(c.Rope(m.RopeFreqs))
+	m.finish(c)
 	return m, nil
 }
 
