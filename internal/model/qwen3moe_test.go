@@ -201,88 +201,30 @@ func maxAbsDiff(got []float64, want []float32) float64 {
 var moeFixture = RandomConfig{Arch: "qwen3moe", Layers: 2, Embd: 256, FF: 512, Heads: 4, KVHeads: 2, HeadDim: 64,
 	Vocab: 96, RopeBase: 1e6, RMSEps: 1e-6, Experts: 4, ExpertUsed: 2, ExpertFF: 256, Seed: 19}
 
-// moeRef is the float64 forward pass of a qwen3moe model: refModel's
-// attention with q/k norms, then norm experts (top used of the softmax
-// over the router, weights renormalised when norm). It returns every
-// position's logits and the smallest gap between the used-th and the next
-// expert probability of any routing decision.
+// moeRef is the float64 forward pass of a mixture-of-experts model:
+// refModel's decoder with, in each block, the experts (top used of the
+// softmax over the router, weights renormalised when norm) and, when the
+// file has one (qwen2moe), the shared expert behind its sigmoid gate. It
+// returns every position's logits and the smallest gap between the
+// used-th and the next expert probability of any routing decision.
 func moeRef(t testing.TB, r *refModel, tokens []int32, used int, norm bool) ([][]float64, float64) {
 	c := r.cfg
-	E, hd, V, X, XF := c.Embd, c.HeadDim, c.Vocab, c.Experts, c.ExpertFF
-	kvh, eps := c.KVHeads, float64(c.RMSEps)
-	T := len(tokens)
-	emb := r.tensor(t, "token_embd.weight")
-	x := make([][]float64, T)
-	for i, tok := range tokens {
-		x[i] = slices.Clone(emb[int(tok)*E : (int(tok)+1)*E])
-	}
+	E, X, XF := c.Embd, c.Experts, c.ExpertFF
 	gap := math.Inf(1)
-	for l := range c.Layers {
-		p := fmt.Sprintf("blk.%d.", l)
-		wq, wk, wv, wo := r.tensor(t, p+"attn_q.weight"), r.tensor(t, p+"attn_k.weight"), r.tensor(t, p+"attn_v.weight"), r.tensor(t, p+"attn_output.weight")
-		qn, kn := r.maybe(p+"attn_q_norm.weight"), r.maybe(p+"attn_k_norm.weight") // qwen3moe has them, mixtral not
-		an, fn := r.tensor(t, p+"attn_norm.weight"), r.tensor(t, p+"ffn_norm.weight")
+	logits := r.forward(t, tokens, func(p string) func(h []float64) []float64 {
 		router := r.tensor(t, p+"ffn_gate_inp.weight")
-		bq, bk, bv := r.maybe(p+"attn_q.bias"), r.maybe(p+"attn_k.bias"), r.maybe(p+"attn_v.bias") // qwen2moe
-		shInp, shG, shU, shD := r.maybe(p+"ffn_gate_inp_shexp.weight"), r.maybe(p+"ffn_gate_shexp.weight"), r.maybe(p+"ffn_up_shexp.weight"), r.maybe(p+"ffn_down_shexp.weight")
 		wg, wu, wd := r.tensor(t, p+"ffn_gate_exps.weight"), r.tensor(t, p+"ffn_up_exps.weight"), r.tensor(t, p+"ffn_down_exps.weight")
-		Q, K, Vv := make([][]float64, T), make([][]float64, T), make([][]float64, T)
-		for i := range T {
-			h := refRMSNorm(x[i], an, eps)
-			Q[i], K[i], Vv[i] = refMatVec(wq, h, c.Heads*hd), refMatVec(wk, h, kvh*hd), refMatVec(wv, h, kvh*hd)
-			for j := range bq {
-				Q[i][j] += bq[j]
+		shInp, shG, shU, shD := r.maybe(p+"ffn_gate_inp_shexp.weight"), r.maybe(p+"ffn_gate_shexp.weight"), r.maybe(p+"ffn_up_shexp.weight"), r.maybe(p+"ffn_down_shexp.weight")
+		// mlp is down(silu(gate·h) ⊙ up·h) of width n.
+		mlp := func(g, u, d []float64, n int, h []float64) []float64 {
+			gg, uu := refMatVec(g, h, n), refMatVec(u, h, n)
+			for j := range gg {
+				gg[j] = gg[j] / (1 + math.Exp(-gg[j])) * uu[j]
 			}
-			for j := range bk {
-				K[i][j] += bk[j]
-			}
-			for j := range bv {
-				Vv[i][j] += bv[j]
-			}
-			for hh := range c.Heads {
-				head := Q[i][hh*hd : (hh+1)*hd]
-				if qn != nil {
-					copy(head, refRMSNorm(head, qn, eps))
-				}
-				r.rope(head, i, nil)
-			}
-			for hh := range kvh {
-				head := K[i][hh*hd : (hh+1)*hd]
-				if kn != nil {
-					copy(head, refRMSNorm(head, kn, eps))
-				}
-				r.rope(head, i, nil)
-			}
+			return refMatVec(d, gg, E)
 		}
-		for i := range T {
-			att := make([]float64, c.Heads*hd)
-			for hh := range c.Heads {
-				g := hh / (c.Heads / kvh)
-				sc := make([]float64, i+1)
-				mx := math.Inf(-1)
-				for j := range sc {
-					for d := range hd {
-						sc[j] += Q[i][hh*hd+d] * K[j][g*hd+d]
-					}
-					sc[j] /= math.Sqrt(float64(hd))
-					mx = math.Max(mx, sc[j])
-				}
-				var sum float64
-				for j := range sc {
-					sc[j] = math.Exp(sc[j] - mx)
-					sum += sc[j]
-				}
-				for j := range sc {
-					for d := range hd {
-						att[hh*hd+d] += sc[j] / sum * Vv[j][g*hd+d]
-					}
-				}
-			}
-			o := refMatVec(wo, att, E)
-			for d := range E {
-				x[i][d] += o[d]
-			}
-			h := refRMSNorm(x[i], fn, eps)
+		return func(h []float64) []float64 {
+			out := make([]float64, E)
 			prob := refMatVec(router, h, X)
 			mx := slices.Max(prob)
 			var sum float64
@@ -308,14 +250,9 @@ func moeRef(t testing.TB, r *refModel, tokens []int32, used int, norm bool) ([][
 				if norm {
 					w /= wsum
 				}
-				gg := refMatVec(wg[e*XF*E:(e+1)*XF*E], h, XF)
-				uu := refMatVec(wu[e*XF*E:(e+1)*XF*E], h, XF)
-				for d := range gg {
-					gg[d] = gg[d] / (1 + math.Exp(-gg[d])) * uu[d]
-				}
-				dn := refMatVec(wd[e*E*XF:(e+1)*E*XF], gg, E)
+				dn := mlp(wg[e*XF*E:(e+1)*XF*E], wu[e*XF*E:(e+1)*XF*E], wd[e*E*XF:(e+1)*E*XF], XF, h)
 				for d := range E {
-					x[i][d] += w * dn[d]
+					out[d] += w * dn[d]
 				}
 			}
 			if shInp != nil { // qwen2moe's shared expert, gated by a sigmoid
@@ -324,26 +261,14 @@ func moeRef(t testing.TB, r *refModel, tokens []int32, used int, norm bool) ([][
 					z += shInp[d] * h[d]
 				}
 				gate := 1 / (1 + math.Exp(-z))
-				gg, uu := refMatVec(shG, h, c.FF), refMatVec(shU, h, c.FF)
-				for d := range gg {
-					gg[d] = gg[d] / (1 + math.Exp(-gg[d])) * uu[d]
-				}
-				dn := refMatVec(shD, gg, E)
+				dn := mlp(shG, shU, shD, c.FF, h)
 				for d := range E {
-					x[i][d] += gate * dn[d]
+					out[d] += gate * dn[d]
 				}
 			}
+			return out
 		}
-	}
-	on := r.tensor(t, "output_norm.weight")
-	out := r.maybe("output.weight")
-	if out == nil {
-		out = emb
-	}
-	logits := make([][]float64, T)
-	for i := range T {
-		logits[i] = refMatVec(out, refRMSNorm(x[i], on, eps), V)
-	}
+	})
 	return logits, gap
 }
 

@@ -95,6 +95,23 @@ func (r *refModel) rope(h []float64, pos int, factors []float64) {
 
 // logits returns the logits of every position of tokens.
 func (r *refModel) logits(t testing.TB, tokens []int32) [][]float64 {
+	return r.forward(t, tokens, func(p string) func(h []float64) []float64 {
+		wg, wu, wd := r.tensor(t, p+"ffn_gate.weight"), r.tensor(t, p+"ffn_up.weight"), r.tensor(t, p+"ffn_down.weight")
+		return func(h []float64) []float64 {
+			gg, uu := refMatVec(wg, h, r.cfg.FF), refMatVec(wu, h, r.cfg.FF)
+			for d := range gg {
+				gg[d] = gg[d] / (1 + math.Exp(-gg[d])) * uu[d]
+			}
+			return refMatVec(wd, gg, r.cfg.Embd)
+		}
+	})
+}
+
+// forward is the decoder with the feed-forward sub-layer of each block
+// given by ffn: called with the block's tensor prefix ("blk.N."), it
+// returns what the block adds to a token's residual stream from the
+// token's normed stream h.
+func (r *refModel) forward(t testing.TB, tokens []int32, ffn func(p string) func(h []float64) []float64) [][]float64 {
 	c := r.cfg
 	E, hd, V := c.Embd, c.HeadDim, c.Vocab
 	kvh := c.KVHeads
@@ -112,7 +129,7 @@ func (r *refModel) logits(t testing.TB, tokens []int32) [][]float64 {
 		bq, bk, bv := r.maybe(p+"attn_q.bias"), r.maybe(p+"attn_k.bias"), r.maybe(p+"attn_v.bias")
 		qn, kn := r.maybe(p+"attn_q_norm.weight"), r.maybe(p+"attn_k_norm.weight")
 		an, fn := r.tensor(t, p+"attn_norm.weight"), r.tensor(t, p+"ffn_norm.weight")
-		wg, wu, wd := r.tensor(t, p+"ffn_gate.weight"), r.tensor(t, p+"ffn_up.weight"), r.tensor(t, p+"ffn_down.weight")
+		ff := ffn(p)
 		Q, K, Vv := make([][]float64, T), make([][]float64, T), make([][]float64, T)
 		for i := range T {
 			h := refRMSNorm(x[i], an, eps)
@@ -171,12 +188,7 @@ func (r *refModel) logits(t testing.TB, tokens []int32) [][]float64 {
 			for d := range E {
 				x[i][d] += o[d]
 			}
-			h := refRMSNorm(x[i], fn, eps)
-			gg, uu := refMatVec(wg, h, c.FF), refMatVec(wu, h, c.FF)
-			for d := range gg {
-				gg[d] = gg[d] / (1 + math.Exp(-gg[d])) * uu[d]
-			}
-			dn := refMatVec(wd, gg, E)
+			dn := ff(refRMSNorm(x[i], fn, eps))
 			for d := range E {
 				x[i][d] += dn[d]
 			}
