@@ -136,49 +136,14 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 		w.AddKV(a+"expert_count", uint32(cfg.Experts))
 		w.AddKV(a+"expert_used_count", uint32(used))
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
-	uniform := func(n int, lo, hi float64) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(lo + (hi-lo)*rng.Float64())
-		}
-		return v
-	}
-	var err error
-	vector := func(name string, values []float32) {
-		if err == nil {
-			err = w.AddTensor(name, kernels.F32, []uint64{uint64(len(values))}, f32Bytes(values))
-		}
-	}
-	// matrix adds an out×in weight with variance 1/in, so that it keeps the
-	// scale of its input.
-	matrix := func(name string, in, out int) {
-		if err != nil {
-			return
-		}
-		r := math.Sqrt(3 / float64(in))
-		vals := uniform(in*out, -r, r)
-		t := cfg.matrixType(name).FitRow(in)
-		data := make([]byte, t.RowSize(in)*out)
-		for row := range out {
-			kernels.Quantize(t, vals[row*in:(row+1)*in], data[row*t.RowSize(in):(row+1)*t.RowSize(in)])
-		}
-		err = w.AddTensor(name, t, []uint64{uint64(in), uint64(out)}, data)
-	}
+	rt := newRandomTensors(w, cfg.Seed)
+	uniform, vector := rt.uniform, rt.vector
+	matrix := func(name string, in, out int) { rt.weights(name, cfg.matrixType(name), in, out, 1, unitBound(in)) }
 	gains := func(n int) []float32 { return uniform(n, 0.9, 1.1) }
 
 	E, F, V := cfg.Embd, cfg.FF, cfg.Vocab
 	q, kv := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
-	// token_embd keeps unit-scale rows (variance 1/3 with in = 1).
-	if err == nil {
-		t := cfg.Type.FitRow(E)
-		vals := uniform(E*V, -1, 1)
-		data := make([]byte, t.RowSize(E)*V)
-		for row := range V {
-			kernels.Quantize(t, vals[row*E:(row+1)*E], data[row*t.RowSize(E):(row+1)*t.RowSize(E)])
-		}
-		err = w.AddTensor("token_embd.weight", t, []uint64{uint64(E), uint64(V)}, data)
-	}
+	rt.weights("token_embd.weight", cfg.Type, E, V, 1, 1) // unit-scale rows (variance 1/3)
 	vector("output_norm.weight", gains(E))
 	if !cfg.Tied {
 		matrix("output.weight", E, V)
@@ -194,32 +159,10 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 	// experts adds a router (F32, logits of order one) and n experts'
 	// gate, up and down matrices as 3-D tensors [in, out, n].
 	experts := func(p string, E, F, n int) {
-		for _, m := range []struct {
-			name    string
-			in, out int
-			typ     kernels.Type
-		}{{"ffn_gate_inp.weight", E, n, kernels.F32}, {"ffn_gate_exps.weight", E, F, cfg.Type}, {"ffn_up_exps.weight", E, F, cfg.Type}, {"ffn_down_exps.weight", F, E, cfg.Type}} {
-			if err != nil {
-				return
-			}
-			r := math.Sqrt(3 / float64(m.in))
-			count := n
-			if m.name == "ffn_gate_inp.weight" {
-				count = 1
-			}
-			vals := uniform(m.in*m.out*count, -r, r)
-			t := m.typ.FitRow(m.in)
-			size := t.RowSize(m.in)
-			data := make([]byte, size*m.out*count)
-			for row := range m.out * count {
-				kernels.Quantize(t, vals[row*m.in:(row+1)*m.in], data[row*size:(row+1)*size])
-			}
-			dims := []uint64{uint64(m.in), uint64(m.out)}
-			if count > 1 {
-				dims = append(dims, uint64(count))
-			}
-			err = w.AddTensor(p+m.name, t, dims, data)
-		}
+		rt.weights(p+"ffn_gate_inp.weight", kernels.F32, E, n, 1, unitBound(E))
+		rt.weights(p+"ffn_gate_exps.weight", cfg.Type, E, F, n, unitBound(E))
+		rt.weights(p+"ffn_up_exps.weight", cfg.Type, E, F, n, unitBound(E))
+		rt.weights(p+"ffn_down_exps.weight", cfg.Type, F, E, n, unitBound(F))
 	}
 	for l := range cfg.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
@@ -241,7 +184,7 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 		if cfg.Experts > 0 { // experts stored as 3-D tensors: mixtral's of width FF
 			experts(p, E, cfg.ExpertFF, cfg.Experts)
 			if cfg.Arch == "qwen2moe" { // and qwen2moe's shared expert of width FF
-				vector(p+"ffn_gate_inp_shexp.weight", uniform(E, -math.Sqrt(3/float64(E)), math.Sqrt(3/float64(E))))
+				vector(p+"ffn_gate_inp_shexp.weight", uniform(E, -unitBound(E), unitBound(E)))
 				matrix(p+"ffn_gate_shexp.weight", E, F)
 				matrix(p+"ffn_up_shexp.weight", E, F)
 				matrix(p+"ffn_down_shexp.weight", F, E)
@@ -252,8 +195,62 @@ func BuildRandom(cfg RandomConfig, w *gguf.Writer) error {
 		matrix(p+"ffn_up.weight", E, F)
 		matrix(p+"ffn_down.weight", F, E)
 	}
-	return err
+	return rt.err
 }
+
+// randomTensors draws a random model's values from one seed, in the order
+// its builder asks for them, and adds its tensors to w. The first error
+// sticks: later tensors are not drawn nor added.
+type randomTensors struct {
+	w   *gguf.Writer
+	rng *rand.Rand
+	err error
+}
+
+func newRandomTensors(w *gguf.Writer, seed uint64) *randomTensors {
+	return &randomTensors{w: w, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+// uniform draws n values uniform in [lo, hi).
+func (r *randomTensors) uniform(n int, lo, hi float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(lo + (hi-lo)*r.rng.Float64())
+	}
+	return v
+}
+
+// vector adds values as an F32 vector.
+func (r *randomTensors) vector(name string, values []float32) {
+	if r.err == nil {
+		r.err = r.w.AddTensor(name, kernels.F32, []uint64{uint64(len(values))}, f32Bytes(values))
+	}
+}
+
+// weights adds n matrices of out rows of in values uniform in ±bound (a
+// 3-D tensor [in, out, n] when n > 1) of type typ, or the type llama.cpp
+// falls back to when the rows do not fit its blocks.
+func (r *randomTensors) weights(name string, typ kernels.Type, in, out, n int, bound float64) {
+	if r.err != nil {
+		return
+	}
+	vals := r.uniform(in*out*n, -bound, bound)
+	t := typ.FitRow(in)
+	size := t.RowSize(in)
+	data := make([]byte, size*out*n)
+	for row := range out * n {
+		kernels.Quantize(t, vals[row*in:(row+1)*in], data[row*size:(row+1)*size])
+	}
+	dims := []uint64{uint64(in), uint64(out)}
+	if n > 1 {
+		dims = append(dims, uint64(n))
+	}
+	r.err = r.w.AddTensor(name, t, dims, data)
+}
+
+// unitBound is the bound of weights of variance 1/in, which keep the scale
+// of their input.
+func unitBound(in int) float64 { return math.Sqrt(3 / float64(in)) }
 
 // matrixType is the type of the weight matrix called name.
 func (cfg *RandomConfig) matrixType(name string) kernels.Type {

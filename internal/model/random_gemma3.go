@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
@@ -54,40 +53,12 @@ func randomGemma3(cfg RandomConfig, w *gguf.Writer) error {
 		w.AddKV(a+"rope.scaling.original_context_length", uint32(cfg.ContextLen))
 	}
 
-	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
-	uniform := func(n int, lo, hi float64) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(lo + (hi-lo)*rng.Float64())
-		}
-		return v
-	}
-	var err error
-	vector := func(name string, values []float32) {
-		if err == nil {
-			err = w.AddTensor(name, kernels.F32, []uint64{uint64(len(values))}, f32Bytes(values))
-		}
-	}
-	// weights adds out rows of in values uniform in [-r, r] of the type
-	// that fits typ.
-	weights := func(name string, typ kernels.Type, in, out int, r float64) {
-		if err != nil {
-			return
-		}
-		vals := uniform(in*out, -r, r)
-		t := typ.FitRow(in)
-		size := t.RowSize(in)
-		data := make([]byte, size*out)
-		for row := range out {
-			kernels.Quantize(t, vals[row*in:(row+1)*in], data[row*size:(row+1)*size])
-		}
-		err = w.AddTensor(name, t, []uint64{uint64(in), uint64(out)}, data)
-	}
+	rt := newRandomTensors(w, cfg.Seed)
+	vector := rt.vector
+	weights := func(name string, typ kernels.Type, in, out int, r float64) { rt.weights(name, typ, in, out, 1, r) }
 	// matrix has variance 1/in: it keeps the scale of its input.
-	matrix := func(name string, in, out int) {
-		weights(name, cfg.matrixType(name), in, out, math.Sqrt(3/float64(in)))
-	}
-	gains := func(n int, g float64) []float32 { return uniform(n, 0.9*g, 1.1*g) }
+	matrix := func(name string, in, out int) { weights(name, cfg.matrixType(name), in, out, unitBound(in)) }
+	gains := func(n int, g float64) []float32 { return rt.uniform(n, 0.9*g, 1.1*g) }
 
 	E, F := cfg.Embd, cfg.FF
 	q, kv := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
@@ -114,5 +85,5 @@ func randomGemma3(cfg RandomConfig, w *gguf.Writer) error {
 		matrix(p+"ffn_down.weight", F, E)
 		vector(p+"post_ffw_norm.weight", gains(E, 3))
 	}
-	return err
+	return rt.err
 }

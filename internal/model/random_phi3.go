@@ -3,10 +3,8 @@ package model
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"mistralrs/internal/gguf"
-	"mistralrs/internal/kernels"
 )
 
 // randomPhi3 writes a random phi3 model: fused attn_qkv and gate|up
@@ -58,37 +56,13 @@ func randomPhi3(cfg RandomConfig, w *gguf.Writer) error {
 		w.AddKV(a+"rope.scaling.attn_factor", float32(af))
 	}
 
-	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
-	uniform := func(n int, lo, hi float64) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(lo + (hi-lo)*rng.Float64())
-		}
-		return v
-	}
-	var err error
-	vector := func(name string, values []float32) {
-		if err == nil {
-			err = w.AddTensor(name, kernels.F32, []uint64{uint64(len(values))}, f32Bytes(values))
-		}
-	}
+	rt := newRandomTensors(w, cfg.Seed)
+	vector := rt.vector
 	// matrix adds an out×in weight with entries uniform in ±r (r: variance
 	// 1/in, so that it keeps the scale of its input).
-	matrix := func(name string, in, out int, r float64) {
-		if err != nil {
-			return
-		}
-		vals := uniform(in*out, -r, r)
-		t := cfg.matrixType(name).FitRow(in)
-		rs := t.RowSize(in)
-		data := make([]byte, rs*out)
-		for row := range out {
-			kernels.Quantize(t, vals[row*in:(row+1)*in], data[row*rs:(row+1)*rs])
-		}
-		err = w.AddTensor(name, t, []uint64{uint64(in), uint64(out)}, data)
-	}
-	unit := func(in int) float64 { return math.Sqrt(3 / float64(in)) }
-	gains := func(n int) []float32 { return uniform(n, 0.9, 1.1) }
+	matrix := func(name string, in, out int, r float64) { rt.weights(name, cfg.matrixType(name), in, out, 1, r) }
+	unit := unitBound
+	gains := func(n int) []float32 { return rt.uniform(n, 0.9, 1.1) }
 
 	q, kv := cfg.Heads*hd, cfg.KVHeads*hd
 	matrix("token_embd.weight", E, V, 1)
@@ -118,5 +92,5 @@ func randomPhi3(cfg RandomConfig, w *gguf.Writer) error {
 		matrix(p+"ffn_up.weight", E, 2*F, unit(E))
 		matrix(p+"ffn_down.weight", F, E, unit(F))
 	}
-	return err
+	return rt.err
 }

@@ -2,8 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
 
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
@@ -41,45 +39,11 @@ func randomQwen3MoE(cfg RandomConfig, w *gguf.Writer) error {
 	w.AddKV(a+"expert_used_count", uint32(cfg.ExpertUsed))
 	w.AddKV(a+"expert_feed_forward_length", uint32(cfg.ExpertFF))
 
-	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
-	uniform := func(n int, lo, hi float64) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(lo + (hi-lo)*rng.Float64())
-		}
-		return v
-	}
-	var err error
-	vector := func(name string, values []float32) {
-		if err == nil {
-			err = w.AddTensor(name, kernels.F32, []uint64{uint64(len(values))}, f32Bytes(values))
-		}
-	}
-	// tensor adds n matrices of out rows of in values uniform in [-r, r]
-	// (a 3-D tensor [in, out, n] when n > 1); typ falls back as llama.cpp's
-	// quantizer does when the rows do not fit its blocks.
-	tensor := func(name string, typ kernels.Type, in, out, n int, r float64) {
-		if err != nil {
-			return
-		}
-		vals := uniform(in*out*n, -r, r)
-		t := typ.FitRow(in)
-		size := t.RowSize(in)
-		data := make([]byte, size*out*n)
-		for row := range out * n {
-			kernels.Quantize(t, vals[row*in:(row+1)*in], data[row*size:(row+1)*size])
-		}
-		dims := []uint64{uint64(in), uint64(out)}
-		if n > 1 {
-			dims = append(dims, uint64(n))
-		}
-		err = w.AddTensor(name, t, dims, data)
-	}
+	rt := newRandomTensors(w, cfg.Seed)
+	vector, tensor := rt.vector, rt.weights
 	// matrix has variance 1/in, so that it keeps the scale of its input.
-	matrix := func(name string, in, out, n int) {
-		tensor(name, cfg.matrixType(name), in, out, n, math.Sqrt(3/float64(in)))
-	}
-	gains := func(n int) []float32 { return uniform(n, 0.9, 1.1) }
+	matrix := func(name string, in, out, n int) { tensor(name, cfg.matrixType(name), in, out, n, unitBound(in)) }
+	gains := func(n int) []float32 { return rt.uniform(n, 0.9, 1.1) }
 
 	E, V, X, XF := cfg.Embd, cfg.Vocab, cfg.Experts, cfg.ExpertFF
 	q, kv := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
@@ -99,10 +63,10 @@ func randomQwen3MoE(cfg RandomConfig, w *gguf.Writer) error {
 		vector(p+"attn_k_norm.weight", gains(cfg.HeadDim))
 		vector(p+"ffn_norm.weight", gains(E))
 		// Router logits of order one: distinct expert probabilities.
-		tensor(p+"ffn_gate_inp.weight", kernels.F32, E, X, 1, math.Sqrt(3/float64(E)))
+		tensor(p+"ffn_gate_inp.weight", kernels.F32, E, X, 1, unitBound(E))
 		matrix(p+"ffn_gate_exps.weight", E, XF, X)
 		matrix(p+"ffn_up_exps.weight", E, XF, X)
 		matrix(p+"ffn_down_exps.weight", XF, E, X)
 	}
-	return err
+	return rt.err
 }
