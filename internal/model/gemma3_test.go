@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -486,17 +485,6 @@ func TestGemma3ReferenceArchs(t *testing.T) {
 	if err := json.Unmarshal(raw, &ref); err != nil {
 		t.Fatal(err)
 	}
-	readF32 := func(name string) []float64 {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := make([]float64, len(b)/4)
-		for i := range out {
-			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
-		}
-		return out
-	}
 	pool := kernels.NewPool(2)
 	defer pool.Close()
 	firsts := map[string][]float64{}
@@ -512,16 +500,9 @@ func TestGemma3ReferenceArchs(t *testing.T) {
 				t.Errorf("config %+v", c)
 			}
 			gen, logits := greedy(t, m, pool, ref.PromptTokens, len(r.Greedy))
-			got := gemma3LogSoftmax(logits)
+			got := logSoftmax(logits)
 			firsts[name] = got
-			want := readF32(r.LogprobsFile)
-			if len(got) != len(want) {
-				t.Fatalf("%d logprobs, reference has %d", len(got), len(want))
-			}
-			var d float64
-			for i := range got {
-				d = math.Max(d, math.Abs(got[i]-want[i]))
-			}
+			d := maxAbsDiff(t, got, readF32(t, filepath.Join(dir, r.LogprobsFile)))
 			t.Logf("max |logprob diff| vs llama.cpp: %.3g (tolerance 2e-2)", d)
 			if d > 2e-2 {
 				t.Errorf("max |logprob diff| %.3g exceeds 2e-2", d)
@@ -545,21 +526,4 @@ func TestGemma3ReferenceArchs(t *testing.T) {
 			t.Errorf("rope scaling changes the first-step logprobs by only %.3g", d)
 		}
 	}
-}
-
-// gemma3LogSoftmax is log(softmax(x)) in float64.
-func gemma3LogSoftmax(x []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = math.Max(mx, float64(v))
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - mx)
-	}
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - mx - math.Log(sum)
-	}
-	return out
 }

@@ -1,9 +1,7 @@
 package model
 
 import (
-	"encoding/binary"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -42,62 +40,17 @@ func xrefLoad(t *testing.T, name string) (dir string, prompt []int32, ref xrefMo
 	if !ok {
 		t.Fatalf("reference.json has no model %s", name)
 	}
-	return dir, all.PromptTokens, ref, xrefFloats(t, filepath.Join(dir, ref.LogprobsFile))
+	return dir, all.PromptTokens, ref, readF32(t, filepath.Join(dir, ref.LogprobsFile))
 }
 
-// xrefFloats reads a file of little-endian float32.
-func xrefFloats(t *testing.T, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}
-
-// xrefLogSoftmaxF32 is xrefLogSoftmax rounded to float32.
+// xrefLogSoftmaxF32 is logSoftmax rounded to float32.
 func xrefLogSoftmaxF32(logits []float32) []float32 {
-	lp := xrefLogSoftmax(logits)
+	lp := logSoftmax(logits)
 	out := make([]float32, len(lp))
 	for i, v := range lp {
 		out[i] = float32(v)
 	}
 	return out
-}
-
-// xrefLogSoftmax is log(softmax(logits)) in float64.
-func xrefLogSoftmax(logits []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range logits {
-		mx = math.Max(mx, float64(v))
-	}
-	var sum float64
-	for _, v := range logits {
-		sum += math.Exp(float64(v) - mx)
-	}
-	lse := mx + math.Log(sum)
-	out := make([]float64, len(logits))
-	for i, v := range logits {
-		out[i] = float64(v) - lse
-	}
-	return out
-}
-
-// xrefMaxDiff is max |got[i] - want[i]|.
-func xrefMaxDiff(t *testing.T, got []float64, want []float32) float64 {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%d log-probabilities, reference has %d", len(got), len(want))
-	}
-	var d float64
-	for i := range got {
-		d = math.Max(d, math.Abs(got[i]-float64(want[i])))
-	}
-	return d
 }
 
 // xrefSameGreedy is how many leading ids of got equal want.
@@ -135,7 +88,7 @@ func TestLlamaKQuantReference(t *testing.T) {
 			dir, prompt, ref, want := xrefLoad(t, name)
 			m := openModel(t, filepath.Join(dir, ref.File))
 			gen, first := greedy(t, m, pool, prompt, len(ref.Greedy))
-			d := xrefMaxDiff(t, xrefLogSoftmax(first), want)
+			d := maxAbsDiff(t, logSoftmax(first), want)
 			same := xrefSameGreedy(gen, ref.Greedy)
 			stable := len(ref.Margins)
 			for i, mg := range ref.Margins {
@@ -144,8 +97,8 @@ func TestLlamaKQuantReference(t *testing.T) {
 					break
 				}
 			}
-			pyref := xrefFloats(t, filepath.Join(dir, name+".pyref-logits.f32"))
-			dpy := xrefMaxDiff(t, xrefLogSoftmax(first), xrefLogSoftmaxF32(pyref))
+			pyref := readF32(t, filepath.Join(dir, name+".pyref-logits.f32"))
+			dpy := maxAbsDiff(t, logSoftmax(first), xrefLogSoftmaxF32(pyref))
 			t.Logf("max |Δlogprob| vs llama.cpp %.3g, vs the float64 reference (float activations) %.3g; greedy: first %d of %d ids equal (%d required)",
 				d, dpy, same, len(gen), stable)
 			if d > kquantTolerance {

@@ -24,8 +24,8 @@ func TestPhi3Reference(t *testing.T) {
 	pool := kernels.NewPool(2)
 	defer pool.Close()
 	gen, first := greedy(t, m, pool, prompt, len(ref.Greedy))
-	lp := xrefLogSoftmax(first)
-	d := xrefMaxDiff(t, lp, want)
+	lp := logSoftmax(first)
+	d := maxAbsDiff(t, lp, want)
 	t.Logf("max |Δlogprob| vs llama.cpp %.3g (tolerance 1e-4)", d)
 	if d > 1e-4 {
 		t.Errorf("max |Δlogprob| %.3g exceeds 1e-4", d)

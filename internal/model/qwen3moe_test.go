@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -18,23 +17,6 @@ import (
 	"mistralrs/internal/model/llama"
 	"mistralrs/internal/testutil"
 )
-
-// logSoftmax returns log(softmax(x)) in float64.
-func logSoftmax(x []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = math.Max(mx, float64(v))
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - mx)
-	}
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - mx - math.Log(sum)
-	}
-	return out
-}
 
 // topIDs returns the ids of the n largest values, largest first.
 func topIDs(x []float64, n int) []int {
@@ -85,7 +67,7 @@ func TestQwen3MoEReferenceArchs(t *testing.T) {
 			want := readF32(t, filepath.Join(dir, r.Logprobs))
 			gen, logits := greedy(t, m, pool, ref.PromptTokens, len(r.Greedy))
 			got := logSoftmax(logits)
-			d := maxAbsDiff(got, want)
+			d := maxAbsDiff(t, got, want)
 			same := 0
 			for same < len(gen) && gen[same] == r.Greedy[same] {
 				same++
@@ -143,7 +125,7 @@ func TestQwen3MoEReferenceArchs(t *testing.T) {
 				mut.set(&m.Config)
 				_, logits := greedy(t, m, pool, ref.PromptTokens, 1)
 				m.Config = was
-				d := maxAbsDiff(logSoftmax(logits), want)
+				d := maxAbsDiff(t, logSoftmax(logits), want)
 				t.Logf("%s: max |logprob diff| %.3g", mut.name, d)
 				if d < 0.1 {
 					t.Errorf("%s: logprobs still within %.3g of llama.cpp's", mut.name, d)
@@ -173,27 +155,6 @@ func parseFloats(t *testing.T, v any) []float64 {
 		t.Fatalf("greedy_step_margin has type %T", v)
 	}
 	return out
-}
-
-func readF32(t *testing.T, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
-func maxAbsDiff(got []float64, want []float32) float64 {
-	var d float64
-	for i := range want {
-		d = math.Max(d, math.Abs(got[i]-float64(want[i])))
-	}
-	return d
 }
 
 // moeFixture is a small qwen3moe of 4 experts, 2 used. Rows are multiples

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"math"
 	"os"
@@ -86,14 +85,7 @@ func TestReferenceModels(t *testing.T) {
 				t.Fatalf("no tolerance for %s", name)
 			}
 			m := openModel(t, filepath.Join(dir, r.File))
-			b, err := os.ReadFile(filepath.Join(dir, r.LogitsFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := make([]float32, len(b)/4)
-			for i := range want {
-				want[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-			}
+			want := readF32(t, filepath.Join(dir, r.LogitsFile))
 			n := len(r.Greedy)
 			if n == 0 {
 				n = 1
