@@ -80,29 +80,36 @@ func TestDecodeAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items at random under -race")
 	}
-	cfg := fixtureConfigs()["qwen3"]
-	cfg.Type = kernels.Q8_0
-	m, _ := loadFixture(t, cfg)
-	pool := kernels.NewPool(2)
-	defer pool.Close()
-	cache := newContiguous(m.Config, 32)
-	logits := make([]float32, m.Config.Vocab)
-	seq := &SeqInput{Tokens: []int32{3}, Cache: cache, Logits: logits}
-	batch := &Batch{Seqs: []*SeqInput{seq}}
-	for i := range 8 {
-		seq.Pos = i
-		if err := m.Forward(pool, batch); err != nil {
-			t.Fatal(err)
-		}
+	families := map[string]RandomConfig{
+		"qwen3":    fixtureConfigs()["qwen3"],
+		"phi3":     phi3Configs()["phi3-partial-long"],
+		"qwen3moe": moeFixture,
+		"gemma3":   gemma3Fixtures()["gemma3"],
 	}
-	allocs := testing.AllocsPerRun(20, func() {
-		seq.Pos = 7
-		if err := m.Forward(pool, batch); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs > 0 {
-		t.Errorf("decode step allocates %v times", allocs)
+	for name, cfg := range families {
+		t.Run(name, func(t *testing.T) {
+			cfg.Type = kernels.Q8_0
+			m, _ := loadFixture(t, cfg)
+			pool := kernels.NewPool(2)
+			defer pool.Close()
+			seq := &SeqInput{Tokens: []int32{3}, Cache: newContiguous(m.Config, 32), Logits: make([]float32, m.Config.Vocab)}
+			batch := &Batch{Seqs: []*SeqInput{seq}}
+			for i := range 8 {
+				seq.Pos = i
+				if err := m.Forward(pool, batch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			allocs := testing.AllocsPerRun(20, func() {
+				seq.Pos = 7
+				if err := m.Forward(pool, batch); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs > 0 {
+				t.Errorf("decode step allocates %v times", allocs)
+			}
+		})
 	}
 }
 

@@ -345,33 +345,3 @@ func TestPhi3LoadErrors(t *testing.T) {
 		})
 	}
 }
-
-// TestPhi3DecodeAllocs: a steady-state phi3 decode step (fused splits in
-// Step.Buf scratch, attention factor) does not allocate.
-func TestPhi3DecodeAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("sync.Pool drops items at random under -race")
-	}
-	cfg := phi3Configs()["phi3-partial-long"]
-	cfg.Type = kernels.Q8_0
-	m, _ := loadFixture(t, cfg)
-	pool := kernels.NewPool(2)
-	defer pool.Close()
-	seq := &SeqInput{Tokens: []int32{3}, Cache: newContiguous(m.Config, 32), Logits: make([]float32, m.Config.Vocab)}
-	batch := &Batch{Seqs: []*SeqInput{seq}}
-	for i := range 8 {
-		seq.Pos = i
-		if err := m.Forward(pool, batch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	allocs := testing.AllocsPerRun(20, func() {
-		seq.Pos = 7
-		if err := m.Forward(pool, batch); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs > 0 {
-		t.Errorf("decode step allocates %v times", allocs)
-	}
-}

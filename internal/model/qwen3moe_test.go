@@ -579,35 +579,3 @@ func BenchmarkMoEVersusDense(b *testing.B) {
 		})
 	}
 }
-
-// TestQwen3MoEDecodeAllocs: a steady-state decode step of the MoE model
-// does not allocate (routing, grouping and the experts' parallel loops
-// included).
-func TestQwen3MoEDecodeAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("sync.Pool drops items at random under -race")
-	}
-	cfg := moeFixture
-	cfg.Type = kernels.Q8_0
-	m, _ := loadFixture(t, cfg)
-	pool := kernels.NewPool(2)
-	defer pool.Close()
-	cache := newContiguous(m.Config, 32)
-	seq := &SeqInput{Tokens: []int32{3}, Cache: cache, Logits: make([]float32, m.Config.Vocab)}
-	batch := &Batch{Seqs: []*SeqInput{seq}}
-	for i := range 8 {
-		seq.Pos = i
-		if err := m.Forward(pool, batch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	allocs := testing.AllocsPerRun(20, func() {
-		seq.Pos = 7
-		if err := m.Forward(pool, batch); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs > 0 {
-		t.Errorf("decode step allocates %v times", allocs)
-	}
-}
