@@ -46,6 +46,13 @@ func growInt8(s []int8, n int) []int8 {
 	return s[:n]
 }
 
+func growInt32(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
 func growF32(s []float32, n int) []float32 {
 	if cap(s) < n {
 		return make([]float32, n)

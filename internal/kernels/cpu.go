@@ -16,11 +16,13 @@ import (
 // entries of dotTable (SetSIMD and setPath switch at run time, between
 // kernel runs). A path needs the CPU features of the paths before it.
 //
-// MISTRALRS_CPU=generic|avx2 caps the path (documented in docs/performance.md):
-// generic runs the pure-Go kernels (the oracles of the assembly ones), avx2
-// the AVX2/FMA/F16C assembly. MISTRALRS_NOASM=1 is the same as generic. An
-// unknown name is reported on standard error and ignored.
-var cpuPaths = []string{"generic", "avx2"}
+// MISTRALRS_CPU=generic|avx2|avx512 caps the path (documented in
+// docs/performance.md): generic runs the pure-Go kernels (the oracles of the
+// assembly ones), avx2 the AVX2/FMA/F16C assembly, avx512 that plus the
+// AVX-512 VNNI kernels over packed weights (pack.go) for the types they
+// cover. MISTRALRS_NOASM=1 is the same as generic. An unknown name is
+// reported on standard error and ignored.
+var cpuPaths = []string{"generic", "avx2", "avx512"}
 
 // pathIndex returns the index of path name in cpuPaths, -1 if none.
 func pathIndex(name string) int {

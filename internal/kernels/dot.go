@@ -11,6 +11,22 @@ type Act struct {
 	D  []float32 // per block of 32: scale
 	S  []float32 // per block of 32: D[b] * Σ Qs in the block (for types with minimums)
 	B  []int16   // per 16 quants: Σ Qs, for kernels that ask for it (typeKernels.sums16)
+	I  []int32   // per block of 32: Σ Qs, for the packed kernels that ask for it (packKernels.isums)
+}
+
+// actSums32 fills a.I (already sized) from a.Qs.
+func actSums32(a *Act) {
+	for b := range a.I {
+		q := (*[32]int8)(a.Qs[b*32:])
+		var s0, s1, s2, s3 int32
+		for j := 0; j < 32; j += 4 {
+			s0 += int32(q[j])
+			s1 += int32(q[j+1])
+			s2 += int32(q[j+2])
+			s3 += int32(q[j+3])
+		}
+		a.I[b] = (s0 + s1) + (s2 + s3)
+	}
 }
 
 // actSums16 fills a.B from a.Qs.

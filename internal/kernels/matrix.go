@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"sync"
+	"unsafe"
 )
 
 // Matrix is a row-major weight matrix: Rows rows of Cols elements of Type;
@@ -12,6 +13,8 @@ type Matrix struct {
 	Type       Type
 	Rows, Cols int
 	Data       []byte
+
+	pk *packed // the packed copy of Data, for the path that reads one (pack.go)
 }
 
 // NewMatrix checks that t is supported and that data holds exactly rows rows
@@ -32,7 +35,20 @@ func NewMatrix(t Type, rows, cols int, data []byte) (*Matrix, error) {
 	if need := rows * t.RowSize(cols); len(data) != need {
 		return nil, fmt.Errorf("kernels: %s matrix %dx%d needs %d bytes, got %d", t, rows, cols, need, len(data))
 	}
-	return &Matrix{Type: t, Rows: rows, Cols: cols, Data: data}, nil
+	m := &Matrix{Type: t, Rows: rows, Cols: cols, Data: data}
+	if packTable[t] != nil {
+		m.pk = pack(m)
+	}
+	return m, nil
+}
+
+// PackedSize returns the bytes of m's packed copy: 0 when the instruction
+// path in use when m was made reads the file's layout directly.
+func (m *Matrix) PackedSize() int {
+	if m.pk == nil {
+		return 0
+	}
+	return len(m.pk.data)
 }
 
 // RowBytes returns the bytes of one row.
@@ -61,6 +77,8 @@ type matmulJob struct {
 	acts []Act
 	qs   []int8
 	d, s []float32
+	is   []int32
+	pk   *packKernels // the packed path's kernels, nil for the file layout
 
 	out  []float32
 	m    *Matrix
@@ -68,13 +86,15 @@ type matmulJob struct {
 	n    int
 	kern *typeKernels
 
-	rowsFn  func(lo, hi int) // weight rows [lo,hi) against all inputs
-	quantFn func(lo, hi int) // quantize input rows [lo,hi)
+	rowsFn   func(lo, hi int) // weight rows [lo,hi) against all inputs
+	groupsFn func(lo, hi int) // packed groups [lo,hi) against all inputs
+	quantFn  func(lo, hi int) // quantize input rows [lo,hi)
 }
 
 var jobPool = sync.Pool{New: func() any {
 	j := new(matmulJob)
 	j.rowsFn = j.rows
+	j.groupsFn = j.groups
 	j.quantFn = j.quantize
 	return j
 }}
@@ -98,6 +118,10 @@ func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
 	}
 	j := jobPool.Get().(*matmulJob)
 	j.out, j.m, j.x, j.n, j.kern = out, m, x, n, kern
+	j.pk = nil
+	if m.pk != nil {
+		j.pk = packTable[m.Type]
+	}
 	if cap(j.acts) < n {
 		j.acts = make([]Act, n)
 	}
@@ -112,6 +136,9 @@ func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
 		j.qs = growInt8(j.qs, n*cols)
 		j.d = growF32(j.d, n*nb)
 		j.s = growF32(j.s, n*nb)
+		if j.pk != nil && j.pk.isums {
+			j.is = growInt32(j.is, n*nb)
+		}
 		for i := range j.acts {
 			// Full slice expressions keep each row inside its own share.
 			a := &j.acts[i]
@@ -119,6 +146,10 @@ func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
 			a.Qs = j.qs[i*cols : (i+1)*cols : (i+1)*cols]
 			a.D = j.d[i*nb : (i+1)*nb : (i+1)*nb]
 			a.S = j.s[i*nb : (i+1)*nb : (i+1)*nb]
+			a.I = nil
+			if j.pk != nil && j.pk.isums {
+				a.I = j.is[i*nb : (i+1)*nb : (i+1)*nb]
+			}
 		}
 		if n >= 8 {
 			p.For(n, j.quantFn)
@@ -126,15 +157,20 @@ func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
 			j.quantize(0, n)
 		}
 	}
-	if n*m.Rows*m.Cols < serialWork {
+	switch {
+	case j.pk != nil && n*m.Rows*m.Cols < serialWork:
+		j.groups(0, m.pk.groups)
+	case j.pk != nil:
+		p.For(m.pk.groups, j.groupsFn)
+	case n*m.Rows*m.Cols < serialWork:
 		j.rows(0, m.Rows)
-	} else {
+	default:
 		p.For(m.Rows, j.rowsFn)
 	}
 	for i := range j.acts {
 		j.acts[i].F = nil // do not keep the caller's input alive
 	}
-	j.out, j.m, j.x, j.kern = nil, nil, nil, nil
+	j.out, j.m, j.x, j.kern, j.pk = nil, nil, nil, nil, nil
 	jobPool.Put(j)
 }
 
@@ -150,6 +186,9 @@ func (j *matmulJob) quantize(lo, hi int) {
 		q(j.x[i*cols:(i+1)*cols], &j.acts[i])
 		if j.kern.sums16 {
 			actSums16(&j.acts[i])
+		}
+		if j.acts[i].I != nil {
+			actSums32(&j.acts[i])
 		}
 	}
 }
@@ -200,6 +239,41 @@ func (j *matmulJob) rows(lo, hi int) {
 			}
 			for r := t0; r < t1; r++ {
 				o[r] = dot(m.Data[r*rb:(r+1)*rb], a, m.Cols)
+			}
+		}
+	}
+}
+
+// groups computes packed groups [lo,hi) against all inputs: four inputs
+// at a time, over tiles of groups that stay in the cache meanwhile.
+func (j *matmulJob) groups(lo, hi int) {
+	m, n, pk, k := j.m, j.n, j.m.pk, j.pk
+	nb, cols := pk.nb, m.Cols
+	tile := hi - lo
+	if n > 1 {
+		tile = max(1, tileBytes/pk.gbytes)
+	}
+	var s unsafe.Pointer
+	for t0 := lo; t0 < hi; t0 += tile {
+		t1 := min(t0+tile, hi)
+		mask := 0xffff
+		if t1 == pk.groups && m.Rows%packRows != 0 {
+			mask = 1<<(m.Rows%packRows) - 1
+		}
+		w := &pk.data[t0*pk.gbytes]
+		for i := 0; i < n; {
+			if k.isums {
+				s = unsafe.Pointer(&j.is[i*nb])
+			} else {
+				s = unsafe.Pointer(&j.s[i*nb])
+			}
+			o := &j.out[i*m.Rows+t0*packRows]
+			if i+4 <= n {
+				k.gemm4(w, nb, t1-t0, &j.qs[i*cols], cols, &j.d[i*nb], s, nb, o, m.Rows, mask)
+				i += 4
+			} else {
+				k.gemm1(w, nb, t1-t0, &j.qs[i*cols], cols, &j.d[i*nb], s, nb, o, m.Rows, mask)
+				i++
 			}
 		}
 	}

@@ -64,6 +64,14 @@ func pathMissing(name string) string {
 			return "the CPU lacks AVX2/FMA"
 		}
 		return ""
+	case "avx512":
+		if why := pathMissing("avx2"); why != "" {
+			return why
+		}
+		if !cpu.X86.HasAVX512F || !cpu.X86.HasAVX512BW || !cpu.X86.HasAVX512VL || !cpu.X86.HasAVX512VNNI || !cpu.X86.HasF16C {
+			return "the CPU (or its OS) lacks AVX-512 F/BW/VL with VNNI"
+		}
+		return ""
 	}
 	return "no path " + name
 }
@@ -79,7 +87,11 @@ func setPath(name string) (prev string, err error) {
 	defer simdMu.Unlock()
 	prev = pathNow
 	pathNow = name
-	simdOn = name == "avx2"
+	simdOn = name != "generic"
+	packTable = nil
+	if name == "avx512" {
+		packTable = vnniPackKernels
+	}
 	quantizeActAsm = nil
 	if simdOn {
 		quantizeActAsm = simdQuantizeAct
@@ -111,7 +123,7 @@ func SetSIMD(on bool) (was bool) {
 	return prev != "generic"
 }
 
-// Path names the instruction-set path in use: "avx2" or "generic".
+// Path names the instruction-set path in use: "avx512", "avx2" or "generic".
 func Path() string {
 	simdMu.Lock()
 	defer simdMu.Unlock()
@@ -119,9 +131,13 @@ func Path() string {
 }
 
 // Backend names the kernels in use for reports (llama-bench's backends
-// column): "CPU AVX2" with the assembly kernels, "CPU Go" without.
+// column): "CPU AVX512-VNNI", "CPU AVX2" with the assembly kernels, "CPU
+// Go" without.
 func Backend() string {
-	if SIMD() {
+	switch Path() {
+	case "avx512":
+		return "CPU AVX512-VNNI"
+	case "avx2":
 		return "CPU AVX2"
 	}
 	return "CPU Go"

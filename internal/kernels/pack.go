@@ -1,0 +1,124 @@
+package kernels
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// Packed weights. The AVX-512 VNNI kernels (simd_pack_amd64.s) read a
+// matrix rearranged at load: rows in groups of packRows, and within a
+// group each 32-element block of the 16 rows as chunks of 64 bytes, chunk
+// k holding 4 bytes of every row (so that one 512-bit load feeds 16 output
+// rows, and the 16 lanes of int32 sums are the 16 rows' block sums), then
+// the group's block scales. The file's bytes (Matrix.Data) stay as they
+// are: embedding lookups and the other paths read them. A packed group
+// takes as many bytes as its 16 rows do in the file (rows are padded to a
+// multiple of 16 with zero weights and scales).
+
+// packRows is the rows of a group: the 16 int32 lanes of a 512-bit register.
+const packRows = 16
+
+// packed is a matrix in the packed layout: groups of gbytes, each nb
+// blocks of qbytes of quants then nb blocks of 16 halves (the rows' scales).
+type packed struct {
+	nb, groups     int
+	qbytes, gbytes int
+	data           []byte // 64-byte aligned
+}
+
+// packFormat describes the packed layout of one type.
+type packFormat struct {
+	qbytes int // quant bytes per block of 16 rows
+	// block copies one row's block (the type's bytes, scale first) into
+	// the group's chunks at q (row r's 4-byte slots) and its scale half
+	// into sc.
+	block func(q []byte, sc []byte, r int, src []byte)
+}
+
+var packFormats = map[Type]packFormat{
+	Q8_0: {512, func(q, sc []byte, r int, src []byte) {
+		copy(sc[2*r:2*r+2], src[:2])
+		for k := 0; k < 8; k++ {
+			for i := 0; i < 4; i++ {
+				// w+128: VPDPBUSD's unsigned operand.
+				q[64*k+4*r+i] = src[2+4*k+i] ^ 0x80
+			}
+		}
+	}},
+	Q4_0: {256, func(q, sc []byte, r int, src []byte) {
+		copy(sc[2*r:2*r+2], src[:2])
+		for j := 0; j < 4; j++ {
+			copy(q[64*j+4*r:64*j+4*r+4], src[2+4*j:2+4*j+4])
+		}
+	}},
+}
+
+// packPad is the quant byte of a padding row: weight zero.
+var packPad = map[Type]byte{Q8_0: 0x80, Q4_0: 0x88}
+
+// packedBytes counts the bytes of packed weights made so far (for reports:
+// PackedBytes).
+var packedBytes atomic.Int64
+
+// PackedBytes returns the bytes of packed weight copies made since the
+// process started: the memory that packing costs on top of the mapped
+// files (whose pages the packed matrices no longer read).
+func PackedBytes() int64 { return packedBytes.Load() }
+
+// pack returns m in the packed layout, nil when its type has none.
+func pack(m *Matrix) *packed {
+	f, ok := packFormats[m.Type]
+	if !ok || m.Rows == 0 {
+		return nil
+	}
+	nb := m.Cols / 32
+	p := &packed{nb: nb, groups: (m.Rows + packRows - 1) / packRows, qbytes: f.qbytes}
+	p.gbytes = nb * (f.qbytes + 32)
+	p.data = alignedBytes(p.groups * p.gbytes)
+	rb := m.RowBytes()
+	bs := m.Type.TypeSize()
+	for g := 0; g < p.groups; g++ {
+		grp := p.data[g*p.gbytes : (g+1)*p.gbytes]
+		quants, scales := grp[:nb*f.qbytes], grp[nb*f.qbytes:]
+		for i := range quants {
+			quants[i] = packPad[m.Type]
+		}
+		for r := 0; r < packRows && g*packRows+r < m.Rows; r++ {
+			row := m.Data[(g*packRows+r)*rb:]
+			for b := 0; b < nb; b++ {
+				f.block(quants[b*f.qbytes:(b+1)*f.qbytes], scales[b*32:(b+1)*32], r, row[b*bs:(b+1)*bs])
+			}
+		}
+	}
+	packedBytes.Add(int64(len(p.data)))
+	return p
+}
+
+// group returns the bytes of group g.
+func (p *packed) group(g int) []byte { return p.data[g*p.gbytes : (g+1)*p.gbytes] }
+
+// alignedBytes returns n zero bytes starting on a 64-byte boundary (a
+// cache line: the kernels' 512-bit loads then never straddle two).
+func alignedBytes(n int) []byte {
+	b := make([]byte, n+63)
+	off := int(-uintptr(unsafe.Pointer(&b[0])) & 63)
+	return b[off : off+n : off+n]
+}
+
+// gemmFunc is a packed kernel: groups groups of packed weights at w (nb
+// blocks per row) against tokens whose quants start at qs (qstride bytes
+// apart), block scales at d and block sums at s (float S or integer I, as
+// the kernel asks; dstride elements apart); token t's output for group g's
+// row r goes to out[t*ostride + 16*g + r], masked by mask for the last
+// group. gemm4 takes four tokens, gemm1 one.
+type gemmFunc func(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+// packKernels are a type's kernels over packed weights.
+type packKernels struct {
+	gemm4, gemm1 gemmFunc
+	isums        bool // s is Act.I (integer block sums), else Act.S
+}
+
+// packTable holds the packed kernels of the path in use (nil: none).
+// NewMatrix packs the matrices of the types it has.
+var packTable map[Type]*packKernels

@@ -1,0 +1,244 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// AVX-512 VNNI kernels over packed weights (pack.go): groups of 16 rows
+// whose 32-element blocks are stored as eight 64-byte chunks, chunk k
+// holding columns 4k..4k+3 of the 16 rows (4 bytes per row), then the
+// group's block scales (16 halves per block). One VPDPBUSD multiplies a
+// chunk (16 rows × 4 unsigned bytes) by 4 activation bytes broadcast to
+// every row: 64 multiply-adds whose 16 lanes are the 16 rows' partial
+// sums, so after the eight chunks of a block each lane holds its row's
+// exact block sum without any horizontal reduction.
+//
+// Every output gets the float operations of the AVX2 kernels, in the same
+// order (block by block from 0): Q8_0 acc = fma(float(S), d_w*d_a, acc),
+// Q4_0 that and then acc = fma(-8*d_w, S_a, acc) (the AVX2 kernel's
+// fma(d_w, -8*S_a, acc): the same exact product). So the results are
+// bit-identical to the AVX2 path's, alone or in batches of any size.
+//
+// Q8_0 chunks hold w+128 (VPDPBUSD's first operand is unsigned): the
+// block sum is the raw sum minus 128*Σa, Σa being the activation block's
+// integer sum (Act.I). Q4_0 chunks hold the nibbles as stored (0..15):
+// chunk j's low nibbles are columns 4j.., its high nibbles 16+4j.., and
+// the raw sum Σq*a is what the AVX2 kernel computes too.
+//
+// Registers: SI weights (advances a block), R12 the block's scales, DI the
+// first token's quants, R8/R9 one and three token strides of quants, BX
+// and DX the first token's block scale and sum, R10/R11 one and three
+// strides of those, AX the group's outputs for the first token, R13/R14
+// one and three output strides, CX blocks left, R15 groups left. Z0-Z7
+// hold a block's eight chunks (as VPDPBUSD's unsigned operand), Z8 the
+// rows' scales, Z9 the Q4_0 offset scales, Z16-Z19 the four tokens'
+// outputs, Z20-Z27 temporaries, Z30/Z31 constants.
+
+// PKARGS loads the arguments shared by the kernels:
+// func(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+#define PKARGS \
+	MOVQ  w+0(FP), SI; \
+	MOVQ  qstride+32(FP), R8; \
+	LEAQ  (R8)(R8*2), R9; \
+	MOVQ  dstride+56(FP), R10; \
+	SHLQ  $2, R10; \
+	LEAQ  (R10)(R10*2), R11; \
+	MOVQ  out+64(FP), AX; \
+	MOVQ  ostride+72(FP), R13; \
+	SHLQ  $2, R13; \
+	LEAQ  (R13)(R13*2), R14; \
+	MOVQ  groups+16(FP), R15; \
+	MOVL  $0xffff, CX; \
+	KMOVW CX, K1
+
+// PKGROUP starts a group: the token pointers back at block 0, R12 at the
+// group's scales (after nb blocks of qbytes quants), CX = nb.
+#define PKGROUP(qbytes) \
+	MOVQ  qs+24(FP), DI; \
+	MOVQ  d+40(FP), BX; \
+	MOVQ  s+48(FP), DX; \
+	MOVQ  nb+8(FP), CX; \
+	MOVQ  CX, R12; \
+	IMULQ $qbytes, R12; \
+	ADDQ  SI, R12
+
+// PKNEXT moves to the next block (qbytes of quants) and loops.
+#define PKNEXT(qbytes, loop) \
+	ADDQ $qbytes, SI; \
+	ADDQ $32, R12; \
+	ADDQ $32, DI; \
+	ADDQ $4, BX; \
+	ADDQ $4, DX; \
+	DECQ CX; \
+	JNZ  loop
+
+// PKMASK switches K1 to the caller's mask before the last group's stores.
+#define PKMASK(full) \
+	CMPQ  R15, $1; \
+	JNE   full; \
+	KMOVW mask+80(FP), K1; \
+full:
+
+// DOT8(q, y): y += the eight chunks Z0-Z7 times the activation block at q
+// (an address without displacement), 4 bytes broadcast per chunk.
+#define DOT8(q, y) \
+	VPDPBUSD.BCST 0 q, Z0, y; \
+	VPDPBUSD.BCST 4 q, Z1, y; \
+	VPDPBUSD.BCST 8 q, Z2, y; \
+	VPDPBUSD.BCST 12 q, Z3, y; \
+	VPDPBUSD.BCST 16 q, Z4, y; \
+	VPDPBUSD.BCST 20 q, Z5, y; \
+	VPDPBUSD.BCST 24 q, Z6, y; \
+	VPDPBUSD.BCST 28 q, Z7, y
+
+// Q8W loads a Q8_0 block's chunks and scales.
+#define Q8W \
+	VMOVDQU32 0(SI), Z0; \
+	VMOVDQU32 64(SI), Z1; \
+	VMOVDQU32 128(SI), Z2; \
+	VMOVDQU32 192(SI), Z3; \
+	VMOVDQU32 256(SI), Z4; \
+	VMOVDQU32 320(SI), Z5; \
+	VMOVDQU32 384(SI), Z6; \
+	VMOVDQU32 448(SI), Z7; \
+	VCVTPH2PS (R12), Z8
+
+// Q8TOK(q, dd, ss, acc, x, y): one token's block (quants at q, scale at
+// dd, integer sum at ss) into acc; x, y are clobbered.
+#define Q8TOK(q, dd, ss, acc, x, y) \
+	VPBROADCASTD ss, x; \
+	VPSLLD       $7, x, x; \
+	VPXORD       y, y, y; \
+	DOT8(q, y); \
+	VPSUBD       x, y, y; \
+	VCVTDQ2PS    y, y; \
+	VMULPS.BCST  dd, Z8, x; \
+	VFMADD231PS  x, y, acc
+
+// Q4W loads a Q4_0 block's chunks (split into nibbles) and scales, and
+// Z9 = -8*d_w.
+#define Q4W \
+	VMOVDQU32 0(SI), Z0; \
+	VMOVDQU32 64(SI), Z1; \
+	VMOVDQU32 128(SI), Z2; \
+	VMOVDQU32 192(SI), Z3; \
+	VPSRLW    $4, Z0, Z4; \
+	VPSRLW    $4, Z1, Z5; \
+	VPSRLW    $4, Z2, Z6; \
+	VPSRLW    $4, Z3, Z7; \
+	VPANDD    Z31, Z0, Z0; \
+	VPANDD    Z31, Z1, Z1; \
+	VPANDD    Z31, Z2, Z2; \
+	VPANDD    Z31, Z3, Z3; \
+	VPANDD    Z31, Z4, Z4; \
+	VPANDD    Z31, Z5, Z5; \
+	VPANDD    Z31, Z6, Z6; \
+	VPANDD    Z31, Z7, Z7; \
+	VCVTPH2PS (R12), Z8; \
+	VMULPS    Z30, Z8, Z9
+
+// Q4TOK(q, dd, ss, acc, x, y): as Q8TOK with ss the float sum S_a.
+#define Q4TOK(q, dd, ss, acc, x, y) \
+	VPXORD           y, y, y; \
+	DOT8(q, y); \
+	VCVTDQ2PS        y, y; \
+	VMULPS.BCST      dd, Z8, x; \
+	VFMADD231PS      x, y, acc; \
+	VFMADD231PS.BCST ss, Z9, acc
+
+// Q4CONST: Z31 = 0x0f bytes, Z30 = -8.0.
+#define Q4CONST \
+	MOVL         $0x0f0f0f0f, CX; \
+	VPBROADCASTD CX, Z31; \
+	MOVL         $0xc1000000, CX; \
+	VPBROADCASTD CX, Z30
+
+// PKGEMM4(W, TOK, qbytes): 16-row groups against four tokens.
+#define PKGEMM4(W, TOK, qbytes) \
+group: \
+	PKGROUP(qbytes); \
+	VPXORD Z16, Z16, Z16; \
+	VPXORD Z17, Z17, Z17; \
+	VPXORD Z18, Z18, Z18; \
+	VPXORD Z19, Z19, Z19; \
+loop: \
+	W; \
+	TOK((DI), (BX), (DX), Z16, Z20, Z21); \
+	TOK((DI)(R8*1), (BX)(R10*1), (DX)(R10*1), Z17, Z22, Z23); \
+	TOK((DI)(R8*2), (BX)(R10*2), (DX)(R10*2), Z18, Z24, Z25); \
+	TOK((DI)(R9*1), (BX)(R11*1), (DX)(R11*1), Z19, Z26, Z27); \
+	PKNEXT(qbytes, loop); \
+	MOVQ R12, SI; \
+	PKMASK(store); \
+	VMOVUPS Z16, K1, (AX); \
+	VMOVUPS Z17, K1, (AX)(R13*1); \
+	VMOVUPS Z18, K1, (AX)(R13*2); \
+	VMOVUPS Z19, K1, (AX)(R14*1); \
+	ADDQ    $64, AX; \
+	DECQ    R15; \
+	JNZ     group; \
+	VZEROUPPER; \
+	RET
+
+// PKGEMM1(W, TOK, qbytes): 16-row groups against one token. Two groups'
+// blocks are independent chains: no need for more here, where the weights
+// stream from memory.
+#define PKGEMM1(W, TOK, qbytes) \
+group: \
+	PKGROUP(qbytes); \
+	VPXORD Z16, Z16, Z16; \
+loop: \
+	W; \
+	TOK((DI), (BX), (DX), Z16, Z20, Z21); \
+	PKNEXT(qbytes, loop); \
+	MOVQ R12, SI; \
+	PKMASK(store); \
+	VMOVUPS Z16, K1, (AX); \
+	ADDQ    $64, AX; \
+	DECQ    R15; \
+	JNZ     group; \
+	VZEROUPPER; \
+	RET
+
+// func gemm4Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm4Q8_0VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	PKGEMM4(Q8W, Q8TOK, 512)
+
+// func gemm1Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm1Q8_0VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	PKGEMM1(Q8W, Q8TOK, 512)
+
+// func gemm4Q4_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm4Q4_0VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	Q4CONST
+	PKGEMM4(Q4W, Q4TOK, 256)
+
+// func gemm1Q4_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm1Q4_0VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	Q4CONST
+	PKGEMM1(Q4W, Q4TOK, 256)
+
+// func int8MulPeakVNNI(n int)
+// n rounds of 8 independent VPDPBUSD on 512-bit registers (64
+// multiply-adds each): the int8 multiply-add rate of the packed kernels'
+// instruction.
+TEXT ·int8MulPeakVNNI(SB), NOSPLIT, $0-8
+	MOVQ   n+0(FP), CX
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+
+vnniloop:
+	VPDPBUSD Z8, Z9, Z0
+	VPDPBUSD Z8, Z9, Z1
+	VPDPBUSD Z8, Z9, Z2
+	VPDPBUSD Z8, Z9, Z3
+	VPDPBUSD Z8, Z9, Z4
+	VPDPBUSD Z8, Z9, Z5
+	VPDPBUSD Z8, Z9, Z6
+	VPDPBUSD Z8, Z9, Z7
+	DECQ     CX
+	JNZ      vnniloop
+	VZEROUPPER
+	RET
