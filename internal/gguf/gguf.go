@@ -38,6 +38,10 @@ type TensorInfo struct {
 	Type   kernels.Type
 	Offset uint64 // from the start of its shard's data section
 	Data   []byte // the tensor's bytes inside the mmap; invalid after Close
+
+	// Released: the pages of Data were handed back (File.Release); they
+	// are read from the file again if Data is touched.
+	Released bool
 }
 
 // Elements returns the number of elements (1 for a tensor with no dims).

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -481,6 +482,37 @@ func openOne(path string) (*File, error) {
 }
 
 func munmap(m []byte) error { return unix.Munmap(m) }
+
+// Release hands the whole pages of tensor name's mapped bytes back to the
+// kernel (madvise MADV_DONTNEED), for a tensor whose products read a copy
+// (packed weights): they leave the process's resident memory and are read
+// from the file again only if the tensor is touched later (an embedding
+// lookup reads a row). Tensors that are not inside a mapping (a file
+// parsed from memory, tensors replaced in memory) are left alone.
+func (f *File) Release(name string) {
+	t, ok := f.Tensor(name)
+	if !ok || len(t.Data) == 0 {
+		return
+	}
+	page := uintptr(unix.Getpagesize())
+	start := uintptr(unsafe.Pointer(&t.Data[0]))
+	end := start + uintptr(len(t.Data))
+	for _, m := range f.maps {
+		if len(m) == 0 {
+			continue
+		}
+		m0 := uintptr(unsafe.Pointer(&m[0]))
+		if start < m0 || end > m0+uintptr(len(m)) {
+			continue
+		}
+		lo, hi := (start-m0+page-1)/page*page, (end-m0)/page*page
+		if lo < hi {
+			_ = unix.Madvise(m[lo:hi], unix.MADV_DONTNEED) // advice: on failure the pages just stay
+		}
+		t.Released = true
+		return
+	}
+}
 
 // splitSuffix matches a split file's name in any letter case, for naming.
 var splitSuffix = regexp.MustCompile(`(?i)^(.*)-\d{5}-of-\d{5}\.gguf$`)

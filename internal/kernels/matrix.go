@@ -42,6 +42,25 @@ func NewMatrix(t Type, rows, cols int, data []byte) (*Matrix, error) {
 	return m, nil
 }
 
+// SubRows returns a view of rows [lo,hi) of m. It keeps m's packed copy
+// when lo is a multiple of 16 (PackRows) and hi is too or is m.Rows.
+func (m *Matrix) SubRows(lo, hi int) *Matrix {
+	if lo < 0 || hi < lo || hi > m.Rows {
+		panic(fmt.Sprintf("kernels: SubRows(%d, %d) of %d rows", lo, hi, m.Rows))
+	}
+	rb := m.RowBytes()
+	s := &Matrix{Type: m.Type, Rows: hi - lo, Cols: m.Cols, Data: m.Data[lo*rb : hi*rb]}
+	if p := m.pk; p != nil && lo%packRows == 0 && (hi%packRows == 0 || hi == m.Rows) && hi > lo {
+		g0, g1 := lo/packRows, (hi+packRows-1)/packRows
+		s.pk = &packed{nb: p.nb, groups: g1 - g0, qbytes: p.qbytes, gbytes: p.gbytes, data: p.data[g0*p.gbytes : g1*p.gbytes]}
+	}
+	return s
+}
+
+// PackRows is the number of rows the packed layouts group: views of a
+// matrix (SubRows) that start on a multiple of it keep the packed copy.
+const PackRows = packRows
+
 // PackedSize returns the bytes of m's packed copy: 0 when the instruction
 // path in use when m was made reads the file's layout directly.
 func (m *Matrix) PackedSize() int {

@@ -1,6 +1,9 @@
 package kernels
 
 import (
+	"encoding/binary"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -39,10 +42,8 @@ var packFormats = map[Type]packFormat{
 	Q8_0: {512, func(q, sc []byte, r int, src []byte) {
 		copy(sc[2*r:2*r+2], src[:2])
 		for k := 0; k < 8; k++ {
-			for i := 0; i < 4; i++ {
-				// w+128: VPDPBUSD's unsigned operand.
-				q[64*k+4*r+i] = src[2+4*k+i] ^ 0x80
-			}
+			// w+128: VPDPBUSD's unsigned operand.
+			binary.LittleEndian.PutUint32(q[64*k+4*r:], binary.LittleEndian.Uint32(src[2+4*k:])^0x80808080)
 		}
 	}},
 	Q4_0: {256, func(q, sc []byte, r int, src []byte) {
@@ -77,21 +78,36 @@ func pack(m *Matrix) *packed {
 	p.data = alignedBytes(p.groups * p.gbytes)
 	rb := m.RowBytes()
 	bs := m.Type.TypeSize()
-	for g := 0; g < p.groups; g++ {
-		grp := p.data[g*p.gbytes : (g+1)*p.gbytes]
-		quants, scales := grp[:nb*f.qbytes], grp[nb*f.qbytes:]
-		for i := range quants {
-			quants[i] = packPad[m.Type]
-		}
-		for r := 0; r < packRows && g*packRows+r < m.Rows; r++ {
-			row := m.Data[(g*packRows+r)*rb:]
-			for b := 0; b < nb; b++ {
-				f.block(quants[b*f.qbytes:(b+1)*f.qbytes], scales[b*32:(b+1)*32], r, row[b*bs:(b+1)*bs])
+	// Packing reads the whole matrix (from the file's pages): spread the
+	// groups over the CPUs, a large model's load then waits on the disk.
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), max(1, p.groups/64))
+	for w := range workers {
+		wg.Go(func() {
+			for g := w * p.groups / workers; g < (w+1)*p.groups/workers; g++ {
+				packGroup(m, p, f, g, rb, bs)
 			}
-		}
+		})
 	}
+	wg.Wait()
 	packedBytes.Add(int64(len(p.data)))
 	return p
+}
+
+// packGroup fills group g of p from m's rows.
+func packGroup(m *Matrix, p *packed, f packFormat, g, rb, bs int) {
+	nb := p.nb
+	grp := p.group(g)
+	quants, scales := grp[:nb*f.qbytes], grp[nb*f.qbytes:]
+	for i := range quants {
+		quants[i] = packPad[m.Type]
+	}
+	for r := 0; r < packRows && g*packRows+r < m.Rows; r++ {
+		row := m.Data[(g*packRows+r)*rb:]
+		for b := 0; b < nb; b++ {
+			f.block(quants[b*f.qbytes:(b+1)*f.qbytes], scales[b*32:(b+1)*32], r, row[b*bs:(b+1)*bs])
+		}
+	}
 }
 
 // group returns the bytes of group g.

@@ -119,3 +119,39 @@ func TestPackedMatMul(t *testing.T) {
 		}
 	}
 }
+
+// TestSubRows: a view of rows keeps the packed copy when it starts on a
+// group, and gives the full matrix's bits for its rows either way.
+func TestSubRows(t *testing.T) {
+	if why := pathMissing("avx512"); why != "" {
+		t.Skip("path avx512:", why)
+	}
+	prev, err := setPath("avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setPath(prev)
+	r := rand.New(rand.NewPCG(32, 32))
+	const rows, cols, n = 75, 96, 5
+	tm := newTestMatrix(t, r, Q8_0, rows, cols, n)
+	full := make([]float32, n*rows)
+	MatMul(nil, full, tm.m, tm.input, n)
+	for _, c := range []struct {
+		lo, hi int
+		packed bool
+	}{{0, 16, true}, {16, 75, true}, {32, 48, true}, {64, 75, true}, {3, 16, false}, {16, 40, false}, {0, 0, false}} {
+		s := tm.m.SubRows(c.lo, c.hi)
+		if (s.pk != nil) != c.packed {
+			t.Errorf("SubRows(%d, %d): packed %v, want %v", c.lo, c.hi, s.pk != nil, c.packed)
+		}
+		got := make([]float32, n*s.Rows)
+		MatMul(nil, got, s, tm.input, n)
+		for i := 0; i < n; i++ {
+			for k := 0; k < s.Rows; k++ {
+				if got[i*s.Rows+k] != full[i*rows+c.lo+k] {
+					t.Fatalf("SubRows(%d, %d): input %d row %d = %g, full matrix %g", c.lo, c.hi, i, k, got[i*s.Rows+k], full[i*rows+c.lo+k])
+				}
+			}
+		}
+	}
+}

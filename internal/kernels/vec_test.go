@@ -72,8 +72,8 @@ func BenchmarkAttentionVec(b *testing.B) {
 }
 
 func TestBackend(t *testing.T) {
-	b := Backend()
-	if SIMD() && b != "CPU AVX2" || !SIMD() && b != "CPU Go" {
-		t.Errorf("Backend() = %q with SIMD() = %v", b, SIMD())
+	want := map[string]string{"generic": "CPU Go", "avx2": "CPU AVX2", "avx512": "CPU AVX512-VNNI"}[Path()]
+	if b := Backend(); b != want || SIMD() != (Path() != "generic") {
+		t.Errorf("Backend() = %q with SIMD() = %v on path %s", b, SIMD(), Path())
 	}
 }

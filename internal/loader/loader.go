@@ -205,6 +205,9 @@ func prefault(f *gguf.File, progress func(done, total int64)) {
 	const page = 4096
 	for i := range f.Tensors {
 		data := f.Tensors[i].Data
+		if f.Tensors[i].Released { // its products read a packed copy
+			data = nil
+		}
 		for off := 0; off < len(data); off += page {
 			sink ^= data[off]
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"mistralrs/internal/engine"
+	"mistralrs/internal/kernels"
 	"mistralrs/internal/loader"
 )
 
@@ -272,11 +273,20 @@ func (e *modelEntry) load() (string, error) {
 	if err != nil {
 		return StatusInternalError, fmt.Errorf("loading model %s: %w", e.spec.ID, err)
 	}
-	e.reg.log.Info(fmt.Sprintf("Model %s loaded in %.2fs", e.spec.ID, time.Since(start).Seconds()))
+	e.reg.log.Info(fmt.Sprintf("Model %s loaded in %.2fs%s", e.spec.ID, time.Since(start).Seconds(), packedNote(l.model)))
 	if w := l.eng.KVWarning(); w != "" {
 		e.reg.log.Warn("Model " + e.spec.ID + ": " + w)
 	}
 	return StatusLoaded, nil
+}
+
+// packedNote describes the weights a model copied into the kernels'
+// packed layout at load (the memory that costs), "" when none.
+func packedNote(m *loader.Model) string {
+	if m == nil || m.Net == nil || m.Net.Config.PackedBytes == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.1f MiB of weights repacked for the %s kernels; their file pages released)", float64(m.Net.Config.PackedBytes)/(1<<20), kernels.Path())
 }
 
 // draftError names the draft file in a failed draft load, unless the error

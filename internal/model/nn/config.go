@@ -58,6 +58,10 @@ type Config struct {
 	ExpertNorm bool
 
 	TiedOutput bool // no output.weight: logits use token_embd.weight
+	// PackedBytes is the memory of the weights copied at load into the
+	// layout of the instruction path's kernels (kernels.Matrix.PackedSize);
+	// the file's pages of those tensors are handed back (gguf.File.Release).
+	PackedBytes int64
 }
 
 // QDim is the width of the query projection (all heads).

@@ -117,10 +117,9 @@ func (m *MoE) Init() {
 			out[s] = make([][]*kernels.Matrix, len(mats))
 			for e, w := range mats {
 				n := min(1<<s, w.Rows)
-				rb := w.RowBytes()
 				for c := range n {
-					lo, hi := c*w.Rows/n, (c+1)*w.Rows/n
-					out[s][e] = append(out[s][e], &kernels.Matrix{Type: w.Type, Rows: hi - lo, Cols: w.Cols, Data: w.Data[lo*rb : hi*rb]})
+					lo, hi := chunkRows(c, n, w.Rows)
+					out[s][e] = append(out[s][e], w.SubRows(lo, hi))
 				}
 			}
 		}
@@ -311,8 +310,23 @@ func (j *moeJob) release() {
 func (j *moeJob) piece(i, nc, n int) (e, cnt, off, lo, hi int) {
 	e = int(j.p.active[i/nc])
 	cnt, off = int(j.p.count[e]), int(j.p.offset[e])
-	ch := i % nc
-	return e, cnt, off, ch * n / nc, (ch + 1) * n / nc
+	lo, hi = chunkRows(i%nc, nc, n)
+	return e, cnt, off, lo, hi
+}
+
+// chunkRows returns the rows [lo,hi) of chunk c when rows rows are cut
+// into n chunks: even shares, with their bounds on multiples of
+// kernels.PackRows when every chunk can have some, so that each chunk
+// keeps the packed copy of the weights (kernels.Matrix.SubRows).
+func chunkRows(c, n, rows int) (lo, hi int) {
+	bound := func(c int) int {
+		b := c * rows / n
+		if c < n && rows >= n*kernels.PackRows {
+			b -= b % kernels.PackRows
+		}
+		return b
+	}
+	return bound(c), bound(c + 1)
 }
 
 // gateUp computes silu(gate)·up for pieces [lo, hi): chunk [r0, r1) of

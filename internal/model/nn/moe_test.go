@@ -195,3 +195,33 @@ func TestMoEForward(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkRows: the chunks cover the rows in order without overlap, are
+// even shares, and start on multiples of kernels.PackRows when every chunk
+// can have at least that many rows.
+func TestChunkRows(t *testing.T) {
+	for _, rows := range []int{1, 7, 16, 33, 64, 100, 768, 1000} {
+		for _, n := range []int{1, 2, 4, 8, 16} {
+			if n > rows {
+				continue
+			}
+			prev := 0
+			for c := range n {
+				lo, hi := chunkRows(c, n, rows)
+				if lo != prev || hi < lo {
+					t.Fatalf("rows %d in %d: chunk %d is [%d,%d) after %d", rows, n, c, lo, hi, prev)
+				}
+				if rows >= n*kernels.PackRows && lo%kernels.PackRows != 0 {
+					t.Errorf("rows %d in %d: chunk %d starts at %d", rows, n, c, lo)
+				}
+				if d := hi - lo - rows/n; d < -kernels.PackRows || d > kernels.PackRows {
+					t.Errorf("rows %d in %d: chunk %d has %d rows", rows, n, c, hi-lo)
+				}
+				prev = hi
+			}
+			if prev != rows {
+				t.Errorf("rows %d in %d: chunks end at %d", rows, n, prev)
+			}
+		}
+	}
+}

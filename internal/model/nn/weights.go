@@ -88,6 +88,7 @@ func (l *loader) load(v reflect.Value, prefix string) error {
 			if err != nil {
 				return fmt.Errorf("%s: tensor %s: %v", l.f.Path, name, err)
 			}
+			l.packed(name, mat)
 			v.Field(i).Set(reflect.ValueOf(mat))
 		case matricesType:
 			if len(want) != 3 {
@@ -107,6 +108,7 @@ func (l *loader) load(v reflect.Value, prefix string) error {
 					return fmt.Errorf("%s: tensor %s: %v", l.f.Path, name, err)
 				}
 			}
+			l.packed(name, mats...)
 			v.Field(i).Set(reflect.ValueOf(mats))
 		case vectorType:
 			n := int(want[0])
@@ -124,6 +126,21 @@ func (l *loader) load(v reflect.Value, prefix string) error {
 		}
 	}
 	return nil
+}
+
+// packed counts the packed copies of tensor name's matrices (made by
+// NewMatrix on an instruction path that reads packed weights) and hands
+// the tensor's mapped pages back: the products read the copies, so the
+// weights are in memory once.
+func (l *loader) packed(name string, mats ...*kernels.Matrix) {
+	n := 0
+	for _, m := range mats {
+		n += m.PackedSize()
+	}
+	if n > 0 {
+		l.cfg.PackedBytes += int64(n)
+		l.f.Release(name)
+	}
 }
 
 // dims resolves a dims tag such as "embd,q" to sizes.
