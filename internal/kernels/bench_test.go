@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Benchmarks build their data on first use so that plain `go test` stays
@@ -58,7 +59,13 @@ func benchMatMul(b *testing.B, t Type, rows, cols, n, threads int) {
 	sec := b.Elapsed().Seconds()
 	b.ReportMetric(float64(len(m.Data))*float64(b.N)/sec/1e9, "GB/s")
 	b.ReportMetric(float64(n)*float64(b.N)/sec, "tok/s")
-	b.ReportMetric(float64(rows)*float64(cols)*float64(n)*float64(b.N)/sec/1e9, "GMAC/s")
+	gmac := float64(rows) * float64(cols) * float64(n) * float64(b.N) / sec / 1e9
+	b.ReportMetric(gmac, "GMAC/s")
+	if n > 1 && t.BlockSize() > 1 {
+		if c := ceiling(b, threads); c > 0 {
+			b.ReportMetric(gmac/c, "of-int8-ceiling")
+		}
+	}
 }
 
 // BenchmarkMatVec is decoding: one input row, so the speed is bound by how
@@ -159,29 +166,58 @@ func BenchmarkMemoryReadBandwidth(b *testing.B) {
 }
 
 // BenchmarkInt8MulCeiling is the most int8 multiply-adds per second the
-// cores can do with the instructions the quantized kernels use (VPMADDUBSW
-// then VPMADDWD, 16 products per pair): the compute ceiling for
-// BenchmarkMatMul64's GMAC/s, as MemoryReadBandwidth is for MatVec's GB/s.
-// On Zen 1 both instructions run on one 128-bit pipe: 8 per cycle per core.
+// cores can do with the instructions the quantized kernels of the path in
+// use run: VPMADDUBSW then VPMADDWD (16 products per pair) on the avx2
+// path, VPDPBUSD on 512-bit registers (64 products) on the avx512 path.
+// It is the compute ceiling for BenchmarkMatMul64's GMAC/s, as
+// MemoryReadBandwidth is for MatVec's GB/s (BenchmarkMatMul64 reports its
+// ratio to it). On Zen 1 both AVX2 instructions run on one 128-bit pipe:
+// 8 per cycle per core.
 func BenchmarkInt8MulCeiling(b *testing.B) {
-	if !int8MulPeak(1) {
-		b.Skip("no assembly kernels on this machine")
-	}
-	const rounds = 1 << 20 // 128 Mi multiply-adds per call
 	for _, threads := range []int{1, 2} {
-		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			p := NewPool(threads)
-			defer p.Close()
-			for i := 0; i < b.N; i++ {
-				p.For(threads, func(lo, hi int) {
-					for range hi - lo {
-						int8MulPeak(rounds)
-					}
-				})
-			}
-			b.ReportMetric(float64(threads)*rounds*128*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+		b.Run(fmt.Sprintf("%s/threads=%d", Path(), threads), func(b *testing.B) {
+			g := int8Ceiling(b, threads, b.N)
+			b.ReportMetric(g, "GMAC/s")
 		})
 	}
+}
+
+// int8Ceiling runs the ceiling loop iters times on threads threads and
+// returns its GMAC/s (skipping b where the path has no loop).
+func int8Ceiling(b *testing.B, threads, iters int) float64 {
+	const rounds = 1 << 18
+	macs := int8MulPeak(1)
+	if macs == 0 {
+		b.Skip("no assembly kernels on this path")
+	}
+	p := NewPool(threads)
+	defer p.Close()
+	start := time.Now()
+	for range iters {
+		p.For(threads, func(lo, hi int) {
+			for range hi - lo {
+				int8MulPeak(rounds)
+			}
+		})
+	}
+	return float64(threads) * rounds * float64(macs) * float64(iters) / time.Since(start).Seconds() / 1e9
+}
+
+var (
+	ceilingMu sync.Mutex
+	ceilings  = map[string]float64{}
+)
+
+// ceiling returns the int8 GMAC/s ceiling for threads threads on the path
+// in use, measured once per process.
+func ceiling(b *testing.B, threads int) float64 {
+	ceilingMu.Lock()
+	defer ceilingMu.Unlock()
+	key := fmt.Sprintf("%s/%d", Path(), threads)
+	if _, ok := ceilings[key]; !ok && int8MulPeak(1) > 0 {
+		ceilings[key] = int8Ceiling(b, threads, 20)
+	}
+	return ceilings[key]
 }
 
 // BenchmarkPoolFor is the fixed cost of one parallel loop (the model runs

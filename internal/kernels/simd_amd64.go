@@ -222,13 +222,19 @@ func f32ToF16sSIMD(dst []uint16, src []float32) int {
 // multiply-adds); BenchmarkInt8MulCeiling uses it, nothing else does.
 func int8MulPeakAVX2(n int)
 
-// int8MulPeak runs the ceiling loop and reports whether there is one.
-func int8MulPeak(n int) bool {
-	if !simdOn {
-		return false
+// int8MulPeak runs n rounds of the ceiling loop of the path in use and
+// returns the multiply-adds of a round, 0 when there is no loop: AVX2
+// VPMADDUBSW/VPMADDWD pairs (128), or on the avx512 path VPDPBUSD (512).
+func int8MulPeak(n int) int {
+	switch Path() {
+	case "avx512":
+		int8MulPeakVNNI(n)
+		return 512
+	case "avx2":
+		int8MulPeakAVX2(n)
+		return 128
 	}
-	int8MulPeakAVX2(n)
-	return true
+	return 0
 }
 
 // checkRows4 checks the output of a dot4Rows call: four rows of at least

@@ -50,7 +50,7 @@ func Axpy(alpha float32, x, y []float32) { axpyGo(alpha, x, y) }
 func Backend() string { return "CPU Go" }
 
 // int8MulPeak has no assembly loop to run here.
-func int8MulPeak(n int) bool { return false }
+func int8MulPeak(n int) int { return 0 }
 
 func f16ToF32sSIMD(dst []float32, src []uint16) int                     { return 0 }
 func f16RowsSIMD(dst []float32, src []uint16, stride, w, rows int) bool { return false }
