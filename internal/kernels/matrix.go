@@ -263,11 +263,13 @@ func (j *matmulJob) rows(lo, hi int) {
 	}
 }
 
+func cols32(cols int) int { return cols / 32 }
+
 // groups computes packed groups [lo,hi) against all inputs: four inputs
 // at a time, over tiles of groups that stay in the cache meanwhile.
 func (j *matmulJob) groups(lo, hi int) {
 	m, n, pk, k := j.m, j.n, j.m.pk, j.pk
-	nb, cols := pk.nb, m.Cols
+	nb, cols := cols32(m.Cols), m.Cols // activation blocks of 32 per row
 	tile := hi - lo
 	if n > 1 {
 		tile = max(1, tileBytes/pk.gbytes)
@@ -288,10 +290,10 @@ func (j *matmulJob) groups(lo, hi int) {
 			}
 			o := &j.out[i*m.Rows+t0*packRows]
 			if i+4 <= n {
-				k.gemm4(w, nb, t1-t0, &j.qs[i*cols], cols, &j.d[i*nb], s, nb, o, m.Rows, mask)
+				k.gemm4(w, pk.nb, t1-t0, &j.qs[i*cols], cols, &j.d[i*nb], s, nb, o, m.Rows, mask)
 				i += 4
 			} else {
-				k.gemm1(w, nb, t1-t0, &j.qs[i*cols], cols, &j.d[i*nb], s, nb, o, m.Rows, mask)
+				k.gemm1(w, pk.nb, t1-t0, &j.qs[i*cols], cols, &j.d[i*nb], s, nb, o, m.Rows, mask)
 				i++
 			}
 		}

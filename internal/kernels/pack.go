@@ -22,7 +22,8 @@ import (
 const packRows = 16
 
 // packed is a matrix in the packed layout: groups of gbytes, each nb
-// blocks of qbytes of quants then nb blocks of 16 halves (the rows' scales).
+// blocks (of the type: 32 or 256 elements) of qbytes of quants, then nb
+// blocks of the rows' scales.
 type packed struct {
 	nb, groups     int
 	qbytes, gbytes int
@@ -31,31 +32,47 @@ type packed struct {
 
 // packFormat describes the packed layout of one type.
 type packFormat struct {
-	qbytes int // quant bytes per block of 16 rows
-	// block copies one row's block (the type's bytes, scale first) into
-	// the group's chunks at q (row r's 4-byte slots) and its scale half
-	// into sc.
+	qbytes, sbytes int // quant and scale bytes per block of 16 rows
+	// block copies one row's block (the type's bytes) into the group's
+	// chunks at q (row r's 4-byte slots) and its scales into sc.
 	block func(q []byte, sc []byte, r int, src []byte)
 }
 
 var packFormats = map[Type]packFormat{
-	Q8_0: {512, func(q, sc []byte, r int, src []byte) {
+	Q8_0: {512, 32, func(q, sc []byte, r int, src []byte) {
 		copy(sc[2*r:2*r+2], src[:2])
 		for k := 0; k < 8; k++ {
 			// w+128: VPDPBUSD's unsigned operand.
 			binary.LittleEndian.PutUint32(q[64*k+4*r:], binary.LittleEndian.Uint32(src[2+4*k:])^0x80808080)
 		}
 	}},
-	Q4_0: {256, func(q, sc []byte, r int, src []byte) {
+	Q4_0: {256, 32, func(q, sc []byte, r int, src []byte) {
 		copy(sc[2*r:2*r+2], src[:2])
 		for j := 0; j < 4; j++ {
 			copy(q[64*j+4*r:64*j+4*r+4], src[2+4*j:2+4*j+4])
 		}
 	}},
+	// A Q4_K super-block: piece c (64 elements: sub-blocks 2c and 2c+1
+	// in the low and high nibbles) is 8 chunks, then the 8 sub-blocks'
+	// scales (a byte per row), their minimums, d and dmin.
+	Q4_K: {2048, 320, func(q, sc []byte, r int, src []byte) {
+		scales, mins := kScaleMins((*[12]byte)(src[4:16]))
+		for j := 0; j < 8; j++ {
+			sc[16*j+r] = byte(scales[j])
+			sc[128+16*j+r] = byte(mins[j])
+		}
+		copy(sc[256+2*r:], src[0:2])
+		copy(sc[288+2*r:], src[2:4])
+		for c := 0; c < 4; c++ {
+			for k := 0; k < 8; k++ {
+				copy(q[512*c+64*k+4*r:][:4], src[16+32*c+4*k:])
+			}
+		}
+	}},
 }
 
 // packPad is the quant byte of a padding row: weight zero.
-var packPad = map[Type]byte{Q8_0: 0x80, Q4_0: 0x88}
+var packPad = map[Type]byte{Q8_0: 0x80, Q4_0: 0x88, Q4_K: 0}
 
 // packedBytes counts the bytes of packed weights made so far (for reports:
 // PackedBytes).
@@ -72,9 +89,9 @@ func pack(m *Matrix) *packed {
 	if !ok || m.Rows == 0 {
 		return nil
 	}
-	nb := m.Cols / 32
+	nb := m.Cols / m.Type.BlockSize()
 	p := &packed{nb: nb, groups: (m.Rows + packRows - 1) / packRows, qbytes: f.qbytes}
-	p.gbytes = nb * (f.qbytes + 32)
+	p.gbytes = nb * (f.qbytes + f.sbytes)
 	p.data = alignedBytes(p.groups * p.gbytes)
 	rb := m.RowBytes()
 	bs := m.Type.TypeSize()
@@ -105,7 +122,7 @@ func packGroup(m *Matrix, p *packed, f packFormat, g, rb, bs int) {
 	for r := 0; r < packRows && g*packRows+r < m.Rows; r++ {
 		row := m.Data[(g*packRows+r)*rb:]
 		for b := 0; b < nb; b++ {
-			f.block(quants[b*f.qbytes:(b+1)*f.qbytes], scales[b*32:(b+1)*32], r, row[b*bs:(b+1)*bs])
+			f.block(quants[b*f.qbytes:(b+1)*f.qbytes], scales[b*f.sbytes:(b+1)*f.sbytes], r, row[b*bs:(b+1)*bs])
 		}
 	}
 }

@@ -23,4 +23,11 @@ func int8MulPeakVNNI(n int)
 var vnniPackKernels = map[Type]*packKernels{
 	Q8_0: {gemm4: gemm4Q8_0VNNI, gemm1: gemm1Q8_0VNNI, isums: true},
 	Q4_0: {gemm4: gemm4Q4_0VNNI, gemm1: gemm1Q4_0VNNI},
+	Q4_K: {gemm4: gemm4Q4_KVNNI, gemm1: gemm1Q4_KVNNI},
 }
+
+//go:noescape
+func gemm4Q4_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q4_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)

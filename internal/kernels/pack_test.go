@@ -6,64 +6,73 @@ import (
 	"testing"
 )
 
-// unpackRow rebuilds row r of a packed matrix in the type's own layout:
-// the inverse of packing, which the portable test checks on every machine.
-func unpackRow(t Type, p *packed, r int) []byte {
+// packedRow dequantizes row r of a packed matrix from the packed layout
+// alone: the inverse of packing, checked against Dequantize of the file's
+// row on every machine.
+func packedRow(t Type, p *packed, r, cols int) []float32 {
 	f := packFormats[t]
-	bs := t.TypeSize()
-	row := make([]byte, p.nb*bs)
-	g, rr := r/packRows, r%packRows
-	grp := p.group(g)
+	out := make([]float32, cols)
+	grp := p.group(r / packRows)
+	rr := r % packRows
 	quants, scales := grp[:p.nb*f.qbytes], grp[p.nb*f.qbytes:]
+	half := func(b []byte) float32 { return FP16ToFP32(uint16(b[0]) | uint16(b[1])<<8) }
 	for b := 0; b < p.nb; b++ {
-		q := quants[b*f.qbytes:]
-		dst := row[b*bs:]
-		copy(dst[:2], scales[b*32+2*rr:])
+		q, sc := quants[b*f.qbytes:], scales[b*f.sbytes:]
+		// byte i of column group k of this row in a 64-byte chunk.
+		at := func(chunk, i int) byte { return q[64*chunk+4*rr+i] }
 		switch t {
 		case Q8_0:
-			for k := 0; k < 8; k++ {
-				for i := 0; i < 4; i++ {
-					dst[2+4*k+i] = q[64*k+4*rr+i] ^ 0x80
-				}
+			for e := 0; e < 32; e++ {
+				out[b*32+e] = half(sc[2*rr:]) * float32(int(at(e/4, e%4))-128)
 			}
 		case Q4_0:
-			for j := 0; j < 4; j++ {
-				copy(dst[2+4*j:2+4*j+4], q[64*j+4*rr:])
+			for e := 0; e < 16; e++ {
+				v := at(e/4, e%4)
+				out[b*32+e] = half(sc[2*rr:]) * float32(int(v&15)-8)
+				out[b*32+16+e] = half(sc[2*rr:]) * float32(int(v>>4)-8)
+			}
+		case Q4_K:
+			d, dmin := half(sc[256+2*rr:]), half(sc[288+2*rr:])
+			for c := 0; c < 4; c++ {
+				for e := 0; e < 32; e++ {
+					v := at(8*c+e/4, e%4)
+					for h, nib := range []byte{v & 15, v >> 4} {
+						j := 2*c + h
+						out[b*256+64*c+32*h+e] = d*float32(sc[16*j+rr])*float32(nib) - dmin*float32(sc[128+16*j+rr])
+					}
+				}
 			}
 		}
 	}
-	return row
+	return out
 }
 
 // TestPackLayout packs matrices of every packed type and odd row counts
-// and reads each row back out of the groups; padding rows are zero
-// weights with zero scales.
+// and reads each row back out of the groups; padding rows are zero.
 func TestPackLayout(t *testing.T) {
 	r := rand.New(rand.NewPCG(30, 30))
 	for ty := range packFormats {
 		for _, rows := range []int{1, 15, 16, 17, 40} {
-			for _, cols := range []int{32, 96, 256} {
+			for _, blocks := range []int{1, 3, 8} {
+				cols := blocks * ty.BlockSize()
 				data := quantized(ty, randRow(r, rows*cols))
 				m := &Matrix{Type: ty, Rows: rows, Cols: cols, Data: data}
 				p := pack(m)
-				if p.groups != (rows+15)/16 || len(p.data) != p.groups*16*m.RowBytes() {
-					t.Fatalf("%s %dx%d: %d groups of %d bytes, want %d groups of %d", ty, rows, cols, p.groups, p.gbytes, (rows+15)/16, 16*m.RowBytes())
+				if p.groups != (rows+15)/16 || p.gbytes != blocks*(packFormats[ty].qbytes+packFormats[ty].sbytes) {
+					t.Fatalf("%s %dx%d: %d groups of %d bytes", ty, rows, cols, p.groups, p.gbytes)
 				}
-				rb := m.RowBytes()
+				want := make([]float32, rows*cols)
+				Dequantize(ty, data, want)
 				for i := 0; i < p.groups*packRows; i++ {
-					got := unpackRow(ty, p, i)
-					want := make([]byte, rb)
-					if i < rows {
-						want = data[i*rb : (i+1)*rb]
-					} else {
-						for b := 0; b < cols/32; b++ {
-							for k := 2; k < ty.TypeSize(); k++ {
-								want[b*ty.TypeSize()+k] = packPad[ty] ^ map[Type]byte{Q8_0: 0x80, Q4_0: 0}[ty]
-							}
+					got := packedRow(ty, p, i, cols)
+					for e, v := range got {
+						w := float32(0)
+						if i < rows {
+							w = want[i*cols+e]
 						}
-					}
-					if string(got) != string(want) {
-						t.Fatalf("%s %dx%d: row %d unpacks to %x, want %x", ty, rows, cols, i, got[:min(16, len(got))], want[:min(16, len(want))])
+						if v != w {
+							t.Fatalf("%s %dx%d: row %d element %d unpacks to %g, want %g", ty, rows, cols, i, e, v, w)
+						}
 					}
 				}
 			}
@@ -71,11 +80,19 @@ func TestPackLayout(t *testing.T) {
 	}
 }
 
-// TestPackedMatMul compares the packed kernels of the avx512 path with the
-// avx2 path's kernels on the file layout: the same bits for every output,
-// for token counts that use the four-token and one-token kernels, rows
-// that leave a partial group and threads that split the groups; and with
-// the float64 oracle (testMatrix.check).
+// packExact lists the packed kernels that give the AVX2 kernels' bits
+// (the same float operations in the same order); the others agree with
+// them within rounding (Q4_K: the AVX2 kernel sums its sub-blocks in
+// lanes, then across them).
+var packExact = map[Type]bool{Q8_0: true, Q4_0: true}
+
+// TestPackedMatMul checks the packed kernels of the avx512 path on token
+// counts that use the four-token and one-token kernels, rows that leave a
+// partial group and threads that split the groups: against the float64
+// oracle (testMatrix.check), against the avx2 path's kernels on the file
+// layout (the same bits where packExact says so), and batched against
+// each token alone (the same bits always: a token's result does not
+// depend on its batch).
 func TestPackedMatMul(t *testing.T) {
 	for _, name := range []string{"avx2", "avx512"} {
 		if why := pathMissing(name); why != "" {
@@ -91,8 +108,11 @@ func TestPackedMatMul(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	for ty := range vnniPackKernels {
-		for _, shape := range [][2]int{{1, 32}, {15, 64}, {16, 96}, {17, 256}, {33, 800}, {130, 768}, {256, 2048}} {
+		for _, shape := range [][2]int{{1, 32}, {15, 64}, {16, 96}, {17, 256}, {33, 800}, {130, 768}, {256, 2048}, {40, 1280}} {
 			rows, cols := shape[0], shape[1]
+			if cols%ty.BlockSize() != 0 {
+				continue
+			}
 			for _, n := range []int{1, 2, 3, 4, 5, 8, 13, 64} {
 				setPath("avx512")
 				tm := newTestMatrix(t, r, ty, rows, cols, n)
@@ -101,6 +121,10 @@ func TestPackedMatMul(t *testing.T) {
 				}
 				tm.reference(n)
 				what := fmt.Sprintf("%s %dx%d n=%d", ty, rows, cols, n)
+				alone := make([]float32, n*rows)
+				for i := 0; i < n; i++ {
+					MatMul(nil, alone[i*rows:(i+1)*rows], tm.m, tm.input[i*cols:(i+1)*cols], 1)
+				}
 				for _, pool := range []*Pool{nil, p} {
 					setPath("avx512")
 					got := make([]float32, n*rows+7)
@@ -109,9 +133,15 @@ func TestPackedMatMul(t *testing.T) {
 					want := make([]float32, n*rows+7)
 					MatMul(pool, want, tm.m, tm.input, n)
 					for k := range got {
-						if got[k] != want[k] {
+						if k < n*rows && got[k] != alone[k] {
+							t.Fatalf("%s: out[%d] = %g in the batch, %g alone", what, k, got[k], alone[k])
+						}
+						if packExact[ty] && got[k] != want[k] {
 							t.Fatalf("%s: out[%d] = %g (packed), %g (avx2)", what, k, got[k], want[k])
 						}
+					}
+					if got[n*rows] != 0 {
+						t.Fatalf("%s: wrote past its output", what)
 					}
 					tm.check(t, got[:n*rows], n, what)
 				}

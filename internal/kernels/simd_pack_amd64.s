@@ -60,13 +60,14 @@
 	IMULQ $qbytes, R12; \
 	ADDQ  SI, R12
 
-// PKNEXT moves to the next block (qbytes of quants) and loops.
-#define PKNEXT(qbytes, loop) \
+// PKNEXT moves to the next block (qbytes of quants, sbytes of scales,
+// 32*asub activation quants, asub activation scales) and loops.
+#define PKNEXT(qbytes, sbytes, asub, loop) \
 	ADDQ $qbytes, SI; \
-	ADDQ $32, R12; \
-	ADDQ $32, DI; \
-	ADDQ $4, BX; \
-	ADDQ $4, DX; \
+	ADDQ $sbytes, R12; \
+	ADDQ $(32*asub), DI; \
+	ADDQ $(4*asub), BX; \
+	ADDQ $(4*asub), DX; \
 	DECQ CX; \
 	JNZ  loop
 
@@ -151,7 +152,8 @@ full:
 	MOVL         $0xc1000000, CX; \
 	VPBROADCASTD CX, Z30
 
-// PKGEMM4(W, TOK, qbytes): 16-row groups against four tokens.
+// PKGEMM4(W, TOK, qbytes): 16-row groups against four tokens, blocks of
+// 32 (W loads a block, TOK multiplies it with a token's).
 #define PKGEMM4(W, TOK, qbytes) \
 group: \
 	PKGROUP(qbytes); \
@@ -165,7 +167,7 @@ loop: \
 	TOK((DI)(R8*1), (BX)(R10*1), (DX)(R10*1), Z17, Z22, Z23); \
 	TOK((DI)(R8*2), (BX)(R10*2), (DX)(R10*2), Z18, Z24, Z25); \
 	TOK((DI)(R9*1), (BX)(R11*1), (DX)(R11*1), Z19, Z26, Z27); \
-	PKNEXT(qbytes, loop); \
+	PKNEXT(qbytes, 32, 1, loop); \
 	MOVQ R12, SI; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
@@ -188,7 +190,7 @@ group: \
 loop: \
 	W; \
 	TOK((DI), (BX), (DX), Z16, Z20, Z21); \
-	PKNEXT(qbytes, loop); \
+	PKNEXT(qbytes, 32, 1, loop); \
 	MOVQ R12, SI; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
@@ -197,6 +199,166 @@ loop: \
 	JNZ     group; \
 	VZEROUPPER; \
 	RET
+
+// Q4_K: a super-block of 256 is 8 sub-blocks of 32 with a 6-bit scale
+// and minimum each. The group's super-block is 4 pieces of 8 chunks
+// (piece c: bytes 32c.. of the 16 rows' quants, whose low nibbles are
+// sub-block 2c and high nibbles 2c+1), then its scales: the 8 sub-blocks'
+// scale bytes (16 rows each), their minimum bytes, the rows' d and dmin
+// halves (320 bytes). Per sub-block j and token: acc = fma(float(S),
+// d*sc_j*d_a, acc), then acc -= dmin*m_j*S_a with S_a = d_a*Σa of the
+// activation block (Act.S), as the AVX2 kernel computes them per lane
+// (its sub-block sums then meet in a horizontal sum: the results agree
+// within rounding, not bit for bit).
+
+// KSC(j): Z8 = d*sc_j, Z9 = dmin*m_j for the 16 rows (Z28 = d, Z29 = dmin).
+#define KSC(j) \
+	VPMOVZXBD (16*j)(R12), Z8; \
+	VPMOVZXBD (128+16*j)(R12), Z9; \
+	VCVTDQ2PS Z8, Z8; \
+	VCVTDQ2PS Z9, Z9; \
+	VMULPS    Z28, Z8, Z8; \
+	VMULPS    Z29, Z9, Z9
+
+// KLO(c), KHI(c): Z0-Z7 = the low (high) nibbles of piece c's chunks.
+#define KLO(c) \
+	VMOVDQU32 (512*c)(SI), Z0; \
+	VMOVDQU32 (512*c+64)(SI), Z1; \
+	VMOVDQU32 (512*c+128)(SI), Z2; \
+	VMOVDQU32 (512*c+192)(SI), Z3; \
+	VMOVDQU32 (512*c+256)(SI), Z4; \
+	VMOVDQU32 (512*c+320)(SI), Z5; \
+	VMOVDQU32 (512*c+384)(SI), Z6; \
+	VMOVDQU32 (512*c+448)(SI), Z7; \
+	KAND
+
+#define KHI(c) \
+	VMOVDQU32 (512*c)(SI), Z0; \
+	VMOVDQU32 (512*c+64)(SI), Z1; \
+	VMOVDQU32 (512*c+128)(SI), Z2; \
+	VMOVDQU32 (512*c+192)(SI), Z3; \
+	VMOVDQU32 (512*c+256)(SI), Z4; \
+	VMOVDQU32 (512*c+320)(SI), Z5; \
+	VMOVDQU32 (512*c+384)(SI), Z6; \
+	VMOVDQU32 (512*c+448)(SI), Z7; \
+	VPSRLW    $4, Z0, Z0; \
+	VPSRLW    $4, Z1, Z1; \
+	VPSRLW    $4, Z2, Z2; \
+	VPSRLW    $4, Z3, Z3; \
+	VPSRLW    $4, Z4, Z4; \
+	VPSRLW    $4, Z5, Z5; \
+	VPSRLW    $4, Z6, Z6; \
+	VPSRLW    $4, Z7, Z7; \
+	KAND
+
+#define KAND \
+	VPANDD Z31, Z0, Z0; \
+	VPANDD Z31, Z1, Z1; \
+	VPANDD Z31, Z2, Z2; \
+	VPANDD Z31, Z3, Z3; \
+	VPANDD Z31, Z4, Z4; \
+	VPANDD Z31, Z5, Z5; \
+	VPANDD Z31, Z6, Z6; \
+	VPANDD Z31, Z7, Z7
+
+// DOT8K(j, q, y): DOT8 on sub-block j of the token's super-block at q.
+#define DOT8K(j, q, y) \
+	VPDPBUSD.BCST (32*j) q, Z0, y; \
+	VPDPBUSD.BCST (32*j+4) q, Z1, y; \
+	VPDPBUSD.BCST (32*j+8) q, Z2, y; \
+	VPDPBUSD.BCST (32*j+12) q, Z3, y; \
+	VPDPBUSD.BCST (32*j+16) q, Z4, y; \
+	VPDPBUSD.BCST (32*j+20) q, Z5, y; \
+	VPDPBUSD.BCST (32*j+24) q, Z6, y; \
+	VPDPBUSD.BCST (32*j+28) q, Z7, y
+
+// KTOK(j, q, dd, ss, acc, x, y): sub-block j of one token into acc.
+#define KTOK(j, q, dd, ss, acc, x, y) \
+	VPXORD            y, y, y; \
+	DOT8K(j, q, y); \
+	VCVTDQ2PS         y, y; \
+	VMULPS.BCST       (4*j) dd, Z8, x; \
+	VFMADD231PS       x, y, acc; \
+	VFNMADD231PS.BCST (4*j) ss, Z9, acc
+
+#define KTOK4(j) \
+	KTOK(j, (DI), (BX), (DX), Z16, Z20, Z21); \
+	KTOK(j, (DI)(R8*1), (BX)(R10*1), (DX)(R10*1), Z17, Z22, Z23); \
+	KTOK(j, (DI)(R8*2), (BX)(R10*2), (DX)(R10*2), Z18, Z24, Z25); \
+	KTOK(j, (DI)(R9*1), (BX)(R11*1), (DX)(R11*1), Z19, Z26, Z27)
+
+#define KTOK1(j) \
+	KTOK(j, (DI), (BX), (DX), Z16, Z20, Z21)
+
+// Q4KSB(TOKS): one super-block against the tokens TOKS multiplies.
+#define Q4KSB(TOKS) \
+	VCVTPH2PS 256(R12), Z28; \
+	VCVTPH2PS 288(R12), Z29; \
+	KLO(0); KSC(0); TOKS(0); \
+	KHI(0); KSC(1); TOKS(1); \
+	KLO(1); KSC(2); TOKS(2); \
+	KHI(1); KSC(3); TOKS(3); \
+	KLO(2); KSC(4); TOKS(4); \
+	KHI(2); KSC(5); TOKS(5); \
+	KLO(3); KSC(6); TOKS(6); \
+	KHI(3); KSC(7); TOKS(7)
+
+// PKGEMMK4(SB, qbytes, sbytes), PKGEMMK1: the group loops over
+// super-blocks of 256 (8 activation blocks each).
+#define PKGEMMK4(SB, qbytes, sbytes) \
+group: \
+	PKGROUP(qbytes); \
+	VPXORD Z16, Z16, Z16; \
+	VPXORD Z17, Z17, Z17; \
+	VPXORD Z18, Z18, Z18; \
+	VPXORD Z19, Z19, Z19; \
+loop: \
+	SB(KTOK4); \
+	PKNEXT(qbytes, sbytes, 8, loop); \
+	MOVQ R12, SI; \
+	PKMASK(store); \
+	VMOVUPS Z16, K1, (AX); \
+	VMOVUPS Z17, K1, (AX)(R13*1); \
+	VMOVUPS Z18, K1, (AX)(R13*2); \
+	VMOVUPS Z19, K1, (AX)(R14*1); \
+	ADDQ    $64, AX; \
+	DECQ    R15; \
+	JNZ     group; \
+	VZEROUPPER; \
+	RET
+
+#define PKGEMMK1(SB, qbytes, sbytes) \
+group: \
+	PKGROUP(qbytes); \
+	VPXORD Z16, Z16, Z16; \
+loop: \
+	SB(KTOK1); \
+	PKNEXT(qbytes, sbytes, 8, loop); \
+	MOVQ R12, SI; \
+	PKMASK(store); \
+	VMOVUPS Z16, K1, (AX); \
+	ADDQ    $64, AX; \
+	DECQ    R15; \
+	JNZ     group; \
+	VZEROUPPER; \
+	RET
+
+// KCONST: Z31 = 0x0f bytes.
+#define KCONST \
+	MOVL         $0x0f0f0f0f, CX; \
+	VPBROADCASTD CX, Z31
+
+// func gemm4Q4_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm4Q4_KVNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	KCONST
+	PKGEMMK4(Q4KSB, 2048, 320)
+
+// func gemm1Q4_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm1Q4_KVNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	KCONST
+	PKGEMMK1(Q4KSB, 2048, 320)
 
 // func gemm4Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q8_0VNNI(SB), NOSPLIT, $0-88
