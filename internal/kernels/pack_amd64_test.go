@@ -1,0 +1,115 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// packExact lists the packed kernels that give the AVX2 kernels' bits
+// (the same float operations in the same order); the others agree with
+// them within rounding (Q4_K: the AVX2 kernel sums its sub-blocks in
+// lanes, then across them).
+var packExact = map[Type]bool{Q8_0: true, Q4_0: true}
+
+// TestPackedMatMul checks the packed kernels of the avx512 path on token
+// counts that use the four-token and one-token kernels, rows that leave a
+// partial group and threads that split the groups: against the float64
+// oracle (testMatrix.check), against the avx2 path's kernels on the file
+// layout (the same bits where packExact says so), and batched against
+// each token alone (the same bits always: a token's result does not
+// depend on its batch).
+func TestPackedMatMul(t *testing.T) {
+	for _, name := range []string{"avx2", "avx512"} {
+		if why := pathMissing(name); why != "" {
+			t.Skipf("path %s: %s", name, why)
+		}
+	}
+	prev, err := setPath("avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setPath(prev)
+	r := rand.New(rand.NewPCG(31, 31))
+	p := NewPool(2)
+	defer p.Close()
+	for ty := range vnniPackKernels {
+		for _, shape := range [][2]int{{1, 32}, {15, 64}, {16, 96}, {17, 256}, {33, 800}, {130, 768}, {256, 2048}, {40, 1280}} {
+			rows, cols := shape[0], shape[1]
+			if cols%ty.BlockSize() != 0 {
+				continue
+			}
+			for _, n := range []int{1, 2, 3, 4, 5, 8, 13, 64} {
+				setPath("avx512")
+				tm := newTestMatrix(t, r, ty, rows, cols, n)
+				if tm.m.pk == nil {
+					t.Fatalf("%s: NewMatrix on the avx512 path did not pack", ty)
+				}
+				tm.reference(n)
+				what := fmt.Sprintf("%s %dx%d n=%d", ty, rows, cols, n)
+				alone := make([]float32, n*rows)
+				for i := 0; i < n; i++ {
+					MatMul(nil, alone[i*rows:(i+1)*rows], tm.m, tm.input[i*cols:(i+1)*cols], 1)
+				}
+				for _, pool := range []*Pool{nil, p} {
+					setPath("avx512")
+					got := make([]float32, n*rows+7)
+					MatMul(pool, got, tm.m, tm.input, n)
+					setPath("avx2")
+					want := make([]float32, n*rows+7)
+					MatMul(pool, want, tm.m, tm.input, n)
+					for k := range got {
+						if k < n*rows && got[k] != alone[k] {
+							t.Fatalf("%s: out[%d] = %g in the batch, %g alone", what, k, got[k], alone[k])
+						}
+						if packExact[ty] && got[k] != want[k] {
+							t.Fatalf("%s: out[%d] = %g (packed), %g (avx2)", what, k, got[k], want[k])
+						}
+					}
+					if got[n*rows] != 0 {
+						t.Fatalf("%s: wrote past its output", what)
+					}
+					tm.check(t, got[:n*rows], n, what)
+				}
+			}
+		}
+	}
+}
+
+// TestSubRows: a view of rows keeps the packed copy when it starts on a
+// group, and gives the full matrix's bits for its rows either way.
+func TestSubRows(t *testing.T) {
+	if why := pathMissing("avx512"); why != "" {
+		t.Skip("path avx512:", why)
+	}
+	prev, err := setPath("avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setPath(prev)
+	r := rand.New(rand.NewPCG(32, 32))
+	const rows, cols, n = 75, 96, 5
+	tm := newTestMatrix(t, r, Q8_0, rows, cols, n)
+	full := make([]float32, n*rows)
+	MatMul(nil, full, tm.m, tm.input, n)
+	for _, c := range []struct {
+		lo, hi int
+		packed bool
+	}{{0, 16, true}, {16, 75, true}, {32, 48, true}, {64, 75, true}, {3, 16, false}, {16, 40, false}, {0, 0, false}} {
+		s := tm.m.SubRows(c.lo, c.hi)
+		if (s.pk != nil) != c.packed {
+			t.Errorf("SubRows(%d, %d): packed %v, want %v", c.lo, c.hi, s.pk != nil, c.packed)
+		}
+		got := make([]float32, n*s.Rows)
+		MatMul(nil, got, s, tm.input, n)
+		for i := 0; i < n; i++ {
+			for k := 0; k < s.Rows; k++ {
+				if got[i*s.Rows+k] != full[i*rows+c.lo+k] {
+					t.Fatalf("SubRows(%d, %d): input %d row %d = %g, full matrix %g", c.lo, c.hi, i, k, got[i*s.Rows+k], full[i*rows+c.lo+k])
+				}
+			}
+		}
+	}
+}
