@@ -11,22 +11,7 @@ type Act struct {
 	D  []float32 // per block of 32: scale
 	S  []float32 // per block of 32: D[b] * Σ Qs in the block (for types with minimums)
 	B  []int16   // per 16 quants: Σ Qs, for kernels that ask for it (typeKernels.sums16)
-	I  []int32   // per block of 32: Σ Qs, for the packed kernels that ask for it (packKernels.isums)
-}
-
-// actSums32 fills a.I (already sized) from a.Qs.
-func actSums32(a *Act) {
-	for b := range a.I {
-		q := (*[32]int8)(a.Qs[b*32:])
-		var s0, s1, s2, s3 int32
-		for j := 0; j < 32; j += 4 {
-			s0 += int32(q[j])
-			s1 += int32(q[j+1])
-			s2 += int32(q[j+2])
-			s3 += int32(q[j+3])
-		}
-		a.I[b] = (s0 + s1) + (s2 + s3)
-	}
+	I  []int32   // integer sums of Qs for the packed kernels that ask for them (packKernels.sums)
 }
 
 // actSums16 fills a.B from a.Qs.
@@ -43,6 +28,24 @@ func actSums16(a *Act) {
 			s += int16(v)
 		}
 		a.B[g] = s
+	}
+}
+
+// actSums fills a.I (already sized: len(a.Qs)/per values) with the sums of
+// each run of per quants (16 or 32) times mul: the offset correction a
+// packed kernel subtracts from its raw integer sums (Q8_0: 128 per block of
+// 32, Q6_K: 32 per 16).
+func actSums(a *Act, per int, mul int32) {
+	for g := range a.I {
+		var s0, s1, s2, s3 int32
+		for j := g * per; j < (g+1)*per; j += 4 {
+			q := (*[4]int8)(a.Qs[j:])
+			s0 += int32(q[0])
+			s1 += int32(q[1])
+			s2 += int32(q[2])
+			s3 += int32(q[3])
+		}
+		a.I[g] = mul * ((s0 + s1) + (s2 + s3))
 	}
 }
 

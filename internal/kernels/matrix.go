@@ -155,8 +155,10 @@ func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
 		j.qs = growInt8(j.qs, n*cols)
 		j.d = growF32(j.d, n*nb)
 		j.s = growF32(j.s, n*nb)
-		if j.pk != nil && j.pk.isums {
-			j.is = growInt32(j.is, n*nb)
+		ni := 0 // integer sums per input row
+		if j.pk != nil && j.pk.sumsPer > 0 {
+			ni = cols / j.pk.sumsPer
+			j.is = growInt32(j.is, n*ni)
 		}
 		for i := range j.acts {
 			// Full slice expressions keep each row inside its own share.
@@ -166,8 +168,8 @@ func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
 			a.D = j.d[i*nb : (i+1)*nb : (i+1)*nb]
 			a.S = j.s[i*nb : (i+1)*nb : (i+1)*nb]
 			a.I = nil
-			if j.pk != nil && j.pk.isums {
-				a.I = j.is[i*nb : (i+1)*nb : (i+1)*nb]
+			if ni > 0 {
+				a.I = j.is[i*ni : (i+1)*ni : (i+1)*ni]
 			}
 		}
 		if n >= 8 {
@@ -207,7 +209,7 @@ func (j *matmulJob) quantize(lo, hi int) {
 			actSums16(&j.acts[i])
 		}
 		if j.acts[i].I != nil {
-			actSums32(&j.acts[i])
+			actSums(&j.acts[i], j.pk.sumsPer, j.pk.sumsMul)
 		}
 	}
 }
@@ -283,8 +285,8 @@ func (j *matmulJob) groups(lo, hi int) {
 		}
 		w := &pk.data[t0*pk.gbytes]
 		for i := 0; i < n; {
-			if k.isums {
-				s = unsafe.Pointer(&j.is[i*nb])
+			if k.sumsPer > 0 {
+				s = unsafe.Pointer(&j.is[i*cols/k.sumsPer])
 			} else {
 				s = unsafe.Pointer(&j.s[i*nb])
 			}

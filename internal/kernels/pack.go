@@ -52,27 +52,62 @@ var packFormats = map[Type]packFormat{
 			copy(q[64*j+4*r:64*j+4*r+4], src[2+4*j:2+4*j+4])
 		}
 	}},
-	// A Q4_K super-block: piece c (64 elements: sub-blocks 2c and 2c+1
-	// in the low and high nibbles) is 8 chunks, then the 8 sub-blocks'
-	// scales (a byte per row), their minimums, d and dmin.
-	Q4_K: {2048, 320, func(q, sc []byte, r int, src []byte) {
-		scales, mins := kScaleMins((*[12]byte)(src[4:16]))
-		for j := 0; j < 8; j++ {
-			sc[16*j+r] = byte(scales[j])
-			sc[128+16*j+r] = byte(mins[j])
+	Q4_K: {2048, 320, packQ4_K},
+	// Q5_K: Q4_K's layout with the qh bytes as one more piece.
+	Q5_K: {2560, 320, func(q, sc []byte, r int, src []byte) {
+		packKScales(sc, r, src)
+		packNibbles(q, r, src[48:])
+		for k := 0; k < 8; k++ {
+			copy(q[2048+64*k+4*r:][:4], src[16+4*k:])
 		}
-		copy(sc[256+2*r:], src[0:2])
-		copy(sc[288+2*r:], src[2:4])
-		for c := 0; c < 4; c++ {
+	}},
+	// Q6_K: the ql bytes as 4 pieces (low nibbles of piece 2h+s are block
+	// 4h+s, high nibbles block 4h+s+2), the qh bytes as 2 pieces, then
+	// the 16 scales (a byte per row) and d.
+	Q6_K: {3072, 288, func(q, sc []byte, r int, src []byte) {
+		for p := 0; p < 6; p++ { // ql at 0..127, qh at 128..191
 			for k := 0; k < 8; k++ {
-				copy(q[512*c+64*k+4*r:][:4], src[16+32*c+4*k:])
+				copy(q[512*p+64*k+4*r:][:4], src[32*p+4*k:])
 			}
 		}
+		for j := 0; j < 16; j++ {
+			sc[16*j+r] = src[192+j]
+		}
+		copy(sc[256+2*r:], src[208:210])
 	}},
 }
 
+// A Q4_K super-block: piece c (64 elements: sub-blocks 2c and 2c+1 in the
+// low and high nibbles) is 8 chunks, then the 8 sub-blocks' scales (a byte
+// per row), their minimums, d and dmin.
+func packQ4_K(q, sc []byte, r int, src []byte) {
+	packKScales(sc, r, src)
+	packNibbles(q, r, src[16:])
+}
+
+// packKScales writes the scales of a Q4_K/Q5_K super-block.
+func packKScales(sc []byte, r int, src []byte) {
+	scales, mins := kScaleMins((*[12]byte)(src[4:16]))
+	for j := 0; j < 8; j++ {
+		sc[16*j+r] = byte(scales[j])
+		sc[128+16*j+r] = byte(mins[j])
+	}
+	copy(sc[256+2*r:], src[0:2])
+	copy(sc[288+2*r:], src[2:4])
+}
+
+// packNibbles writes the 128 nibble bytes at qs as 4 pieces of 8 chunks.
+func packNibbles(q []byte, r int, qs []byte) {
+	for c := 0; c < 4; c++ {
+		for k := 0; k < 8; k++ {
+			copy(q[512*c+64*k+4*r:][:4], qs[32*c+4*k:])
+		}
+	}
+}
+
+
 // packPad is the quant byte of a padding row: weight zero.
-var packPad = map[Type]byte{Q8_0: 0x80, Q4_0: 0x88, Q4_K: 0}
+var packPad = map[Type]byte{Q8_0: 0x80, Q4_0: 0x88}
 
 // packedBytes counts the bytes of packed weights made so far (for reports:
 // PackedBytes).
@@ -149,7 +184,10 @@ type gemmFunc func(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s
 // packKernels are a type's kernels over packed weights.
 type packKernels struct {
 	gemm4, gemm1 gemmFunc
-	isums        bool // s is Act.I (integer block sums), else Act.S
+	// s is Act.I, sums of runs of sumsPer quants times sumsMul (actSums),
+	// when sumsPer > 0; else Act.S.
+	sumsPer int
+	sumsMul int32
 }
 
 // packTable holds the packed kernels of the path in use (nil: none).

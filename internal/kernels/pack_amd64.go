@@ -21,9 +21,11 @@ func int8MulPeakVNNI(n int)
 
 // vnniPackKernels are the avx512 path's kernels over packed weights.
 var vnniPackKernels = map[Type]*packKernels{
-	Q8_0: {gemm4: gemm4Q8_0VNNI, gemm1: gemm1Q8_0VNNI, isums: true},
+	Q8_0: {gemm4: gemm4Q8_0VNNI, gemm1: gemm1Q8_0VNNI, sumsPer: 32, sumsMul: 128},
 	Q4_0: {gemm4: gemm4Q4_0VNNI, gemm1: gemm1Q4_0VNNI},
 	Q4_K: {gemm4: gemm4Q4_KVNNI, gemm1: gemm1Q4_KVNNI},
+	Q5_K: {gemm4: gemm4Q5_KVNNI, gemm1: gemm1Q5_KVNNI},
+	Q6_K: {gemm4: gemm4Q6_KVNNI, gemm1: gemm1Q6_KVNNI, sumsPer: 16, sumsMul: 32},
 }
 
 //go:noescape
@@ -31,3 +33,15 @@ func gemm4Q4_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s
 
 //go:noescape
 func gemm1Q4_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q5_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q5_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q6_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q6_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)

@@ -30,16 +30,32 @@ func packedRow(t Type, p *packed, r, cols int) []float32 {
 				out[b*32+e] = half(sc[2*rr:]) * float32(int(v&15)-8)
 				out[b*32+16+e] = half(sc[2*rr:]) * float32(int(v>>4)-8)
 			}
-		case Q4_K:
+		case Q4_K, Q5_K:
 			d, dmin := half(sc[256+2*rr:]), half(sc[288+2*rr:])
 			for c := 0; c < 4; c++ {
 				for e := 0; e < 32; e++ {
 					v := at(8*c+e/4, e%4)
 					for h, nib := range []byte{v & 15, v >> 4} {
 						j := 2*c + h
+						if t == Q5_K {
+							nib |= (at(32+e/4, e%4) >> j & 1) << 4
+						}
 						out[b*256+64*c+32*h+e] = d*float32(sc[16*j+rr])*float32(nib) - dmin*float32(sc[128+16*j+rr])
 					}
 				}
+			}
+		case Q6_K:
+			d := half(sc[256+2*rr:])
+			for e := 0; e < 256; e++ {
+				blk, l := e/32, e%32 // block 4h+q
+				h, qq := blk/4, blk%4
+				v := at(8*(2*h+qq%2)+l/4, l%4)
+				if qq >= 2 {
+					v >>= 4
+				}
+				hb := at(8*(4+h)+l/4, l%4) >> (2 * qq) & 3
+				u := int(v&15 | hb<<4)
+				out[b*256+e] = d * (float32(int8(sc[16*(e/16)+rr])) * float32(u-32))
 			}
 		}
 	}

@@ -18,8 +18,8 @@
 // bit-identical to the AVX2 path's, alone or in batches of any size.
 //
 // Q8_0 chunks hold w+128 (VPDPBUSD's first operand is unsigned): the
-// block sum is the raw sum minus 128*Σa, Σa being the activation block's
-// integer sum (Act.I). Q4_0 chunks hold the nibbles as stored (0..15):
+// block sum is the raw sum minus 128*Σa (Act.I holds 128*Σa per block of
+// the activations). Q4_0 chunks hold the nibbles as stored (0..15):
 // chunk j's low nibbles are columns 4j.., its high nibbles 16+4j.., and
 // the raw sum Σq*a is what the AVX2 kernel computes too.
 //
@@ -61,13 +61,14 @@
 	ADDQ  SI, R12
 
 // PKNEXT moves to the next block (qbytes of quants, sbytes of scales,
-// 32*asub activation quants, asub activation scales) and loops.
-#define PKNEXT(qbytes, sbytes, asub, loop) \
+// 32*asub activation quants, asub activation scales, sbytes of
+// activation sums) and loops.
+#define PKNEXT(qbytes, sbytes, asub, abytes, loop) \
 	ADDQ $qbytes, SI; \
 	ADDQ $sbytes, R12; \
 	ADDQ $(32*asub), DI; \
 	ADDQ $(4*asub), BX; \
-	ADDQ $(4*asub), DX; \
+	ADDQ $abytes, DX; \
 	DECQ CX; \
 	JNZ  loop
 
@@ -103,13 +104,11 @@ full:
 	VCVTPH2PS (R12), Z8
 
 // Q8TOK(q, dd, ss, acc, x, y): one token's block (quants at q, scale at
-// dd, integer sum at ss) into acc; x, y are clobbered.
+// dd, 128*Σa at ss) into acc; x, y are clobbered.
 #define Q8TOK(q, dd, ss, acc, x, y) \
-	VPBROADCASTD ss, x; \
-	VPSLLD       $7, x, x; \
 	VPXORD       y, y, y; \
 	DOT8(q, y); \
-	VPSUBD       x, y, y; \
+	VPSUBD.BCST  ss, y, y; \
 	VCVTDQ2PS    y, y; \
 	VMULPS.BCST  dd, Z8, x; \
 	VFMADD231PS  x, y, acc
@@ -167,7 +166,7 @@ loop: \
 	TOK((DI)(R8*1), (BX)(R10*1), (DX)(R10*1), Z17, Z22, Z23); \
 	TOK((DI)(R8*2), (BX)(R10*2), (DX)(R10*2), Z18, Z24, Z25); \
 	TOK((DI)(R9*1), (BX)(R11*1), (DX)(R11*1), Z19, Z26, Z27); \
-	PKNEXT(qbytes, 32, 1, loop); \
+	PKNEXT(qbytes, 32, 1, 4, loop); \
 	MOVQ R12, SI; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
@@ -190,7 +189,7 @@ group: \
 loop: \
 	W; \
 	TOK((DI), (BX), (DX), Z16, Z20, Z21); \
-	PKNEXT(qbytes, 32, 1, loop); \
+	PKNEXT(qbytes, 32, 1, 4, loop); \
 	MOVQ R12, SI; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
@@ -303,9 +302,10 @@ loop: \
 	KLO(3); KSC(6); TOKS(6); \
 	KHI(3); KSC(7); TOKS(7)
 
-// PKGEMMK4(SB, qbytes, sbytes), PKGEMMK1: the group loops over
-// super-blocks of 256 (8 activation blocks each).
-#define PKGEMMK4(SB, qbytes, sbytes) \
+// PKGEMMK4(SB, TOKS, qbytes, sbytes, abytes), PKGEMMK1: the group loops
+// over super-blocks of 256 (8 activation blocks, abytes of activation
+// sums): SB(TOKS) does one.
+#define PKGEMMK4(SB, TOKS, qbytes, sbytes, abytes) \
 group: \
 	PKGROUP(qbytes); \
 	VPXORD Z16, Z16, Z16; \
@@ -313,8 +313,8 @@ group: \
 	VPXORD Z18, Z18, Z18; \
 	VPXORD Z19, Z19, Z19; \
 loop: \
-	SB(KTOK4); \
-	PKNEXT(qbytes, sbytes, 8, loop); \
+	SB(TOKS); \
+	PKNEXT(qbytes, sbytes, 8, abytes, loop); \
 	MOVQ R12, SI; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
@@ -327,13 +327,13 @@ loop: \
 	VZEROUPPER; \
 	RET
 
-#define PKGEMMK1(SB, qbytes, sbytes) \
+#define PKGEMMK1(SB, TOKS, qbytes, sbytes, abytes) \
 group: \
 	PKGROUP(qbytes); \
 	VPXORD Z16, Z16, Z16; \
 loop: \
-	SB(KTOK1); \
-	PKNEXT(qbytes, sbytes, 8, loop); \
+	SB(TOKS); \
+	PKNEXT(qbytes, sbytes, 8, abytes, loop); \
 	MOVQ R12, SI; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
@@ -352,13 +352,173 @@ loop: \
 TEXT ·gemm4Q4_KVNNI(SB), NOSPLIT, $0-88
 	PKARGS
 	KCONST
-	PKGEMMK4(Q4KSB, 2048, 320)
+	PKGEMMK4(Q4KSB, KTOK4, 2048, 320, 32)
 
 // func gemm1Q4_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm1Q4_KVNNI(SB), NOSPLIT, $0-88
 	PKARGS
 	KCONST
-	PKGEMMK1(Q4KSB, 2048, 320)
+	PKGEMMK1(Q4KSB, KTOK1, 2048, 320, 32)
+
+// Q5_K: Q4_K with a fifth bit per quant: after the 4 pieces (2048 bytes)
+// one more of 8 chunks holds the qh bytes of the 16 rows (bit j of qh[l]
+// is sub-block j's fifth bit of element l), then the scales as Q4_K's.
+// Sub-block j's quants are its nibbles (Z0-Z7 from KLO/KHI) with bit j of
+// the qh chunks moved to bit 4 (shifted by words, masked, merged).
+
+// Q5H(j, SH): Z0-Z7 |= bit j of the qh chunks as 0x10 (SH shifts it
+// there; Z30 = 0x10 bytes, Z14 scratch).
+#define Q5H1(k, SH, z) \
+	VMOVDQU32 (2048+64*k)(SI), Z14; \
+	SH(Z14); \
+	VPTERNLOGD $0xf8, Z30, Z14, z
+
+#define Q5H(SH) \
+	Q5H1(0, SH, Z0); \
+	Q5H1(1, SH, Z1); \
+	Q5H1(2, SH, Z2); \
+	Q5H1(3, SH, Z3); \
+	Q5H1(4, SH, Z4); \
+	Q5H1(5, SH, Z5); \
+	Q5H1(6, SH, Z6); \
+	Q5H1(7, SH, Z7)
+
+// Word shifts of a register in place (the masks drop what crosses bytes).
+#define NOSH(z)
+#define SLL1(z) VPSLLW $1, z, z
+#define SLL2(z) VPSLLW $2, z, z
+#define SLL3(z) VPSLLW $3, z, z
+#define SLL4(z) VPSLLW $4, z, z
+#define SRL1(z) VPSRLW $1, z, z
+#define SRL2(z) VPSRLW $2, z, z
+#define SRL3(z) VPSRLW $3, z, z
+#define SRL4(z) VPSRLW $4, z, z
+
+#define Q5KSB(TOKS) \
+	VCVTPH2PS 256(R12), Z28; \
+	VCVTPH2PS 288(R12), Z29; \
+	KLO(0); Q5H(SLL4); KSC(0); TOKS(0); \
+	KHI(0); Q5H(SLL3); KSC(1); TOKS(1); \
+	KLO(1); Q5H(SLL2); KSC(2); TOKS(2); \
+	KHI(1); Q5H(SLL1); KSC(3); TOKS(3); \
+	KLO(2); Q5H(NOSH); KSC(4); TOKS(4); \
+	KHI(2); Q5H(SRL1); KSC(5); TOKS(5); \
+	KLO(3); Q5H(SRL2); KSC(6); TOKS(6); \
+	KHI(3); Q5H(SRL3); KSC(7); TOKS(7)
+
+// KCONST5: KCONST and Z30 = 0x10 bytes.
+#define KCONST5 \
+	KCONST; \
+	MOVL         $0x10101010, CX; \
+	VPBROADCASTD CX, Z30
+
+// func gemm4Q5_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm4Q5_KVNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	KCONST5
+	PKGEMMK4(Q5KSB, KTOK4, 2560, 320, 32)
+
+// func gemm1Q5_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm1Q5_KVNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	KCONST5
+	PKGEMMK1(Q5KSB, KTOK1, 2560, 320, 32)
+
+// Q6_K: 16 sub-blocks of 16 with an int8 scale each, quants of 6 bits
+// (q+32, so 0..63: VPDPBUSD's unsigned operand as they are). The group's
+// super-block: 4 pieces of low nibbles (piece 2h+s: bytes 64h+32s.. of the
+// rows' ql, whose low nibbles are block 4h+s and high nibbles 4h+s+2), 2
+// pieces of high bits (piece h: the rows' qh bytes 32h.., bits 2q of
+// block 4h+q), then the 16 scales (a byte per row) and d. A block of 32
+// has two sub-blocks: each sums into its own register, minus 32*Σa of its
+// 16 activations (Act.I), times its scale; the two are added as integers
+// and scaled once: acc = fma(float(sc_a*S_a + sc_b*S_b), d*d_a, acc).
+
+// Q6U1(k, loff, hoff, LSH, HSH, z): z = chunk k of a block's 6-bit quants
+// from the low-nibble piece at loff (shifted by LSH) and the high-bit
+// piece at hoff (shifted by HSH to bits 4-5). Z31 = 0x0f, Z30 = 0x30.
+#define Q6U1(k, loff, hoff, LSH, HSH, z) \
+	VMOVDQU32  (loff+64*k)(SI), z; \
+	LSH(z); \
+	VMOVDQU32  (hoff+64*k)(SI), Z14; \
+	HSH(Z14); \
+	VPANDD     Z30, Z14, Z14; \
+	VPTERNLOGD $0xe4, Z31, Z14, z
+
+// Q6U(j, loff, hoff, LSH, HSH): Z0-Z7 = block j's quants, Z8/Z9 the
+// scales of its two sub-blocks (16 rows each, as int32).
+#define Q6U(j, loff, hoff, LSH, HSH) \
+	Q6U1(0, loff, hoff, LSH, HSH, Z0); \
+	Q6U1(1, loff, hoff, LSH, HSH, Z1); \
+	Q6U1(2, loff, hoff, LSH, HSH, Z2); \
+	Q6U1(3, loff, hoff, LSH, HSH, Z3); \
+	Q6U1(4, loff, hoff, LSH, HSH, Z4); \
+	Q6U1(5, loff, hoff, LSH, HSH, Z5); \
+	Q6U1(6, loff, hoff, LSH, HSH, Z6); \
+	Q6U1(7, loff, hoff, LSH, HSH, Z7); \
+	VPMOVSXBD (32*j)(R12), Z8; \
+	VPMOVSXBD (32*j+16)(R12), Z9
+
+// Q6TOK(j, q, dd, ss, acc, x, y, z): block j of one token into acc (its
+// sums of 16 at ss, two per block).
+#define Q6TOK(j, q, dd, ss, acc, x, y, z) \
+	VPXORD        y, y, y; \
+	VPXORD        z, z, z; \
+	VPDPBUSD.BCST (32*j) q, Z0, y; \
+	VPDPBUSD.BCST (32*j+4) q, Z1, y; \
+	VPDPBUSD.BCST (32*j+8) q, Z2, y; \
+	VPDPBUSD.BCST (32*j+12) q, Z3, y; \
+	VPDPBUSD.BCST (32*j+16) q, Z4, z; \
+	VPDPBUSD.BCST (32*j+20) q, Z5, z; \
+	VPDPBUSD.BCST (32*j+24) q, Z6, z; \
+	VPDPBUSD.BCST (32*j+28) q, Z7, z; \
+	VPSUBD.BCST   (8*j) ss, y, y; \
+	VPSUBD.BCST   (8*j+4) ss, z, z; \
+	VPMULLD       Z8, y, y; \
+	VPMULLD       Z9, z, z; \
+	VPADDD        z, y, y; \
+	VCVTDQ2PS     y, y; \
+	VMULPS.BCST   (4*j) dd, Z28, x; \
+	VFMADD231PS   x, y, acc
+
+// The activation sums are per 16: their token stride is twice R10.
+#define Q6TOK4(j) \
+	Q6TOK(j, (DI), (BX), (DX), Z16, Z20, Z21, Z10); \
+	Q6TOK(j, (DI)(R8*1), (BX)(R10*1), (DX)(R10*2), Z17, Z22, Z23, Z11); \
+	Q6TOK(j, (DI)(R8*2), (BX)(R10*2), (DX)(R10*4), Z18, Z24, Z25, Z12); \
+	Q6TOK(j, (DI)(R9*1), (BX)(R11*1), (DX)(R11*2), Z19, Z26, Z27, Z13)
+
+#define Q6TOK1(j) \
+	Q6TOK(j, (DI), (BX), (DX), Z16, Z20, Z21, Z10)
+
+#define Q6KSB(TOKS) \
+	VCVTPH2PS 256(R12), Z28; \
+	Q6U(0, 0, 2048, NOSH, SLL4); TOKS(0); \
+	Q6U(1, 512, 2048, NOSH, SLL2); TOKS(1); \
+	Q6U(2, 0, 2048, SRL4, NOSH); TOKS(2); \
+	Q6U(3, 512, 2048, SRL4, SRL2); TOKS(3); \
+	Q6U(4, 1024, 2560, NOSH, SLL4); TOKS(4); \
+	Q6U(5, 1536, 2560, NOSH, SLL2); TOKS(5); \
+	Q6U(6, 1024, 2560, SRL4, NOSH); TOKS(6); \
+	Q6U(7, 1536, 2560, SRL4, SRL2); TOKS(7)
+
+// KCONST6: Z31 = 0x0f bytes, Z30 = 0x30 bytes.
+#define KCONST6 \
+	KCONST; \
+	MOVL         $0x30303030, CX; \
+	VPBROADCASTD CX, Z30
+
+// func gemm4Q6_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm4Q6_KVNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	KCONST6
+	PKGEMMK4(Q6KSB, Q6TOK4, 3072, 288, 64)
+
+// func gemm1Q6_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm1Q6_KVNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	KCONST6
+	PKGEMMK1(Q6KSB, Q6TOK1, 3072, 288, 64)
 
 // func gemm4Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q8_0VNNI(SB), NOSPLIT, $0-88
