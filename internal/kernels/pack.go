@@ -105,7 +105,6 @@ func packNibbles(q []byte, r int, qs []byte) {
 	}
 }
 
-
 // packPad is the quant byte of a padding row: weight zero.
 var packPad = map[Type]byte{Q8_0: 0x80, Q4_0: 0x88}
 
