@@ -8,6 +8,7 @@ package kernels
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 )
 
@@ -16,13 +17,28 @@ import (
 // entries of dotTable (SetSIMD and setPath switch at run time, between
 // kernel runs). A path needs the CPU features of the paths before it.
 //
-// MISTRALRS_CPU=generic|avx2|avx512 caps the path (documented in
-// docs/performance.md): generic runs the pure-Go kernels (the oracles of the
-// assembly ones), avx2 the AVX2/FMA/F16C assembly, avx512 that plus the
+// MISTRALRS_CPU caps the path (documented in docs/performance.md): generic
+// runs the pure-Go kernels (the oracles of the assembly ones) everywhere.
+// On amd64, avx2 runs the AVX2/FMA/F16C assembly, avx512 that plus the
 // AVX-512 VNNI kernels over packed weights (pack.go) for the types they
-// cover. MISTRALRS_NOASM=1 is the same as generic. An unknown name is
-// reported on standard error and ignored.
-var cpuPaths = []string{"generic", "avx2", "avx512"}
+// cover. On arm64, neon runs the Advanced SIMD assembly (every ARMv8-A
+// CPU has it). MISTRALRS_NOASM=1 is the same as generic. An unknown name
+// is reported on standard error and ignored.
+var cpuPaths = cpuPathsOf(runtime.GOARCH)
+
+// cpuPathsOf returns the paths of architecture goarch, lowest first; the
+// index in the list is what MISTRALRS_CPU caps. Architectures without
+// assembly kernels have the generic path only (so are the purego builds
+// in effect: pathMissing refuses the others there).
+func cpuPathsOf(goarch string) []string {
+	switch goarch {
+	case "amd64":
+		return []string{"generic", "avx2", "avx512"}
+	case "arm64":
+		return []string{"generic", "neon"}
+	}
+	return []string{"generic"}
+}
 
 // pathIndex returns the index of path name in cpuPaths, -1 if none.
 func pathIndex(name string) int {

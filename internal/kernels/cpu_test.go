@@ -5,30 +5,60 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 )
 
 func TestCPUCapFrom(t *testing.T) {
 	top := len(cpuPaths) - 1
-	for _, c := range []struct {
+	type tc struct {
 		cpu, noasm string
 		want       int
 		bad        bool
-	}{
+	}
+	cases := []tc{
 		{"", "", top, false},
 		{"generic", "", 0, false},
-		{"avx2", "", pathIndex("avx2"), false},
-		{" AVX2 ", "", pathIndex("avx2"), false},
-		{"avx2", "1", 0, false},
 		{"", "1", 0, false},
 		{"sse9", "", top, true},
-	} {
+	}
+	// Every path of this architecture, by name, in any case and spacing,
+	// and under MISTRALRS_NOASM.
+	for i, name := range cpuPaths {
+		cases = append(cases, tc{name, "", i, false}, tc{" " + strings.ToUpper(name) + " ", "", i, false}, tc{name, "1", 0, false})
+	}
+	// Another architecture's path is unknown here.
+	for _, arch := range []string{"amd64", "arm64"} {
+		for _, name := range cpuPathsOf(arch) {
+			if pathIndex(name) < 0 {
+				cases = append(cases, tc{name, "", top, true})
+			}
+		}
+	}
+	for _, c := range cases {
 		env := map[string]string{"MISTRALRS_CPU": c.cpu, "MISTRALRS_NOASM": c.noasm}
 		got, err := cpuCapFrom(func(k string) string { return env[k] })
 		if got != c.want || (err != nil) != c.bad {
 			t.Errorf("MISTRALRS_CPU=%q MISTRALRS_NOASM=%q: cap %d (%v), want %d (error %v)", c.cpu, c.noasm, got, err, c.want, c.bad)
 		}
+	}
+}
+
+// TestCPUPathsOf pins the path lists (MISTRALRS_CPU's names and order,
+// documented in docs/performance.md): the amd64 one must not change.
+func TestCPUPathsOf(t *testing.T) {
+	for arch, want := range map[string]string{
+		"amd64":   "generic avx2 avx512",
+		"arm64":   "generic neon",
+		"riscv64": "generic",
+	} {
+		if got := strings.Join(cpuPathsOf(arch), " "); got != want {
+			t.Errorf("%s: paths %q, want %q", arch, got, want)
+		}
+	}
+	if got, want := strings.Join(cpuPaths, " "), strings.Join(cpuPathsOf(runtime.GOARCH), " "); got != want {
+		t.Errorf("cpuPaths %q, want %s's %q", got, runtime.GOARCH, want)
 	}
 }
 
@@ -105,7 +135,7 @@ func TestCPUEnv(t *testing.T) {
 			if why := pathMissing(name); why != "" {
 				t.Skip(why)
 			}
-			cmd := exec.Command(os.Args[0], "-test.count=1", "-test.v")
+			cmd := testChild("-test.count=1", "-test.v")
 			cmd.Env = append(cleanEnv("MISTRALRS_CPU", "MISTRALRS_NOASM", cpuChildEnv),
 				"MISTRALRS_CPU="+name, cpuChildEnv+"="+name)
 			out, err := cmd.CombinedOutput()
@@ -144,6 +174,33 @@ func TestCPUEnvChild(t *testing.T) {
 	}
 	SetSIMD(was)
 	t.Logf("path in use: %s", want)
+}
+
+// emulated reports whether the tests run under user-mode emulation:
+// MISTRALRS_EMULATED is set (.ci/run sets it for the arm64 run under
+// qemu-user). Its value is 1 or the emulator's command line.
+func emulated() bool { return os.Getenv("MISTRALRS_EMULATED") != "" }
+
+// testChild returns the command that runs this test binary again with
+// args. Under emulation the emulator runs it: the kernel cannot execute
+// the foreign binary itself (unless binfmt_misc is set up, which CI
+// machines need not have). MISTRALRS_EMULATED=1 means qemu-<arch>-static
+// (its CPU model from QEMU_CPU, or qemu's default); any other value is the
+// emulator's command line.
+func testChild(args ...string) *exec.Cmd {
+	v := os.Getenv("MISTRALRS_EMULATED")
+	if v == "" {
+		return exec.Command(os.Args[0], args...)
+	}
+	emu := strings.Fields(v)
+	if v == "1" {
+		arch := runtime.GOARCH
+		if arch == "arm64" {
+			arch = "aarch64"
+		}
+		emu = []string{"qemu-" + arch + "-static"}
+	}
+	return exec.Command(emu[0], append(append(emu[1:], os.Args[0]), args...)...)
 }
 
 // cleanEnv returns the environment without the variables named.

@@ -48,9 +48,26 @@ var packFormats = map[Type]packFormat{
 	}},
 	Q4_0: {256, 32, func(q, sc []byte, r int, src []byte) {
 		copy(sc[2*r:2*r+2], src[:2])
-		for j := 0; j < 4; j++ {
-			copy(q[64*j+4*r:64*j+4*r+4], src[2+4*j:2+4*j+4])
-		}
+		packQ4Nibbles(q, r, src[2:18])
+	}},
+	// Q4_1, Q5_0, Q5_1: Q4_0's nibbles; Q5 then the fifth bits, bit k of
+	// a row's 4 bytes being those of chunk k (elements 4k..4k+3); the
+	// scales d, then the minimums m (Q4_1, Q5_1).
+	Q4_1: {256, 64, func(q, sc []byte, r int, src []byte) {
+		copy(sc[2*r:], src[0:2])
+		copy(sc[32+2*r:], src[2:4])
+		packQ4Nibbles(q, r, src[4:20])
+	}},
+	Q5_0: {320, 32, func(q, sc []byte, r int, src []byte) {
+		copy(sc[2*r:], src[0:2])
+		packQ4Nibbles(q, r, src[6:22])
+		packFifthBits(q[256:], r, binary.LittleEndian.Uint32(src[2:6]))
+	}},
+	Q5_1: {320, 64, func(q, sc []byte, r int, src []byte) {
+		copy(sc[2*r:], src[0:2])
+		copy(sc[32+2*r:], src[2:4])
+		packQ4Nibbles(q, r, src[8:24])
+		packFifthBits(q[256:], r, binary.LittleEndian.Uint32(src[4:8]))
 	}},
 	Q4_K: {2048, 320, packQ4_K},
 	// Q5_K: Q4_K's layout with the qh bytes as one more piece.
@@ -75,6 +92,27 @@ var packFormats = map[Type]packFormat{
 		}
 		copy(sc[256+2*r:], src[208:210])
 	}},
+}
+
+// packQ4Nibbles writes the 16 nibble bytes of a block of 32 (low nibbles
+// elements 0..15, high 16..31) as 4 chunks: chunk j's low nibbles are
+// elements 4j.., its high nibbles 16+4j...
+func packQ4Nibbles(q []byte, r int, qs []byte) {
+	for j := 0; j < 4; j++ {
+		copy(q[64*j+4*r:][:4], qs[4*j:])
+	}
+}
+
+// packFifthBits writes the fifth bits qh of a Q5 block (bit e: element e)
+// as bit k of row r's byte i: element 4k+i.
+func packFifthBits(q []byte, r int, qh uint32) {
+	for i := 0; i < 4; i++ {
+		var b byte
+		for k := 0; k < 8; k++ {
+			b |= byte(qh>>(4*k+i)&1) << k
+		}
+		q[4*r+i] = b
+	}
 }
 
 // A Q4_K super-block: piece c (64 elements: sub-blocks 2c and 2c+1 in the
@@ -106,7 +144,7 @@ func packNibbles(q []byte, r int, qs []byte) {
 }
 
 // packPad is the quant byte of a padding row: weight zero.
-var packPad = map[Type]byte{Q8_0: 0x80, Q4_0: 0x88}
+var packPad = map[Type]byte{Q8_0: 0x80, Q4_0: 0x88, Q4_1: 0x88}
 
 // packedBytes counts the bytes of packed weights made so far (for reports:
 // PackedBytes).

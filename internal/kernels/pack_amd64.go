@@ -23,6 +23,9 @@ func int8MulPeakVNNI(n int)
 var vnniPackKernels = map[Type]*packKernels{
 	Q8_0: {gemm4: gemm4Q8_0VNNI, gemm1: gemm1Q8_0VNNI, sumsPer: 32, sumsMul: 128},
 	Q4_0: {gemm4: gemm4Q4_0VNNI, gemm1: gemm1Q4_0VNNI},
+	Q4_1: {gemm4: gemm4Q4_1VNNI, gemm1: gemm1Q4_1VNNI},
+	Q5_0: {gemm4: gemm4Q5_0VNNI, gemm1: gemm1Q5_0VNNI},
+	Q5_1: {gemm4: gemm4Q5_1VNNI, gemm1: gemm1Q5_1VNNI},
 	Q4_K: {gemm4: gemm4Q4_KVNNI, gemm1: gemm1Q4_KVNNI},
 	Q5_K: {gemm4: gemm4Q5_KVNNI, gemm1: gemm1Q5_KVNNI},
 	Q6_K: {gemm4: gemm4Q6_KVNNI, gemm1: gemm1Q6_KVNNI, sumsPer: 16, sumsMul: 32},
@@ -45,3 +48,21 @@ func gemm4Q6_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s
 
 //go:noescape
 func gemm1Q6_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q4_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q4_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q5_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q5_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)

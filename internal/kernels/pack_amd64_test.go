@@ -12,7 +12,7 @@ import (
 // (the same float operations in the same order); the others agree with
 // them within rounding (Q4_K: the AVX2 kernel sums its sub-blocks in
 // lanes, then across them).
-var packExact = map[Type]bool{Q8_0: true, Q4_0: true}
+var packExact = map[Type]bool{Q8_0: true, Q4_0: true, Q4_1: true, Q5_0: true, Q5_1: true}
 
 // TestPackedMatMul checks the packed kernels of the avx512 path on token
 // counts that use the four-token and one-token kernels, rows that leave a

@@ -24,11 +24,26 @@ func packedRow(t Type, p *packed, r, cols int) []float32 {
 			for e := 0; e < 32; e++ {
 				out[b*32+e] = half(sc[2*rr:]) * float32(int(at(e/4, e%4))-128)
 			}
-		case Q4_0:
-			for e := 0; e < 16; e++ {
-				v := at(e/4, e%4)
-				out[b*32+e] = half(sc[2*rr:]) * float32(int(v&15)-8)
-				out[b*32+16+e] = half(sc[2*rr:]) * float32(int(v>>4)-8)
+		case Q4_0, Q4_1, Q5_0, Q5_1:
+			d := half(sc[2*rr:])
+			for e := 0; e < 32; e++ {
+				k := e / 4 // chunk k: register Zk, elements 4k..4k+3
+				v := at(k%4, e%4)
+				if k >= 4 {
+					v >>= 4
+				}
+				v &= 15
+				if t == Q5_0 || t == Q5_1 {
+					v |= (at(4, e%4) >> k & 1) << 4
+				}
+				switch t {
+				case Q4_0:
+					out[b*32+e] = d * float32(int(v)-8)
+				case Q5_0:
+					out[b*32+e] = d * float32(int(v)-16)
+				default:
+					out[b*32+e] = d*float32(v) + half(sc[32+2*rr:])
+				}
 			}
 		case Q4_K, Q5_K:
 			d, dmin := half(sc[256+2*rr:]), half(sc[288+2*rr:])

@@ -1,11 +1,12 @@
-//go:build !amd64 || purego
+//go:build !(amd64 || arm64) || purego
 
 package kernels
 
 import "fmt"
 
-// Without assembly kernels (other architectures, the purego tag) the generic
-// kernels of dotTable are the only ones; SetSIMD and SIMD keep the API.
+// Without assembly kernels (architectures other than amd64 and arm64, the
+// purego tag) the generic kernels of dotTable are the only ones; SetSIMD
+// and SIMD keep the API.
 
 // pathMissing returns why path name cannot run here, "" when it can: only
 // the generic path is built.
@@ -14,7 +15,7 @@ func pathMissing(name string) string {
 		return ""
 	}
 	if pathIndex(name) >= 0 {
-		return "built without assembly kernels (not amd64, or the purego tag)"
+		return "built without assembly kernels (not amd64 or arm64, or the purego tag)"
 	}
 	return "no path " + name
 }

@@ -96,6 +96,7 @@ full:
 
 #define PFQ8_0 PF8(PKPFD)
 #define PFQ4_0 PREFETCHT0 (PKPFD)(SI); PREFETCHT0 (PKPFD+64)(SI); PREFETCHT0 (PKPFD+128)(SI); PREFETCHT0 (PKPFD+192)(SI)
+#define PFQ5 PFQ4_0; PREFETCHT0 (PKPFD+256)(SI)
 #define PFQ4_K PF8(PKPFD); PF8(PKPFD+512); PF8(PKPFD+1024); PF8(PKPFD+1536)
 #define PFQ5_K PFQ4_K; PF8(PKPFD+2048)
 #define PFQ6_K PFQ4_K; PF8(PKPFD+2048); PF8(PKPFD+2560)
@@ -156,6 +157,62 @@ full:
 	VCVTPH2PS (R12), Z8; \
 	VMULPS    Z30, Z8, Z9
 
+// Q4U: Z0-Z7 = a Q4_0-layout block's nibbles (Z31 = 0x0f).
+#define Q4U \
+	VMOVDQU32 0(SI), Z0; \
+	VMOVDQU32 64(SI), Z1; \
+	VMOVDQU32 128(SI), Z2; \
+	VMOVDQU32 192(SI), Z3; \
+	VPSRLW    $4, Z0, Z4; \
+	VPSRLW    $4, Z1, Z5; \
+	VPSRLW    $4, Z2, Z6; \
+	VPSRLW    $4, Z3, Z7; \
+	KAND
+
+// Q5U: Q4U with the fifth bits: the 64 bytes after the nibbles hold, in
+// bit k of row r's 4 bytes, the fifth bits of chunk k (elements 4k..4k+3:
+// chunk k is Zk), moved to bit 4 and merged (Z29 = 0x10).
+#define Q5U1(SH, z) \
+	VMOVDQA64  Z15, Z14; \
+	SH(Z14); \
+	VPTERNLOGD $0xf8, Z29, Z14, z
+
+#define Q5U \
+	Q4U; \
+	VMOVDQU32 256(SI), Z15; \
+	Q5U1(SLL4, Z0); \
+	Q5U1(SLL3, Z1); \
+	Q5U1(SLL2, Z2); \
+	Q5U1(SLL1, Z3); \
+	Q5U1(NOSH, Z4); \
+	Q5U1(SRL1, Z5); \
+	Q5U1(SRL2, Z6); \
+	Q5U1(SRL3, Z7)
+
+// The offset or minimum term of Q4_1, Q5_0, Q5_1 (Q4_0's is in Q4W): Z8
+// = d, Z9 = -16*d (Z30 = -16.0) or the rows' minimums m (the halves after
+// d). The token term is then Q4TOK's.
+#define QOFF \
+	VCVTPH2PS (R12), Z8; \
+	VMULPS    Z30, Z8, Z9
+
+#define QMIN \
+	VCVTPH2PS (R12), Z8; \
+	VCVTPH2PS 32(R12), Z9
+
+#define Q41W Q4U; QMIN
+#define Q50W Q5U; QOFF
+#define Q51W Q5U; QMIN
+
+// Q5CONST: Z31 = 0x0f, Z30 = -16.0, Z29 = 0x10 bytes.
+#define Q5CONST \
+	MOVL         $0x0f0f0f0f, CX; \
+	VPBROADCASTD CX, Z31; \
+	MOVL         $0xc1800000, CX; \
+	VPBROADCASTD CX, Z30; \
+	MOVL         $0x10101010, CX; \
+	VPBROADCASTD CX, Z29
+
 // Q4TOK(q, dd, ss, acc, x, y): as Q8TOK with ss the float sum S_a.
 #define Q4TOK(q, dd, ss, acc, x, y) \
 	VPXORD           y, y, y; \
@@ -174,7 +231,7 @@ full:
 
 // PKGEMM4(W, TOK, qbytes): 16-row groups against four tokens, blocks of
 // 32 (W loads a block, TOK multiplies it with a token's).
-#define PKGEMM4(W, TOK, qbytes) \
+#define PKGEMM4(W, TOK, qbytes, sbytes) \
 group: \
 	PKGROUP(qbytes); \
 	VPXORD Z16, Z16, Z16; \
@@ -187,7 +244,7 @@ loop: \
 	TOK((DI)(R8*1), (BX)(R10*1), (DX)(R10*1), Z17, Z22, Z23); \
 	TOK((DI)(R8*2), (BX)(R10*2), (DX)(R10*2), Z18, Z24, Z25); \
 	TOK((DI)(R9*1), (BX)(R11*1), (DX)(R11*1), Z19, Z26, Z27); \
-	PKNEXT(qbytes, 32, 1, 4, loop); \
+	PKNEXT(qbytes, sbytes, 1, 4, loop); \
 	MOVQ R12, SI; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
@@ -202,7 +259,7 @@ loop: \
 
 // PKGEMM1(W, TOK, PF, qbytes): 16-row groups against one token, the
 // weights prefetched (PF) a few blocks ahead.
-#define PKGEMM1(W, TOK, PF, qbytes) \
+#define PKGEMM1(W, TOK, PF, qbytes, sbytes) \
 group: \
 	PKGROUP(qbytes); \
 	VPXORD Z16, Z16, Z16; \
@@ -210,7 +267,7 @@ loop: \
 	PF; \
 	W; \
 	TOK((DI), (BX), (DX), Z16, Z20, Z21); \
-	PKNEXT(qbytes, 32, 1, 4, loop); \
+	PKNEXT(qbytes, sbytes, 1, 4, loop); \
 	MOVQ R12, SI; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
@@ -542,27 +599,68 @@ TEXT ·gemm1Q6_KVNNI(SB), NOSPLIT, $0-88
 	KCONST6
 	PKGEMMK1(Q6KSB, Q6TOK1, PFQ6_K, 3072, 288, 64)
 
+// Q4_1, Q5_0, Q5_1: Q4_0's layout (Q5: with 64 bytes of fifth bits after
+// the nibbles), scales d then (Q4_1, Q5_1) the minimums m; the AVX2
+// kernels' operations: acc = fma(float(X), d*d_a, acc), acc = fma(S_a, c,
+// acc) with c = -16*d or m.
+
+// func gemm4Q4_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm4Q4_1VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	Q4CONST
+	PKGEMM4(Q41W, Q4TOK, 256, 64)
+
+// func gemm1Q4_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm1Q4_1VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	Q4CONST
+	PKGEMM1(Q41W, Q4TOK, PFQ4_0, 256, 64)
+
+// func gemm4Q5_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm4Q5_0VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	Q5CONST
+	PKGEMM4(Q50W, Q4TOK, 320, 32)
+
+// func gemm1Q5_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm1Q5_0VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	Q5CONST
+	PKGEMM1(Q50W, Q4TOK, PFQ5, 320, 32)
+
+// func gemm4Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm4Q5_1VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	Q5CONST
+	PKGEMM4(Q51W, Q4TOK, 320, 64)
+
+// func gemm1Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm1Q5_1VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	Q5CONST
+	PKGEMM1(Q51W, Q4TOK, PFQ5, 320, 64)
+
 // func gemm4Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q8_0VNNI(SB), NOSPLIT, $0-88
 	PKARGS
-	PKGEMM4(Q8W, Q8TOK, 512)
+	PKGEMM4(Q8W, Q8TOK, 512, 32)
 
 // func gemm1Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm1Q8_0VNNI(SB), NOSPLIT, $0-88
 	PKARGS
-	PKGEMM1(Q8W, Q8TOK, PFQ8_0, 512)
+	PKGEMM1(Q8W, Q8TOK, PFQ8_0, 512, 32)
 
 // func gemm4Q4_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q4_0VNNI(SB), NOSPLIT, $0-88
 	PKARGS
 	Q4CONST
-	PKGEMM4(Q4W, Q4TOK, 256)
+	PKGEMM4(Q4W, Q4TOK, 256, 32)
 
 // func gemm1Q4_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm1Q4_0VNNI(SB), NOSPLIT, $0-88
 	PKARGS
 	Q4CONST
-	PKGEMM1(Q4W, Q4TOK, PFQ4_0, 256)
+	PKGEMM1(Q4W, Q4TOK, PFQ4_0, 256, 32)
 
 // func int8MulPeakVNNI(n int)
 // n rounds of 8 independent VPDPBUSD on 512-bit registers (64

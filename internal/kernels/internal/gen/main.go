@@ -24,10 +24,17 @@ type isa struct {
 	Wrap  string // suffix of their Go wrappers
 	File  string // the generated file
 	Build string // its build constraint
+	CPU   string // the golang.org/x/sys/cpu variable of its features (X86, ARM64)
 }
 
 var isas = []isa{
-	{Name: "avx2", Asm: "AVX2", Wrap: "SIMD", File: "gen_avx2_amd64.go", Build: "amd64 && !purego"},
+	{Name: "avx2", Asm: "AVX2", Wrap: "SIMD", File: "gen_avx2_amd64.go", Build: "amd64 && !purego", CPU: "X86"},
+	// The wrappers of a second architecture may share the suffix: only one
+	// architecture's files are built at a time.
+	{Name: "neon", Asm: "NEON", Wrap: "SIMD", File: "gen_neon_arm64.go", Build: "arm64 && !purego", CPU: "ARM64"},
+	// The dotprod path (SDOT) replaces the neon kernels of its types and
+	// keeps the others.
+	{Name: "dotprod", Asm: "SDOT", Wrap: "DP", File: "gen_dotprod_arm64.go", Build: "arm64 && !purego", CPU: "ARM64"},
 }
 
 // Kinds of weight types, by the arguments their assembly kernels take.
@@ -54,16 +61,16 @@ type wtype struct {
 
 var types = []wtype{
 	{Name: "F32", Kind: float, Size: 4, Ptr: "*float32", ISAs: map[string]string{"avx2": ""}},
-	{Name: "F16", Kind: float, Size: 2, Ptr: "*byte", ISAs: map[string]string{"avx2": "HasF16C"}},
+	{Name: "F16", Kind: float, Size: 2, Ptr: "*byte", ISAs: map[string]string{"avx2": "HasF16C", "neon": ""}},
 	{Name: "BF16", Kind: float, Size: 2, Ptr: "*byte", ISAs: map[string]string{"avx2": ""}},
-	{Name: "Q4_0", Kind: qds, Elems: 32, Bytes: 18, NB: "nb", ISAs: map[string]string{"avx2": ""}},
+	{Name: "Q4_0", Kind: qds, Elems: 32, Bytes: 18, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
 	{Name: "Q4_1", Kind: qds, Elems: 32, Bytes: 20, NB: "nb", ISAs: map[string]string{"avx2": ""}},
 	{Name: "Q5_0", Kind: qds, Elems: 32, Bytes: 22, NB: "nb", ISAs: map[string]string{"avx2": ""}},
 	{Name: "Q5_1", Kind: qds, Elems: 32, Bytes: 24, NB: "nb", ISAs: map[string]string{"avx2": ""}},
-	{Name: "Q8_0", Kind: qd, Elems: 32, Bytes: 34, NB: "nb", ISAs: map[string]string{"avx2": ""}},
-	{Name: "Q4_K", Kind: qds, Elems: 256, Bytes: 144, NB: "nsb", ISAs: map[string]string{"avx2": ""}},
+	{Name: "Q8_0", Kind: qd, Elems: 32, Bytes: 34, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
+	{Name: "Q4_K", Kind: qds, Elems: 256, Bytes: 144, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
 	{Name: "Q5_K", Kind: qds, Elems: 256, Bytes: 176, NB: "nsb", ISAs: map[string]string{"avx2": ""}},
-	{Name: "Q6_K", Kind: qdb, Elems: 256, Bytes: 210, NB: "nsb", ISAs: map[string]string{"avx2": ""}},
+	{Name: "Q6_K", Kind: qdb, Elems: 256, Bytes: 210, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
 }
 
 // Sub is the number of activation blocks of 32 per weight block.
@@ -112,7 +119,7 @@ package kernels
 func {{.ISA.Name}}Kernels() map[Type]typeKernels {
 	m := map[Type]typeKernels{}
 {{- range .Types}}
-	{{if .Need}}if cpu.X86.{{.Need}} {
+	{{if .Need}}if cpu.{{$.ISA.CPU}}.{{.Need}} {
 		{{end}}m[{{.T.Name}}] = typeKernels{dot: dot{{.T.Name}}{{$.ISA.Wrap}}, dot4: dot4{{.T.Name}}{{$.ISA.Wrap}}, dotRows: dotRows{{.T.Name}}{{$.ISA.Wrap}}, dot4Rows: dot4Rows{{.T.Name}}{{$.ISA.Wrap}}{{if eq .T.Kind "qdb"}}, sums16: true{{end}}}
 	{{- if .Need}}
 	}{{end}}
