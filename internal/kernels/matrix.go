@@ -284,6 +284,20 @@ func (j *matmulJob) groups(lo, hi int) {
 			mask = 1<<(m.Rows%packRows) - 1
 		}
 		w := &pk.data[t0*pk.gbytes]
+		if m.Type.BlockSize() == 1 { // float activations, 4 bytes each
+			for i := 0; i < n; {
+				x := (*int8)(unsafe.Pointer(&j.x[i*cols]))
+				o := &j.out[i*m.Rows+t0*packRows]
+				if i+4 <= n {
+					k.gemm4(w, pk.nb, t1-t0, x, 4*cols, nil, nil, 0, o, m.Rows, mask)
+					i += 4
+				} else {
+					k.gemm1(w, pk.nb, t1-t0, x, 4*cols, nil, nil, 0, o, m.Rows, mask)
+					i++
+				}
+			}
+			continue
+		}
 		for i := 0; i < n; {
 			if k.sumsPer > 0 {
 				s = unsafe.Pointer(&j.is[i*cols/k.sumsPer])

@@ -70,6 +70,10 @@ var packFormats = map[Type]packFormat{
 		packFifthBits(q[256:], r, binary.LittleEndian.Uint32(src[4:8]))
 	}},
 	Q4_K: {2048, 320, packQ4_K},
+	// F16, BF16: a "block" is 4 columns; each column is the 16 rows'
+	// values (32 bytes).
+	F16:  {128, 0, packHalves},
+	BF16: {128, 0, packHalves},
 	// Q5_K: Q4_K's layout with the qh bytes as one more piece.
 	Q5_K: {2560, 320, func(q, sc []byte, r int, src []byte) {
 		packKScales(sc, r, src)
@@ -92,6 +96,14 @@ var packFormats = map[Type]packFormat{
 		}
 		copy(sc[256+2*r:], src[208:210])
 	}},
+}
+
+// packHalves writes 4 columns of 16-bit values: column c of row r at
+// 32c+2r.
+func packHalves(q, _ []byte, r int, src []byte) {
+	for c := 0; c < 4; c++ {
+		copy(q[32*c+2*r:][:2], src[2*c:])
+	}
 }
 
 // packQ4Nibbles writes the 16 nibble bytes of a block of 32 (low nibbles
@@ -161,12 +173,15 @@ func pack(m *Matrix) *packed {
 	if !ok || m.Rows == 0 {
 		return nil
 	}
-	nb := m.Cols / m.Type.BlockSize()
+	if m.Type.BlockSize() == 1 && m.Cols%4 != 0 {
+		return nil // the float kernels take columns four at a time
+	}
+	nb := m.Cols / packBlock(m.Type)
 	p := &packed{nb: nb, groups: (m.Rows + packRows - 1) / packRows, qbytes: f.qbytes}
 	p.gbytes = nb * (f.qbytes + f.sbytes)
 	p.data = alignedBytes(p.groups * p.gbytes)
 	rb := m.RowBytes()
-	bs := m.Type.TypeSize()
+	bs := m.Type.RowSize(packBlock(m.Type))
 	// Packing reads the whole matrix (from the file's pages): spread the
 	// groups over the CPUs, a large model's load then waits on the disk.
 	var wg sync.WaitGroup
@@ -197,6 +212,15 @@ func packGroup(m *Matrix, p *packed, f packFormat, g, rb, bs int) {
 			f.block(quants[b*f.qbytes:(b+1)*f.qbytes], scales[b*f.sbytes:(b+1)*f.sbytes], r, row[b*bs:(b+1)*bs])
 		}
 	}
+}
+
+// packBlock is the elements of a packed block of t: its own block, four
+// columns of a float type.
+func packBlock(t Type) int {
+	if t.BlockSize() == 1 {
+		return 4
+	}
+	return t.BlockSize()
 }
 
 // group returns the bytes of group g.

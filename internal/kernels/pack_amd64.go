@@ -23,6 +23,8 @@ func int8MulPeakVNNI(n int)
 var vnniPackKernels = map[Type]*packKernels{
 	Q8_0: {gemm4: gemm4Q8_0VNNI, gemm1: gemm1Q8_0VNNI, sumsPer: 32, sumsMul: 128},
 	Q4_0: {gemm4: gemm4Q4_0VNNI, gemm1: gemm1Q4_0VNNI},
+	F16:  {gemm4: gemm4F16VNNI, gemm1: gemm1F16VNNI},
+	BF16: {gemm4: gemm4BF16VNNI, gemm1: gemm1BF16VNNI},
 	Q4_1: {gemm4: gemm4Q4_1VNNI, gemm1: gemm1Q4_1VNNI},
 	Q5_0: {gemm4: gemm4Q5_0VNNI, gemm1: gemm1Q5_0VNNI},
 	Q5_1: {gemm4: gemm4Q5_1VNNI, gemm1: gemm1Q5_1VNNI},
@@ -66,3 +68,15 @@ func gemm4Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s
 
 //go:noescape
 func gemm1Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4F16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1F16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4BF16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1BF16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)

@@ -24,6 +24,15 @@ func packedRow(t Type, p *packed, r, cols int) []float32 {
 			for e := 0; e < 32; e++ {
 				out[b*32+e] = half(sc[2*rr:]) * float32(int(at(e/4, e%4))-128)
 			}
+		case F16, BF16:
+			for c := 0; c < 4; c++ {
+				h := uint16(q[32*c+2*rr]) | uint16(q[32*c+2*rr+1])<<8
+				if t == F16 {
+					out[b*4+c] = FP16ToFP32(h)
+				} else {
+					out[b*4+c] = BF16ToFP32(h)
+				}
+			}
 		case Q4_0, Q4_1, Q5_0, Q5_1:
 			d := half(sc[2*rr:])
 			for e := 0; e < 32; e++ {
@@ -84,7 +93,7 @@ func TestPackLayout(t *testing.T) {
 	for ty := range packFormats {
 		for _, rows := range []int{1, 15, 16, 17, 40} {
 			for _, blocks := range []int{1, 3, 8} {
-				cols := blocks * ty.BlockSize()
+				cols := blocks * packBlock(ty)
 				data := quantized(ty, randRow(r, rows*cols))
 				m := &Matrix{Type: ty, Rows: rows, Cols: cols, Data: data}
 				p := pack(m)

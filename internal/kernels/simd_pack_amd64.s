@@ -640,6 +640,111 @@ TEXT ·gemm1Q5_1VNNI(SB), NOSPLIT, $0-88
 	Q5CONST
 	PKGEMM1(Q51W, Q4TOK, PFQ5, 320, 64)
 
+// F16 and BF16: a group is the 16 rows' values column by column (32
+// bytes per column), converted to float32 as they are loaded (16 rows in
+// one register) and multiplied by each token's value of that column,
+// broadcast (VFMADD231PS with an embedded broadcast). Every output keeps
+// four partial sums, of the columns c with c%4 = 0..3, added as (p0+p1) +
+// (p2+p3) at the end: the same operations for one token or four. The
+// activations are float32 (Act.F): qs points at the first token's, qstride
+// is the bytes between tokens, nb the column count / 4. (AVX512-BF16's
+// VDPBF16PS would round the activations to bfloat16: not used.)
+
+#define F16C(o, z) VCVTPH2PS (o)(SI), z
+#define BF16C(o, z) VPMOVZXWD (o)(SI), z; VPSLLD $16, z, z
+
+// FTOK(q, a0, a1, a2, a3): a token's four columns at q into its partials.
+#define FTOK(q, a0, a1, a2, a3) \
+	VFMADD231PS.BCST 0 q, Z0, a0; \
+	VFMADD231PS.BCST 4 q, Z1, a1; \
+	VFMADD231PS.BCST 8 q, Z2, a2; \
+	VFMADD231PS.BCST 12 q, Z3, a3
+
+#define FSUM(a0, a1, a2, a3) \
+	VADDPS a1, a0, a0; \
+	VADDPS a3, a2, a2; \
+	VADDPS a2, a0, a0
+
+#define FZERO(a0, a1, a2, a3) \
+	VPXORD a0, a0, a0; \
+	VPXORD a1, a1, a1; \
+	VPXORD a2, a2, a2; \
+	VPXORD a3, a3, a3
+
+// FGROUP(CONV, TOKS, ZEROS, SUMS, STORE): the group and column loops.
+#define FGROUP(CONV, TOKS, ZEROS, SUMS, STORE) \
+group: \
+	MOVQ qs+24(FP), DI; \
+	MOVQ nb+8(FP), CX; \
+	ZEROS; \
+loop: \
+	CONV(0, Z0); \
+	CONV(32, Z1); \
+	CONV(64, Z2); \
+	CONV(96, Z3); \
+	TOKS; \
+	ADDQ $128, SI; \
+	ADDQ $16, DI; \
+	DECQ CX; \
+	JNZ  loop; \
+	SUMS; \
+	PKMASK(store); \
+	STORE; \
+	ADDQ $64, AX; \
+	DECQ R15; \
+	JNZ  group; \
+	VZEROUPPER; \
+	RET
+
+#define FZERO4 \
+	FZERO(Z16, Z17, Z18, Z19); \
+	FZERO(Z20, Z21, Z22, Z23); \
+	FZERO(Z24, Z25, Z26, Z27); \
+	FZERO(Z28, Z29, Z30, Z31)
+
+#define FTOK4 \
+	FTOK((DI), Z16, Z17, Z18, Z19); \
+	FTOK((DI)(R8*1), Z20, Z21, Z22, Z23); \
+	FTOK((DI)(R8*2), Z24, Z25, Z26, Z27); \
+	FTOK((DI)(R9*1), Z28, Z29, Z30, Z31)
+
+#define FSUM4 \
+	FSUM(Z16, Z17, Z18, Z19); \
+	FSUM(Z20, Z21, Z22, Z23); \
+	FSUM(Z24, Z25, Z26, Z27); \
+	FSUM(Z28, Z29, Z30, Z31)
+
+#define FSTORE4 \
+	VMOVUPS Z16, K1, (AX); \
+	VMOVUPS Z20, K1, (AX)(R13*1); \
+	VMOVUPS Z24, K1, (AX)(R13*2); \
+	VMOVUPS Z28, K1, (AX)(R14*1)
+
+#define FZERO1 FZERO(Z16, Z17, Z18, Z19)
+#define FTOK1 PREFETCHT0 (PKPFD)(SI); PREFETCHT0 (PKPFD+64)(SI); FTOK((DI), Z16, Z17, Z18, Z19)
+#define FSUM1 FSUM(Z16, Z17, Z18, Z19)
+#define FSTORE1 VMOVUPS Z16, K1, (AX)
+
+// func gemm4F16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm4F16VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	FGROUP(F16C, FTOK4, FZERO4, FSUM4, FSTORE4)
+
+// func gemm1F16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm1F16VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	FGROUP(F16C, FTOK1, FZERO1, FSUM1, FSTORE1)
+
+// func gemm4BF16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm4BF16VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	FGROUP(BF16C, FTOK4, FZERO4, FSUM4, FSTORE4)
+
+// func gemm1BF16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemm1BF16VNNI(SB), NOSPLIT, $0-88
+	PKARGS
+	FGROUP(BF16C, FTOK1, FZERO1, FSUM1, FSTORE1)
+
 // func gemm4Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q8_0VNNI(SB), NOSPLIT, $0-88
 	PKARGS
