@@ -97,9 +97,12 @@ full:
 #define PFQ8_0 PF8(PKPFD)
 #define PFQ4_0 PREFETCHT0 (PKPFD)(SI); PREFETCHT0 (PKPFD+64)(SI); PREFETCHT0 (PKPFD+128)(SI); PREFETCHT0 (PKPFD+192)(SI)
 #define PFQ5 PFQ4_0; PREFETCHT0 (PKPFD+256)(SI)
-#define PFQ4_K PF8(PKPFD); PF8(PKPFD+512); PF8(PKPFD+1024); PF8(PKPFD+1536)
-#define PFQ5_K PFQ4_K; PF8(PKPFD+2048)
-#define PFQ6_K PFQ4_K; PF8(PKPFD+2048); PF8(PKPFD+2560)
+// The K-quants' super-blocks are larger than PKPFD: fetch the next one
+// (and a bit) while reading this one.
+#define PFK(q) PF8(q+1024); PF8(q+1536); PF8(q+2048); PF8(q+2560)
+#define PFQ4_K PFK(2048)
+#define PFQ5_K PFK(2560); PF8(2560+3072)
+#define PFQ6_K PFK(3072); PF8(3072+3072); PF8(3072+3584)
 
 // DOT8(q, y): y += the eight chunks Z0-Z7 times the activation block at q
 // (an address without displacement), 4 bytes broadcast per chunk.
