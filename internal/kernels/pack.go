@@ -203,8 +203,10 @@ func packGroup(m *Matrix, p *packed, f packFormat, g, rb, bs int) {
 	nb := p.nb
 	grp := p.group(g)
 	quants, scales := grp[:nb*f.qbytes], grp[nb*f.qbytes:]
-	for i := range quants {
-		quants[i] = packPad[m.Type]
+	if pad := packPad[m.Type]; pad != 0 {
+		for i := range quants {
+			quants[i] = pad
+		}
 	}
 	for r := 0; r < packRows && g*packRows+r < m.Rows; r++ {
 		row := m.Data[(g*packRows+r)*rb:]
