@@ -126,17 +126,54 @@ func dotsF16AVX2(q *float32, k *uint16, hd, stride, cnt int, scale float32, out 
 //go:noescape
 func axpysF16AVX2(y *float32, hd int, w *float32, x *uint16, stride, cnt int)
 
+//go:noescape
+func dotsAVX512(q, k *float32, hd, stride, cnt int, scale float32, out *float32)
+
+//go:noescape
+func axpysAVX512(y *float32, hd int, w, x *float32, stride, cnt int)
+
+//go:noescape
+func dotsF16AVX512(q *float32, k *uint16, hd, stride, cnt int, scale float32, out *float32)
+
+//go:noescape
+func axpysF16AVX512(y *float32, hd int, w *float32, x *uint16, stride, cnt int)
+
+// attn512 is set on the avx512 path: the attention kernels with the AVX2
+// kernels' bits in 512-bit registers (simd_attn512_amd64.s) take head
+// sizes of a multiple of 16, and dots 16 positions at a time (the rest go
+// to the AVX2 kernel).
+var attn512 bool
+
+// dots512 returns how many leading positions of out the AVX-512 dots
+// kernels take (a multiple of 16; 0 when they do not apply).
+func dots512(out, q []float32) int {
+	if !attn512 || len(q)%16 != 0 {
+		return 0
+	}
+	return len(out) &^ 15
+}
+
 func dotsF16SIMD(out, q []float32, k []uint16, stride int, scale float32) bool {
 	if !simdVec || !f16ConvSIMD || len(q) == 0 || len(q)%8 != 0 {
 		return false
 	}
-	dotsF16AVX2(&q[0], &k[0], len(q), stride, len(out), scale, &out[0])
+	n := dots512(out, q)
+	if n > 0 {
+		dotsF16AVX512(&q[0], &k[0], len(q), stride, n, scale, &out[0])
+	}
+	if n < len(out) {
+		dotsF16AVX2(&q[0], &k[n*stride], len(q), stride, len(out)-n, scale, &out[n])
+	}
 	return true
 }
 
 func axpysF16SIMD(y, w []float32, x []uint16, stride int) bool {
 	if !simdVec || !f16ConvSIMD || len(y) == 0 || len(y)%8 != 0 {
 		return false
+	}
+	if attn512 && len(y)%16 == 0 {
+		axpysF16AVX512(&y[0], len(y), &w[0], &x[0], stride, len(w))
+		return true
 	}
 	axpysF16AVX2(&y[0], len(y), &w[0], &x[0], stride, len(w))
 	return true
@@ -178,13 +215,23 @@ func dotsSIMD(out, q, k []float32, stride int, scale float32) bool {
 	if !simdVec || len(q) == 0 || len(q)%8 != 0 {
 		return false
 	}
-	dotsAVX2(&q[0], &k[0], len(q), stride, len(out), scale, &out[0])
+	n := dots512(out, q)
+	if n > 0 {
+		dotsAVX512(&q[0], &k[0], len(q), stride, n, scale, &out[0])
+	}
+	if n < len(out) {
+		dotsAVX2(&q[0], &k[n*stride], len(q), stride, len(out)-n, scale, &out[n])
+	}
 	return true
 }
 
 func axpysSIMD(y, w, x []float32, stride int) bool {
 	if !simdVec || len(y) == 0 || len(y)%8 != 0 {
 		return false
+	}
+	if attn512 && len(y)%16 == 0 {
+		axpysAVX512(&y[0], len(y), &w[0], &x[0], stride, len(w))
+		return true
 	}
 	axpysAVX2(&y[0], len(y), &w[0], &x[0], stride, len(w))
 	return true

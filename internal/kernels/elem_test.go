@@ -211,7 +211,7 @@ func TestDotsAxpys(t *testing.T) {
 	bothModes(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(43, 44))
 		for _, hd := range []int{4, 8, 12, 16, 24, 64, 72, 80, 128, 136, 256} {
-			for _, cnt := range []int{1, 2, 4, 5, 8, 11} {
+			for _, cnt := range []int{1, 2, 4, 5, 8, 11, 16, 17, 35, 48} {
 				stride := hd*2 + 8
 				q := randRow(rng, hd)
 				k := randRow(rng, (cnt-1)*stride+hd)
@@ -286,7 +286,7 @@ func TestDotsAxpysF16(t *testing.T) {
 	bothModes(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(49, 50))
 		for _, hd := range []int{8, 16, 24, 64, 72, 128} {
-			for _, cnt := range []int{1, 3, 4, 5, 9} {
+			for _, cnt := range []int{1, 3, 4, 5, 9, 16, 33} {
 				stride := hd*2 + 8
 				k16 := make([]uint16, (cnt-1)*stride+hd)
 				for i := range k16 {

@@ -92,6 +92,7 @@ func setPath(name string) (prev string, err error) {
 	if name == "avx512" {
 		packTable = vnniPackKernels
 	}
+	attn512 = name == "avx512"
 	quantizeActAsm = nil
 	if simdOn {
 		quantizeActAsm = simdQuantizeAct
