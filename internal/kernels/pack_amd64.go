@@ -23,8 +23,8 @@ func int8MulPeakVNNI(n int)
 var vnniPackKernels = map[Type]*packKernels{
 	Q8_0: {gemm4: gemm4Q8_0VNNI, gemm1: gemm1Q8_0VNNI, sumsPer: 32, sumsMul: 128},
 	Q4_0: {gemm4: gemm4Q4_0VNNI, gemm1: gemm1Q4_0VNNI},
-	F16:  {gemm4: gemm4F16VNNI, gemm1: gemm1F16VNNI},
-	BF16: {gemm4: gemm4BF16VNNI, gemm1: gemm1BF16VNNI},
+	F16:  {gemm4: gemm4F16AVX512, gemm1: gemm1F16AVX512},
+	BF16: {gemm4: gemm4BF16AVX512, gemm1: gemm1BF16AVX512},
 	Q4_1: {gemm4: gemm4Q4_1VNNI, gemm1: gemm1Q4_1VNNI},
 	Q5_0: {gemm4: gemm4Q5_0VNNI, gemm1: gemm1Q5_0VNNI},
 	Q5_1: {gemm4: gemm4Q5_1VNNI, gemm1: gemm1Q5_1VNNI},
@@ -70,13 +70,73 @@ func gemm4Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s
 func gemm1Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
 //go:noescape
-func gemm4F16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+func gemm4F16AVX512(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
 //go:noescape
-func gemm1F16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+func gemm1F16AVX512(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
 //go:noescape
-func gemm4BF16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+func gemm4BF16AVX512(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
 //go:noescape
-func gemm1BF16VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+func gemm1BF16AVX512(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q4_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q4_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q5_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q5_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q6_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q6_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q4_1BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q4_1BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q5_0BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q5_0BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q5_1BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q5_1BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q4_0BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q4_0BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func int8MulPeakBW(n int)
+
+// bwPackKernels are the avx512bw path's: the VNNI ones' layouts and
+// results without VPDPBUSD, for every type but Q8_0 (whose w+128 would
+// overflow VPMADDUBSW's int16 pairs: it keeps the AVX2 kernels there).
+var bwPackKernels = map[Type]*packKernels{
+	F16:  vnniPackKernels[F16],
+	BF16: vnniPackKernels[BF16],
+	Q4_0: {gemm4: gemm4Q4_0BW, gemm1: gemm1Q4_0BW},
+	Q4_1: {gemm4: gemm4Q4_1BW, gemm1: gemm1Q4_1BW},
+	Q5_0: {gemm4: gemm4Q5_0BW, gemm1: gemm1Q5_0BW},
+	Q5_1: {gemm4: gemm4Q5_1BW, gemm1: gemm1Q5_1BW},
+	Q4_K: {gemm4: gemm4Q4_KBW, gemm1: gemm1Q4_KBW},
+	Q5_K: {gemm4: gemm4Q5_KBW, gemm1: gemm1Q5_KBW},
+	Q6_K: {gemm4: gemm4Q6_KBW, gemm1: gemm1Q6_KBW, sumsPer: 16, sumsMul: 32},
+}

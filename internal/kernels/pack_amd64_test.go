@@ -113,3 +113,47 @@ func TestSubRows(t *testing.T) {
 		}
 	}
 }
+
+// TestPackedBW: the kernels without VPDPBUSD (avx512bw path) give the
+// VNNI kernels' bits on the same packed matrices.
+func TestPackedBW(t *testing.T) {
+	if why := pathMissing("avx512"); why != "" {
+		t.Skipf("path avx512: %s (the BW kernels are compared with the VNNI ones)", why)
+	}
+	prev, err := setPath("avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setPath(prev)
+	r := rand.New(rand.NewPCG(33, 33))
+	p := NewPool(2)
+	defer p.Close()
+	for ty, bw := range bwPackKernels {
+		if vnniPackKernels[ty] == nil {
+			t.Fatalf("%s: a BW kernel without a VNNI one", ty)
+		}
+		for _, shape := range [][2]int{{17, 256}, {40, 768}} {
+			rows, cols := shape[0], shape[1]
+			for _, n := range []int{1, 3, 4, 9} {
+				tm := newTestMatrix(t, r, ty, rows, cols, n)
+				want := make([]float32, n*rows)
+				MatMul(p, want, tm.m, tm.input, n)
+				packTable = bwPackKernels
+				got := make([]float32, n*rows)
+				MatMul(p, got, tm.m, tm.input, n)
+				packTable = vnniPackKernels
+				for k := range got {
+					if got[k] != want[k] {
+						t.Fatalf("%s %dx%d n=%d: out[%d] = %g (BW), %g (VNNI)", ty, rows, cols, n, k, got[k], want[k])
+					}
+				}
+				if bw.gemm4 == nil || bw.gemm1 == nil {
+					t.Fatalf("%s: missing kernels", ty)
+				}
+			}
+		}
+	}
+	if bwPackKernels[Q8_0] != nil {
+		t.Error("Q8_0 has a BW kernel: its w+128 pairs overflow VPMADDUBSW")
+	}
+}

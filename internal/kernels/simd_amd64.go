@@ -225,11 +225,15 @@ func int8MulPeakAVX2(n int)
 
 // int8MulPeak runs n rounds of the ceiling loop of the path in use and
 // returns the multiply-adds of a round, 0 when there is no loop: AVX2
-// VPMADDUBSW/VPMADDWD pairs (128), or on the avx512 path VPDPBUSD (512).
+// VPMADDUBSW/VPMADDWD pairs (128), the same on 512-bit registers on the
+// avx512bw path (512), or on the avx512 path VPDPBUSD (512).
 func int8MulPeak(n int) int {
 	switch Path() {
 	case "avx512":
 		int8MulPeakVNNI(n)
+		return 512
+	case "avx512bw":
+		int8MulPeakBW(n)
 		return 512
 	case "avx2":
 		int8MulPeakAVX2(n)
