@@ -20,10 +20,14 @@ import (
 // MISTRALRS_CPU caps the path (documented in docs/performance.md): generic
 // runs the pure-Go kernels (the oracles of the assembly ones) everywhere.
 // On amd64, avx2 runs the AVX2/FMA/F16C assembly, avx512 that plus the
-// AVX-512 VNNI kernels over packed weights (pack.go) for the types they
-// cover. On arm64, neon runs the Advanced SIMD assembly (every ARMv8-A
-// CPU has it). MISTRALRS_NOASM=1 is the same as generic. An unknown name
-// is reported on standard error and ignored.
+// AVX-512 VNNI kernels over packed weights (pack.go) and the AVX-512
+// attention kernels, avx512bw the same for CPUs with AVX-512 but without
+// VNNI (Skylake-SP/X: VPMADDUBSW/VPMADDWD for VPDPBUSD; Q8_0 keeps the
+// AVX2 kernels there). On arm64, neon runs the Advanced SIMD assembly (every ARMv8-A
+// CPU has it), dotprod that with the quantized types' kernels that use the
+// dot product instructions (SDOT; same results). MISTRALRS_NOASM=1 is the
+// same as generic. An unknown name is reported on standard error and
+// ignored.
 var cpuPaths = cpuPathsOf(runtime.GOARCH)
 
 // cpuPathsOf returns the paths of architecture goarch, lowest first; the
@@ -33,9 +37,9 @@ var cpuPaths = cpuPathsOf(runtime.GOARCH)
 func cpuPathsOf(goarch string) []string {
 	switch goarch {
 	case "amd64":
-		return []string{"generic", "avx2", "avx512"}
+		return []string{"generic", "avx2", "avx512bw", "avx512"}
 	case "arm64":
-		return []string{"generic", "neon"}
+		return []string{"generic", "neon", "dotprod"}
 	}
 	return []string{"generic"}
 }

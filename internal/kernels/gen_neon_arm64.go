@@ -4,15 +4,86 @@
 
 package kernels
 
+import (
+	"unsafe"
+)
+
 // neonKernels returns the kernels of the neon path.
 func neonKernels() map[Type]typeKernels {
 	m := map[Type]typeKernels{}
+	m[F32] = typeKernels{dot: dotF32SIMD, dot4: dot4F32SIMD, dotRows: dotRowsF32SIMD, dot4Rows: dot4RowsF32SIMD}
 	m[F16] = typeKernels{dot: dotF16SIMD, dot4: dot4F16SIMD, dotRows: dotRowsF16SIMD, dot4Rows: dot4RowsF16SIMD}
+	m[BF16] = typeKernels{dot: dotBF16SIMD, dot4: dot4BF16SIMD, dotRows: dotRowsBF16SIMD, dot4Rows: dot4RowsBF16SIMD}
 	m[Q4_0] = typeKernels{dot: dotQ4_0SIMD, dot4: dot4Q4_0SIMD, dotRows: dotRowsQ4_0SIMD, dot4Rows: dot4RowsQ4_0SIMD}
+	m[Q4_1] = typeKernels{dot: dotQ4_1SIMD, dot4: dot4Q4_1SIMD, dotRows: dotRowsQ4_1SIMD, dot4Rows: dot4RowsQ4_1SIMD}
+	m[Q5_0] = typeKernels{dot: dotQ5_0SIMD, dot4: dot4Q5_0SIMD, dotRows: dotRowsQ5_0SIMD, dot4Rows: dot4RowsQ5_0SIMD}
+	m[Q5_1] = typeKernels{dot: dotQ5_1SIMD, dot4: dot4Q5_1SIMD, dotRows: dotRowsQ5_1SIMD, dot4Rows: dot4RowsQ5_1SIMD}
 	m[Q8_0] = typeKernels{dot: dotQ8_0SIMD, dot4: dot4Q8_0SIMD, dotRows: dotRowsQ8_0SIMD, dot4Rows: dot4RowsQ8_0SIMD}
 	m[Q4_K] = typeKernels{dot: dotQ4_KSIMD, dot4: dot4Q4_KSIMD, dotRows: dotRowsQ4_KSIMD, dot4Rows: dot4RowsQ4_KSIMD}
+	m[Q5_K] = typeKernels{dot: dotQ5_KSIMD, dot4: dot4Q5_KSIMD, dotRows: dotRowsQ5_KSIMD, dot4Rows: dot4RowsQ5_KSIMD}
 	m[Q6_K] = typeKernels{dot: dotQ6_KSIMD, dot4: dot4Q6_KSIMD, dotRows: dotRowsQ6_KSIMD, dot4Rows: dot4RowsQ6_KSIMD, sums16: true}
 	return m
+}
+
+// F32
+
+//go:noescape
+func dotF32NEON(w *float32, x *float32, n, rows int, out *float32)
+
+//go:noescape
+func dot4F32NEON(w *float32, x *[4]*float32, n, rows int, out *float32, stride int)
+
+func dotF32SIMD(w []byte, a *Act, n int) float32 {
+	m := n &^ 7
+	var s float32
+	if m > 0 {
+		_ = w[4*n-1]
+		_ = a.F[n-1]
+		dotF32NEON((*float32)(unsafe.Pointer(&w[0])), &a.F[0], m, 1, &s)
+	}
+	if m < n {
+		s += tailF32(w[4*m:], a.F[m:n])
+	}
+	return s
+}
+
+// The float dotRows kernels need rows of a multiple of 8 elements (the
+// assembly walks the weights straight through); other lengths loop over dot.
+func dotRowsF32SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	if n%8 != 0 || rows == 0 {
+		dotRowsOf(dotF32SIMD, 4*n, w, rows, a, n, out)
+		return
+	}
+	_ = w[rows*4*n-1]
+	_ = a.F[n-1]
+	_ = out[rows-1]
+	dotF32NEON((*float32)(unsafe.Pointer(&w[0])), &a.F[0], n, rows, &out[0])
+}
+
+func dot4F32SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	m := n &^ 7
+	*out = [4]float32{}
+	if m > 0 {
+		_ = w[4*n-1]
+		x := fArgs4(a, n)
+		dot4F32NEON((*float32)(unsafe.Pointer(&w[0])), &x, m, 1, &out[0], 1)
+	}
+	if m < n {
+		for k := range a {
+			out[k] += tailF32(w[4*m:], a[k].F[m:n])
+		}
+	}
+}
+
+func dot4RowsF32SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if n%8 != 0 || rows == 0 {
+		dot4RowsOf(dot4F32SIMD, 4*n, w, rows, a, n, out, stride)
+		return
+	}
+	checkRows4(rows, out, stride)
+	_ = w[rows*4*n-1]
+	x := fArgs4(a, n)
+	dot4F32NEON((*float32)(unsafe.Pointer(&w[0])), &x, n, rows, &out[0], stride)
 }
 
 // F16
@@ -76,6 +147,67 @@ func dot4RowsF16SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, strid
 	dot4F16NEON(&w[0], &x, n, rows, &out[0], stride)
 }
 
+// BF16
+
+//go:noescape
+func dotBF16NEON(w *byte, x *float32, n, rows int, out *float32)
+
+//go:noescape
+func dot4BF16NEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
+
+func dotBF16SIMD(w []byte, a *Act, n int) float32 {
+	m := n &^ 7
+	var s float32
+	if m > 0 {
+		_ = w[2*n-1]
+		_ = a.F[n-1]
+		dotBF16NEON(&w[0], &a.F[0], m, 1, &s)
+	}
+	if m < n {
+		s += tailBF16(w[2*m:], a.F[m:n])
+	}
+	return s
+}
+
+// The float dotRows kernels need rows of a multiple of 8 elements (the
+// assembly walks the weights straight through); other lengths loop over dot.
+func dotRowsBF16SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	if n%8 != 0 || rows == 0 {
+		dotRowsOf(dotBF16SIMD, 2*n, w, rows, a, n, out)
+		return
+	}
+	_ = w[rows*2*n-1]
+	_ = a.F[n-1]
+	_ = out[rows-1]
+	dotBF16NEON(&w[0], &a.F[0], n, rows, &out[0])
+}
+
+func dot4BF16SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	m := n &^ 7
+	*out = [4]float32{}
+	if m > 0 {
+		_ = w[2*n-1]
+		x := fArgs4(a, n)
+		dot4BF16NEON(&w[0], &x, m, 1, &out[0], 1)
+	}
+	if m < n {
+		for k := range a {
+			out[k] += tailBF16(w[2*m:], a[k].F[m:n])
+		}
+	}
+}
+
+func dot4RowsBF16SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	if n%8 != 0 || rows == 0 {
+		dot4RowsOf(dot4BF16SIMD, 2*n, w, rows, a, n, out, stride)
+		return
+	}
+	checkRows4(rows, out, stride)
+	_ = w[rows*2*n-1]
+	x := fArgs4(a, n)
+	dot4BF16NEON(&w[0], &x, n, rows, &out[0], stride)
+}
+
 // Q4_0
 
 //go:noescape
@@ -107,6 +239,108 @@ func dot4RowsQ4_0SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stri
 	nb := n / 32
 	if qs, d, s, ok := s4Args(w, rows, a, nb, 1, 18, out, stride); ok {
 		dot4Q4_0NEON(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
+	}
+}
+
+// Q4_1
+
+//go:noescape
+func dotQ4_1NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+
+//go:noescape
+func dot4Q4_1NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+
+// dotQ4_1SIMD is its dotRows on one row.
+func dotQ4_1SIMD(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ4_1SIMD(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ4_1SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 32
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 20, out); ok {
+		dotQ4_1NEON(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+// dot4Q4_1SIMD is its dot4Rows on one row.
+func dot4Q4_1SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ4_1SIMD(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ4_1SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / 32
+	if qs, d, s, ok := s4Args(w, rows, a, nb, 1, 20, out, stride); ok {
+		dot4Q4_1NEON(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
+	}
+}
+
+// Q5_0
+
+//go:noescape
+func dotQ5_0NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+
+//go:noescape
+func dot4Q5_0NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+
+// dotQ5_0SIMD is its dotRows on one row.
+func dotQ5_0SIMD(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ5_0SIMD(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ5_0SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 32
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 22, out); ok {
+		dotQ5_0NEON(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+// dot4Q5_0SIMD is its dot4Rows on one row.
+func dot4Q5_0SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ5_0SIMD(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ5_0SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / 32
+	if qs, d, s, ok := s4Args(w, rows, a, nb, 1, 22, out, stride); ok {
+		dot4Q5_0NEON(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
+	}
+}
+
+// Q5_1
+
+//go:noescape
+func dotQ5_1NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+
+//go:noescape
+func dot4Q5_1NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+
+// dotQ5_1SIMD is its dotRows on one row.
+func dotQ5_1SIMD(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ5_1SIMD(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ5_1SIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 32
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 1, 24, out); ok {
+		dotQ5_1NEON(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+// dot4Q5_1SIMD is its dot4Rows on one row.
+func dot4Q5_1SIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ5_1SIMD(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ5_1SIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / 32
+	if qs, d, s, ok := s4Args(w, rows, a, nb, 1, 24, out, stride); ok {
+		dot4Q5_1NEON(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
 	}
 }
 
@@ -175,6 +409,40 @@ func dot4RowsQ4_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stri
 	nb := n / 256
 	if qs, d, s, ok := s4Args(w, rows, a, nb, 8, 144, out, stride); ok {
 		dot4Q4_KNEON(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
+	}
+}
+
+// Q5_K
+
+//go:noescape
+func dotQ5_KNEON(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
+
+//go:noescape
+func dot4Q5_KNEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+
+// dotQ5_KSIMD is its dotRows on one row.
+func dotQ5_KSIMD(w []byte, a *Act, n int) float32 {
+	var o [1]float32
+	dotRowsQ5_KSIMD(w, 1, a, n, o[:])
+	return o[0]
+}
+
+func dotRowsQ5_KSIMD(w []byte, rows int, a *Act, n int, out []float32) {
+	nb := n / 256
+	if qs, d, s, ok := sArgs(w, rows, a, nb, 8, 176, out); ok {
+		dotQ5_KNEON(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
+	}
+}
+
+// dot4Q5_KSIMD is its dot4Rows on one row.
+func dot4Q5_KSIMD(w []byte, a *[4]*Act, n int, out *[4]float32) {
+	dot4RowsQ5_KSIMD(w, 1, a, n, out[:], 1)
+}
+
+func dot4RowsQ5_KSIMD(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / 256
+	if qs, d, s, ok := s4Args(w, rows, a, nb, 8, 176, out, stride); ok {
+		dot4Q5_KNEON(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
 	}
 }
 

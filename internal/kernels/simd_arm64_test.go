@@ -272,7 +272,7 @@ func TestSIMDDot4Rows(t *testing.T) {
 // output with the same float operations whatever the kernel (dot, dotRows,
 // dot4, dot4Rows): MatMul gives the same bits for a row alone or in a
 // batch.
-var simdInvariant = []Type{F16, Q8_0, Q4_0, Q4_K, Q6_K}
+var simdInvariant = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K}
 
 // TestSIMDBatchInvariant checks that MatMul's results for an input row do
 // not depend on how many rows it is batched with (and which kernels that
@@ -443,6 +443,35 @@ func BenchmarkSIMD(b *testing.B) {
 	}
 }
 
+// BenchmarkSIMDQuantizeAct compares the assembly activation quantizer with
+// quantizeAct on one 4096-wide row (in cache).
+func BenchmarkSIMDQuantizeAct(b *testing.B) {
+	if len(simdKernels) == 0 {
+		b.Skip("no NEON kernels")
+	}
+	const cols = 4096
+	rng := rand.New(rand.NewPCG(9, 10))
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for _, impl := range []string{"asm", "go"} {
+		q := simdQuantizeAct
+		if impl == "go" {
+			q = quantizeAct
+		}
+		b.Run(impl, func(b *testing.B) {
+			var a Act
+			for b.Loop() {
+				q(x, &a)
+			}
+			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			b.ReportMetric(ns/cols, "ns/elem")
+			b.ReportMetric(4*cols/ns, "GB/s") // float32 input read
+		})
+	}
+}
+
 // BenchmarkSIMDDotRows runs the assembly kernels over 64 KiB of 768-wide rows
 // (the small models' width, in cache): a loop of dot calls against one
 // dotRows call, which keeps the activation in registers across rows.
@@ -482,6 +511,54 @@ func BenchmarkSIMDDotRows(b *testing.B) {
 	}
 }
 
+// TestSIMDQuantizeAct checks that the assembly activation quantizer gives
+// exactly quantizeAct's bytes, scales and sums, ties and zero blocks
+// included.
+func TestSIMDQuantizeAct(t *testing.T) {
+	skipNoSIMD(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{32, 64, 96, 576, 1536, 4096 + 32} {
+		for rep := 0; rep < 20; rep++ {
+			x := make([]float32, n)
+			scale := float32(math.Pow(10, float64(rng.IntN(8)-4)))
+			for i := range x {
+				x[i] = float32(rng.NormFloat64()) * scale
+			}
+			switch rep {
+			case 1: // a zero block
+				clear(x[:32])
+			case 2: // exact halves after scaling: amax 127 makes id 1
+				for i := range x {
+					x[i] = float32(rng.IntN(254)-127) + 0.5
+				}
+				for b := 0; b < n/32; b++ {
+					x[b*32] = 127
+				}
+			case 3: // values next to the rounding boundaries
+				for i := range x {
+					x[i] = math.Nextafter32(float32(rng.IntN(254)-127)+0.5, float32(math.Inf(rng.IntN(2)*2-1)))
+				}
+				for b := 0; b < n/32; b++ {
+					x[b*32] = 127
+				}
+			}
+			var want, got Act
+			quantizeAct(x, &want)
+			simdQuantizeAct(x, &got)
+			for i := range want.Qs {
+				if got.Qs[i] != want.Qs[i] {
+					t.Fatalf("n=%d rep=%d: q[%d] = %d, want %d (x %g, d %g)", n, rep, i, got.Qs[i], want.Qs[i], x[i], want.D[i/32])
+				}
+			}
+			for b := range want.D {
+				if got.D[b] != want.D[b] || got.S[b] != want.S[b] {
+					t.Fatalf("n=%d rep=%d block %d: d, S = %g, %g, want %g, %g", n, rep, b, got.D[b], got.S[b], want.D[b], want.S[b])
+				}
+			}
+		}
+	}
+}
+
 // TestSIMDNoAlloc checks that the kernels allocate nothing: they run once
 // per weight row.
 func TestSIMDNoAlloc(t *testing.T) {
@@ -505,6 +582,12 @@ func TestSIMDNoAlloc(t *testing.T) {
 		}); a != 0 {
 			t.Errorf("%s: %v allocations per dot, dot4, dotRows and dot4Rows", typ, a)
 		}
+	}
+	x := make([]float32, n)
+	var a Act
+	simdQuantizeAct(x, &a)
+	if allocs := testing.AllocsPerRun(10, func() { simdQuantizeAct(x, &a) }); allocs != 0 {
+		t.Errorf("quantizeAct: %v allocations", allocs)
 	}
 }
 
@@ -542,11 +625,14 @@ func TestDot4Sums16Fallback(t *testing.T) {
 // generic one.
 func TestNEONPeak(t *testing.T) {
 	for _, name := range cpuPaths {
+		if pathMissing(name) != "" {
+			continue
+		}
 		prev, err := setPath(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]int{"generic": 0, "neon": 128}[name]
+		want := map[string]int{"generic": 0, "neon": 128, "dotprod": 256}[name]
 		if got := int8MulPeak(3); got != want {
 			t.Errorf("path %s: int8MulPeak = %d multiply-adds a round, want %d", name, got, want)
 		}
@@ -554,4 +640,60 @@ func TestNEONPeak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestNEONPathsAgree checks the arm64 paths' kernels against each other
+// bit for bit: the dotprod kernels form the same exact integer sums as the
+// neon ones and then run the same float operations, so that a model gives
+// the same bits on either path. Within a path, dot4's output for input k
+// is dot's for that input (which is what makes batches invariant). Odd row
+// counts, one row, and short rows (one block or super-block) included.
+func TestNEONPathsAgree(t *testing.T) {
+	var paths []string
+	for _, name := range cpuPaths[1:] {
+		if why := pathMissing(name); why != "" {
+			t.Logf("path %s skipped: %s", name, why)
+			continue
+		}
+		paths = append(paths, name)
+	}
+	rng := rand.New(rand.NewPCG(53, 54))
+	for typ := range pathKernels["neon"] {
+		t.Run(typ.String(), func(t *testing.T) {
+			for _, n := range simdLengths(typ)[:4] {
+				rb := typ.RowSize(n)
+				var acts [4]*Act
+				for k := range acts {
+					acts[k] = simdRandAct(n, rng)
+				}
+				for _, rows := range []int{1, 3, 6} {
+					w := simdRandWeights(typ, rows*n, rng)
+					var first []float32
+					for _, name := range paths {
+						k := pathKernels[name][typ]
+						out := make([]float32, 4*rows)
+						k.dot4Rows(w, rows, &acts, n, out, rows)
+						for r := 0; r < rows; r++ {
+							for j := range acts {
+								one := k.dot(w[r*rb:(r+1)*rb], acts[j], n)
+								if math.Float32bits(one) != math.Float32bits(out[j*rows+r]) {
+									t.Fatalf("%s n=%d rows=%d row %d input %d: dot %g, dot4Rows %g", name, n, rows, r, j, one, out[j*rows+r])
+								}
+							}
+						}
+						if first == nil {
+							first = out
+							continue
+						}
+						for i := range out {
+							if math.Float32bits(out[i]) != math.Float32bits(first[i]) {
+								t.Fatalf("n=%d rows=%d output %d: %s %g, %s %g", n, rows, i, paths[0], first[i], name, out[i])
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+	t.Logf("paths compared: %v", paths)
 }

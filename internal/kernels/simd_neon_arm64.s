@@ -2,21 +2,25 @@
 
 #include "textflag.h"
 
-// Advanced SIMD dot kernels of arm64: the neon path (NEON*, every ARMv8-A
-// CPU) and the dotprod path (SDOT*, ARMv8.2-A with the dot product
-// instructions; the other types keep their NEON kernels there). They take
-// the arguments of the AVX2 kernels (see gen_neon_arm64.go); tab is the
-// f16 -> f32 table, read for the weights' scalar scales, and the F16
-// weights are widened with FCVTL.
+// Advanced SIMD kernels of arm64 (simd_arm64.go): the dot kernels of every
+// weight type for the neon path (*NEON, every ARMv8-A CPU) and of the
+// quantized types for the dotprod path (*SDOT, ARMv8.2-A's optional dot
+// product instructions; the float types keep their NEON kernels there),
+// then activation quantization, fp16 conversions and axpy, which both paths
+// use. The dot kernels take the arguments of the AVX2 ones (see
+// gen_neon_arm64.go); tab is the f16 -> f32 table, read for the weights'
+// scalar scales, while F16 weights are widened with FCVTL.
 //
 // Every output, whichever kernel computes it, is the same sequence of float
 // operations: per (super-)block exact integer sums, converted and scaled in
 // a fixed order, then accumulated into one float in block order from 0.
-// The one-input kernels and the four-input ones run the same macros per
-// activation row, so a row gives the same bits alone or in a batch of any
-// size (MatMul mixes dotRows and dot4Rows by shape). The two paths differ
-// only in how they form the integer sums (the I32/I16 macro a kernel body
-// is given), which are exact either way: they give the same bits too.
+// The four-input kernels unpack each weight block once for the four
+// activation rows and then run, per row, the one-input kernel's float
+// operations in its order (the K-quant ones regroup the integer sums,
+// which are exact), so a row gives the same bits alone or in a batch of
+// any size (MatMul mixes dotRows and dot4Rows by shape). The two paths
+// differ only in how they form the integer sums (the I32/I16 macro a
+// kernel body is given): they give the same bits too.
 //
 // Integer products without SDOT: SMULL multiplies the low eight int8 lanes
 // into int16, SMLAL2 adds the high eight's products, so each int16 lane
@@ -231,8 +235,9 @@ TEXT ·dot4Q8_0SDOT(SB), NOSPLIT, $0-64
 	VUSHR   $4, V1.B16, V1.B16
 
 // Q4A(I32, qs, d, s, acc): one activation block against Q4W's: with S the
-// exact sum of nibble times quant, acc += d_w * (d_a*S - 8*s_a) (the
-// nibbles are q+8; s_a = d_a*Σa, so 8*s_a is exact). F30 holds 8.
+// exact sum of nibble times quant, acc += d_w * (d_a*S - o*s_a) where F30
+// holds the offset o of the unsigned quants (8 for Q4_0, 16 for Q5_0:
+// they are q+o) and s_a = d_a*Σa (o*s_a is exact).
 #define Q4A(I32, qs, d, s, acc) \
 	VLD1.P  32(qs), [V2.B16, V3.B16]; \
 	FMOVS.P 4(d), F17;                \
@@ -248,27 +253,33 @@ TEXT ·dot4Q8_0SDOT(SB), NOSPLIT, $0-64
 	VMOVI $15, V31.B16; \
 	FMOVS $8.0, F30
 
-#define DOTQ4_0(I32) \
-	Q4CONST;                         \
-q4row:                                   \
+// DOTQS(CONST, W, A, I32), DOT4QS: the loops of the block types with
+// activation sums (Q4_0, Q4_1, Q5_0, Q5_1): CONST sets their constants, W
+// loads and unpacks a weight block, A(I32, qs, d, s, acc) runs one
+// activation block against it.
+#define DOTQS(CONST, W, A, I32) \
+	CONST;                           \
+qsrow:                                   \
 	MOVD R19, R1;                    \
 	MOVD R20, R2;                    \
 	MOVD R21, R8;                    \
 	MOVD R22, R3;                    \
 	VEOR V20.B16, V20.B16, V20.B16;  \
-q4blk:                                   \
-	Q4W;                             \
-	Q4A(I32, R1, R2, R8, F20);       \
+qsblk:                                   \
+	W;                               \
+	A(I32, R1, R2, R8, F20);         \
 	SUBS $1, R3, R3;                 \
-	BNE  q4blk;                      \
+	BNE  qsblk;                      \
 	FMOVS.P F20, 4(R6);              \
 	SUBS $1, R5, R5;                 \
-	BNE  q4row;                      \
+	BNE  qsrow;                      \
 	RET
 
-#define DOT4Q4_0(I32) \
-	Q4CONST;                         \
-q4row4:                                  \
+// Each weight block is loaded and unpacked once for the four activation
+// rows.
+#define DOT4QS(CONST, W, A, I32) \
+	CONST;                           \
+qsrow4:                                  \
 	MOVD 0(R19), R1;                 \
 	MOVD 8(R19), R13;                \
 	MOVD 16(R19), R14;               \
@@ -286,17 +297,17 @@ q4row4:                                  \
 	VEOR V21.B16, V21.B16, V21.B16;  \
 	VEOR V22.B16, V22.B16, V22.B16;  \
 	VEOR V23.B16, V23.B16, V23.B16;  \
-q4blk4:                                  \
-	Q4W;                             \
-	Q4A(I32, R1, R2, R8, F20);       \
-	Q4A(I32, R13, R10, R16, F21);    \
-	Q4A(I32, R14, R11, R17, F22);    \
-	Q4A(I32, R15, R12, R23, F23);    \
+qsblk4:                                  \
+	W;                               \
+	A(I32, R1, R2, R8, F20);         \
+	A(I32, R13, R10, R16, F21);      \
+	A(I32, R14, R11, R17, F22);      \
+	A(I32, R15, R12, R23, F23);      \
 	SUBS $1, R3, R3;                 \
-	BNE  q4blk4;                     \
+	BNE  qsblk4;                     \
 	STORE4(F20, F21, F22, F23);      \
 	SUBS $1, R5, R5;                 \
-	BNE  q4row4;                     \
+	BNE  qsrow4;                     \
 	RET
 
 // func dotQ4_0NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
@@ -309,7 +320,7 @@ TEXT ·dotQ4_0NEON(SB), NOSPLIT, $0-64
 	MOVD tab+40(FP), R4
 	MOVD rows+48(FP), R5
 	MOVD out+56(FP), R6
-	DOTQ4_0(I32N)
+	DOTQS(Q4CONST, Q4W, Q4A, I32N)
 
 // func dotQ4_0SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ4_0SDOT(SB), NOSPLIT, $0-64
@@ -321,7 +332,7 @@ TEXT ·dotQ4_0SDOT(SB), NOSPLIT, $0-64
 	MOVD tab+40(FP), R4
 	MOVD rows+48(FP), R5
 	MOVD out+56(FP), R6
-	DOTQ4_0(I32D)
+	DOTQS(Q4CONST, Q4W, Q4A, I32D)
 
 // func dot4Q4_0NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q4_0NEON(SB), NOSPLIT, $0-72
@@ -335,7 +346,7 @@ TEXT ·dot4Q4_0NEON(SB), NOSPLIT, $0-72
 	MOVD out+56(FP), R6
 	MOVD stride+64(FP), R9
 	LSL  $2, R9, R9
-	DOT4Q4_0(I32N)
+	DOT4QS(Q4CONST, Q4W, Q4A, I32N)
 
 // func dot4Q4_0SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
@@ -349,36 +360,285 @@ TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
 	MOVD out+56(FP), R6
 	MOVD stride+64(FP), R9
 	LSL  $2, R9, R9
-	DOT4Q4_0(I32D)
+	DOT4QS(Q4CONST, Q4W, Q4A, I32D)
 
-// ---------------------------------------------------------------- Q4_K
+// ---------------------------------------------------------------- Q4_1, Q5_0, Q5_1
 
-// Q4KC(I32, x0, x1): one 32-byte chunk of nibbles at R0 (moved on by 32)
-// against the activations at R1 (moved on by 64): Vx0 = the int32 partial
-// sums of the low nibbles (sub-block 2c) with the first 32 quants, Vx1 of
-// the high nibbles (sub-block 2c+1) with the next 32. V0-V9 are clobbered.
-#define Q4KC(I32, x0, x1) \
-	VLD1.P 32(R0), [V0.B16, V1.B16];                 \
-	VAND   V31.B16, V0.B16, V2.B16;                  \
-	VAND   V31.B16, V1.B16, V3.B16;                  \
-	VUSHR  $4, V0.B16, V0.B16;                       \
-	VUSHR  $4, V1.B16, V1.B16;                       \
-	VLD1.P 64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]; \
+// Q41W loads a Q4_1 block at R0 (moved on by 20): as Q4W, and the offset
+// m in F15.
+#define Q41W \
+	MOVHU.P 2(R0), R7;               \
+	FMOVS   (R4)(R7<<2), F16;        \
+	MOVHU.P 2(R0), R7;               \
+	FMOVS   (R4)(R7<<2), F15;        \
+	VLD1.P  16(R0), [V1.B16];        \
+	VAND    V31.B16, V1.B16, V0.B16; \
+	VUSHR   $4, V1.B16, V1.B16
+
+// Q41A(I32, qs, d, s, acc): one activation block against a block with an
+// offset (Q4_1, Q5_1): acc = fma(float(S), d_w*d_a, acc), then
+// acc = fma(m, s_a, acc) (s_a = d_a*Σa).
+#define Q41A(I32, qs, d, s, acc) \
+	VLD1.P  32(qs), [V2.B16, V3.B16]; \
+	FMOVS.P 4(d), F17;                \
+	FMOVS.P 4(s), F19;                \
+	I32(6, 0, 2, 1, 3, 4, 5);         \
+	VADDV   V6.S4, V6;                \
+	SCVTF_4S(6, 6);                   \
+	FMULS   F17, F16, F18;            \
+	FMADDS  F18, acc, F6, acc;        \
+	FMADDS  F19, acc, F15, acc
+
+#define Q41CONST \
+	VMOVI $15, V31.B16
+
+// Q5HI(qh): the fifth bits of a Q5_0/Q5_1 block (a 32-bit register, bit j
+// for element j) as 0x10 in the bytes of V0 (elements 0-15) and V1
+// (16-31). TBL spreads qh's bytes 0, 1 over the low and high eight lanes
+// of V9 (2, 3 over V10's), CMTST against the lane's bit (V27) gives 0xff
+// where it is set. V25, V26 hold the TBL indices, V28 0x10 bytes; V8-V10
+// are clobbered.
+#define Q5HI(qh) \
+	VMOV   qh, V8.S[0];               \
+	VTBL   V25.B16, [V8.B16], V9.B16;  \
+	VTBL   V26.B16, [V8.B16], V10.B16; \
+	VCMTST V27.B16, V9.B16, V9.B16;   \
+	VCMTST V27.B16, V10.B16, V10.B16; \
+	VAND   V28.B16, V9.B16, V9.B16;   \
+	VAND   V28.B16, V10.B16, V10.B16; \
+	VORR   V9.B16, V0.B16, V0.B16;    \
+	VORR   V10.B16, V1.B16, V1.B16
+
+// Q5CONST: V31 = 0x0f, V28 = 0x10, V27 = the bit of each byte lane in its
+// half (1, 2, ..., 128), V25, V26 = the byte indices of Q5HI; F30 = 16 (the
+// offset of Q5_0).
+#define Q5CONST \
+	VMOVI $15, V31.B16;                                        \
+	VMOVI $16, V28.B16;                                        \
+	VMOVQ $0x8040201008040201, $0x8040201008040201, V27;       \
+	VMOVQ $0x0000000000000000, $0x0101010101010101, V25;       \
+	VMOVQ $0x0202020202020202, $0x0303030303030303, V26;       \
+	FMOVS $16.0, F30
+
+// Q50W loads a Q5_0 block at R0 (moved on by 22): the 5-bit quants (q+16)
+// in V0, V1, the scale in F16. Its activation blocks run Q4A with F30 = 16.
+#define Q50W \
+	MOVHU.P 2(R0), R7;               \
+	FMOVS   (R4)(R7<<2), F16;        \
+	MOVWU.P 4(R0), R7;               \
+	VLD1.P  16(R0), [V1.B16];        \
+	VAND    V31.B16, V1.B16, V0.B16; \
+	VUSHR   $4, V1.B16, V1.B16;      \
+	Q5HI(R7)
+
+// Q51W loads a Q5_1 block at R0 (moved on by 24): as Q50W, and the offset
+// m in F15. Its activation blocks run Q41A.
+#define Q51W \
+	MOVHU.P 2(R0), R7;               \
+	FMOVS   (R4)(R7<<2), F16;        \
+	MOVHU.P 2(R0), R7;               \
+	FMOVS   (R4)(R7<<2), F15;        \
+	MOVWU.P 4(R0), R7;               \
+	VLD1.P  16(R0), [V1.B16];        \
+	VAND    V31.B16, V1.B16, V0.B16; \
+	VUSHR   $4, V1.B16, V1.B16;      \
+	Q5HI(R7)
+
+// func dotQ4_1NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+TEXT ·dotQ4_1NEON(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	DOTQS(Q41CONST, Q41W, Q41A, I32N)
+
+// func dotQ4_1SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+TEXT ·dotQ4_1SDOT(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	DOTQS(Q41CONST, Q41W, Q41A, I32D)
+
+// func dot4Q4_1NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q4_1NEON(SB), NOSPLIT, $0-72
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	MOVD stride+64(FP), R9
+	LSL  $2, R9, R9
+	DOT4QS(Q41CONST, Q41W, Q41A, I32N)
+
+// func dot4Q4_1SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q4_1SDOT(SB), NOSPLIT, $0-72
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	MOVD stride+64(FP), R9
+	LSL  $2, R9, R9
+	DOT4QS(Q41CONST, Q41W, Q41A, I32D)
+
+// func dotQ5_0NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+TEXT ·dotQ5_0NEON(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	DOTQS(Q5CONST, Q50W, Q4A, I32N)
+
+// func dotQ5_0SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+TEXT ·dotQ5_0SDOT(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	DOTQS(Q5CONST, Q50W, Q4A, I32D)
+
+// func dot4Q5_0NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q5_0NEON(SB), NOSPLIT, $0-72
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	MOVD stride+64(FP), R9
+	LSL  $2, R9, R9
+	DOT4QS(Q5CONST, Q50W, Q4A, I32N)
+
+// func dot4Q5_0SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q5_0SDOT(SB), NOSPLIT, $0-72
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	MOVD stride+64(FP), R9
+	LSL  $2, R9, R9
+	DOT4QS(Q5CONST, Q50W, Q4A, I32D)
+
+// func dotQ5_1NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+TEXT ·dotQ5_1NEON(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	DOTQS(Q5CONST, Q51W, Q41A, I32N)
+
+// func dotQ5_1SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+TEXT ·dotQ5_1SDOT(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	DOTQS(Q5CONST, Q51W, Q41A, I32D)
+
+// func dot4Q5_1NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q5_1NEON(SB), NOSPLIT, $0-72
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	MOVD stride+64(FP), R9
+	LSL  $2, R9, R9
+	DOT4QS(Q5CONST, Q51W, Q41A, I32N)
+
+// func dot4Q5_1SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q5_1SDOT(SB), NOSPLIT, $0-72
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	MOVD stride+64(FP), R9
+	LSL  $2, R9, R9
+	DOT4QS(Q5CONST, Q51W, Q41A, I32D)
+
+// ---------------------------------------------------------------- Q4_K, Q5_K
+
+// Q4KDEC: one 32-byte chunk of nibbles at R0 (moved on by 32): the low
+// nibbles (sub-block 2c) in V2, V3, the high ones (sub-block 2c+1) in V0,
+// V1. V31 holds 0x0f bytes.
+#define Q4KDEC \
+	VLD1.P 32(R0), [V0.B16, V1.B16]; \
+	VAND   V31.B16, V0.B16, V2.B16;  \
+	VAND   V31.B16, V1.B16, V3.B16;  \
+	VUSHR  $4, V0.B16, V0.B16;       \
+	VUSHR  $4, V1.B16, V1.B16
+
+// KPROD(I32, qs, x0, x1): the decoded chunk against the 64 activation
+// quants at qs (moved on by 64): Vx0 = the int32 partial sums of
+// sub-block 2c, Vx1 of 2c+1. V4-V9 are clobbered.
+#define KPROD(I32, qs, x0, x1) \
+	VLD1.P 64(qs), [V4.B16, V5.B16, V6.B16, V7.B16]; \
 	I32(x0, 2, 4, 3, 5, 8, 9);                       \
 	I32(x1, 0, 6, 1, 7, 8, 9)
 
-// Q4KSB(I32): one super-block at R0 (moved on by 144) against one
-// activation row (quants R1, scales R2, sums R8, moved on by 256, 8, 8):
-//   acc += d * Σ_j D_j*float(sc_j*S_j) - dmin * Σ_j s_j*mn_j
-// (F30) with S_j the exact integer sum of sub-block j. The eight 6-bit
-// scales and minimums are unpacked in general registers, four bytes at a
-// time (R7, R10-R15 are clobbered), then widened in vectors: V26, V27 the
-// scales as int32, V28, V29 the minimums as float32. V31 holds 0x0f bytes.
-#define Q4KSB(I32) \
+// Q4KC(I32, x0, x1): Q4KDEC, then KPROD against the activations at R1.
+#define Q4KC(I32, x0, x1) \
+	Q4KDEC; \
+	KPROD(I32, R1, x0, x1)
+
+// KSCALES: the scales of the Q4_K/Q5_K super-block at R0 (not moved): d in
+// F14, dmin in F15, and the eight 6-bit scales and minimums, unpacked in general
+// registers four bytes at a time (R7, R10-R15 are clobbered), then widened
+// in vectors: V26, V27 the scales as int32, V28, V29 the minimums as
+// float32.
+#define KSCALES \
 	MOVHU  (R0), R7;                 \
 	FMOVS  (R4)(R7<<2), F14;         \
 	MOVHU  2(R0), R7;                \
 	FMOVS  (R4)(R7<<2), F15;         \
+	KSCALES6
+
+// KSCALES6 is KSCALES without d and dmin.
+#define KSCALES6 \
 	MOVWU  4(R0), R10;               \
 	MOVWU  8(R0), R11;               \
 	MOVWU  12(R0), R12;              \
@@ -404,12 +664,14 @@ TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
 	VUXTL  V25.H4, V28.S4;           \
 	VUXTL2 V25.H8, V29.S4;           \
 	UCVTF_4S(28, 28);                \
-	UCVTF_4S(29, 29);                \
-	ADD    $16, R0, R0;              \
-	Q4KC(I32, 16, 17);               \
-	Q4KC(I32, 18, 19);               \
-	Q4KC(I32, 20, 21);               \
-	Q4KC(I32, 22, 23);               \
+	UCVTF_4S(29, 29)
+
+// KFLOAT: with V16..V23 the int32 partial sums of sub-blocks 0..7 and
+// KSCALES's registers, one activation row's scales (R2) and sums (R8,
+// both moved on by 8):
+//   acc += d * Σ_j D_j*float(sc_j*S_j) - dmin * Σ_j s_j*mn_j
+// (F30) with S_j the exact integer sum of sub-block j.
+#define KFLOAT \
 	VADDP  V17.S4, V16.S4, V16.S4;   \
 	VADDP  V19.S4, V18.S4, V18.S4;   \
 	VADDP  V18.S4, V16.S4, V16.S4;   \
@@ -431,53 +693,186 @@ TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
 	FMADDS F16, F30, F14, F30;       \
 	FMSUBS F12, F30, F15, F30
 
-#define DOTQ4_K(I32) \
+// Q4KSB(I32): one Q4_K super-block at R0 (moved on by 144) against one
+// activation row (quants R1, scales R2, sums R8, moved on by 256, 8, 8),
+// into F30. V31 holds 0x0f bytes.
+#define Q4KSB(I32) \
+	KSCALES;                         \
+	ADD    $16, R0, R0;              \
+	Q4KC(I32, 16, 17);               \
+	Q4KC(I32, 18, 19);               \
+	Q4KC(I32, 20, 21);               \
+	Q4KC(I32, 22, 23);               \
+	KFLOAT
+
+// Q5KDEC: Q4KDEC with the fifth bits: bit 0 of V10, V11 (qh shifted
+// right by 2c) for the low nibbles, bit 1 for the high ones; V10, V11
+// move on to the next chunk's bits. V12 holds 0x10 bytes; V8, V9 are
+// clobbered.
+#define Q5KDEC \
+	Q4KDEC;                          \
+	VSHL   $4, V10.B16, V8.B16;      \
+	VSHL   $4, V11.B16, V9.B16;      \
+	VAND   V12.B16, V8.B16, V8.B16;  \
+	VAND   V12.B16, V9.B16, V9.B16;  \
+	VORR   V8.B16, V2.B16, V2.B16;   \
+	VORR   V9.B16, V3.B16, V3.B16;   \
+	VSHL   $3, V10.B16, V8.B16;      \
+	VSHL   $3, V11.B16, V9.B16;      \
+	VAND   V12.B16, V8.B16, V8.B16;  \
+	VAND   V12.B16, V9.B16, V9.B16;  \
+	VORR   V8.B16, V0.B16, V0.B16;   \
+	VORR   V9.B16, V1.B16, V1.B16;   \
+	VUSHR  $2, V10.B16, V10.B16;     \
+	VUSHR  $2, V11.B16, V11.B16
+
+#define Q5KC(I32, x0, x1) \
+	Q5KDEC; \
+	KPROD(I32, R1, x0, x1)
+
+// Q5KSB(I32): one Q5_K super-block at R0 (moved on by 176), as Q4KSB; its
+// 32 bytes of fifth bits (after the scales) go to V10, V11.
+#define Q5KSB(I32) \
+	KSCALES;                         \
+	ADD    $16, R0, R0;              \
+	Q5KPRE;                          \
+	Q5KC(I32, 16, 17);               \
+	Q5KC(I32, 18, 19);               \
+	Q5KC(I32, 20, 21);               \
+	Q5KC(I32, 22, 23);               \
+	KFLOAT
+
+// DOTK(SB, I32), DOT4K: the loops of Q4_K and Q5_K, SB(I32) one
+// super-block.
+#define DOTK(SB, I32) \
 	VMOVI $15, V31.B16;              \
-q4krow:                                  \
+krow:                                    \
 	MOVD R19, R1;                    \
 	MOVD R20, R2;                    \
 	MOVD R21, R8;                    \
 	MOVD R22, R3;                    \
 	VEOR V30.B16, V30.B16, V30.B16;  \
-q4ksb:                                   \
-	Q4KSB(I32);                      \
+ksb:                                     \
+	SB(I32);                         \
 	SUBS $1, R3, R3;                 \
-	BNE  q4ksb;                      \
+	BNE  ksb;                        \
 	FMOVS.P F30, 4(R6);              \
 	SUBS $1, R5, R5;                 \
-	BNE  q4krow;                     \
+	BNE  krow;                       \
 	RET
 
-// Each row runs Q4KSB for the four activation rows in turn: the row is
-// read from memory once and from the L1 cache the other three times (the
-// unpacking is redone; it is small next to the products). R16 counts the
-// activation rows, R17 is the output of the current one, R23 the row's
-// start.
-#define DOT4Q4_K(I32) \
-	VMOVI $15, V31.B16;              \
-q4krow4:                                 \
-	MOVD R0, R23;                    \
-	MOVD R6, R17;                    \
-	MOVD $0, R16;                    \
-q4kact4:                                 \
-	MOVD R23, R0;                    \
-	MOVD (R19)(R16<<3), R1;          \
-	MOVD (R20)(R16<<3), R2;          \
-	MOVD (R21)(R16<<3), R8;          \
+#define ADDP_4S(d, n, m) WORD $(0x4ea0bc00 | ((m)<<16) | ((n)<<5) | (d))              // Vd.4S = [n0+n1, n2+n3, m0+m1, m2+m3]
+#define FMLA_4S(d, n, m) WORD $(0x4e20cc00 | ((m)<<16) | ((n)<<5) | (d))              // Vd.4S += Vn.4S * Vm.4S
+#define FMADD_S(d, n, m, a) WORD $(0x1f000000 | ((m)<<16) | ((a)<<10) | ((n)<<5) | (d)) // Sd = Sa + Sn*Sm
+#define FMSUB_S(d, n, m, a) WORD $(0x1f008000 | ((m)<<16) | ((a)<<10) | ((n)<<5) | (d)) // Sd = Sa - Sn*Sm
+
+// The four-input K kernels unpack each chunk once for the four activation
+// rows. Activation row k's sub-block sums build up in V(16+2k) (sub-blocks
+// 0-3) and V(17+2k) (4-7), in KFLOAT's lane order: KCc(I32, qs, a, b) is
+// chunk c's KPROD into V24, V25, folded in pairs into a, b (register
+// numbers).
+#define KC0(I32, qs, a, b) \
+	KPROD(I32, qs, 24, 25); \
+	ADDP_4S(a, 24, 25)
+
+#define KC1(I32, qs, a, b) \
+	KPROD(I32, qs, 24, 25); \
+	ADDP_4S(b, 24, 25);     \
+	ADDP_4S(a, a, b)
+
+#define KC2(I32, qs, a, b) \
+	KPROD(I32, qs, 24, 25); \
+	ADDP_4S(b, 24, 25)
+
+#define KC3(I32, qs, a, b) \
+	KPROD(I32, qs, 24, 25); \
+	ADDP_4S(24, 24, 25);    \
+	ADDP_4S(b, b, 24)
+
+// KCHUNK(DEC, I32, KC): one chunk for the four activation rows (quants at
+// R1, R2, R8, R16).
+#define KCHUNK(DEC, I32, KC) \
+	DEC;                   \
+	KC(I32, R1, 16, 17);   \
+	KC(I32, R2, 18, 19);   \
+	KC(I32, R8, 20, 21);   \
+	KC(I32, R16, 22, 23)
+
+// KFLOAT4(k, a, b, acc): KFLOAT's float operations, in its order, for
+// activation row k (its scales and sums at the k-th pointers of R20, R21
+// plus R17 bytes) with the sub-block sums in Va, Vb, into Sacc; d, dmin in
+// F10, F11. V0-V7 are clobbered.
+#define KFLOAT4(k, a, b, acc) \
+	MOVD   k*8(R20), R7;             \
+	ADD    R17, R7, R7;              \
+	VLD1   (R7), [V0.S4, V1.S4];     \
+	MOVD   k*8(R21), R7;             \
+	ADD    R17, R7, R7;              \
+	VLD1   (R7), [V2.S4, V3.S4];     \
+	MUL_4S(a, a, 26);                \
+	MUL_4S(b, b, 27);                \
+	SCVTF_4S(a, a);                  \
+	SCVTF_4S(b, b);                  \
+	FMUL_4S(a, a, 0);                \
+	FMLA_4S(a, b, 1);                \
+	FMUL_4S(2, 2, 28);               \
+	FMLA_4S(2, 29, 3);               \
+	HSUM4(a);                        \
+	HSUM4(2);                        \
+	FMADD_S(acc, 10, a, acc);        \
+	FMSUB_S(acc, 11, 2, acc)
+
+// Q4KPRE, Q5KPRE: a super-block's loads after its scales, before its
+// chunks: none for Q4_K; Q5_K's fifth bits into V10, V11 (and 0x10 bytes
+// into V12, as Q5KDEC wants).
+#define Q4KPRE \
+	NOP
+
+#define Q5KPRE \
+	VLD1.P 32(R0), [V10.B16, V11.B16]; \
+	VMOVI  $16, V12.B16
+
+// DOT4K(PRE, DEC, I32): the four-input loop of Q4_K (Q4KPRE, Q4KDEC)
+// and Q5_K (Q5KPRE loads the fifth bits that follow the scales, Q5KDEC). The outputs accumulate in
+// S13, S14, S15, S30 (V31 is set again per super-block: the constants
+// fill every register); R24 holds the super-block's start, R17 the
+// offset of its activation scales and sums.
+#define DOT4K(PRE, DEC, I32) \
+krow4:                                   \
+	MOVD 0(R19), R1;                 \
+	MOVD 8(R19), R2;                 \
+	MOVD 16(R19), R8;                \
+	MOVD 24(R19), R16;               \
+	MOVD $0, R17;                    \
 	MOVD R22, R3;                    \
+	VEOR V13.B16, V13.B16, V13.B16;  \
+	VEOR V14.B16, V14.B16, V14.B16;  \
+	VEOR V15.B16, V15.B16, V15.B16;  \
 	VEOR V30.B16, V30.B16, V30.B16;  \
-q4ksb4:                                  \
-	Q4KSB(I32);                      \
-	SUBS $1, R3, R3;                 \
-	BNE  q4ksb4;                     \
-	FMOVS F30, (R17);                \
-	ADD   R9, R17, R17;              \
-	ADD   $1, R16, R16;              \
-	CMP   $4, R16;                   \
-	BNE   q4kact4;                   \
-	ADD   $4, R6, R6;                \
-	SUBS  $1, R5, R5;                \
-	BNE   q4krow4;                   \
+ksb4:                                    \
+	MOVD   R0, R24;                  \
+	VMOVI  $15, V31.B16;             \
+	KSCALES6;                        \
+	ADD    $16, R0, R0;              \
+	PRE;                             \
+	KCHUNK(DEC, I32, KC0);           \
+	KCHUNK(DEC, I32, KC1);           \
+	KCHUNK(DEC, I32, KC2);           \
+	KCHUNK(DEC, I32, KC3);           \
+	MOVHU  (R24), R7;                \
+	FMOVS  (R4)(R7<<2), F10;         \
+	MOVHU  2(R24), R7;               \
+	FMOVS  (R4)(R7<<2), F11;         \
+	KFLOAT4(0, 16, 17, 13);          \
+	KFLOAT4(1, 18, 19, 14);          \
+	KFLOAT4(2, 20, 21, 15);          \
+	KFLOAT4(3, 22, 23, 30);          \
+	ADD    $32, R17, R17;            \
+	SUBS   $1, R3, R3;               \
+	BNE    ksb4;                     \
+	STORE4(F13, F14, F15, F30);      \
+	SUBS   $1, R5, R5;               \
+	BNE    krow4;                    \
 	RET
 
 // func dotQ4_KNEON(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
@@ -490,7 +885,7 @@ TEXT ·dotQ4_KNEON(SB), NOSPLIT, $0-64
 	MOVD tab+40(FP), R4
 	MOVD rows+48(FP), R5
 	MOVD out+56(FP), R6
-	DOTQ4_K(I32N)
+	DOTK(Q4KSB, I32N)
 
 // func dotQ4_KSDOT(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ4_KSDOT(SB), NOSPLIT, $0-64
@@ -502,7 +897,7 @@ TEXT ·dotQ4_KSDOT(SB), NOSPLIT, $0-64
 	MOVD tab+40(FP), R4
 	MOVD rows+48(FP), R5
 	MOVD out+56(FP), R6
-	DOTQ4_K(I32D)
+	DOTK(Q4KSB, I32D)
 
 // func dot4Q4_KNEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q4_KNEON(SB), NOSPLIT, $0-72
@@ -516,7 +911,7 @@ TEXT ·dot4Q4_KNEON(SB), NOSPLIT, $0-72
 	MOVD out+56(FP), R6
 	MOVD stride+64(FP), R9
 	LSL  $2, R9, R9
-	DOT4Q4_K(I32N)
+	DOT4K(Q4KPRE, Q4KDEC, I32N)
 
 // func dot4Q4_KSDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q4_KSDOT(SB), NOSPLIT, $0-72
@@ -530,7 +925,59 @@ TEXT ·dot4Q4_KSDOT(SB), NOSPLIT, $0-72
 	MOVD out+56(FP), R6
 	MOVD stride+64(FP), R9
 	LSL  $2, R9, R9
-	DOT4Q4_K(I32D)
+	DOT4K(Q4KPRE, Q4KDEC, I32D)
+
+// func dotQ5_KNEON(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
+TEXT ·dotQ5_KNEON(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nsb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	DOTK(Q5KSB, I32N)
+
+// func dotQ5_KSDOT(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
+TEXT ·dotQ5_KSDOT(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nsb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	DOTK(Q5KSB, I32D)
+
+// func dot4Q5_KNEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q5_KNEON(SB), NOSPLIT, $0-72
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nsb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	MOVD stride+64(FP), R9
+	LSL  $2, R9, R9
+	DOT4K(Q5KPRE, Q5KDEC, I32N)
+
+// func dot4Q5_KSDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q5_KSDOT(SB), NOSPLIT, $0-72
+	MOVD w+0(FP), R0
+	MOVD qs+8(FP), R19
+	MOVD d+16(FP), R20
+	MOVD s+24(FP), R21
+	MOVD nsb+32(FP), R22
+	MOVD tab+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	MOVD stride+64(FP), R9
+	LSL  $2, R9, R9
+	DOT4K(Q5KPRE, Q5KDEC, I32D)
 
 // ---------------------------------------------------------------- Q6_K
 
@@ -650,32 +1097,184 @@ q6ksb:                                   \
 	BNE  q6krow;                     \
 	RET
 
-// As DOT4Q4_K: Q6KSB for the four activation rows in turn, the row from
-// the L1 cache after the first.
+// The four-input Q6_K loop unpacks each group of 32 quants once for the
+// four activation rows. Per activation row k it keeps the sums of the
+// current half's groups of 16 in two registers a, b (Q6F0-Q6F3 fold them
+// in Q6G's then Q6H's lane order) and the float vector bv of the
+// super-block's Σ D_j*float(...) (Q6FH0, Q6FH1: Q6KSB's float operations
+// in its order), with its output in acc; (a, b, bv, acc) are (11, 12, 13,
+// 23), (14, 15, 16, 26), (17, 18, 19, 27), (20, 21, 22, 30). R24 holds the
+// super-block's start, R17 the offset of its activation scales; V10 is
+// the only temporary of I16N here.
+
+// Q6Q0-Q6Q3: group k of the half loaded by Q6HALF4 (ql in V0-V3, qh in
+// V4, V5) as signed quants in V6, V7 (Q6H's unpacking, then Q6G's -32).
+#define Q6Q0 \
+	VSHL   $4, V4.B16, V8.B16;     \
+	VSHL   $4, V5.B16, V9.B16;     \
+	VAND   V29.B16, V8.B16, V8.B16; \
+	VAND   V29.B16, V9.B16, V9.B16; \
+	VAND   V31.B16, V0.B16, V6.B16; \
+	VAND   V31.B16, V1.B16, V7.B16; \
+	VORR   V8.B16, V6.B16, V6.B16;  \
+	VORR   V9.B16, V7.B16, V7.B16;  \
+	VSUB   V28.B16, V6.B16, V6.B16; \
+	VSUB   V28.B16, V7.B16, V7.B16
+
+#define Q6Q1 \
+	VSHL   $2, V4.B16, V8.B16;     \
+	VSHL   $2, V5.B16, V9.B16;     \
+	VAND   V29.B16, V8.B16, V8.B16; \
+	VAND   V29.B16, V9.B16, V9.B16; \
+	VAND   V31.B16, V2.B16, V6.B16; \
+	VAND   V31.B16, V3.B16, V7.B16; \
+	VORR   V8.B16, V6.B16, V6.B16;  \
+	VORR   V9.B16, V7.B16, V7.B16;  \
+	VSUB   V28.B16, V6.B16, V6.B16; \
+	VSUB   V28.B16, V7.B16, V7.B16
+
+#define Q6Q2 \
+	VAND   V29.B16, V4.B16, V8.B16; \
+	VAND   V29.B16, V5.B16, V9.B16; \
+	VUSHR  $4, V0.B16, V6.B16;     \
+	VUSHR  $4, V1.B16, V7.B16;     \
+	VORR   V8.B16, V6.B16, V6.B16;  \
+	VORR   V9.B16, V7.B16, V7.B16;  \
+	VSUB   V28.B16, V6.B16, V6.B16; \
+	VSUB   V28.B16, V7.B16, V7.B16
+
+#define Q6Q3 \
+	VUSHR  $2, V4.B16, V8.B16;     \
+	VUSHR  $2, V5.B16, V9.B16;     \
+	VAND   V29.B16, V8.B16, V8.B16; \
+	VAND   V29.B16, V9.B16, V9.B16; \
+	VUSHR  $4, V2.B16, V6.B16;     \
+	VUSHR  $4, V3.B16, V7.B16;     \
+	VORR   V8.B16, V6.B16, V6.B16;  \
+	VORR   V9.B16, V7.B16, V7.B16;  \
+	VSUB   V28.B16, V6.B16, V6.B16; \
+	VSUB   V28.B16, V7.B16, V7.B16
+
+// Q6P(I16, qs): the group in V6, V7 against the 32 activation quants at
+// qs (moved on by 32): V24, V25 = the partial sums of its two 16s.
+#define Q6P(I16, qs) \
+	VLD1.P 32(qs), [V8.B16, V9.B16]; \
+	I16(24, 6, 8, 10);               \
+	I16(25, 7, 9, 10)
+
+#define Q6F0(a, b) \
+	ADDP_4S(a, 24, 25)
+
+#define Q6F1(a, b) \
+	ADDP_4S(24, 24, 25); \
+	ADDP_4S(a, a, 24)
+
+#define Q6F2(a, b) \
+	ADDP_4S(b, 24, 25)
+
+#define Q6F3(a, b) \
+	ADDP_4S(24, 24, 25); \
+	ADDP_4S(b, b, 24)
+
+// Q6GRP4(I16, Q, F): one group for the four activation rows.
+#define Q6GRP4(I16, Q, F) \
+	Q;                \
+	Q6P(I16, R1);     \
+	F(11, 12);        \
+	Q6P(I16, R2);     \
+	F(14, 15);        \
+	Q6P(I16, R8);     \
+	F(17, 18);        \
+	Q6P(I16, R16);    \
+	F(20, 21)
+
+// Q6HALF4(I16, qh): one half of the super-block (ql at R0, moved on by
+// 64; qh at R0+qh) for the four activation rows.
+#define Q6HALF4(I16, qh) \
+	ADD    $qh, R0, R7;                              \
+	VLD1   (R7), [V4.B16, V5.B16];                   \
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]; \
+	Q6GRP4(I16, Q6Q0, Q6F0);                         \
+	Q6GRP4(I16, Q6Q1, Q6F1);                         \
+	Q6GRP4(I16, Q6Q2, Q6F2);                         \
+	Q6GRP4(I16, Q6Q3, Q6F3)
+
+// Q6SC(off): the half's eight scales (at R24+off) as int32 in V2, V3.
+#define Q6SC(off) \
+	ADD  $off, R24, R7;  \
+	VLD1 (R7), [V0.B8];  \
+	SXTL_8H(1, 0);       \
+	SXTL_4S(2, 1);       \
+	SXTL2_4S(3, 1)
+
+// Q6FH0(k, a, b, bv), Q6FH1: the half's block sums of activation row k,
+// scaled, converted and times the row's block scales D (Q6KSB's FMUL for
+// the first half, its FMLA for the second).
+#define Q6FH0(k, a, b, bv) \
+	MUL_4S(a, a, 2);       \
+	MUL_4S(b, b, 3);       \
+	ADDP_4S(a, a, b);      \
+	SCVTF_4S(a, a);        \
+	MOVD k*8(R20), R7;     \
+	ADD  R17, R7, R7;      \
+	VLD1 (R7), [V4.S4];    \
+	FMUL_4S(bv, a, 4)
+
+#define Q6FH1(k, a, b, bv) \
+	MUL_4S(a, a, 2);       \
+	MUL_4S(b, b, 3);       \
+	ADDP_4S(a, a, b);      \
+	SCVTF_4S(a, a);        \
+	MOVD k*8(R20), R7;     \
+	ADD  R17, R7, R7;      \
+	ADD  $16, R7, R7;      \
+	VLD1 (R7), [V4.S4];    \
+	FMLA_4S(bv, a, 4)
+
 #define DOT4Q6_K(I16) \
 	Q6KCONST;                        \
 q6krow4:                                 \
-	MOVD R0, R23;                    \
-	MOVD R6, R17;                    \
-	MOVD $0, R16;                    \
-q6kact4:                                 \
-	MOVD R23, R0;                    \
-	MOVD (R19)(R16<<3), R1;          \
-	MOVD (R20)(R16<<3), R2;          \
+	MOVD 0(R19), R1;                 \
+	MOVD 8(R19), R2;                 \
+	MOVD 16(R19), R8;                \
+	MOVD 24(R19), R16;               \
+	MOVD $0, R17;                    \
 	MOVD R22, R3;                    \
+	VEOR V23.B16, V23.B16, V23.B16;  \
+	VEOR V26.B16, V26.B16, V26.B16;  \
+	VEOR V27.B16, V27.B16, V27.B16;  \
 	VEOR V30.B16, V30.B16, V30.B16;  \
 q6ksb4:                                  \
-	Q6KSB(I16);                      \
-	SUBS $1, R3, R3;                 \
-	BNE  q6ksb4;                     \
-	FMOVS F30, (R17);                \
-	ADD   R9, R17, R17;              \
-	ADD   $1, R16, R16;              \
-	CMP   $4, R16;                   \
-	BNE   q6kact4;                   \
-	ADD   $4, R6, R6;                \
-	SUBS  $1, R5, R5;                \
-	BNE   q6krow4;                   \
+	MOVD   R0, R24;                  \
+	Q6HALF4(I16, 128);               \
+	Q6SC(192);                       \
+	Q6FH0(0, 11, 12, 13);            \
+	Q6FH0(1, 14, 15, 16);            \
+	Q6FH0(2, 17, 18, 19);            \
+	Q6FH0(3, 20, 21, 22);            \
+	Q6HALF4(I16, 96);                \
+	Q6SC(200);                       \
+	Q6FH1(0, 11, 12, 13);            \
+	Q6FH1(1, 14, 15, 16);            \
+	Q6FH1(2, 17, 18, 19);            \
+	Q6FH1(3, 20, 21, 22);            \
+	MOVHU  208(R24), R7;             \
+	FMOVS  (R4)(R7<<2), F0;          \
+	HSUM4(13);                       \
+	FMADD_S(23, 0, 13, 23);          \
+	HSUM4(16);                       \
+	FMADD_S(26, 0, 16, 26);          \
+	HSUM4(19);                       \
+	FMADD_S(27, 0, 19, 27);          \
+	HSUM4(22);                       \
+	FMADD_S(30, 0, 22, 30);          \
+	ADD    $82, R0, R0;              \
+	ADD    $32, R17, R17;            \
+	SUBS   $1, R3, R3;               \
+	BNE    q6ksb4;                   \
+	STORE4(F23, F26, F27, F30);      \
+	SUBS   $1, R5, R5;               \
+	BNE    q6krow4;                  \
 	RET
 
 // func dotQ6_KNEON(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
@@ -726,93 +1325,345 @@ TEXT ·dot4Q6_KSDOT(SB), NOSPLIT, $0-72
 	LSL  $2, R9, R9
 	DOT4Q6_K(I16D)
 
-// ---------------------------------------------------------------- F16
+// ---------------------------------------------------------------- floats
 
-// F16X(x, a0, a1, t0, t1): eight activations at x (moved on by 32) times
-// the eight widened weights in V1, V2: a0 += lo*x[0:4], a1 += hi*x[4:8]
-// (a0, a1, t0, t1 are V registers).
-#define F16X(x, a0, a1, t0, t1) \
-	VLD1.P 32(x), [t0.S4, t1.S4]; \
-	VFMLA  V1.S4, t0.S4, a0.S4;   \
-	VFMLA  V2.S4, t1.S4, a1.S4
+// The float kernels (F32, F16, BF16) share their bodies: WLOAD puts eight
+// weights, as float32, in V1 (elements 0-3) and V2 (4-7), moving R0 on.
+// Each output is Σ over the row in two vector accumulators (lo, hi lanes),
+// added, then summed as HSUM4 does. Registers: R19 x (dot4: the array of
+// four), R22 n/8.
 
-// F16W: eight halves at R0 (moved on by 16), widened into V1, V2.
+#define SHLL_4S(d, n)  WORD $(0x2e613800 | ((n)<<5) | (d)) // Vd.4S = uint32(Vn.4H) << 16
+#define SHLL2_4S(d, n) WORD $(0x6e613800 | ((n)<<5) | (d)) // Vd.4S = uint32(Vn.8H[4:]) << 16
+
+#define F32W \
+	VLD1.P 32(R0), [V1.S4, V2.S4]
+
 #define F16W \
 	VLD1.P 16(R0), [V0.H8]; \
 	FCVTL_4S(1, 0);         \
 	FCVTL2_4S(2, 0)
 
-// F16SUM(a0, a1): Sa0 = HSUM4(Va0 + Va1).
-#define F16SUM(a0, a1) \
+// A bfloat16 is the top half of a float32.
+#define BF16W \
+	VLD1.P 16(R0), [V0.H8]; \
+	SHLL_4S(1, 0);          \
+	SHLL2_4S(2, 0)
+
+// FX(x, a0, a1, t0, t1): eight activations at x (moved on by 32) times
+// the eight weights in V1, V2: a0 += lo*x[0:4], a1 += hi*x[4:8] (a0, a1,
+// t0, t1 are V registers).
+#define FX(x, a0, a1, t0, t1) \
+	VLD1.P 32(x), [t0.S4, t1.S4]; \
+	VFMLA  V1.S4, t0.S4, a0.S4;   \
+	VFMLA  V2.S4, t1.S4, a1.S4
+
+// FSUM(a0, a1): Sa0 = HSUM4(Va0 + Va1).
+#define FSUM(a0, a1) \
 	FADD_4S(a0, a0, a1); \
 	HSUM4(a0)
 
-// func dotF16NEON(w *byte, x *float32, n, rows int, out *float32)
-// n is a multiple of 8.
-TEXT ·dotF16NEON(SB), NOSPLIT, $0-40
-	MOVD w+0(FP), R0
-	MOVD rows+24(FP), R5
-	MOVD out+32(FP), R6
-
-f16row:
-	MOVD x+8(FP), R1
-	MOVD n+16(FP), R3
-	LSR  $3, R3, R3
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-
-f16loop:
-	F16W
-	F16X(R1, V16, V17, V3, V4)
-	SUBS $1, R3, R3
-	BNE  f16loop
-	F16SUM(16, 17)
-	FMOVS.P F16, 4(R6)
-	SUBS $1, R5, R5
-	BNE  f16row
+#define DOTFLOAT(WLOAD) \
+frow:                                   \
+	MOVD R19, R1;                   \
+	MOVD R22, R3;                   \
+	VEOR V16.B16, V16.B16, V16.B16; \
+	VEOR V17.B16, V17.B16, V17.B16; \
+floop:                                  \
+	WLOAD;                          \
+	FX(R1, V16, V17, V3, V4);       \
+	SUBS $1, R3, R3;                \
+	BNE  floop;                     \
+	FSUM(16, 17);                   \
+	FMOVS.P F16, 4(R6);             \
+	SUBS $1, R5, R5;                \
+	BNE  frow;                      \
 	RET
 
-// func dot4F16NEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
-// Eight halves are widened once for the four activation rows.
-TEXT ·dot4F16NEON(SB), NOSPLIT, $0-48
+// Eight weights are loaded (and widened) once for the four activation
+// rows.
+#define DOT4FLOAT(WLOAD) \
+frow4:                                  \
+	MOVD 0(R19), R1;                \
+	MOVD 8(R19), R13;               \
+	MOVD 16(R19), R14;              \
+	MOVD 24(R19), R15;              \
+	MOVD R22, R3;                   \
+	VEOR V16.B16, V16.B16, V16.B16; \
+	VEOR V17.B16, V17.B16, V17.B16; \
+	VEOR V18.B16, V18.B16, V18.B16; \
+	VEOR V19.B16, V19.B16, V19.B16; \
+	VEOR V20.B16, V20.B16, V20.B16; \
+	VEOR V21.B16, V21.B16, V21.B16; \
+	VEOR V22.B16, V22.B16, V22.B16; \
+	VEOR V23.B16, V23.B16, V23.B16; \
+floop4:                                 \
+	WLOAD;                          \
+	FX(R1, V16, V17, V3, V4);       \
+	FX(R13, V18, V19, V5, V6);      \
+	FX(R14, V20, V21, V7, V8);      \
+	FX(R15, V22, V23, V9, V10);     \
+	SUBS $1, R3, R3;                \
+	BNE  floop4;                    \
+	FSUM(16, 17);                   \
+	FSUM(18, 19);                   \
+	FSUM(20, 21);                   \
+	FSUM(22, 23);                   \
+	STORE4(F16, F18, F20, F22);     \
+	SUBS $1, R5, R5;                \
+	BNE  frow4;                     \
+	RET
+
+// func dotF32NEON(w *float32, x *float32, n, rows int, out *float32)
+TEXT ·dotF32NEON(SB), NOSPLIT, $0-40
 	MOVD w+0(FP), R0
+	MOVD x+8(FP), R19
+	MOVD n+16(FP), R22
+	LSR  $3, R22, R22 // n is a multiple of 8
+	MOVD rows+24(FP), R5
+	MOVD out+32(FP), R6
+	DOTFLOAT(F32W)
+
+// func dot4F32NEON(w *float32, x *[4]*float32, n, rows int, out *float32, stride int)
+TEXT ·dot4F32NEON(SB), NOSPLIT, $0-48
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R19
+	MOVD n+16(FP), R22
+	LSR  $3, R22, R22 // n is a multiple of 8
 	MOVD rows+24(FP), R5
 	MOVD out+32(FP), R6
 	MOVD stride+40(FP), R9
 	LSL  $2, R9, R9
+	DOT4FLOAT(F32W)
 
-f16row4:
-	MOVD x+8(FP), R7
-	MOVD 0(R7), R1
-	MOVD 8(R7), R13
-	MOVD 16(R7), R14
-	MOVD 24(R7), R15
-	MOVD n+16(FP), R3
-	LSR  $3, R3, R3
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	VEOR V20.B16, V20.B16, V20.B16
-	VEOR V21.B16, V21.B16, V21.B16
-	VEOR V22.B16, V22.B16, V22.B16
-	VEOR V23.B16, V23.B16, V23.B16
+// func dotF16NEON(w *byte, x *float32, n, rows int, out *float32)
+TEXT ·dotF16NEON(SB), NOSPLIT, $0-40
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R19
+	MOVD n+16(FP), R22
+	LSR  $3, R22, R22 // n is a multiple of 8
+	MOVD rows+24(FP), R5
+	MOVD out+32(FP), R6
+	DOTFLOAT(F16W)
 
-f16loop4:
-	F16W
-	F16X(R1, V16, V17, V3, V4)
-	F16X(R13, V18, V19, V5, V6)
-	F16X(R14, V20, V21, V7, V8)
-	F16X(R15, V22, V23, V9, V10)
-	SUBS $1, R3, R3
-	BNE  f16loop4
-	F16SUM(16, 17)
-	F16SUM(18, 19)
-	F16SUM(20, 21)
-	F16SUM(22, 23)
-	STORE4(F16, F18, F20, F22)
-	SUBS $1, R5, R5
-	BNE  f16row4
+// func dot4F16NEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
+TEXT ·dot4F16NEON(SB), NOSPLIT, $0-48
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R19
+	MOVD n+16(FP), R22
+	LSR  $3, R22, R22 // n is a multiple of 8
+	MOVD rows+24(FP), R5
+	MOVD out+32(FP), R6
+	MOVD stride+40(FP), R9
+	LSL  $2, R9, R9
+	DOT4FLOAT(F16W)
+
+// func dotBF16NEON(w *byte, x *float32, n, rows int, out *float32)
+TEXT ·dotBF16NEON(SB), NOSPLIT, $0-40
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R19
+	MOVD n+16(FP), R22
+	LSR  $3, R22, R22 // n is a multiple of 8
+	MOVD rows+24(FP), R5
+	MOVD out+32(FP), R6
+	DOTFLOAT(BF16W)
+
+// func dot4BF16NEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
+TEXT ·dot4BF16NEON(SB), NOSPLIT, $0-48
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R19
+	MOVD n+16(FP), R22
+	LSR  $3, R22, R22 // n is a multiple of 8
+	MOVD rows+24(FP), R5
+	MOVD out+32(FP), R6
+	MOVD stride+40(FP), R9
+	LSL  $2, R9, R9
+	DOT4FLOAT(BF16W)
+
+// func axpyNEON(alpha float32, x, y *float32, n int)
+// y[i] += alpha*x[i] (one FMA each) for n a multiple of 8.
+TEXT ·axpyNEON(SB), NOSPLIT, $0-32
+	FMOVS alpha+0(FP), F0
+	MOVD  x+8(FP), R0
+	MOVD  y+16(FP), R1
+	MOVD  n+24(FP), R2
+	LSR   $3, R2, R2
+	VDUP  V0.S[0], V0.S4
+
+axpyloop:
+	VLD1.P 32(R0), [V1.S4, V2.S4]
+	VLD1   (R1), [V3.S4, V4.S4]
+	VFMLA  V1.S4, V0.S4, V3.S4
+	VFMLA  V2.S4, V0.S4, V4.S4
+	VST1.P [V3.S4, V4.S4], 32(R1)
+	SUBS   $1, R2, R2
+	BNE    axpyloop
+	RET
+
+// ---------------------------------------------------------------- activations
+
+#define FABS_4S(d, n)     WORD $(0x4ea0f800 | ((n)<<5) | (d))             // Vd.4S = |Vn.4S|
+#define FMAX_4S(d, n, m)  WORD $(0x4e20f400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = max(Vn.4S, Vm.4S)
+#define FMAXV_S(d, n)     WORD $(0x6e30f800 | ((n)<<5) | (d))             // Sd = max of Vn.4S
+#define FCVTNS_4S(d, n)   WORD $(0x4e21a800 | ((n)<<5) | (d))             // Vd.4S = int32(round half even(Vn.4S)); NaN -> 0
+#define XTN_4H(d, n)      WORD $(0x0e612800 | ((n)<<5) | (d))             // Vd.4H = int16(Vn.4S) (truncating)
+#define XTN2_8H(d, n)     WORD $(0x4e612800 | ((n)<<5) | (d))             // Vd.8H[4:] = int16(Vn.4S)
+#define XTN_8B(d, n)      WORD $(0x0e212800 | ((n)<<5) | (d))             // Vd.8B = int8(Vn.8H)
+#define XTN2_16B(d, n)    WORD $(0x4e212800 | ((n)<<5) | (d))             // Vd.16B[8:] = int8(Vn.8H)
+
+// func quantizeActNEON(x *float32, qs *int8, d, s *float32, nb int)
+// quantizeAct on nb blocks of 32, with its exact results: amax over the
+// block, d = amax/127 rounded to fp16 (FCVT rounds to nearest even, as
+// FP32ToFP16 does), q = x*(127/amax) in float32 rounded half to even
+// (FCVTNS), S = d*float(Σq). For amax = 0 quantizeAct takes 127/amax as 0;
+// here it is +Inf, every x is ±0, x*Inf is NaN and FCVTNS makes it 0: the
+// same zeros.
+TEXT ·quantizeActNEON(SB), NOSPLIT, $0-40
+	MOVD  x+0(FP), R0
+	MOVD  qs+8(FP), R1
+	MOVD  d+16(FP), R2
+	MOVD  s+24(FP), R3
+	MOVD  nb+32(FP), R4
+	FMOVS $127.0, F31
+
+qloop:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FABS_4S(8, 0)
+	FABS_4S(9, 1)
+	FABS_4S(10, 2)
+	FABS_4S(11, 3)
+	FABS_4S(12, 4)
+	FABS_4S(13, 5)
+	FABS_4S(14, 6)
+	FABS_4S(15, 7)
+	FMAX_4S(8, 8, 9)
+	FMAX_4S(10, 10, 11)
+	FMAX_4S(12, 12, 13)
+	FMAX_4S(14, 14, 15)
+	FMAX_4S(8, 8, 10)
+	FMAX_4S(12, 12, 14)
+	FMAX_4S(8, 8, 12)
+	FMAXV_S(8, 8)          // amax
+	FDIVS  F31, F8, F9     // amax/127
+	FCVTSH F9, F9
+	FCVTHS F9, F9          // d
+	FDIVS  F8, F31, F10    // 127/amax
+	VDUP   V10.S[0], V10.S4
+	FMUL_4S(0, 0, 10)
+	FMUL_4S(1, 1, 10)
+	FMUL_4S(2, 2, 10)
+	FMUL_4S(3, 3, 10)
+	FMUL_4S(4, 4, 10)
+	FMUL_4S(5, 5, 10)
+	FMUL_4S(6, 6, 10)
+	FMUL_4S(7, 7, 10)
+	FCVTNS_4S(0, 0)
+	FCVTNS_4S(1, 1)
+	FCVTNS_4S(2, 2)
+	FCVTNS_4S(3, 3)
+	FCVTNS_4S(4, 4)
+	FCVTNS_4S(5, 5)
+	FCVTNS_4S(6, 6)
+	FCVTNS_4S(7, 7)
+
+	// S = d * float(Σq).
+	VADD   V1.S4, V0.S4, V16.S4
+	VADD   V3.S4, V2.S4, V17.S4
+	VADD   V5.S4, V4.S4, V18.S4
+	VADD   V7.S4, V6.S4, V19.S4
+	VADD   V17.S4, V16.S4, V16.S4
+	VADD   V19.S4, V18.S4, V18.S4
+	VADD   V18.S4, V16.S4, V16.S4
+	VADDV  V16.S4, V16
+	SCVTF_4S(16, 16)
+	FMULS  F16, F9, F17
+
+	// The quants, |q| <= 127, narrowed to bytes in order.
+	XTN_4H(20, 0)
+	XTN2_8H(20, 1)
+	XTN_4H(21, 2)
+	XTN2_8H(21, 3)
+	XTN_4H(22, 4)
+	XTN2_8H(22, 5)
+	XTN_4H(23, 6)
+	XTN2_8H(23, 7)
+	XTN_8B(24, 20)
+	XTN2_16B(24, 21)
+	XTN_8B(25, 22)
+	XTN2_16B(25, 23)
+	VST1.P [V24.B16, V25.B16], 32(R1)
+	FMOVS.P F9, 4(R2)
+	FMOVS.P F17, 4(R3)
+	SUBS   $1, R4, R4
+	BNE    qloop
+	RET
+
+// ---------------------------------------------------------------- fp16 conversions
+
+#define FCVTN_4H(d, n)  WORD $(0x0e216800 | ((n)<<5) | (d)) // Vd.4H = half(Vn.4S), round to nearest even
+#define FCVTN2_8H(d, n) WORD $(0x4e216800 | ((n)<<5) | (d)) // Vd.8H[4:] = half(Vn.4S)
+
+// func f16ToF32NEON(dst *float32, src *uint16, n int)
+// n (a multiple of 8) halves to float32, exactly.
+TEXT ·f16ToF32NEON(SB), NOSPLIT, $0-24
+	MOVD dst+0(FP), R0
+	MOVD src+8(FP), R1
+	MOVD n+16(FP), R2
+	LSR  $3, R2, R2
+
+h2sloop:
+	VLD1.P 16(R1), [V0.H8]
+	FCVTL_4S(1, 0)
+	FCVTL2_4S(2, 0)
+	VST1.P [V1.S4, V2.S4], 32(R0)
+	SUBS   $1, R2, R2
+	BNE    h2sloop
+	RET
+
+// func f32ToF16NEON(dst *uint16, src *float32, n int)
+// n (a multiple of 8) float32 values to halves, rounded to nearest even as
+// FP32ToFP16 does (FPCR's default rounding; Go leaves it so).
+TEXT ·f32ToF16NEON(SB), NOSPLIT, $0-24
+	MOVD dst+0(FP), R0
+	MOVD src+8(FP), R1
+	MOVD n+16(FP), R2
+	LSR  $3, R2, R2
+
+s2hloop:
+	VLD1.P 32(R1), [V1.S4, V2.S4]
+	FCVTN_4H(0, 1)
+	FCVTN2_8H(0, 2)
+	VST1.P [V0.H8], 16(R0)
+	SUBS   $1, R2, R2
+	BNE    s2hloop
+	RET
+
+// func f16RowsToF32NEON(dst *float32, src *uint16, stride, w, rows int)
+// Row j's w halves (w a multiple of 8) at src + j*stride go to dst + j*w.
+TEXT ·f16RowsToF32NEON(SB), NOSPLIT, $0-40
+	MOVD dst+0(FP), R0
+	MOVD src+8(FP), R1
+	MOVD stride+16(FP), R3
+	LSL  $1, R3, R3 // bytes
+	MOVD w+24(FP), R4
+	LSR  $3, R4, R4
+	MOVD rows+32(FP), R5
+
+rowsrow:
+	MOVD R1, R6
+	MOVD R4, R2
+
+rowsloop:
+	VLD1.P 16(R6), [V0.H8]
+	FCVTL_4S(1, 0)
+	FCVTL2_4S(2, 0)
+	VST1.P [V1.S4, V2.S4], 32(R0)
+	SUBS   $1, R2, R2
+	BNE    rowsloop
+	ADD    R3, R1, R1
+	SUBS   $1, R5, R5
+	BNE    rowsrow
 	RET
 
 // ---------------------------------------------------------------- ceilings

@@ -72,7 +72,8 @@ func BenchmarkAttentionVec(b *testing.B) {
 }
 
 func TestBackend(t *testing.T) {
-	want := map[string]string{"generic": "CPU Go", "avx2": "CPU AVX2", "avx512": "CPU AVX512-VNNI"}[Path()]
+	want := map[string]string{"generic": "CPU Go", "avx2": "CPU AVX2", "avx512bw": "CPU AVX512", "avx512": "CPU AVX512-VNNI",
+		"neon": "CPU NEON", "dotprod": "CPU NEON-DOTPROD"}[Path()]
 	if b := Backend(); b != want || SIMD() != (Path() != "generic") {
 		t.Errorf("Backend() = %q with SIMD() = %v on path %s", b, SIMD(), Path())
 	}

@@ -60,16 +60,16 @@ type wtype struct {
 }
 
 var types = []wtype{
-	{Name: "F32", Kind: float, Size: 4, Ptr: "*float32", ISAs: map[string]string{"avx2": ""}},
+	{Name: "F32", Kind: float, Size: 4, Ptr: "*float32", ISAs: map[string]string{"avx2": "", "neon": ""}},
 	{Name: "F16", Kind: float, Size: 2, Ptr: "*byte", ISAs: map[string]string{"avx2": "HasF16C", "neon": ""}},
-	{Name: "BF16", Kind: float, Size: 2, Ptr: "*byte", ISAs: map[string]string{"avx2": ""}},
+	{Name: "BF16", Kind: float, Size: 2, Ptr: "*byte", ISAs: map[string]string{"avx2": "", "neon": ""}},
 	{Name: "Q4_0", Kind: qds, Elems: 32, Bytes: 18, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
-	{Name: "Q4_1", Kind: qds, Elems: 32, Bytes: 20, NB: "nb", ISAs: map[string]string{"avx2": ""}},
-	{Name: "Q5_0", Kind: qds, Elems: 32, Bytes: 22, NB: "nb", ISAs: map[string]string{"avx2": ""}},
-	{Name: "Q5_1", Kind: qds, Elems: 32, Bytes: 24, NB: "nb", ISAs: map[string]string{"avx2": ""}},
+	{Name: "Q4_1", Kind: qds, Elems: 32, Bytes: 20, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
+	{Name: "Q5_0", Kind: qds, Elems: 32, Bytes: 22, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
+	{Name: "Q5_1", Kind: qds, Elems: 32, Bytes: 24, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
 	{Name: "Q8_0", Kind: qd, Elems: 32, Bytes: 34, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
 	{Name: "Q4_K", Kind: qds, Elems: 256, Bytes: 144, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
-	{Name: "Q5_K", Kind: qds, Elems: 256, Bytes: 176, NB: "nsb", ISAs: map[string]string{"avx2": ""}},
+	{Name: "Q5_K", Kind: qds, Elems: 256, Bytes: 176, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
 	{Name: "Q6_K", Kind: qdb, Elems: 256, Bytes: 210, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
 }
 

@@ -1,9 +1,9 @@
-//go:build arm64 && !purego
+//go:build (amd64 || arm64) && !purego
 
 package kernels
 
-// The argument checks of the generated wrappers (gen_neon_arm64.go), the
-// same as simd_amd64.go's: the assembly kernels of both architectures take
+// The argument checks of the generated wrappers of the assembly kernels
+// (gen_*_amd64.go, gen_*_arm64.go): the kernels of both architectures take
 // the same arguments.
 
 // checkRows4 checks the output of a dot4Rows call: four rows of at least
