@@ -61,9 +61,9 @@ func benchMatMul(b *testing.B, t Type, rows, cols, n, threads int) {
 	b.ReportMetric(float64(n)*float64(b.N)/sec, "tok/s")
 	gmac := float64(rows) * float64(cols) * float64(n) * float64(b.N) / sec / 1e9
 	b.ReportMetric(gmac, "GMAC/s")
-	if n > 1 && t.BlockSize() > 1 {
-		if c := ceiling(b, threads); c > 0 {
-			b.ReportMetric(gmac/c, "of-int8-ceiling")
+	if n > 1 {
+		if c := ceiling(b, t, threads); c > 0 {
+			b.ReportMetric(gmac/c, "of-ceiling")
 		}
 	}
 }
@@ -182,11 +182,29 @@ func BenchmarkInt8MulCeiling(b *testing.B) {
 	}
 }
 
-// int8Ceiling runs the ceiling loop iters times on threads threads and
-// returns its GMAC/s (skipping b where the path has no loop).
+// BenchmarkFMACeiling is the float multiply-adds per second of the path's
+// widest FMA (VFMADD231PS on 256-bit registers on avx2, 512-bit on the
+// avx512 paths): the ceiling BenchmarkMatMul64 compares the float types
+// with.
+func BenchmarkFMACeiling(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("%s/threads=%d", Path(), threads), func(b *testing.B) {
+			b.ReportMetric(peakRate(b, fmaPeak, threads, b.N), "GMAC/s")
+		})
+	}
+}
+
+// int8Ceiling runs the int8 ceiling loop iters times on threads threads
+// and returns its GMAC/s (skipping b where the path has no loop).
 func int8Ceiling(b *testing.B, threads, iters int) float64 {
+	return peakRate(b, int8MulPeak, threads, iters)
+}
+
+// peakRate runs a ceiling loop (rounds of it, returning multiply-adds per
+// round) iters times on threads threads and returns its GMAC/s.
+func peakRate(b *testing.B, peak func(n int) int, threads, iters int) float64 {
 	const rounds = 1 << 18
-	macs := int8MulPeak(1)
+	macs := peak(1)
 	if macs == 0 {
 		b.Skip("no assembly kernels on this path")
 	}
@@ -196,7 +214,7 @@ func int8Ceiling(b *testing.B, threads, iters int) float64 {
 	for range iters {
 		p.For(threads, func(lo, hi int) {
 			for range hi - lo {
-				int8MulPeak(rounds)
+				peak(rounds)
 			}
 		})
 	}
@@ -208,14 +226,19 @@ var (
 	ceilings  = map[string]float64{}
 )
 
-// ceiling returns the int8 GMAC/s ceiling for threads threads on the path
-// in use, measured once per process.
-func ceiling(b *testing.B, threads int) float64 {
+// ceiling returns the GMAC/s ceiling for type t (int8 for the quantized
+// types, float FMA for the others) with threads threads on the path in
+// use, measured once per process.
+func ceiling(b *testing.B, t Type, threads int) float64 {
 	ceilingMu.Lock()
 	defer ceilingMu.Unlock()
-	key := fmt.Sprintf("%s/%d", Path(), threads)
-	if _, ok := ceilings[key]; !ok && int8MulPeak(1) > 0 {
-		ceilings[key] = int8Ceiling(b, threads, 20)
+	peak, kind := int8MulPeak, "int8"
+	if t.BlockSize() == 1 {
+		peak, kind = fmaPeak, "fma"
+	}
+	key := fmt.Sprintf("%s/%s/%d", kind, Path(), threads)
+	if _, ok := ceilings[key]; !ok && peak(1) > 0 {
+		ceilings[key] = peakRate(b, peak, threads, 20)
 	}
 	return ceilings[key]
 }

@@ -34,3 +34,47 @@ peakloop:
 	DECQ       CX
 	JNZ        peakloop
 	RET
+
+// func fmaPeakAVX2(n int)
+// n rounds of 8 independent VFMADD231PS on 256-bit registers (64 float
+// multiply-adds): the ceiling of the float kernels on the avx2 path.
+TEXT ·fmaPeakAVX2(SB), NOSPLIT, $0-8
+	MOVQ   n+0(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+
+fmaloop:
+	VFMADD231PS Y8, Y9, Y0
+	VFMADD231PS Y8, Y9, Y1
+	VFMADD231PS Y8, Y9, Y2
+	VFMADD231PS Y8, Y9, Y3
+	VFMADD231PS Y8, Y9, Y4
+	VFMADD231PS Y8, Y9, Y5
+	VFMADD231PS Y8, Y9, Y6
+	VFMADD231PS Y8, Y9, Y7
+	DECQ        CX
+	JNZ         fmaloop
+	VZEROUPPER
+	RET
+
+// func fmaPeakAVX512(n int)
+// The same on 512-bit registers (128 multiply-adds a round): the avx512
+// paths' float kernels (packed F16/BF16, attention).
+TEXT ·fmaPeakAVX512(SB), NOSPLIT, $0-8
+	MOVQ   n+0(FP), CX
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+
+fma512loop:
+	VFMADD231PS Z8, Z9, Z0
+	VFMADD231PS Z8, Z9, Z1
+	VFMADD231PS Z8, Z9, Z2
+	VFMADD231PS Z8, Z9, Z3
+	VFMADD231PS Z8, Z9, Z4
+	VFMADD231PS Z8, Z9, Z5
+	VFMADD231PS Z8, Z9, Z6
+	VFMADD231PS Z8, Z9, Z7
+	DECQ        CX
+	JNZ         fma512loop
+	VZEROUPPER
+	RET
