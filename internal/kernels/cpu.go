@@ -90,3 +90,16 @@ func bestPath() string {
 	}
 	return cpuPaths[0]
 }
+
+// Paths returns the instruction-set paths this CPU and build can run,
+// lowest first (the names MISTRALRS_CPU takes), whatever the cap: tests of
+// other packages run their oracle comparisons under each.
+func Paths() []string {
+	var out []string
+	for _, p := range cpuPaths {
+		if pathMissing(p) == "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
