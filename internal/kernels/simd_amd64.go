@@ -2,14 +2,7 @@
 
 package kernels
 
-import (
-	"encoding/binary"
-	"fmt"
-	"math"
-	"sync"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 // The assembly kernels need AVX2 and FMA (F16 also F16C). They replace the
 // generic entries of dotTable when the avx2 path is picked (see cpu.go); the
@@ -17,23 +10,9 @@ import (
 // compare the two, MISTRALRS_CPU=generic turns the assembly off for a whole
 // run).
 
-type simdPair struct {
-	generic, simd typeKernels
-}
-
-// quantizeActAsm is the assembly quantizeAct (bit-identical results) while
-// the assembly kernels are on, else nil; quantizeAct is meant to call it
-// when set (about 18 times faster than the Go loop on Zen 1).
-var quantizeActAsm func(x []float32, a *Act)
-
-var (
-	simdQuantizeAct func(x []float32, a *Act)
-	simdMu          sync.Mutex
-	simdKernels     = map[Type]*simdPair{}
-	simdOn          bool
-	simdVec         bool   // DotF32 and Axpy use assembly (with simdOn)
-	pathNow         string // the path installed in dotTable
-)
+// simdQuantizeAct is the assembly quantizeAct (about 18 times faster than
+// the Go loop on Zen 1) where the CPU has F16C, else nil.
+var simdQuantizeAct func(x []float32, a *Act)
 
 func init() {
 	if pathMissing("avx2") == "" {
@@ -84,25 +63,11 @@ func pathMissing(name string) string {
 	return "no path " + name
 }
 
-// setPath installs the kernels of path name (one of cpuPaths the CPU has;
-// MISTRALRS_CPU is not consulted) and returns the path installed before. It
-// must not run while kernels are running.
-func setPath(name string) (prev string, err error) {
-	if why := pathMissing(name); why != "" {
-		return "", fmt.Errorf("kernels: path %s: %s", name, why)
-	}
-	simdMu.Lock()
-	defer simdMu.Unlock()
-	prev = pathNow
-	pathNow = name
-	simdOn = name != "generic"
+// installPath puts the kernels of path name in dotTable and packTable
+// (setPath, with simdMu held).
+func installPath(name string) {
 	packTable = map[string]map[Type]*packKernels{"avx512": vnniPackKernels, "avx512bw": bwPackKernels}[name]
 	attn512 = packTable != nil
-	quantizeActAsm = nil
-	if simdOn {
-		quantizeActAsm = simdQuantizeAct
-	}
-	simdVec = simdOn
 	for t, p := range simdKernels {
 		k := p.generic
 		if simdOn {
@@ -110,121 +75,13 @@ func setPath(name string) (prev string, err error) {
 		}
 		*dotTable[t] = k
 	}
-	return prev, nil
 }
 
-// SetSIMD switches the dot kernels between the assembly versions (on: the
-// highest path the CPU has within MISTRALRS_CPU) and the pure-Go ones, and
-// reports whether assembly was in use before. It must not run while
-// kernels are running.
-func SetSIMD(on bool) (was bool) {
-	name := "generic"
-	if on {
-		name = bestPath()
-	}
-	prev, err := setPath(name)
-	if err != nil {
-		panic(err) // bestPath picks only paths the CPU has
-	}
-	return prev != "generic"
-}
-
-// Path names the instruction-set path in use: "avx512", "avx512bw", "avx2"
-// or "generic".
-func Path() string {
-	simdMu.Lock()
-	defer simdMu.Unlock()
-	return pathNow
-}
-
-// Backend names the kernels in use for reports (llama-bench's backends
-// column): "CPU AVX512-VNNI", "CPU AVX512", "CPU AVX2" with the assembly
-// kernels, "CPU Go" without.
-func Backend() string {
-	switch Path() {
-	case "avx512":
-		return "CPU AVX512-VNNI"
-	case "avx512bw":
-		return "CPU AVX512"
-	case "avx2":
-		return "CPU AVX2"
-	}
-	return "CPU Go"
-}
-
-// SIMD reports whether the assembly kernels are in use.
-func SIMD() bool {
-	simdMu.Lock()
-	defer simdMu.Unlock()
-	return simdOn
-}
-
-// Float kernels: the assembly handles multiples of 8 elements, the rest
-// (rare: model dimensions are multiples of 32) is summed here.
-
-func tailF32(w []byte, x []float32) float32 {
-	var s float32
-	for i, v := range x {
-		s += math.Float32frombits(binary.LittleEndian.Uint32(w[4*i:])) * v
-	}
-	return s
-}
-
-func tailF16(w []byte, x []float32) float32 {
-	var s float32
-	for i, v := range x {
-		s += FP16ToFP32(binary.LittleEndian.Uint16(w[2*i:])) * v
-	}
-	return s
-}
-
-func tailBF16(w []byte, x []float32) float32 {
-	var s float32
-	for i, v := range x {
-		s += BF16ToFP32(binary.LittleEndian.Uint16(w[2*i:])) * v
-	}
-	return s
-}
-
-//go:noescape
-func f16ToF32AVX2(dst *float32, src *uint16, n int)
-
-//go:noescape
-func f32ToF16AVX2(dst *uint16, src *float32, n int)
-
-//go:noescape
-func f16RowsToF32AVX2(dst *float32, src *uint16, stride, w, rows int)
-
-// f16RowsSIMD converts rows of a multiple of 8 halves; false otherwise.
-func f16RowsSIMD(dst []float32, src []uint16, stride, w, rows int) bool {
-	if !simdVec || !f16ConvSIMD || w%8 != 0 || w == 0 || rows == 0 {
-		return false
-	}
-	f16RowsToF32AVX2(&dst[0], &src[0], stride, w, rows)
-	return true
-}
-
-// f16ConvSIMD is set when the CPU has F16C (the conversions below).
-var f16ConvSIMD = cpu.X86.HasF16C && cpu.X86.HasAVX2
-
-// f16ToF32sSIMD and f32ToF16sSIMD convert the first multiple of 8 values
-// and return how many they did.
-func f16ToF32sSIMD(dst []float32, src []uint16) int {
-	n := len(src) &^ 7
-	if !simdVec || !f16ConvSIMD || n == 0 {
-		return 0
-	}
-	f16ToF32AVX2(&dst[0], &src[0], n)
-	return n
-}
-
-func f32ToF16sSIMD(dst []uint16, src []float32) int {
-	n := len(src) &^ 7
-	if !simdVec || !f16ConvSIMD || n == 0 {
-		return 0
-	}
-	f32ToF16AVX2(&dst[0], &src[0], n)
-	return n
+// backendNames are Backend's names of the paths.
+var backendNames = map[string]string{
+	"avx512":   "CPU AVX512-VNNI",
+	"avx512bw": "CPU AVX512",
+	"avx2":     "CPU AVX2",
 }
 
 // int8MulPeakAVX2 runs n rounds of 8 VPMADDUBSW + 8 VPMADDWD (128 int8
@@ -258,18 +115,7 @@ func quantizeAct8AVX2(x *float32, qs *int8, d, s *float32, ng int)
 
 // quantizeActSIMD is quantizeAct in assembly.
 func quantizeActSIMD(x []float32, a *Act) {
-	n := len(x)
-	nb := n / 32
-	a.Qs = growInt8(a.Qs, n)
-	a.D = growF32(a.D, nb)
-	a.S = growF32(a.S, nb)
-	if nb == 0 {
-		return
-	}
-	_ = x[nb*32-1]
-	_ = a.Qs[nb*32-1]
-	_ = a.D[nb-1]
-	_ = a.S[nb-1]
+	nb := growAct(x, a)
 	b := nb &^ 7
 	if b > 0 {
 		quantizeAct8AVX2(&x[0], &a.Qs[0], &a.D[0], &a.S[0], b/8)
@@ -280,37 +126,29 @@ func quantizeActSIMD(x []float32, a *Act) {
 }
 
 //go:noescape
+func f16ToF32AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func f32ToF16AVX2(dst *uint16, src *float32, n int)
+
+//go:noescape
+func f16RowsToF32AVX2(dst *float32, src *uint16, stride, w, rows int)
+
+// f16ConvSIMD is set when the CPU has F16C (the fp16 conversions).
+var f16ConvSIMD = cpu.X86.HasF16C && cpu.X86.HasAVX2
+
+//go:noescape
 func dotVecAVX2(a, b *float32, n int) float32
 
 //go:noescape
 func axpyAVX2(alpha float32, x, y *float32, n int)
 
-// DotF32 returns Σ a[i]*b[i] over len(a); b must be at least as long.
-func DotF32(a, b []float32) float32 {
-	n := len(a)
-	if !simdVec || n < 8 {
-		return dotF32Go(a, b)
-	}
-	b = b[:n]
-	m := n &^ 7
-	s := dotVecAVX2(&a[0], &b[0], m)
-	for i := m; i < n; i++ {
-		s += a[i] * b[i]
-	}
-	return s
-}
+// The kernels of the vector helpers (simd_asm.go).
 
-// Axpy sets y[i] += alpha*x[i] over len(y); x must be at least as long.
-func Axpy(alpha float32, x, y []float32) {
-	n := len(y)
-	if !simdVec || n < 8 {
-		axpyGo(alpha, x, y)
-		return
-	}
-	x = x[:n]
-	m := n &^ 7
-	axpyAVX2(alpha, &x[0], &y[0], m)
-	for i := m; i < n; i++ {
-		y[i] += alpha * x[i]
-	}
+func dotVecAsm(a, b *float32, n int) float32       { return dotVecAVX2(a, b, n) }
+func axpyAsm(alpha float32, x, y *float32, n int)  { axpyAVX2(alpha, x, y, n) }
+func f16ToF32Asm(dst *float32, src *uint16, n int) { f16ToF32AVX2(dst, src, n) }
+func f32ToF16Asm(dst *uint16, src *float32, n int) { f32ToF16AVX2(dst, src, n) }
+func f16RowsToF32Asm(dst *float32, src *uint16, stride, w, rows int) {
+	f16RowsToF32AVX2(dst, src, stride, w, rows)
 }

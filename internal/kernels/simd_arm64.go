@@ -2,14 +2,7 @@
 
 package kernels
 
-import (
-	"encoding/binary"
-	"fmt"
-	"math"
-	"sync"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 // The arm64 assembly kernels (simd_neon_arm64.s) need Advanced SIMD, which
 // every ARMv8-A CPU has, so the neon path is always there; the dotprod
@@ -25,16 +18,6 @@ import (
 // and Axpy have assembly versions; the element-wise and attention kernels
 // (elem_noasm.go) run the Go loops on every path so far.
 
-// simdPair holds a type's generic kernels and those of the highest path
-// the dispatch allowed at start (what the tests call the assembly ones).
-type simdPair struct {
-	generic, simd typeKernels
-}
-
-// quantizeActAsm is the assembly quantizeAct (bit-identical results) while
-// the assembly kernels are on, else nil; MatMul calls it when set.
-var quantizeActAsm func(x []float32, a *Act)
-
 // simdQuantizeAct is the assembly quantizeAct (the tests' name for it).
 var simdQuantizeAct = quantizeActNEONGo
 
@@ -43,29 +26,13 @@ func quantizeActNEON(x *float32, qs *int8, d, s *float32, nb int)
 
 // quantizeActNEONGo is quantizeAct in assembly.
 func quantizeActNEONGo(x []float32, a *Act) {
-	n := len(x)
-	nb := n / 32
-	a.Qs = growInt8(a.Qs, n)
-	a.D = growF32(a.D, nb)
-	a.S = growF32(a.S, nb)
-	if nb == 0 {
-		return
+	if nb := growAct(x, a); nb > 0 {
+		quantizeActNEON(&x[0], &a.Qs[0], &a.D[0], &a.S[0], nb)
 	}
-	_ = x[nb*32-1]
-	_ = a.Qs[nb*32-1]
-	_ = a.D[nb-1]
-	_ = a.S[nb-1]
-	quantizeActNEON(&x[0], &a.Qs[0], &a.D[0], &a.S[0], nb)
 }
 
-var (
-	simdMu      sync.Mutex
-	simdKernels = map[Type]*simdPair{}
-	pathKernels = map[string]map[Type]typeKernels{} // by path: the kernels that replace the generic ones
-	simdOn      bool
-	simdVec     bool   // DotF32, Axpy and the fp16 conversions use assembly (read without the lock, as the kernels read dotTable)
-	pathNow     string // the path installed in dotTable
-)
+// pathKernels holds by path the kernels that replace the generic ones.
+var pathKernels = map[string]map[Type]typeKernels{}
 
 func init() {
 	pathKernels["neon"] = neonKernels()
@@ -111,23 +78,9 @@ func pathMissing(name string) string {
 	return "no path " + name
 }
 
-// setPath installs the kernels of path name (one of cpuPaths the CPU has;
-// MISTRALRS_CPU is not consulted) and returns the path installed before. It
-// must not run while kernels are running.
-func setPath(name string) (prev string, err error) {
-	if why := pathMissing(name); why != "" {
-		return "", fmt.Errorf("kernels: path %s: %s", name, why)
-	}
-	simdMu.Lock()
-	defer simdMu.Unlock()
-	prev = pathNow
-	pathNow = name
-	simdOn = name != "generic"
-	simdVec = simdOn
-	quantizeActAsm = nil
-	if simdOn {
-		quantizeActAsm = simdQuantizeAct
-	}
+// installPath puts the kernels of path name in dotTable (setPath, with
+// simdMu held).
+func installPath(name string) {
 	for t, p := range simdKernels {
 		k := p.generic
 		if pk, ok := pathKernels[name][t]; ok {
@@ -135,87 +88,16 @@ func setPath(name string) (prev string, err error) {
 		}
 		*dotTable[t] = k
 	}
-	return prev, nil
 }
 
-// SetSIMD switches the dot kernels between the assembly versions (on: the
-// highest path the CPU has within MISTRALRS_CPU) and the pure-Go ones, and
-// reports whether assembly was in use before. It must not run while
-// kernels are running.
-func SetSIMD(on bool) (was bool) {
-	name := "generic"
-	if on {
-		name = bestPath()
-	}
-	prev, err := setPath(name)
-	if err != nil {
-		panic(err) // bestPath picks only paths the CPU has
-	}
-	return prev != "generic"
-}
-
-// Path names the instruction-set path in use: "dotprod", "neon" or
-// "generic".
-func Path() string {
-	simdMu.Lock()
-	defer simdMu.Unlock()
-	return pathNow
-}
-
-// Backend names the kernels in use for reports (llama-bench's backends
-// column): "CPU NEON-DOTPROD", "CPU NEON" with the assembly kernels, "CPU
-// Go" without.
-func Backend() string {
-	switch Path() {
-	case "dotprod":
-		return "CPU NEON-DOTPROD"
-	case "neon":
-		return "CPU NEON"
-	}
-	return "CPU Go"
-}
-
-// SIMD reports whether the assembly kernels are in use.
-func SIMD() bool {
-	simdMu.Lock()
-	defer simdMu.Unlock()
-	return simdOn
+// backendNames are Backend's names of the paths.
+var backendNames = map[string]string{
+	"dotprod": "CPU NEON-DOTPROD",
+	"neon":    "CPU NEON",
 }
 
 //go:noescape
 func axpyNEON(alpha float32, x, y *float32, n int)
-
-// DotF32 returns Σ a[i]*b[i] over len(a); b must be at least as long. The
-// F32 dot kernel does the multiples of 8.
-func DotF32(a, b []float32) float32 {
-	n := len(a)
-	if !simdVec || n < 8 {
-		return dotF32Go(a, b)
-	}
-	b = b[:n]
-	m := n &^ 7
-	var s float32
-	dotF32NEON(&a[0], &b[0], m, 1, &s)
-	for i := m; i < n; i++ {
-		s += a[i] * b[i]
-	}
-	return s
-}
-
-// Axpy sets y[i] += alpha*x[i] over len(y); x must be at least as long.
-func Axpy(alpha float32, x, y []float32) {
-	n := len(y)
-	if !simdVec || n < 8 {
-		axpyGo(alpha, x, y)
-		return
-	}
-	x = x[:n]
-	m := n &^ 7
-	axpyNEON(alpha, &x[0], &y[0], m)
-	for i := m; i < n; i++ {
-		y[i] += alpha * x[i]
-	}
-}
 
 //go:noescape
 func f16ToF32NEON(dst *float32, src *uint16, n int)
@@ -226,33 +108,23 @@ func f32ToF16NEON(dst *uint16, src *float32, n int)
 //go:noescape
 func f16RowsToF32NEON(dst *float32, src *uint16, stride, w, rows int)
 
-// f16RowsSIMD converts rows of a multiple of 8 halves; false otherwise.
-func f16RowsSIMD(dst []float32, src []uint16, stride, w, rows int) bool {
-	if !simdVec || w%8 != 0 || w == 0 || rows == 0 {
-		return false
-	}
-	f16RowsToF32NEON(&dst[0], &src[0], stride, w, rows)
-	return true
+// f16ConvSIMD: FCVTL and FCVTN are part of Advanced SIMD.
+const f16ConvSIMD = true
+
+// The kernels of the vector helpers (simd_asm.go); the F32 dot kernel
+// does DotF32's multiples of 8.
+
+func dotVecAsm(a, b *float32, n int) float32 {
+	var s float32
+	dotF32NEON(a, b, n, 1, &s)
+	return s
 }
 
-// f16ToF32sSIMD and f32ToF16sSIMD convert the first multiple of 8 values
-// and return how many they did.
-func f16ToF32sSIMD(dst []float32, src []uint16) int {
-	n := len(src) &^ 7
-	if !simdVec || n == 0 {
-		return 0
-	}
-	f16ToF32NEON(&dst[0], &src[0], n)
-	return n
-}
-
-func f32ToF16sSIMD(dst []uint16, src []float32) int {
-	n := len(src) &^ 7
-	if !simdVec || n == 0 {
-		return 0
-	}
-	f32ToF16NEON(&dst[0], &src[0], n)
-	return n
+func axpyAsm(alpha float32, x, y *float32, n int)  { axpyNEON(alpha, x, y, n) }
+func f16ToF32Asm(dst *float32, src *uint16, n int) { f16ToF32NEON(dst, src, n) }
+func f32ToF16Asm(dst *uint16, src *float32, n int) { f32ToF16NEON(dst, src, n) }
+func f16RowsToF32Asm(dst *float32, src *uint16, stride, w, rows int) {
+	f16RowsToF32NEON(dst, src, stride, w, rows)
 }
 
 // int8MulPeakNEON runs n rounds of 8 SMLAL + 8 SMLAL2 on 16-byte vectors
@@ -280,31 +152,4 @@ func int8MulPeak(n int) int {
 		return 128
 	}
 	return 0
-}
-
-// Float kernels: the assembly handles multiples of 8 elements, the rest
-// (rare: model dimensions are multiples of 32) is summed here.
-
-func tailF32(w []byte, x []float32) float32 {
-	var s float32
-	for i, v := range x {
-		s += math.Float32frombits(binary.LittleEndian.Uint32(w[4*i:])) * v
-	}
-	return s
-}
-
-func tailBF16(w []byte, x []float32) float32 {
-	var s float32
-	for i, v := range x {
-		s += BF16ToFP32(binary.LittleEndian.Uint16(w[2*i:])) * v
-	}
-	return s
-}
-
-func tailF16(w []byte, x []float32) float32 {
-	var s float32
-	for i, v := range x {
-		s += FP16ToFP32(binary.LittleEndian.Uint16(w[2*i:])) * v
-	}
-	return s
 }

@@ -32,9 +32,9 @@
 // they are written as WORDs below: d, n, m are register numbers (V0-V31),
 // placed at bits 0, 5 and 16 as in every three-register SIMD encoding.
 //
-// The kernel bodies are macros over registers (the TEXT prologues load
-// the arguments), so that one body serves both paths; their labels are
-// local to the TEXT they are expanded in.
+// The kernels are skeleton macros, each expanded in a TEXT of each path
+// with the path's I32/I16 macro; a skeleton loads its arguments (the ARGS
+// macros) and its labels are local to the TEXT it is expanded in.
 
 #define SMULL_8H(d, n, m)  WORD $(0x0e20c000 | ((m)<<16) | ((n)<<5) | (d)) // Vd.8H = Vn.8B * Vm.8B
 #define SMLAL_8H(d, n, m)  WORD $(0x0e208000 | ((m)<<16) | ((n)<<5) | (d)) // Vd.8H += Vn.8B * Vm.8B
@@ -103,10 +103,81 @@
 	FMOVS acc3, (R7);  \
 	ADD   $4, R6, R6
 
-// Register use of the quantized kernels, loaded by the TEXT prologues:
+// PTRS4(p, r0, r1, r2, r3) loads the four pointers of the array at p.
+#define PTRS4(p, r0, r1, r2, r3) \
+	MOVD 0(p), r0;  \
+	MOVD 8(p), r1;  \
+	MOVD 16(p), r2; \
+	MOVD 24(p), r3
+
+// ZERO4(v0, v1, v2, v3) clears four accumulators (V registers).
+#define ZERO4(v0, v1, v2, v3) \
+	VEOR v0.B16, v0.B16, v0.B16; \
+	VEOR v1.B16, v1.B16, v1.B16; \
+	VEOR v2.B16, v2.B16, v2.B16; \
+	VEOR v3.B16, v3.B16, v3.B16
+
+// LOOP(r, label): r counts down; back to label while it is not zero.
+#define LOOP(r, label) \
+	SUBS $1, r, r; \
+	BNE  label
+
+// HALF(addr, f): f = the fp16 at addr as float32 (through the table at R4);
+// HALFP(f): the same for the fp16 at R0, moved on by 2. R7 is clobbered.
+#define HALF(addr, f) \
+	MOVHU addr, R7; \
+	FMOVS (R4)(R7<<2), f
+
+#define HALFP(f) \
+	MOVHU.P 2(R0), R7; \
+	FMOVS   (R4)(R7<<2), f
+
+// ---------------------------------------------------------------- arguments
+
+// Register use of the quantized kernels, loaded by the ARGS macros below:
 // R0 the weights (moved along), R4 tab, R5 the rows left, R6 out, R9 the
 // output stride in bytes (dot4), R19 qs (dot4: the array of four), R20 d,
 // R21 s, R22 nb or nsb. R3 counts blocks, R7 is scratch.
+//
+// Each kernel skeleton below begins with its arguments' loads, so that a
+// TEXT block is its skeleton's one line. vet's asmdecl checks the argument
+// names of a line against the TEXT above it, so the macros that name
+// arguments stand here, before the first TEXT (as the amd64 skeletons do);
+// the tests run every kernel against the generic one.
+
+// WARGS: w, qs, d (the first three arguments of every quantized kernel).
+#define WARGS \
+	MOVD w+0(FP), R0;   \
+	MOVD qs+8(FP), R19; \
+	MOVD d+16(FP), R20
+
+// OARGS(off): tab, rows, out at off, off+8, off+16.
+#define OARGS(off) \
+	MOVD tab+off(FP), R4;    \
+	MOVD rows+off+8(FP), R5; \
+	MOVD out+off+16(FP), R6
+
+// The arguments of Q8_0 (w, qs, d, nb, tab, rows, out), of the types with
+// activation sums (w, qs, d, s, nb, ...), of Q4_K and Q5_K (w, qs, d, s,
+// nsb, ...) and of Q6_K (w, qs, d, b, nsb, ...: b is not read).
+#define Q8ARGS WARGS; MOVD nb+24(FP), R22; OARGS(32)
+#define QSARGS WARGS; MOVD s+24(FP), R21; MOVD nb+32(FP), R22; OARGS(40)
+#define KARGS  WARGS; MOVD s+24(FP), R21; MOVD nsb+32(FP), R22; OARGS(40)
+#define Q6ARGS WARGS; MOVD nsb+32(FP), R22; OARGS(40)
+
+// FARGS: the float kernels' w, x, n/8 (n is a multiple of 8), rows, out.
+#define FARGS \
+	MOVD w+0(FP), R0;     \
+	MOVD x+8(FP), R19;    \
+	MOVD n+16(FP), R22;   \
+	LSR  $3, R22, R22;    \
+	MOVD rows+24(FP), R5; \
+	MOVD out+32(FP), R6
+
+// STRIDE(off): a dot4 kernel's output stride (at off) in bytes, in R9.
+#define STRIDE(off) \
+	MOVD stride+off(FP), R9; \
+	LSL  $2, R9, R9
 
 // ---------------------------------------------------------------- Q8_0
 
@@ -117,19 +188,26 @@
 	VLD1.P  32(R0), [V0.B16, V1.B16]; \
 	FMOVS   (R4)(R7<<2), F16
 
+// QSUM(I32): S6 = float(S) with S the exact sum of the 32 products of the
+// weight quants in V0, V1 by the activation quants in V2, V3 (V4, V5 are
+// clobbered).
+#define QSUM(I32) \
+	I32(6, 0, 2, 1, 3, 4, 5); \
+	VADDV   V6.S4, V6;        \
+	SCVTF_4S(6, 6)
+
 // Q8A(I32, qs, d, acc): one activation block (quants at qs, scale at d,
 // both moved on) against the block of Q8W: acc = fma(float(S), d_w*d_a,
 // acc) with S the exact sum of the 32 products, as the AVX2 kernels do.
 #define Q8A(I32, qs, d, acc) \
 	VLD1.P  32(qs), [V2.B16, V3.B16]; \
 	FMOVS.P 4(d), F17;                \
-	I32(6, 0, 2, 1, 3, 4, 5);         \
-	VADDV   V6.S4, V6;                \
-	SCVTF_4S(6, 6);                   \
+	QSUM(I32);                        \
 	FMULS   F17, F16, F18;            \
 	FMADDS  F18, acc, F6, acc
 
 #define DOTQ8_0(I32) \
+	Q8ARGS;                          \
 q8row:                                   \
 	MOVD R19, R1;                    \
 	MOVD R20, R2;                    \
@@ -138,113 +216,78 @@ q8row:                                   \
 q8blk:                                   \
 	Q8W;                             \
 	Q8A(I32, R1, R2, F20);           \
-	SUBS $1, R3, R3;                 \
-	BNE  q8blk;                      \
+	LOOP(R3, q8blk);                 \
 	FMOVS.P F20, 4(R6);              \
-	SUBS $1, R5, R5;                 \
-	BNE  q8row;                      \
+	LOOP(R5, q8row);                 \
 	RET
 
 // Each weight block is loaded once for the four activation rows.
 #define DOT4Q8_0(I32) \
+	Q8ARGS;                          \
+	STRIDE(56);                      \
 q8row4:                                  \
-	MOVD 0(R19), R1;                 \
-	MOVD 8(R19), R13;                \
-	MOVD 16(R19), R14;               \
-	MOVD 24(R19), R15;               \
-	MOVD 0(R20), R2;                 \
-	MOVD 8(R20), R10;                \
-	MOVD 16(R20), R11;               \
-	MOVD 24(R20), R12;               \
+	PTRS4(R19, R1, R13, R14, R15);   \
+	PTRS4(R20, R2, R10, R11, R12);   \
 	MOVD R22, R3;                    \
-	VEOR V20.B16, V20.B16, V20.B16;  \
-	VEOR V21.B16, V21.B16, V21.B16;  \
-	VEOR V22.B16, V22.B16, V22.B16;  \
-	VEOR V23.B16, V23.B16, V23.B16;  \
+	ZERO4(V20, V21, V22, V23);       \
 q8blk4:                                  \
 	Q8W;                             \
 	Q8A(I32, R1, R2, F20);           \
 	Q8A(I32, R13, R10, F21);         \
 	Q8A(I32, R14, R11, F22);         \
 	Q8A(I32, R15, R12, F23);         \
-	SUBS $1, R3, R3;                 \
-	BNE  q8blk4;                     \
+	LOOP(R3, q8blk4);                \
 	STORE4(F20, F21, F22, F23);      \
-	SUBS $1, R5, R5;                 \
-	BNE  q8row4;                     \
+	LOOP(R5, q8row4);                \
 	RET
 
 // func dotQ8_0NEON(w *byte, qs *int8, d *float32, nb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ8_0NEON(SB), NOSPLIT, $0-56
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD nb+24(FP), R22
-	MOVD tab+32(FP), R4
-	MOVD rows+40(FP), R5
-	MOVD out+48(FP), R6
 	DOTQ8_0(I32N)
 
 // func dotQ8_0SDOT(w *byte, qs *int8, d *float32, nb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ8_0SDOT(SB), NOSPLIT, $0-56
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD nb+24(FP), R22
-	MOVD tab+32(FP), R4
-	MOVD rows+40(FP), R5
-	MOVD out+48(FP), R6
 	DOTQ8_0(I32D)
 
 // func dot4Q8_0NEON(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q8_0NEON(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD nb+24(FP), R22
-	MOVD tab+32(FP), R4
-	MOVD rows+40(FP), R5
-	MOVD out+48(FP), R6
-	MOVD stride+56(FP), R9
-	LSL  $2, R9, R9
 	DOT4Q8_0(I32N)
 
 // func dot4Q8_0SDOT(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q8_0SDOT(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD nb+24(FP), R22
-	MOVD tab+32(FP), R4
-	MOVD rows+40(FP), R5
-	MOVD out+48(FP), R6
-	MOVD stride+56(FP), R9
-	LSL  $2, R9, R9
 	DOT4Q8_0(I32D)
 
 // ---------------------------------------------------------------- Q4_0
 
-// Q4W loads a weight block at R0 (moved on by 18): low nibbles (elements
-// 0-15) in V0, high nibbles (16-31) in V1, the scale d_w in F16. V31 holds
-// 0x0f bytes.
+// NIBS splits the 16 bytes in V1 into their low nibbles (elements 0-15 of
+// a block) in V0 and their high ones (16-31) in V1. V31 holds 0x0f bytes.
+#define NIBS \
+	VAND    V31.B16, V1.B16, V0.B16; \
+	VUSHR   $4, V1.B16, V1.B16
+
+// Q4W loads a weight block at R0 (moved on by 18): its nibbles in V0, V1
+// (NIBS), the scale d_w in F16.
 #define Q4W \
 	MOVHU.P 2(R0), R7;               \
 	VLD1.P  16(R0), [V1.B16];        \
 	FMOVS   (R4)(R7<<2), F16;        \
-	VAND    V31.B16, V1.B16, V0.B16; \
-	VUSHR   $4, V1.B16, V1.B16
+	NIBS
+
+// QSA(I32, qs, d, s): one activation block of a type with activation
+// sums (quants at qs, d_a at d into F17, s_a = d_a*Σa at s into F19, all
+// moved on) against the weight quants in V0, V1: S6 = float(S) (QSUM).
+#define QSA(I32, qs, d, s) \
+	VLD1.P  32(qs), [V2.B16, V3.B16]; \
+	FMOVS.P 4(d), F17;                \
+	FMOVS.P 4(s), F19;                \
+	QSUM(I32)
 
 // Q4A(I32, qs, d, s, acc): one activation block against Q4W's: with S the
 // exact sum of nibble times quant, acc += d_w * (d_a*S - o*s_a) where F30
 // holds the offset o of the unsigned quants (8 for Q4_0, 16 for Q5_0:
 // they are q+o) and s_a = d_a*Σa (o*s_a is exact).
 #define Q4A(I32, qs, d, s, acc) \
-	VLD1.P  32(qs), [V2.B16, V3.B16]; \
-	FMOVS.P 4(d), F17;                \
-	FMOVS.P 4(s), F19;                \
-	I32(6, 0, 2, 1, 3, 4, 5);         \
-	VADDV   V6.S4, V6;                \
-	SCVTF_4S(6, 6);                   \
+	QSA(I32, qs, d, s);               \
 	FMULS   F6, F17, F18;             \
 	FMSUBS  F19, F18, F30, F18;       \
 	FMADDS  F18, acc, F16, acc
@@ -258,6 +301,7 @@ TEXT ·dot4Q8_0SDOT(SB), NOSPLIT, $0-64
 // loads and unpacks a weight block, A(I32, qs, d, s, acc) runs one
 // activation block against it.
 #define DOTQS(CONST, W, A, I32) \
+	QSARGS;                          \
 	CONST;                           \
 qsrow:                                   \
 	MOVD R19, R1;                    \
@@ -268,123 +312,69 @@ qsrow:                                   \
 qsblk:                                   \
 	W;                               \
 	A(I32, R1, R2, R8, F20);         \
-	SUBS $1, R3, R3;                 \
-	BNE  qsblk;                      \
+	LOOP(R3, qsblk);                 \
 	FMOVS.P F20, 4(R6);              \
-	SUBS $1, R5, R5;                 \
-	BNE  qsrow;                      \
+	LOOP(R5, qsrow);                 \
 	RET
 
 // Each weight block is loaded and unpacked once for the four activation
 // rows.
 #define DOT4QS(CONST, W, A, I32) \
+	QSARGS;                          \
+	STRIDE(64);                      \
 	CONST;                           \
 qsrow4:                                  \
-	MOVD 0(R19), R1;                 \
-	MOVD 8(R19), R13;                \
-	MOVD 16(R19), R14;               \
-	MOVD 24(R19), R15;               \
-	MOVD 0(R20), R2;                 \
-	MOVD 8(R20), R10;                \
-	MOVD 16(R20), R11;               \
-	MOVD 24(R20), R12;               \
-	MOVD 0(R21), R8;                 \
-	MOVD 8(R21), R16;                \
-	MOVD 16(R21), R17;               \
-	MOVD 24(R21), R23;               \
+	PTRS4(R19, R1, R13, R14, R15);   \
+	PTRS4(R20, R2, R10, R11, R12);   \
+	PTRS4(R21, R8, R16, R17, R23);   \
 	MOVD R22, R3;                    \
-	VEOR V20.B16, V20.B16, V20.B16;  \
-	VEOR V21.B16, V21.B16, V21.B16;  \
-	VEOR V22.B16, V22.B16, V22.B16;  \
-	VEOR V23.B16, V23.B16, V23.B16;  \
+	ZERO4(V20, V21, V22, V23);       \
 qsblk4:                                  \
 	W;                               \
 	A(I32, R1, R2, R8, F20);         \
 	A(I32, R13, R10, R16, F21);      \
 	A(I32, R14, R11, R17, F22);      \
 	A(I32, R15, R12, R23, F23);      \
-	SUBS $1, R3, R3;                 \
-	BNE  qsblk4;                     \
+	LOOP(R3, qsblk4);                \
 	STORE4(F20, F21, F22, F23);      \
-	SUBS $1, R5, R5;                 \
-	BNE  qsrow4;                     \
+	LOOP(R5, qsrow4);                \
 	RET
 
 // func dotQ4_0NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ4_0NEON(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTQS(Q4CONST, Q4W, Q4A, I32N)
 
 // func dotQ4_0SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ4_0SDOT(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTQS(Q4CONST, Q4W, Q4A, I32D)
 
 // func dot4Q4_0NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q4_0NEON(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4QS(Q4CONST, Q4W, Q4A, I32N)
 
 // func dot4Q4_0SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4QS(Q4CONST, Q4W, Q4A, I32D)
 
 // ---------------------------------------------------------------- Q4_1, Q5_0, Q5_1
 
-// Q41W loads a Q4_1 block at R0 (moved on by 20): as Q4W, and the offset
-// m in F15.
+// Q4QS: the 16 bytes of nibbles at R0 (moved on by 16) in V0, V1 (NIBS).
+#define Q4QS \
+	VLD1.P  16(R0), [V1.B16]; \
+	NIBS
+
+// Q41W loads a Q4_1 block at R0 (moved on by 20): the scale d_w in F16,
+// the offset m in F15, the nibbles in V0, V1.
 #define Q41W \
-	MOVHU.P 2(R0), R7;               \
-	FMOVS   (R4)(R7<<2), F16;        \
-	MOVHU.P 2(R0), R7;               \
-	FMOVS   (R4)(R7<<2), F15;        \
-	VLD1.P  16(R0), [V1.B16];        \
-	VAND    V31.B16, V1.B16, V0.B16; \
-	VUSHR   $4, V1.B16, V1.B16
+	HALFP(F16); \
+	HALFP(F15); \
+	Q4QS
 
 // Q41A(I32, qs, d, s, acc): one activation block against a block with an
 // offset (Q4_1, Q5_1): acc = fma(float(S), d_w*d_a, acc), then
 // acc = fma(m, s_a, acc) (s_a = d_a*Σa).
 #define Q41A(I32, qs, d, s, acc) \
-	VLD1.P  32(qs), [V2.B16, V3.B16]; \
-	FMOVS.P 4(d), F17;                \
-	FMOVS.P 4(s), F19;                \
-	I32(6, 0, 2, 1, 3, 4, 5);         \
-	VADDV   V6.S4, V6;                \
-	SCVTF_4S(6, 6);                   \
+	QSA(I32, qs, d, s);               \
 	FMULS   F17, F16, F18;            \
 	FMADDS  F18, acc, F6, acc;        \
 	FMADDS  F19, acc, F15, acc
@@ -420,184 +410,72 @@ TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
 	VMOVQ $0x0202020202020202, $0x0303030303030303, V26;       \
 	FMOVS $16.0, F30
 
+// Q5QS: the quants of a Q5_0 or Q5_1 block at R0 (its 32-bit qh, then its
+// nibbles; moved on by 20) as 5-bit quants in V0, V1.
+#define Q5QS \
+	MOVWU.P 4(R0), R7; \
+	Q4QS;              \
+	Q5HI(R7)
+
 // Q50W loads a Q5_0 block at R0 (moved on by 22): the 5-bit quants (q+16)
 // in V0, V1, the scale in F16. Its activation blocks run Q4A with F30 = 16.
 #define Q50W \
-	MOVHU.P 2(R0), R7;               \
-	FMOVS   (R4)(R7<<2), F16;        \
-	MOVWU.P 4(R0), R7;               \
-	VLD1.P  16(R0), [V1.B16];        \
-	VAND    V31.B16, V1.B16, V0.B16; \
-	VUSHR   $4, V1.B16, V1.B16;      \
-	Q5HI(R7)
+	HALFP(F16); \
+	Q5QS
 
 // Q51W loads a Q5_1 block at R0 (moved on by 24): as Q50W, and the offset
 // m in F15. Its activation blocks run Q41A.
 #define Q51W \
-	MOVHU.P 2(R0), R7;               \
-	FMOVS   (R4)(R7<<2), F16;        \
-	MOVHU.P 2(R0), R7;               \
-	FMOVS   (R4)(R7<<2), F15;        \
-	MOVWU.P 4(R0), R7;               \
-	VLD1.P  16(R0), [V1.B16];        \
-	VAND    V31.B16, V1.B16, V0.B16; \
-	VUSHR   $4, V1.B16, V1.B16;      \
-	Q5HI(R7)
+	HALFP(F16); \
+	HALFP(F15); \
+	Q5QS
 
 // func dotQ4_1NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ4_1NEON(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTQS(Q41CONST, Q41W, Q41A, I32N)
 
 // func dotQ4_1SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ4_1SDOT(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTQS(Q41CONST, Q41W, Q41A, I32D)
 
 // func dot4Q4_1NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q4_1NEON(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4QS(Q41CONST, Q41W, Q41A, I32N)
 
 // func dot4Q4_1SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q4_1SDOT(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4QS(Q41CONST, Q41W, Q41A, I32D)
 
 // func dotQ5_0NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ5_0NEON(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTQS(Q5CONST, Q50W, Q4A, I32N)
 
 // func dotQ5_0SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ5_0SDOT(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTQS(Q5CONST, Q50W, Q4A, I32D)
 
 // func dot4Q5_0NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q5_0NEON(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4QS(Q5CONST, Q50W, Q4A, I32N)
 
 // func dot4Q5_0SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q5_0SDOT(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4QS(Q5CONST, Q50W, Q4A, I32D)
 
 // func dotQ5_1NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ5_1NEON(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTQS(Q5CONST, Q51W, Q41A, I32N)
 
 // func dotQ5_1SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ5_1SDOT(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTQS(Q5CONST, Q51W, Q41A, I32D)
 
 // func dot4Q5_1NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q5_1NEON(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4QS(Q5CONST, Q51W, Q41A, I32N)
 
 // func dot4Q5_1SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q5_1SDOT(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4QS(Q5CONST, Q51W, Q41A, I32D)
 
 // ---------------------------------------------------------------- Q4_K, Q5_K
@@ -631,10 +509,8 @@ TEXT ·dot4Q5_1SDOT(SB), NOSPLIT, $0-72
 // in vectors: V26, V27 the scales as int32, V28, V29 the minimums as
 // float32.
 #define KSCALES \
-	MOVHU  (R0), R7;                 \
-	FMOVS  (R4)(R7<<2), F14;         \
-	MOVHU  2(R0), R7;                \
-	FMOVS  (R4)(R7<<2), F15;         \
+	HALF((R0), F14);                 \
+	HALF(2(R0), F15);                \
 	KSCALES6
 
 // KSCALES6 is KSCALES without d and dmin.
@@ -711,20 +587,19 @@ TEXT ·dot4Q5_1SDOT(SB), NOSPLIT, $0-72
 // clobbered.
 #define Q5KDEC \
 	Q4KDEC;                          \
-	VSHL   $4, V10.B16, V8.B16;      \
-	VSHL   $4, V11.B16, V9.B16;      \
-	VAND   V12.B16, V8.B16, V8.B16;  \
-	VAND   V12.B16, V9.B16, V9.B16;  \
-	VORR   V8.B16, V2.B16, V2.B16;   \
-	VORR   V9.B16, V3.B16, V3.B16;   \
-	VSHL   $3, V10.B16, V8.B16;      \
-	VSHL   $3, V11.B16, V9.B16;      \
-	VAND   V12.B16, V8.B16, V8.B16;  \
-	VAND   V12.B16, V9.B16, V9.B16;  \
-	VORR   V8.B16, V0.B16, V0.B16;   \
-	VORR   V9.B16, V1.B16, V1.B16;   \
+	Q5KBIT(4, V2, V3);               \
+	Q5KBIT(3, V0, V1);               \
 	VUSHR  $2, V10.B16, V10.B16;     \
 	VUSHR  $2, V11.B16, V11.B16
+
+// Q5KBIT(sh, x0, x1): bit 4-sh of V10, V11 as 0x10 ored into x0, x1.
+#define Q5KBIT(sh, x0, x1) \
+	VSHL   $sh, V10.B16, V8.B16;     \
+	VSHL   $sh, V11.B16, V9.B16;     \
+	VAND   V12.B16, V8.B16, V8.B16;  \
+	VAND   V12.B16, V9.B16, V9.B16;  \
+	VORR   V8.B16, x0.B16, x0.B16;   \
+	VORR   V9.B16, x1.B16, x1.B16
 
 #define Q5KC(I32, x0, x1) \
 	Q5KDEC; \
@@ -745,6 +620,7 @@ TEXT ·dot4Q5_1SDOT(SB), NOSPLIT, $0-72
 // DOTK(SB, I32), DOT4K: the loops of Q4_K and Q5_K, SB(I32) one
 // super-block.
 #define DOTK(SB, I32) \
+	KARGS;                           \
 	VMOVI $15, V31.B16;              \
 krow:                                    \
 	MOVD R19, R1;                    \
@@ -754,11 +630,9 @@ krow:                                    \
 	VEOR V30.B16, V30.B16, V30.B16;  \
 ksb:                                     \
 	SB(I32);                         \
-	SUBS $1, R3, R3;                 \
-	BNE  ksb;                        \
+	LOOP(R3, ksb);                   \
 	FMOVS.P F30, 4(R6);              \
-	SUBS $1, R5, R5;                 \
-	BNE  krow;                       \
+	LOOP(R5, krow);                  \
 	RET
 
 #define ADDP_4S(d, n, m) WORD $(0x4ea0bc00 | ((m)<<16) | ((n)<<5) | (d))              // Vd.4S = [n0+n1, n2+n3, m0+m1, m2+m3]
@@ -798,16 +672,19 @@ ksb:                                     \
 	KC(I32, R8, 20, 21);   \
 	KC(I32, R16, 22, 23)
 
+// ROWAT(k, p): R7 = the k-th pointer of the array at p plus R17.
+#define ROWAT(k, p) \
+	MOVD k*8(p), R7; \
+	ADD  R17, R7, R7
+
 // KFLOAT4(k, a, b, acc): KFLOAT's float operations, in its order, for
 // activation row k (its scales and sums at the k-th pointers of R20, R21
 // plus R17 bytes) with the sub-block sums in Va, Vb, into Sacc; d, dmin in
 // F10, F11. V0-V7 are clobbered.
 #define KFLOAT4(k, a, b, acc) \
-	MOVD   k*8(R20), R7;             \
-	ADD    R17, R7, R7;              \
+	ROWAT(k, R20);                   \
 	VLD1   (R7), [V0.S4, V1.S4];     \
-	MOVD   k*8(R21), R7;             \
-	ADD    R17, R7, R7;              \
+	ROWAT(k, R21);                   \
 	VLD1   (R7), [V2.S4, V3.S4];     \
 	MUL_4S(a, a, 26);                \
 	MUL_4S(b, b, 27);                \
@@ -838,17 +715,13 @@ ksb:                                     \
 // fill every register); R24 holds the super-block's start, R17 the
 // offset of its activation scales and sums.
 #define DOT4K(PRE, DEC, I32) \
+	KARGS;                           \
+	STRIDE(64);                      \
 krow4:                                   \
-	MOVD 0(R19), R1;                 \
-	MOVD 8(R19), R2;                 \
-	MOVD 16(R19), R8;                \
-	MOVD 24(R19), R16;               \
+	PTRS4(R19, R1, R2, R8, R16);     \
 	MOVD $0, R17;                    \
 	MOVD R22, R3;                    \
-	VEOR V13.B16, V13.B16, V13.B16;  \
-	VEOR V14.B16, V14.B16, V14.B16;  \
-	VEOR V15.B16, V15.B16, V15.B16;  \
-	VEOR V30.B16, V30.B16, V30.B16;  \
+	ZERO4(V13, V14, V15, V30);       \
 ksb4:                                    \
 	MOVD   R0, R24;                  \
 	VMOVI  $15, V31.B16;             \
@@ -859,187 +732,138 @@ ksb4:                                    \
 	KCHUNK(DEC, I32, KC1);           \
 	KCHUNK(DEC, I32, KC2);           \
 	KCHUNK(DEC, I32, KC3);           \
-	MOVHU  (R24), R7;                \
-	FMOVS  (R4)(R7<<2), F10;         \
-	MOVHU  2(R24), R7;               \
-	FMOVS  (R4)(R7<<2), F11;         \
+	HALF((R24), F10);                \
+	HALF(2(R24), F11);               \
 	KFLOAT4(0, 16, 17, 13);          \
 	KFLOAT4(1, 18, 19, 14);          \
 	KFLOAT4(2, 20, 21, 15);          \
 	KFLOAT4(3, 22, 23, 30);          \
 	ADD    $32, R17, R17;            \
-	SUBS   $1, R3, R3;               \
-	BNE    ksb4;                     \
+	LOOP(R3, ksb4);                  \
 	STORE4(F13, F14, F15, F30);      \
-	SUBS   $1, R5, R5;               \
-	BNE    krow4;                    \
+	LOOP(R5, krow4);                 \
 	RET
 
 // func dotQ4_KNEON(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ4_KNEON(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTK(Q4KSB, I32N)
 
 // func dotQ4_KSDOT(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ4_KSDOT(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTK(Q4KSB, I32D)
 
 // func dot4Q4_KNEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q4_KNEON(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4K(Q4KPRE, Q4KDEC, I32N)
 
 // func dot4Q4_KSDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q4_KSDOT(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4K(Q4KPRE, Q4KDEC, I32D)
 
 // func dotQ5_KNEON(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ5_KNEON(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTK(Q5KSB, I32N)
 
 // func dotQ5_KSDOT(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ5_KSDOT(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTK(Q5KSB, I32D)
 
 // func dot4Q5_KNEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q5_KNEON(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4K(Q5KPRE, Q5KDEC, I32N)
 
 // func dot4Q5_KSDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q5_KSDOT(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD s+24(FP), R21
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4K(Q5KPRE, Q5KDEC, I32D)
 
 // ---------------------------------------------------------------- Q6_K
 
-// Q6G(I16, p): the 32 6-bit quants of one group (+32, in V6, V7) against
-// the next 32 activation quants at R1 (moved on by 32): p (a V register)
-// = [the two int32 partial sums of the first 16 products, those of the
-// last 16] (each 16 has its own scale). The quants are made signed first,
-// so the products need no activation sums (b is not read). V8-V11, V24,
-// V25 are clobbered.
-#define Q6G(I16, p) \
-	VSUB   V28.B16, V6.B16, V6.B16;  \
-	VSUB   V28.B16, V7.B16, V7.B16;  \
-	VLD1.P 32(R1), [V8.B16, V9.B16]; \
-	I16(24, 6, 8, 10);               \
-	I16(25, 7, 9, 11);               \
-	VADDP  V25.S4, V24.S4, p.S4
-
-// Q6H(I16, s0, s1, qh): one half of a super-block: its 64 bytes of low
-// nibbles at R0 (moved on by 64; its 32 bytes of high bits at R0+qh)
-// against 128 activation quants. s0, s1 = the exact sums of its eight
-// groups of 16, in order. For position l of group k (0-3), the low four
-// bits are nibble k>>1 of byte l + 32*(k&1), the high two bits bits 2k,
-// 2k+1 of qh[l]. V29 holds 0x30 bytes, V31 0x0f bytes.
-#define Q6H(I16, s0, s1, qh) \
+// Q6LOAD(qh): one half of a super-block: its 64 bytes of low nibbles at
+// R0 (moved on by 64) in V0-V3, its 32 bytes of high bits (at R0+qh) in
+// V4, V5.
+#define Q6LOAD(qh) \
 	ADD    $qh, R0, R7;                              \
 	VLD1   (R7), [V4.B16, V5.B16];                   \
-	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]; \
-	VSHL   $4, V4.B16, V24.B16;                      \
-	VSHL   $4, V5.B16, V25.B16;                      \
-	VAND   V29.B16, V24.B16, V24.B16;                \
-	VAND   V29.B16, V25.B16, V25.B16;                \
-	VAND   V31.B16, V0.B16, V6.B16;                  \
-	VAND   V31.B16, V1.B16, V7.B16;                  \
-	VORR   V24.B16, V6.B16, V6.B16;                  \
-	VORR   V25.B16, V7.B16, V7.B16;                  \
-	Q6G(I16, V12);                                   \
-	VSHL   $2, V4.B16, V24.B16;                      \
-	VSHL   $2, V5.B16, V25.B16;                      \
-	VAND   V29.B16, V24.B16, V24.B16;                \
-	VAND   V29.B16, V25.B16, V25.B16;                \
-	VAND   V31.B16, V2.B16, V6.B16;                  \
-	VAND   V31.B16, V3.B16, V7.B16;                  \
-	VORR   V24.B16, V6.B16, V6.B16;                  \
-	VORR   V25.B16, V7.B16, V7.B16;                  \
-	Q6G(I16, V13);                                   \
-	VAND   V29.B16, V4.B16, V24.B16;                 \
-	VAND   V29.B16, V5.B16, V25.B16;                 \
-	VUSHR  $4, V0.B16, V6.B16;                       \
-	VUSHR  $4, V1.B16, V7.B16;                       \
-	VORR   V24.B16, V6.B16, V6.B16;                  \
-	VORR   V25.B16, V7.B16, V7.B16;                  \
-	Q6G(I16, V14);                                   \
-	VUSHR  $2, V4.B16, V24.B16;                      \
-	VUSHR  $2, V5.B16, V25.B16;                      \
-	VAND   V29.B16, V24.B16, V24.B16;                \
-	VAND   V29.B16, V25.B16, V25.B16;                \
-	VUSHR  $4, V2.B16, V6.B16;                       \
-	VUSHR  $4, V3.B16, V7.B16;                       \
-	VORR   V24.B16, V6.B16, V6.B16;                  \
-	VORR   V25.B16, V7.B16, V7.B16;                  \
-	Q6G(I16, V15);                                   \
-	VADDP  V13.S4, V12.S4, s0.S4;                    \
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+
+// Q6U0(t0, t1) - Q6U3: group k (0-3) of the half loaded by Q6LOAD as its
+// 32 6-bit quants (+32) in V6, V7. For position l of group k, the low
+// four bits are nibble k>>1 of byte l + 32*(k&1), the high two bits bits
+// 2k, 2k+1 of qh[l]. V29 holds 0x30 bytes, V31 0x0f bytes; t0, t1 are
+// clobbered.
+#define Q6U0(t0, t1) Q6UL(4, V0, V1, t0, t1)
+#define Q6U1(t0, t1) Q6UL(2, V2, V3, t0, t1)
+
+// Q6UL(sh, l0, l1, t0, t1): Q6U0 (sh = 4, the low nibbles of V0, V1) and
+// Q6U1 (sh = 2, those of V2, V3).
+#define Q6UL(sh, l0, l1, t0, t1) \
+	VSHL   $sh, V4.B16, t0.B16;     \
+	VSHL   $sh, V5.B16, t1.B16;     \
+	VAND   V29.B16, t0.B16, t0.B16; \
+	VAND   V29.B16, t1.B16, t1.B16; \
+	VAND   V31.B16, l0.B16, V6.B16; \
+	VAND   V31.B16, l1.B16, V7.B16; \
+	Q6OR(t0, t1)
+
+#define Q6U2(t0, t1) \
+	VAND   V29.B16, V4.B16, t0.B16; \
+	VAND   V29.B16, V5.B16, t1.B16; \
+	VUSHR  $4, V0.B16, V6.B16;      \
+	VUSHR  $4, V1.B16, V7.B16;      \
+	Q6OR(t0, t1)
+
+#define Q6U3(t0, t1) \
+	VUSHR  $2, V4.B16, t0.B16;      \
+	VUSHR  $2, V5.B16, t1.B16;      \
+	VAND   V29.B16, t0.B16, t0.B16; \
+	VAND   V29.B16, t1.B16, t1.B16; \
+	VUSHR  $4, V2.B16, V6.B16;      \
+	VUSHR  $4, V3.B16, V7.B16;      \
+	Q6OR(t0, t1)
+
+// Q6OR(t0, t1) ors the high bits in t0, t1 into V6, V7.
+#define Q6OR(t0, t1) \
+	VORR   t0.B16, V6.B16, V6.B16; \
+	VORR   t1.B16, V7.B16, V7.B16
+
+// Q6NEG makes the quants in V6, V7 signed (-32; V28 holds 32 bytes), so
+// that the products need no activation sums (b is not read).
+#define Q6NEG \
+	VSUB   V28.B16, V6.B16, V6.B16; \
+	VSUB   V28.B16, V7.B16, V7.B16
+
+// Q6P(I16, qs, t0, t1): the signed group in V6, V7 against the 32
+// activation quants at qs (moved on by 32): V24, V25 = the int32 partial
+// sums of its first and last 16 products (each 16 has its own scale),
+// with I16's temporaries Vt0, Vt1. V8, V9 are clobbered.
+#define Q6P(I16, qs, t0, t1) \
+	VLD1.P 32(qs), [V8.B16, V9.B16]; \
+	I16(24, 6, 8, t0);               \
+	I16(25, 7, 9, t1)
+
+// Q6G(I16, p): the group in V6, V7 (unsigned) against the next 32
+// activation quants at R1: p (a V register) = [the two partial sums of
+// the first 16 products, those of the last 16]. V8-V11, V24, V25 are
+// clobbered.
+#define Q6G(I16, p) \
+	Q6NEG;                   \
+	Q6P(I16, R1, 10, 11);    \
+	VADDP  V25.S4, V24.S4, p.S4
+
+// Q6H(I16, s0, s1, qh): one half of a super-block (Q6LOAD(qh)) against
+// 128 activation quants: s0, s1 = the exact sums of its eight groups of
+// 16, in order. V24, V25 are the temporaries of Q6U0-Q6U3.
+#define Q6H(I16, s0, s1, qh) \
+	Q6LOAD(qh);                   \
+	Q6U0(V24, V25);               \
+	Q6G(I16, V12);                \
+	Q6U1(V24, V25);               \
+	Q6G(I16, V13);                \
+	Q6U2(V24, V25);               \
+	Q6G(I16, V14);                \
+	Q6U3(V24, V25);               \
+	Q6G(I16, V15);                \
+	VADDP  V13.S4, V12.S4, s0.S4; \
 	VADDP  V15.S4, V14.S4, s1.S4
 
 // Q6KSB(I16): one super-block at R0 (moved on by 210) against one
@@ -1048,8 +872,7 @@ TEXT ·dot4Q5_KSDOT(SB), NOSPLIT, $0-72
 // (F30) with S_g the exact sum of group g of 16 and sc_g its int8 scale.
 // V20-V23 hold the sixteen scales as int32, V28 32 bytes.
 #define Q6KSB(I16) \
-	MOVHU  208(R0), R7;              \
-	FMOVS  (R4)(R7<<2), F26;         \
+	HALF(208(R0), F26);              \
 	ADD    $192, R0, R7;             \
 	VLD1   (R7), [V24.B16];          \
 	SXTL_8H(25, 24);                 \
@@ -1082,6 +905,7 @@ TEXT ·dot4Q5_KSDOT(SB), NOSPLIT, $0-72
 	VMOVI $32, V28.B16
 
 #define DOTQ6_K(I16) \
+	Q6ARGS;                          \
 	Q6KCONST;                        \
 q6krow:                                  \
 	MOVD R19, R1;                    \
@@ -1090,11 +914,9 @@ q6krow:                                  \
 	VEOR V30.B16, V30.B16, V30.B16;  \
 q6ksb:                                   \
 	Q6KSB(I16);                      \
-	SUBS $1, R3, R3;                 \
-	BNE  q6ksb;                      \
+	LOOP(R3, q6ksb);                 \
 	FMOVS.P F30, 4(R6);              \
-	SUBS $1, R5, R5;                 \
-	BNE  q6krow;                     \
+	LOOP(R5, q6krow);                \
 	RET
 
 // The four-input Q6_K loop unpacks each group of 32 quants once for the
@@ -1106,61 +928,6 @@ q6ksb:                                   \
 // 23), (14, 15, 16, 26), (17, 18, 19, 27), (20, 21, 22, 30). R24 holds the
 // super-block's start, R17 the offset of its activation scales; V10 is
 // the only temporary of I16N here.
-
-// Q6Q0-Q6Q3: group k of the half loaded by Q6HALF4 (ql in V0-V3, qh in
-// V4, V5) as signed quants in V6, V7 (Q6H's unpacking, then Q6G's -32).
-#define Q6Q0 \
-	VSHL   $4, V4.B16, V8.B16;     \
-	VSHL   $4, V5.B16, V9.B16;     \
-	VAND   V29.B16, V8.B16, V8.B16; \
-	VAND   V29.B16, V9.B16, V9.B16; \
-	VAND   V31.B16, V0.B16, V6.B16; \
-	VAND   V31.B16, V1.B16, V7.B16; \
-	VORR   V8.B16, V6.B16, V6.B16;  \
-	VORR   V9.B16, V7.B16, V7.B16;  \
-	VSUB   V28.B16, V6.B16, V6.B16; \
-	VSUB   V28.B16, V7.B16, V7.B16
-
-#define Q6Q1 \
-	VSHL   $2, V4.B16, V8.B16;     \
-	VSHL   $2, V5.B16, V9.B16;     \
-	VAND   V29.B16, V8.B16, V8.B16; \
-	VAND   V29.B16, V9.B16, V9.B16; \
-	VAND   V31.B16, V2.B16, V6.B16; \
-	VAND   V31.B16, V3.B16, V7.B16; \
-	VORR   V8.B16, V6.B16, V6.B16;  \
-	VORR   V9.B16, V7.B16, V7.B16;  \
-	VSUB   V28.B16, V6.B16, V6.B16; \
-	VSUB   V28.B16, V7.B16, V7.B16
-
-#define Q6Q2 \
-	VAND   V29.B16, V4.B16, V8.B16; \
-	VAND   V29.B16, V5.B16, V9.B16; \
-	VUSHR  $4, V0.B16, V6.B16;     \
-	VUSHR  $4, V1.B16, V7.B16;     \
-	VORR   V8.B16, V6.B16, V6.B16;  \
-	VORR   V9.B16, V7.B16, V7.B16;  \
-	VSUB   V28.B16, V6.B16, V6.B16; \
-	VSUB   V28.B16, V7.B16, V7.B16
-
-#define Q6Q3 \
-	VUSHR  $2, V4.B16, V8.B16;     \
-	VUSHR  $2, V5.B16, V9.B16;     \
-	VAND   V29.B16, V8.B16, V8.B16; \
-	VAND   V29.B16, V9.B16, V9.B16; \
-	VUSHR  $4, V2.B16, V6.B16;     \
-	VUSHR  $4, V3.B16, V7.B16;     \
-	VORR   V8.B16, V6.B16, V6.B16;  \
-	VORR   V9.B16, V7.B16, V7.B16;  \
-	VSUB   V28.B16, V6.B16, V6.B16; \
-	VSUB   V28.B16, V7.B16, V7.B16
-
-// Q6P(I16, qs): the group in V6, V7 against the 32 activation quants at
-// qs (moved on by 32): V24, V25 = the partial sums of its two 16s.
-#define Q6P(I16, qs) \
-	VLD1.P 32(qs), [V8.B16, V9.B16]; \
-	I16(24, 6, 8, 10);               \
-	I16(25, 7, 9, 10)
 
 #define Q6F0(a, b) \
 	ADDP_4S(a, 24, 25)
@@ -1176,28 +943,28 @@ q6ksb:                                   \
 	ADDP_4S(24, 24, 25); \
 	ADDP_4S(b, b, 24)
 
-// Q6GRP4(I16, Q, F): one group for the four activation rows.
-#define Q6GRP4(I16, Q, F) \
-	Q;                \
-	Q6P(I16, R1);     \
-	F(11, 12);        \
-	Q6P(I16, R2);     \
-	F(14, 15);        \
-	Q6P(I16, R8);     \
-	F(17, 18);        \
-	Q6P(I16, R16);    \
+// Q6GRP4(I16, U, F): one group (U: Q6U0-Q6U3) for the four activation
+// rows.
+#define Q6GRP4(I16, U, F) \
+	U(V8, V9);             \
+	Q6NEG;                 \
+	Q6P(I16, R1, 10, 10);  \
+	F(11, 12);             \
+	Q6P(I16, R2, 10, 10);  \
+	F(14, 15);             \
+	Q6P(I16, R8, 10, 10);  \
+	F(17, 18);             \
+	Q6P(I16, R16, 10, 10); \
 	F(20, 21)
 
-// Q6HALF4(I16, qh): one half of the super-block (ql at R0, moved on by
-// 64; qh at R0+qh) for the four activation rows.
+// Q6HALF4(I16, qh): one half of the super-block (Q6LOAD(qh)) for the four
+// activation rows.
 #define Q6HALF4(I16, qh) \
-	ADD    $qh, R0, R7;                              \
-	VLD1   (R7), [V4.B16, V5.B16];                   \
-	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]; \
-	Q6GRP4(I16, Q6Q0, Q6F0);                         \
-	Q6GRP4(I16, Q6Q1, Q6F1);                         \
-	Q6GRP4(I16, Q6Q2, Q6F2);                         \
-	Q6GRP4(I16, Q6Q3, Q6F3)
+	Q6LOAD(qh);                \
+	Q6GRP4(I16, Q6U0, Q6F0);   \
+	Q6GRP4(I16, Q6U1, Q6F1);   \
+	Q6GRP4(I16, Q6U2, Q6F2);   \
+	Q6GRP4(I16, Q6U3, Q6F3)
 
 // Q6SC(off): the half's eight scales (at R24+off) as int32 in V2, V3.
 #define Q6SC(off) \
@@ -1211,39 +978,35 @@ q6ksb:                                   \
 // scaled, converted and times the row's block scales D (Q6KSB's FMUL for
 // the first half, its FMLA for the second).
 #define Q6FH0(k, a, b, bv) \
-	MUL_4S(a, a, 2);       \
-	MUL_4S(b, b, 3);       \
-	ADDP_4S(a, a, b);      \
-	SCVTF_4S(a, a);        \
-	MOVD k*8(R20), R7;     \
-	ADD  R17, R7, R7;      \
+	Q6FH(k, a, b);         \
 	VLD1 (R7), [V4.S4];    \
 	FMUL_4S(bv, a, 4)
 
 #define Q6FH1(k, a, b, bv) \
-	MUL_4S(a, a, 2);       \
-	MUL_4S(b, b, 3);       \
-	ADDP_4S(a, a, b);      \
-	SCVTF_4S(a, a);        \
-	MOVD k*8(R20), R7;     \
-	ADD  R17, R7, R7;      \
+	Q6FH(k, a, b);         \
 	ADD  $16, R7, R7;      \
 	VLD1 (R7), [V4.S4];    \
 	FMLA_4S(bv, a, 4)
 
+// Q6FH(k, a, b): Va = float(the sums in Va, Vb times the scales in V2,
+// V3, added in pairs); R7 = activation row k's block scales D of the
+// super-block.
+#define Q6FH(k, a, b) \
+	MUL_4S(a, a, 2);       \
+	MUL_4S(b, b, 3);       \
+	ADDP_4S(a, a, b);      \
+	SCVTF_4S(a, a);        \
+	ROWAT(k, R20)
+
 #define DOT4Q6_K(I16) \
+	Q6ARGS;                          \
+	STRIDE(64);                      \
 	Q6KCONST;                        \
 q6krow4:                                 \
-	MOVD 0(R19), R1;                 \
-	MOVD 8(R19), R2;                 \
-	MOVD 16(R19), R8;                \
-	MOVD 24(R19), R16;               \
+	PTRS4(R19, R1, R2, R8, R16);     \
 	MOVD $0, R17;                    \
 	MOVD R22, R3;                    \
-	VEOR V23.B16, V23.B16, V23.B16;  \
-	VEOR V26.B16, V26.B16, V26.B16;  \
-	VEOR V27.B16, V27.B16, V27.B16;  \
-	VEOR V30.B16, V30.B16, V30.B16;  \
+	ZERO4(V23, V26, V27, V30);       \
 q6ksb4:                                  \
 	MOVD   R0, R24;                  \
 	Q6HALF4(I16, 128);               \
@@ -1258,8 +1021,7 @@ q6ksb4:                                  \
 	Q6FH1(1, 14, 15, 16);            \
 	Q6FH1(2, 17, 18, 19);            \
 	Q6FH1(3, 20, 21, 22);            \
-	MOVHU  208(R24), R7;             \
-	FMOVS  (R4)(R7<<2), F0;          \
+	HALF(208(R24), F0);              \
 	HSUM4(13);                       \
 	FMADD_S(23, 0, 13, 23);          \
 	HSUM4(16);                       \
@@ -1270,59 +1032,25 @@ q6ksb4:                                  \
 	FMADD_S(30, 0, 22, 30);          \
 	ADD    $82, R0, R0;              \
 	ADD    $32, R17, R17;            \
-	SUBS   $1, R3, R3;               \
-	BNE    q6ksb4;                   \
+	LOOP(R3, q6ksb4);                \
 	STORE4(F23, F26, F27, F30);      \
-	SUBS   $1, R5, R5;               \
-	BNE    q6krow4;                  \
+	LOOP(R5, q6krow4);               \
 	RET
 
 // func dotQ6_KNEON(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ6_KNEON(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTQ6_K(I16N)
 
 // func dotQ6_KSDOT(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
 TEXT ·dotQ6_KSDOT(SB), NOSPLIT, $0-64
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
 	DOTQ6_K(I16D)
 
 // func dot4Q6_KNEON(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q6_KNEON(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4Q6_K(I16N)
 
 // func dot4Q6_KSDOT(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q6_KSDOT(SB), NOSPLIT, $0-72
-	MOVD w+0(FP), R0
-	MOVD qs+8(FP), R19
-	MOVD d+16(FP), R20
-	MOVD nsb+32(FP), R22
-	MOVD tab+40(FP), R4
-	MOVD rows+48(FP), R5
-	MOVD out+56(FP), R6
-	MOVD stride+64(FP), R9
-	LSL  $2, R9, R9
 	DOT4Q6_K(I16D)
 
 // ---------------------------------------------------------------- floats
@@ -1339,9 +1067,13 @@ TEXT ·dot4Q6_KSDOT(SB), NOSPLIT, $0-72
 #define F32W \
 	VLD1.P 32(R0), [V1.S4, V2.S4]
 
-#define F16W \
-	VLD1.P 16(R0), [V0.H8]; \
-	FCVTL_4S(1, 0);         \
+#define F16W H2S(R0)
+
+// H2S(p): the eight halves at p (moved on by 16) as float32 in V1, V2
+// (F16W; the fp16 conversions below).
+#define H2S(p) \
+	VLD1.P 16(p), [V0.H8]; \
+	FCVTL_4S(1, 0);        \
 	FCVTL2_4S(2, 0)
 
 // A bfloat16 is the top half of a float32.
@@ -1364,6 +1096,7 @@ TEXT ·dot4Q6_KSDOT(SB), NOSPLIT, $0-72
 	HSUM4(a0)
 
 #define DOTFLOAT(WLOAD) \
+	FARGS;                          \
 frow:                                   \
 	MOVD R19, R1;                   \
 	MOVD R22, R3;                   \
@@ -1372,112 +1105,59 @@ frow:                                   \
 floop:                                  \
 	WLOAD;                          \
 	FX(R1, V16, V17, V3, V4);       \
-	SUBS $1, R3, R3;                \
-	BNE  floop;                     \
+	LOOP(R3, floop);                \
 	FSUM(16, 17);                   \
 	FMOVS.P F16, 4(R6);             \
-	SUBS $1, R5, R5;                \
-	BNE  frow;                      \
+	LOOP(R5, frow);                 \
 	RET
 
 // Eight weights are loaded (and widened) once for the four activation
 // rows.
 #define DOT4FLOAT(WLOAD) \
+	FARGS;                          \
+	STRIDE(40);                     \
 frow4:                                  \
-	MOVD 0(R19), R1;                \
-	MOVD 8(R19), R13;               \
-	MOVD 16(R19), R14;              \
-	MOVD 24(R19), R15;              \
+	PTRS4(R19, R1, R13, R14, R15);  \
 	MOVD R22, R3;                   \
-	VEOR V16.B16, V16.B16, V16.B16; \
-	VEOR V17.B16, V17.B16, V17.B16; \
-	VEOR V18.B16, V18.B16, V18.B16; \
-	VEOR V19.B16, V19.B16, V19.B16; \
-	VEOR V20.B16, V20.B16, V20.B16; \
-	VEOR V21.B16, V21.B16, V21.B16; \
-	VEOR V22.B16, V22.B16, V22.B16; \
-	VEOR V23.B16, V23.B16, V23.B16; \
+	ZERO4(V16, V17, V18, V19);      \
+	ZERO4(V20, V21, V22, V23);      \
 floop4:                                 \
 	WLOAD;                          \
 	FX(R1, V16, V17, V3, V4);       \
 	FX(R13, V18, V19, V5, V6);      \
 	FX(R14, V20, V21, V7, V8);      \
 	FX(R15, V22, V23, V9, V10);     \
-	SUBS $1, R3, R3;                \
-	BNE  floop4;                    \
+	LOOP(R3, floop4);               \
 	FSUM(16, 17);                   \
 	FSUM(18, 19);                   \
 	FSUM(20, 21);                   \
 	FSUM(22, 23);                   \
 	STORE4(F16, F18, F20, F22);     \
-	SUBS $1, R5, R5;                \
-	BNE  frow4;                     \
+	LOOP(R5, frow4);                \
 	RET
 
 // func dotF32NEON(w *float32, x *float32, n, rows int, out *float32)
 TEXT ·dotF32NEON(SB), NOSPLIT, $0-40
-	MOVD w+0(FP), R0
-	MOVD x+8(FP), R19
-	MOVD n+16(FP), R22
-	LSR  $3, R22, R22 // n is a multiple of 8
-	MOVD rows+24(FP), R5
-	MOVD out+32(FP), R6
 	DOTFLOAT(F32W)
 
 // func dot4F32NEON(w *float32, x *[4]*float32, n, rows int, out *float32, stride int)
 TEXT ·dot4F32NEON(SB), NOSPLIT, $0-48
-	MOVD w+0(FP), R0
-	MOVD x+8(FP), R19
-	MOVD n+16(FP), R22
-	LSR  $3, R22, R22 // n is a multiple of 8
-	MOVD rows+24(FP), R5
-	MOVD out+32(FP), R6
-	MOVD stride+40(FP), R9
-	LSL  $2, R9, R9
 	DOT4FLOAT(F32W)
 
 // func dotF16NEON(w *byte, x *float32, n, rows int, out *float32)
 TEXT ·dotF16NEON(SB), NOSPLIT, $0-40
-	MOVD w+0(FP), R0
-	MOVD x+8(FP), R19
-	MOVD n+16(FP), R22
-	LSR  $3, R22, R22 // n is a multiple of 8
-	MOVD rows+24(FP), R5
-	MOVD out+32(FP), R6
 	DOTFLOAT(F16W)
 
 // func dot4F16NEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
 TEXT ·dot4F16NEON(SB), NOSPLIT, $0-48
-	MOVD w+0(FP), R0
-	MOVD x+8(FP), R19
-	MOVD n+16(FP), R22
-	LSR  $3, R22, R22 // n is a multiple of 8
-	MOVD rows+24(FP), R5
-	MOVD out+32(FP), R6
-	MOVD stride+40(FP), R9
-	LSL  $2, R9, R9
 	DOT4FLOAT(F16W)
 
 // func dotBF16NEON(w *byte, x *float32, n, rows int, out *float32)
 TEXT ·dotBF16NEON(SB), NOSPLIT, $0-40
-	MOVD w+0(FP), R0
-	MOVD x+8(FP), R19
-	MOVD n+16(FP), R22
-	LSR  $3, R22, R22 // n is a multiple of 8
-	MOVD rows+24(FP), R5
-	MOVD out+32(FP), R6
 	DOTFLOAT(BF16W)
 
 // func dot4BF16NEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
 TEXT ·dot4BF16NEON(SB), NOSPLIT, $0-48
-	MOVD w+0(FP), R0
-	MOVD x+8(FP), R19
-	MOVD n+16(FP), R22
-	LSR  $3, R22, R22 // n is a multiple of 8
-	MOVD rows+24(FP), R5
-	MOVD out+32(FP), R6
-	MOVD stride+40(FP), R9
-	LSL  $2, R9, R9
 	DOT4FLOAT(BF16W)
 
 // func axpyNEON(alpha float32, x, y *float32, n int)
@@ -1496,8 +1176,7 @@ axpyloop:
 	VFMLA  V1.S4, V0.S4, V3.S4
 	VFMLA  V2.S4, V0.S4, V4.S4
 	VST1.P [V3.S4, V4.S4], 32(R1)
-	SUBS   $1, R2, R2
-	BNE    axpyloop
+	LOOP(R2, axpyloop)
 	RET
 
 // ---------------------------------------------------------------- activations
@@ -1510,6 +1189,13 @@ axpyloop:
 #define XTN2_8H(d, n)     WORD $(0x4e612800 | ((n)<<5) | (d))             // Vd.8H[4:] = int16(Vn.4S)
 #define XTN_8B(d, n)      WORD $(0x0e212800 | ((n)<<5) | (d))             // Vd.8B = int8(Vn.8H)
 #define XTN2_16B(d, n)    WORD $(0x4e212800 | ((n)<<5) | (d))             // Vd.16B[8:] = int8(Vn.8H)
+
+// EACH8(M): M(i) for i = 0..7, on the eight vectors of a block (V0-V7).
+#define EACH8(M) M(0); M(1); M(2); M(3); M(4); M(5); M(6); M(7)
+
+#define QABS(i)   FABS_4S(8+i, i)   // V(8+i) = |Vi|
+#define QSCALE(i) FMUL_4S(i, i, 10) // Vi *= V10 (127/amax)
+#define QROUND(i) FCVTNS_4S(i, i)   // Vi = int32(round half even(Vi))
 
 // func quantizeActNEON(x *float32, qs *int8, d, s *float32, nb int)
 // quantizeAct on nb blocks of 32, with its exact results: amax over the
@@ -1529,14 +1215,7 @@ TEXT ·quantizeActNEON(SB), NOSPLIT, $0-40
 qloop:
 	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FABS_4S(8, 0)
-	FABS_4S(9, 1)
-	FABS_4S(10, 2)
-	FABS_4S(11, 3)
-	FABS_4S(12, 4)
-	FABS_4S(13, 5)
-	FABS_4S(14, 6)
-	FABS_4S(15, 7)
+	EACH8(QABS)
 	FMAX_4S(8, 8, 9)
 	FMAX_4S(10, 10, 11)
 	FMAX_4S(12, 12, 13)
@@ -1550,22 +1229,8 @@ qloop:
 	FCVTHS F9, F9          // d
 	FDIVS  F8, F31, F10    // 127/amax
 	VDUP   V10.S[0], V10.S4
-	FMUL_4S(0, 0, 10)
-	FMUL_4S(1, 1, 10)
-	FMUL_4S(2, 2, 10)
-	FMUL_4S(3, 3, 10)
-	FMUL_4S(4, 4, 10)
-	FMUL_4S(5, 5, 10)
-	FMUL_4S(6, 6, 10)
-	FMUL_4S(7, 7, 10)
-	FCVTNS_4S(0, 0)
-	FCVTNS_4S(1, 1)
-	FCVTNS_4S(2, 2)
-	FCVTNS_4S(3, 3)
-	FCVTNS_4S(4, 4)
-	FCVTNS_4S(5, 5)
-	FCVTNS_4S(6, 6)
-	FCVTNS_4S(7, 7)
+	EACH8(QSCALE)
+	EACH8(QROUND)
 
 	// S = d * float(Σq).
 	VADD   V1.S4, V0.S4, V16.S4
@@ -1595,8 +1260,7 @@ qloop:
 	VST1.P [V24.B16, V25.B16], 32(R1)
 	FMOVS.P F9, 4(R2)
 	FMOVS.P F17, 4(R3)
-	SUBS   $1, R4, R4
-	BNE    qloop
+	LOOP(R4, qloop)
 	RET
 
 // ---------------------------------------------------------------- fp16 conversions
@@ -1613,12 +1277,9 @@ TEXT ·f16ToF32NEON(SB), NOSPLIT, $0-24
 	LSR  $3, R2, R2
 
 h2sloop:
-	VLD1.P 16(R1), [V0.H8]
-	FCVTL_4S(1, 0)
-	FCVTL2_4S(2, 0)
+	H2S(R1)
 	VST1.P [V1.S4, V2.S4], 32(R0)
-	SUBS   $1, R2, R2
-	BNE    h2sloop
+	LOOP(R2, h2sloop)
 	RET
 
 // func f32ToF16NEON(dst *uint16, src *float32, n int)
@@ -1635,8 +1296,7 @@ s2hloop:
 	FCVTN_4H(0, 1)
 	FCVTN2_8H(0, 2)
 	VST1.P [V0.H8], 16(R0)
-	SUBS   $1, R2, R2
-	BNE    s2hloop
+	LOOP(R2, s2hloop)
 	RET
 
 // func f16RowsToF32NEON(dst *float32, src *uint16, stride, w, rows int)
@@ -1655,81 +1315,49 @@ rowsrow:
 	MOVD R4, R2
 
 rowsloop:
-	VLD1.P 16(R6), [V0.H8]
-	FCVTL_4S(1, 0)
-	FCVTL2_4S(2, 0)
+	H2S(R6)
 	VST1.P [V1.S4, V2.S4], 32(R0)
-	SUBS   $1, R2, R2
-	BNE    rowsloop
+	LOOP(R2, rowsloop)
 	ADD    R3, R1, R1
-	SUBS   $1, R5, R5
-	BNE    rowsrow
+	LOOP(R5, rowsrow)
 	RET
 
 // ---------------------------------------------------------------- ceilings
 
-// func int8MulPeakNEON(n int)
-// n rounds of 8 SMLAL + 8 SMLAL2 (128 int8 multiply-adds) into sixteen
+// PEAK(MAC0, MAC1): R0 rounds of eight MAC0 into V16-V23 and eight MAC1
+// into V24-V31 (Vd, V0, V1; V0 holds 3 bytes, V1 5 bytes), sixteen
 // independent accumulators, so that only the multiply pipes limit it.
-TEXT ·int8MulPeakNEON(SB), NOSPLIT, $0-8
-	MOVD  n+0(FP), R0
-	CMP   $0, R0
-	BLE   peakdone
-	VMOVI $3, V0.B16
-	VMOVI $5, V1.B16
-
-peakloop:
-	SMLAL_8H(16, 0, 1)
-	SMLAL_8H(17, 0, 1)
-	SMLAL_8H(18, 0, 1)
-	SMLAL_8H(19, 0, 1)
-	SMLAL_8H(20, 0, 1)
-	SMLAL_8H(21, 0, 1)
-	SMLAL_8H(22, 0, 1)
-	SMLAL_8H(23, 0, 1)
-	SMLAL2_8H(24, 0, 1)
-	SMLAL2_8H(25, 0, 1)
-	SMLAL2_8H(26, 0, 1)
-	SMLAL2_8H(27, 0, 1)
-	SMLAL2_8H(28, 0, 1)
-	SMLAL2_8H(29, 0, 1)
-	SMLAL2_8H(30, 0, 1)
-	SMLAL2_8H(31, 0, 1)
-	SUBS  $1, R0, R0
-	BNE   peakloop
-
-peakdone:
+#define PEAK(MAC0, MAC1) \
+	CMP   $0, R0;       \
+	BLE   peakdone;     \
+	VMOVI $3, V0.B16;   \
+	VMOVI $5, V1.B16;   \
+peakloop:                   \
+	MAC8(MAC0, 16);     \
+	MAC8(MAC1, 24);     \
+	LOOP(R0, peakloop); \
+peakdone:                   \
 	RET
+
+// MAC8(MAC, d): MAC(d+i, 0, 1) for i = 0..7.
+#define MAC8(MAC, d) \
+	MAC(d, 0, 1);   \
+	MAC(d+1, 0, 1); \
+	MAC(d+2, 0, 1); \
+	MAC(d+3, 0, 1); \
+	MAC(d+4, 0, 1); \
+	MAC(d+5, 0, 1); \
+	MAC(d+6, 0, 1); \
+	MAC(d+7, 0, 1)
+
+// func int8MulPeakNEON(n int)
+// n rounds of 8 SMLAL + 8 SMLAL2 (128 int8 multiply-adds).
+TEXT ·int8MulPeakNEON(SB), NOSPLIT, $0-8
+	MOVD n+0(FP), R0
+	PEAK(SMLAL_8H, SMLAL2_8H)
 
 // func int8MulPeakSDOT(n int)
-// n rounds of 16 SDOT (256 int8 multiply-adds) into sixteen independent
-// accumulators.
+// n rounds of 16 SDOT (256 int8 multiply-adds).
 TEXT ·int8MulPeakSDOT(SB), NOSPLIT, $0-8
-	MOVD  n+0(FP), R0
-	CMP   $0, R0
-	BLE   sdotdone
-	VMOVI $3, V0.B16
-	VMOVI $5, V1.B16
-
-sdotloop:
-	SDOT_4S(16, 0, 1)
-	SDOT_4S(17, 0, 1)
-	SDOT_4S(18, 0, 1)
-	SDOT_4S(19, 0, 1)
-	SDOT_4S(20, 0, 1)
-	SDOT_4S(21, 0, 1)
-	SDOT_4S(22, 0, 1)
-	SDOT_4S(23, 0, 1)
-	SDOT_4S(24, 0, 1)
-	SDOT_4S(25, 0, 1)
-	SDOT_4S(26, 0, 1)
-	SDOT_4S(27, 0, 1)
-	SDOT_4S(28, 0, 1)
-	SDOT_4S(29, 0, 1)
-	SDOT_4S(30, 0, 1)
-	SDOT_4S(31, 0, 1)
-	SUBS  $1, R0, R0
-	BNE   sdotloop
-
-sdotdone:
-	RET
+	MOVD n+0(FP), R0
+	PEAK(SDOT_4S, SDOT_4S)

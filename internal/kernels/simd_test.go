@@ -1,4 +1,4 @@
-//go:build amd64 && !purego
+//go:build (amd64 || arm64) && !purego
 
 package kernels
 
@@ -12,13 +12,23 @@ import (
 	"testing"
 )
 
-// The assembly kernels are checked against two oracles: a float64 dot of
-// the dequantized weights (Dequantize) with the dequantized activations, and
-// the generic pure-Go kernel of dotTable when there is one.
+// The assembly kernels of both architectures are checked against two
+// oracles: a float64 dot of the dequantized weights (Dequantize) with the
+// dequantized activations, and the generic pure-Go kernel of dotTable when
+// there is one. The arm64 build runs them under user-mode emulation in CI
+// (.ci/run), where the timing means nothing but every result is exact.
+// simd_arm64_test.go adds the checks of the arm64 paths against each
+// other.
+
+// noSIMD is why the tests skip when there are no assembly kernels to test.
+var noSIMD = map[string]string{
+	"amd64": "CPU lacks AVX2/FMA",
+	"arm64": "no NEON kernels",
+}[runtime.GOARCH]
 
 func skipNoSIMD(t testing.TB) {
 	if len(simdKernels) == 0 {
-		t.Skip("CPU lacks AVX2/FMA")
+		t.Skip(noSIMD)
 	}
 }
 
@@ -357,9 +367,7 @@ func TestSIMDInstalled(t *testing.T) {
 // four vectors (dot4) over a matrix larger than the caches, on 1 and 2
 // goroutines, for the assembly and the generic kernels.
 func BenchmarkSIMD(b *testing.B) {
-	if len(simdKernels) == 0 {
-		b.Skip("CPU lacks AVX2/FMA")
-	}
+	skipNoSIMD(b)
 	const cols = 4096
 	types := []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K}
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -442,9 +450,7 @@ func BenchmarkSIMD(b *testing.B) {
 // BenchmarkSIMDQuantizeAct compares the assembly activation quantizer with
 // quantizeAct on one 4096-wide row (in cache).
 func BenchmarkSIMDQuantizeAct(b *testing.B) {
-	if len(simdKernels) == 0 {
-		b.Skip("CPU lacks AVX2/FMA")
-	}
+	skipNoSIMD(b)
 	const cols = 4096
 	rng := rand.New(rand.NewPCG(9, 10))
 	x := make([]float32, cols)
@@ -472,9 +478,7 @@ func BenchmarkSIMDQuantizeAct(b *testing.B) {
 // (the small models' width, in cache): a loop of dot calls against one
 // dotRows call, which keeps the activation in registers across rows.
 func BenchmarkSIMDDotRows(b *testing.B) {
-	if len(simdKernels) == 0 {
-		b.Skip("CPU lacks AVX2/FMA")
-	}
+	skipNoSIMD(b)
 	const n = 768
 	types := []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K}
 	rng := rand.New(rand.NewPCG(9, 10))
