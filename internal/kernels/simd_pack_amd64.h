@@ -132,6 +132,30 @@ full:
 
 // Q8TOK(q, dd, ss, acc, x, y): one token's block (quants at q, scale at
 // dd, 128*Σa at ss) into acc; x, y are clobbered.
+// DOT8S(q, y): DOT8 as two chains (even chunks into y, odd ones into Z22,
+// then added: the same integer sum), for the one-token kernels, where
+// nothing else overlaps the chain's latency.
+#define DOT8S(q, y) \
+	VPXORD Z22, Z22, Z22; \
+	PMAC(0 q, Z0, y); \
+	PMAC(4 q, Z1, Z22); \
+	PMAC(8 q, Z2, y); \
+	PMAC(12 q, Z3, Z22); \
+	PMAC(16 q, Z4, y); \
+	PMAC(20 q, Z5, Z22); \
+	PMAC(24 q, Z6, y); \
+	PMAC(28 q, Z7, Z22); \
+	VPADDD Z22, y, y
+
+// Q8TOK1: Q8TOK with DOT8S.
+#define Q8TOK1(q, dd, ss, acc, x, y) \
+	VPXORD       y, y, y; \
+	DOT8S(q, y); \
+	VPSUBD.BCST  ss, y, y; \
+	VCVTDQ2PS    y, y; \
+	VMULPS.BCST  dd, Z8, x; \
+	VFMADD231PS  x, y, acc
+
 #define Q8TOK(q, dd, ss, acc, x, y) \
 	VPXORD       y, y, y; \
 	DOT8(q, y); \
@@ -219,6 +243,15 @@ full:
 	VPBROADCASTD CX, Z29
 
 // Q4TOK(q, dd, ss, acc, x, y): as Q8TOK with ss the float sum S_a.
+// Q4TOK1: Q4TOK with DOT8S.
+#define Q4TOK1(q, dd, ss, acc, x, y) \
+	VPXORD           y, y, y; \
+	DOT8S(q, y); \
+	VCVTDQ2PS        y, y; \
+	VMULPS.BCST      dd, Z8, x; \
+	VFMADD231PS      x, y, acc; \
+	VFMADD231PS.BCST ss, Z9, acc
+
 #define Q4TOK(q, dd, ss, acc, x, y) \
 	VPXORD           y, y, y; \
 	DOT8(q, y); \
@@ -369,8 +402,27 @@ loop: \
 	KTOK(j, (DI)(R8*2), (BX)(R10*2), (DX)(R10*2), Z18, Z24, Z25); \
 	KTOK(j, (DI)(R9*1), (BX)(R11*1), (DX)(R11*1), Z19, Z26, Z27)
 
+// DOT8KS(j, q, y): DOT8K as two chains (see DOT8S).
+#define DOT8KS(j, q, y) \
+	VPXORD Z22, Z22, Z22; \
+	PMAC((32*j) q, Z0, y); \
+	PMAC((32*j+4) q, Z1, Z22); \
+	PMAC((32*j+8) q, Z2, y); \
+	PMAC((32*j+12) q, Z3, Z22); \
+	PMAC((32*j+16) q, Z4, y); \
+	PMAC((32*j+20) q, Z5, Z22); \
+	PMAC((32*j+24) q, Z6, y); \
+	PMAC((32*j+28) q, Z7, Z22); \
+	VPADDD Z22, y, y
+
+// KTOK1: one token, its sub-block's sum as two chains (DOT8KS).
 #define KTOK1(j) \
-	KTOK(j, (DI), (BX), (DX), Z16, Z20, Z21)
+	VPXORD            Z21, Z21, Z21; \
+	DOT8KS(j, (DI), Z21); \
+	VCVTDQ2PS         Z21, Z21; \
+	VMULPS.BCST       (4*j)(BX), Z8, Z20; \
+	VFMADD231PS       Z20, Z21, Z16; \
+	VFNMADD231PS.BCST (4*j)(DX), Z9, Z16
 
 // Q4KSB(TOKS): one super-block against the tokens TOKS multiplies.
 #define Q4KSB(TOKS) \

@@ -53,7 +53,7 @@ TEXT ·gemm4Q4_1VNNI(SB), NOSPLIT, $0-88
 TEXT ·gemm1Q4_1VNNI(SB), NOSPLIT, $0-88
 	PKARGS
 	Q4CONST
-	PKGEMM1(Q41W, Q4TOK, PFQ4_0, 256, 64)
+	PKGEMM1(Q41W, Q4TOK1, PFQ4_0, 256, 64)
 
 // func gemm4Q5_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q5_0VNNI(SB), NOSPLIT, $0-88
@@ -65,7 +65,7 @@ TEXT ·gemm4Q5_0VNNI(SB), NOSPLIT, $0-88
 TEXT ·gemm1Q5_0VNNI(SB), NOSPLIT, $0-88
 	PKARGS
 	Q5CONST
-	PKGEMM1(Q50W, Q4TOK, PFQ5, 320, 32)
+	PKGEMM1(Q50W, Q4TOK1, PFQ5, 320, 32)
 
 // func gemm4Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q5_1VNNI(SB), NOSPLIT, $0-88
@@ -77,7 +77,7 @@ TEXT ·gemm4Q5_1VNNI(SB), NOSPLIT, $0-88
 TEXT ·gemm1Q5_1VNNI(SB), NOSPLIT, $0-88
 	PKARGS
 	Q5CONST
-	PKGEMM1(Q51W, Q4TOK, PFQ5, 320, 64)
+	PKGEMM1(Q51W, Q4TOK1, PFQ5, 320, 64)
 
 // func gemm4F16AVX512(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4F16AVX512(SB), NOSPLIT, $0-88
@@ -107,7 +107,7 @@ TEXT ·gemm4Q8_0VNNI(SB), NOSPLIT, $0-88
 // func gemm1Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm1Q8_0VNNI(SB), NOSPLIT, $0-88
 	PKARGS
-	PKGEMM1(Q8W, Q8TOK, PFQ8_0, 512, 32)
+	PKGEMM1(Q8W, Q8TOK1, PFQ8_0, 512, 32)
 
 // func gemm4Q4_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q4_0VNNI(SB), NOSPLIT, $0-88
@@ -119,7 +119,7 @@ TEXT ·gemm4Q4_0VNNI(SB), NOSPLIT, $0-88
 TEXT ·gemm1Q4_0VNNI(SB), NOSPLIT, $0-88
 	PKARGS
 	Q4CONST
-	PKGEMM1(Q4W, Q4TOK, PFQ4_0, 256, 32)
+	PKGEMM1(Q4W, Q4TOK1, PFQ4_0, 256, 32)
 
 // func int8MulPeakVNNI(n int)
 // n rounds of 8 independent VPDPBUSD on 512-bit registers (64

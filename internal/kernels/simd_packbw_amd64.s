@@ -74,7 +74,7 @@ TEXT ·gemm4Q4_1BW(SB), NOSPLIT, $0-88
 TEXT ·gemm1Q4_1BW(SB), NOSPLIT, $0-88
 	PKARGS
 	Q4CONST
-	PKGEMM1(Q41W, Q4TOK, PFQ4_0, 256, 64)
+	PKGEMM1(Q41W, Q4TOK1, PFQ4_0, 256, 64)
 
 // func gemm4Q5_0BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q5_0BW(SB), NOSPLIT, $0-88
@@ -86,7 +86,7 @@ TEXT ·gemm4Q5_0BW(SB), NOSPLIT, $0-88
 TEXT ·gemm1Q5_0BW(SB), NOSPLIT, $0-88
 	PKARGS
 	Q5CONST
-	PKGEMM1(Q50W, Q4TOK, PFQ5, 320, 32)
+	PKGEMM1(Q50W, Q4TOK1, PFQ5, 320, 32)
 
 // func gemm4Q5_1BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q5_1BW(SB), NOSPLIT, $0-88
@@ -98,7 +98,7 @@ TEXT ·gemm4Q5_1BW(SB), NOSPLIT, $0-88
 TEXT ·gemm1Q5_1BW(SB), NOSPLIT, $0-88
 	PKARGS
 	Q5CONST
-	PKGEMM1(Q51W, Q4TOK, PFQ5, 320, 64)
+	PKGEMM1(Q51W, Q4TOK1, PFQ5, 320, 64)
 
 // func gemm4Q4_0BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q4_0BW(SB), NOSPLIT, $0-88
@@ -110,7 +110,7 @@ TEXT ·gemm4Q4_0BW(SB), NOSPLIT, $0-88
 TEXT ·gemm1Q4_0BW(SB), NOSPLIT, $0-88
 	PKARGS
 	Q4CONST
-	PKGEMM1(Q4W, Q4TOK, PFQ4_0, 256, 32)
+	PKGEMM1(Q4W, Q4TOK1, PFQ4_0, 256, 32)
 
 // func int8MulPeakBW(n int)
 // n rounds of 8 independent VPMADDUBSW and 8 VPMADDWD on 512-bit
