@@ -36,6 +36,18 @@ func actSums16(a *Act) {
 // packed kernel subtracts from its raw integer sums (Q8_0: 128 per block of
 // 32, Q6_K: 32 per 16).
 func actSums(a *Act, per int, mul int32) {
+	if actSumsAsm != nil {
+		actSumsAsm(a, per, mul)
+		return
+	}
+	actSumsGo(a, per, mul)
+}
+
+// actSumsAsm is the assembly actSums where there is one (the same sums).
+var actSumsAsm func(a *Act, per int, mul int32)
+
+// actSumsGo is actSums in Go: the oracle.
+func actSumsGo(a *Act, per int, mul int32) {
 	for g := range a.I {
 		var s0, s1, s2, s3 int32
 		for j := g * per; j < (g+1)*per; j += 4 {

@@ -2,7 +2,11 @@
 
 package kernels
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 //go:noescape
 func gemm4Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
@@ -139,4 +143,32 @@ var bwPackKernels = map[Type]*packKernels{
 	Q4_K: {gemm4: gemm4Q4_KBW, gemm1: gemm1Q4_KBW},
 	Q5_K: {gemm4: gemm4Q5_KBW, gemm1: gemm1Q5_KBW},
 	Q6_K: {gemm4: gemm4Q6_KBW, gemm1: gemm1Q6_KBW, sumsPer: 16, sumsMul: 32},
+}
+
+//go:noescape
+func actSums16AVX2(qs *int8, out *int32, n int, mul int)
+
+func init() {
+	if !cpu.X86.HasAVX2 {
+		return
+	}
+	actSumsAsm = func(a *Act, per int, mul int32) {
+		if len(a.I) == 0 {
+			return
+		}
+		_ = a.Qs[len(a.I)*per-1]
+		if per == 16 {
+			actSums16AVX2(&a.Qs[0], &a.I[0], len(a.I), int(mul))
+			return
+		}
+		// Runs of 32: the two halves' sums added (exact integers).
+		var buf [256]int32
+		for g0 := 0; g0 < len(a.I); g0 += len(buf) / 2 {
+			n := min(len(buf)/2, len(a.I)-g0)
+			actSums16AVX2(&a.Qs[g0*32], &buf[0], 2*n, int(mul))
+			for g := range n {
+				a.I[g0+g] = buf[2*g] + buf[2*g+1]
+			}
+		}
+	}
 }

@@ -143,3 +143,37 @@ vnniloop:
 	JNZ      vnniloop
 	VZEROUPPER
 	RET
+
+// func actSums16AVX2(qs *int8, out *int32, n int, mul int)
+// out[g] = mul * Σ qs[16g:16g+16] for g < n: the bytes flipped to
+// unsigned (x^0x80 = x+128) and summed by VPSADBW against zero, minus
+// 16*128; two runs of 16 per iteration when n allows.
+TEXT ·actSums16AVX2(SB), NOSPLIT, $0-32
+	MOVQ         qs+0(FP), SI
+	MOVQ         out+8(FP), DI
+	MOVQ         n+16(FP), CX
+	MOVQ         mul+24(FP), R8
+	MOVL         $0x80808080, AX
+	MOVD         AX, X15
+	VPBROADCASTD X15, X15
+	VPXOR        X14, X14, X14
+	TESTQ        CX, CX
+	JZ           sumsdone
+
+sumsloop:
+	VPXOR    (SI), X15, X0
+	VPSADBW  X14, X0, X0
+	VPSHUFD  $0x4e, X0, X1
+	VPADDQ   X1, X0, X0
+	VMOVQ    X0, AX
+	SUBQ     $2048, AX
+	IMULQ    R8, AX
+	MOVL     AX, (DI)
+	ADDQ     $16, SI
+	ADDQ     $4, DI
+	DECQ     CX
+	JNZ      sumsloop
+
+sumsdone:
+	VZEROUPPER
+	RET
