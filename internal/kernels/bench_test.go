@@ -238,7 +238,12 @@ func ceiling(b *testing.B, t Type, threads int) float64 {
 	}
 	key := fmt.Sprintf("%s/%s/%d", kind, Path(), threads)
 	if _, ok := ceilings[key]; !ok && peak(1) > 0 {
-		ceilings[key] = peakRate(b, peak, threads, 20)
+		// The best of a few runs: a core that is still clocking up, or
+		// busy elsewhere for a moment, would lower the ceiling and
+		// flatter the ratio.
+		for range 5 {
+			ceilings[key] = max(ceilings[key], peakRate(b, peak, threads, 20))
+		}
 	}
 	return ceilings[key]
 }
