@@ -326,8 +326,10 @@ func TestResponsesBackgroundAndCancel(t *testing.T) {
 	}
 
 	// A background response answers queued at once, shows in_progress
-	// while it runs, then completed.
-	resp, err := ts.client.Responses.New(ctx, slow(60), ignoreEOS)
+	// while it runs, then completed. (400 tokens: long enough for the
+	// polls to see it running on a fast machine; 60 were over before the
+	// first poll on a loaded one.)
+	resp, err := ts.client.Responses.New(ctx, slow(400), ignoreEOS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +345,7 @@ func TestResponsesBackgroundAndCancel(t *testing.T) {
 		}
 		seen[string(got.Status)] = true
 		if got.Status == "completed" {
-			if got.Usage.OutputTokens != 60 || got.OutputText() == "" {
+			if got.Usage.OutputTokens != 400 || got.OutputText() == "" {
 				t.Errorf("completed %s", got.RawJSON())
 			}
 			break
