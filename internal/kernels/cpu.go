@@ -25,9 +25,10 @@ import (
 // VNNI (Skylake-SP/X: VPMADDUBSW/VPMADDWD for VPDPBUSD; Q8_0 keeps the
 // AVX2 kernels there). On arm64, neon runs the Advanced SIMD assembly (every ARMv8-A
 // CPU has it), dotprod that with the quantized types' kernels that use the
-// dot product instructions (SDOT; same results). MISTRALRS_NOASM=1 is the
-// same as generic. An unknown name is reported on standard error and
-// ignored.
+// dot product instructions (SDOT; same results), i8mm that with four-input
+// kernels that use the Int8 matrix multiply instructions (SMMLA; same
+// results). MISTRALRS_NOASM=1 is the same as generic. An unknown name is
+// reported on standard error and ignored.
 var cpuPaths = cpuPathsOf(runtime.GOARCH)
 
 // cpuPathsOf returns the paths of architecture goarch, lowest first; the
@@ -39,7 +40,7 @@ func cpuPathsOf(goarch string) []string {
 	case "amd64":
 		return []string{"generic", "avx2", "avx512bw", "avx512"}
 	case "arm64":
-		return []string{"generic", "neon", "dotprod"}
+		return []string{"generic", "neon", "dotprod", "i8mm"}
 	}
 	return []string{"generic"}
 }

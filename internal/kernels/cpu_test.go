@@ -50,7 +50,7 @@ func TestCPUCapFrom(t *testing.T) {
 func TestCPUPathsOf(t *testing.T) {
 	for arch, want := range map[string]string{
 		"amd64":   "generic avx2 avx512bw avx512",
-		"arm64":   "generic neon dotprod",
+		"arm64":   "generic neon dotprod i8mm",
 		"riscv64": "generic",
 	} {
 		if got := strings.Join(cpuPathsOf(arch), " "); got != want {

@@ -8,11 +8,15 @@ import "golang.org/x/sys/cpu"
 // every ARMv8-A CPU has, so the neon path is always there; the dotprod
 // path adds the kernels that form their integer sums with SDOT (ARMv8.2-A's
 // dot product instructions, optional before ARMv8.4-A) and keeps the neon
-// ones of the other types. A path's kernels replace the generic entries of
-// dotTable when it is picked (see cpu.go); the generic ones are kept so
-// that setPath and SetSIMD can switch back (tests compare them,
-// MISTRALRS_CPU=generic turns the assembly off for a whole run). There are
-// no packed kernels here: packTable stays nil.
+// ones of the other types; the i8mm path (FEAT_I8MM's SMMLA, optional from
+// ARMv8.2-A, mandatory from ARMv8.6-A: Neoverse V1/N2 and later, Apple M2
+// and later) replaces the dotprod four-input kernels of the types it has
+// with ones that take the weight rows in pairs and keeps the rest of
+// dotprod's. A path's kernels replace the generic entries of dotTable when
+// it is picked (see cpu.go); the generic ones are kept so that setPath and
+// SetSIMD can switch back (tests compare them, MISTRALRS_CPU=generic turns
+// the assembly off for a whole run). There are no packed kernels here:
+// packTable stays nil.
 //
 // The dot kernels, activation quantization, the fp16 conversions, DotF32
 // and Axpy have assembly versions; the element-wise and attention kernels
@@ -41,6 +45,14 @@ func init() {
 		dp[t] = k
 	}
 	pathKernels["dotprod"] = dp
+	mm := map[Type]typeKernels{}
+	for t, k := range dp {
+		mm[t] = k
+	}
+	for t, k := range i8mmKernels() {
+		mm[t] = k
+	}
+	pathKernels["i8mm"] = mm
 	best := bestPath()
 	for t := range dp {
 		e := dotTable[t]
@@ -74,6 +86,14 @@ func pathMissing(name string) string {
 			return "the CPU lacks the dot product instructions (SDOT, asimddp)"
 		}
 		return ""
+	case "i8mm":
+		if why := pathMissing("dotprod"); why != "" {
+			return why
+		}
+		if !cpu.ARM64.HasI8MM {
+			return "the CPU lacks the Int8 matrix multiply instructions (SMMLA, i8mm)"
+		}
+		return ""
 	}
 	return "no path " + name
 }
@@ -92,6 +112,7 @@ func installPath(name string) {
 
 // backendNames are Backend's names of the paths.
 var backendNames = map[string]string{
+	"i8mm":    "CPU NEON-I8MM",
 	"dotprod": "CPU NEON-DOTPROD",
 	"neon":    "CPU NEON",
 }
@@ -139,11 +160,20 @@ func int8MulPeakNEON(n int)
 //go:noescape
 func int8MulPeakSDOT(n int)
 
+// int8MulPeakSMMLA runs n rounds of 16 SMMLA (512 int8 multiply-adds).
+//
+//go:noescape
+func int8MulPeakSMMLA(n int)
+
 // int8MulPeak runs n rounds of the ceiling loop of the path in use and
 // returns the multiply-adds of a round, 0 when there is no loop: SMLAL and
-// SMLAL2 (128), or on the dotprod path SDOT (256).
+// SMLAL2 (128), on the dotprod path SDOT (256), on the i8mm path SMMLA
+// (512).
 func int8MulPeak(n int) int {
 	switch Path() {
+	case "i8mm":
+		int8MulPeakSMMLA(n)
+		return 512
 	case "dotprod":
 		int8MulPeakSDOT(n)
 		return 256

@@ -23,7 +23,7 @@ func TestNEONPeak(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]int{"generic": 0, "neon": 128, "dotprod": 256}[name]
+		want := map[string]int{"generic": 0, "neon": 128, "dotprod": 256, "i8mm": 512}[name]
 		if got := int8MulPeak(3); got != want {
 			t.Errorf("path %s: int8MulPeak = %d multiply-adds a round, want %d", name, got, want)
 		}
@@ -34,11 +34,13 @@ func TestNEONPeak(t *testing.T) {
 }
 
 // TestNEONPathsAgree checks the arm64 paths' kernels against each other
-// bit for bit: the dotprod kernels form the same exact integer sums as the
-// neon ones and then run the same float operations, so that a model gives
-// the same bits on either path. Within a path, dot4's output for input k
-// is dot's for that input (which is what makes batches invariant). Odd row
-// counts, one row, and short rows (one block or super-block) included.
+// bit for bit: the dotprod and i8mm kernels form the same exact integer
+// sums as the neon ones and then run the same float operations, so that a
+// model gives the same bits on any path. Within a path, dot4's output for
+// input k is dot's for that input (which is what makes batches invariant).
+// Odd row counts (the i8mm kernels take rows in pairs), one row, and short
+// rows (one block or super-block) included; the outputs are a row longer
+// than rows apart, and what lies between them must stay as it was.
 func TestNEONPathsAgree(t *testing.T) {
 	var paths []string
 	for _, name := range cpuPaths[1:] {
@@ -57,18 +59,27 @@ func TestNEONPathsAgree(t *testing.T) {
 				for k := range acts {
 					acts[k] = simdRandAct(n, rng)
 				}
-				for _, rows := range []int{1, 3, 6} {
+				for _, rows := range []int{1, 2, 3, 6} {
 					w := simdRandWeights(typ, rows*n, rng)
+					stride := rows + 1
 					var first []float32
 					for _, name := range paths {
 						k := pathKernels[name][typ]
-						out := make([]float32, 4*rows)
-						k.dot4Rows(w, rows, &acts, n, out, rows)
+						out := make([]float32, 4*stride)
+						for j := range acts {
+							out[j*stride+rows] = -7 // the gap
+						}
+						k.dot4Rows(w, rows, &acts, n, out, stride)
+						for j := range acts {
+							if out[j*stride+rows] != -7 {
+								t.Fatalf("%s n=%d rows=%d: dot4Rows wrote %g after input %d's outputs", name, n, rows, out[j*stride+rows], j)
+							}
+						}
 						for r := 0; r < rows; r++ {
 							for j := range acts {
 								one := k.dot(w[r*rb:(r+1)*rb], acts[j], n)
-								if math.Float32bits(one) != math.Float32bits(out[j*rows+r]) {
-									t.Fatalf("%s n=%d rows=%d row %d input %d: dot %g, dot4Rows %g", name, n, rows, r, j, one, out[j*rows+r])
+								if math.Float32bits(one) != math.Float32bits(out[j*stride+r]) {
+									t.Fatalf("%s n=%d rows=%d row %d input %d: dot %g, dot4Rows %g", name, n, rows, r, j, one, out[j*stride+r])
 								}
 							}
 						}

@@ -72,7 +72,7 @@ func SetSIMD(on bool) (was bool) {
 }
 
 // Path names the instruction-set path in use, one of cpuPaths: "avx512",
-// "avx512bw", "avx2" or "generic" on amd64, "dotprod", "neon" or
+// "avx512bw", "avx2" or "generic" on amd64, "i8mm", "dotprod", "neon" or
 // "generic" on arm64.
 func Path() string {
 	simdMu.Lock()
@@ -82,8 +82,8 @@ func Path() string {
 
 // Backend names the kernels in use for reports (llama-bench's backends
 // column): with the assembly kernels the path's name in backendNames
-// ("CPU AVX512-VNNI", "CPU AVX512", "CPU AVX2"; "CPU NEON-DOTPROD", "CPU
-// NEON"), "CPU Go" without.
+// ("CPU AVX512-VNNI", "CPU AVX512", "CPU AVX2"; "CPU NEON-I8MM", "CPU
+// NEON-DOTPROD", "CPU NEON"), "CPU Go" without.
 func Backend() string {
 	if b, ok := backendNames[Path()]; ok {
 		return b

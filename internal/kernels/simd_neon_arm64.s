@@ -3,10 +3,12 @@
 #include "textflag.h"
 
 // Advanced SIMD kernels of arm64 (simd_arm64.go): the dot kernels of every
-// weight type for the neon path (*NEON, every ARMv8-A CPU) and of the
+// weight type for the neon path (*NEON, every ARMv8-A CPU), of the
 // quantized types for the dotprod path (*SDOT, ARMv8.2-A's optional dot
-// product instructions; the float types keep their NEON kernels there),
-// then activation quantization, fp16 conversions and axpy, which both paths
+// product instructions; the float types keep their NEON kernels there) and
+// the four-input kernels of the 32-element block types for the i8mm path
+// (*SMMLA, the Int8 matrix multiply instructions; the rest stays dotprod's),
+// then activation quantization, fp16 conversions and axpy, which all paths
 // use. The dot kernels take the arguments of the AVX2 ones (see
 // gen_neon_arm64.go); tab is the f16 -> f32 table, read for the weights'
 // scalar scales, while F16 weights are widened with FCVTL.
@@ -18,15 +20,18 @@
 // activation rows and then run, per row, the one-input kernel's float
 // operations in its order (the K-quant ones regroup the integer sums,
 // which are exact), so a row gives the same bits alone or in a batch of
-// any size (MatMul mixes dotRows and dot4Rows by shape). The two paths
-// differ only in how they form the integer sums (the I32/I16 macro a
-// kernel body is given): they give the same bits too.
+// any size (MatMul mixes dotRows and dot4Rows by shape). The neon and
+// dotprod paths differ only in how they form the integer sums (the I32/I16
+// macro a kernel body is given), the i8mm kernels also in running the
+// float operations of four outputs in the lanes of a vector (see "pairs of
+// rows"): all give the same bits.
 //
 // Integer products without SDOT: SMULL multiplies the low eight int8 lanes
 // into int16, SMLAL2 adds the high eight's products, so each int16 lane
 // holds two products (at most 2*128*127 = 32512: no overflow, activations
 // are in [-127, 127]); SADDLP/SADALP widen pairs into int32. SDOT adds
-// four products into each int32 lane directly.
+// four products into each int32 lane directly, SMMLA eight (a 2×2 matrix
+// of int32 lanes, each the dot product of 8 int8 of two rows).
 //
 // Go's assembler lacks these instructions (and the float vector ones), so
 // they are written as WORDs below: d, n, m are register numbers (V0-V31),
@@ -42,6 +47,7 @@
 #define SADDLP_4S(d, n)    WORD $(0x4e602800 | ((n)<<5) | (d))             // Vd.4S = pairwise sums of Vn.8H
 #define SADALP_4S(d, n)    WORD $(0x4e606800 | ((n)<<5) | (d))             // Vd.4S += pairwise sums of Vn.8H
 #define SDOT_4S(d, n, m)   WORD $(0x4e809400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S[i] += Σ_j<4 Vn.16B[4i+j] * Vm.16B[4i+j]
+#define SMMLA_4S(d, n, m)  WORD $(0x4e80a400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S[2i+j] += Σ_k<8 Vn.16B[8i+k] * Vm.16B[8j+k]
 #define ZERO_2D(d)         WORD $(0x6f00e400 | (d))                        // Vd = 0 (MOVI Vd.2D, #0)
 #define MUL_4S(d, n, m)    WORD $(0x4ea09c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S * Vm.4S
 #define SXTL_8H(d, n)      WORD $(0x0f08a400 | ((n)<<5) | (d))             // Vd.8H = int16(Vn.8B)
@@ -384,11 +390,13 @@ TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
 
 // Q5HI(qh): the fifth bits of a Q5_0/Q5_1 block (a 32-bit register, bit j
 // for element j) as 0x10 in the bytes of V0 (elements 0-15) and V1
-// (16-31). TBL spreads qh's bytes 0, 1 over the low and high eight lanes
-// of V9 (2, 3 over V10's), CMTST against the lane's bit (V27) gives 0xff
-// where it is set. V25, V26 hold the TBL indices, V28 0x10 bytes; V8-V10
-// are clobbered.
-#define Q5HI(qh) \
+// (16-31); Q5HIV(qh, lo, hi) the same into lo and hi. TBL spreads qh's
+// bytes 0, 1 over the low and high eight lanes of V9 (2, 3 over V10's),
+// CMTST against the lane's bit (V27) gives 0xff where it is set. V25, V26
+// hold the TBL indices, V28 0x10 bytes; V8-V10 are clobbered.
+#define Q5HI(qh) Q5HIV(qh, V0, V1)
+
+#define Q5HIV(qh, lo, hi) \
 	VMOV   qh, V8.S[0];               \
 	VTBL   V25.B16, [V8.B16], V9.B16;  \
 	VTBL   V26.B16, [V8.B16], V10.B16; \
@@ -396,8 +404,8 @@ TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
 	VCMTST V27.B16, V10.B16, V10.B16; \
 	VAND   V28.B16, V9.B16, V9.B16;   \
 	VAND   V28.B16, V10.B16, V10.B16; \
-	VORR   V9.B16, V0.B16, V0.B16;    \
-	VORR   V10.B16, V1.B16, V1.B16
+	VORR   V9.B16, lo.B16, lo.B16;    \
+	VORR   V10.B16, hi.B16, hi.B16
 
 // Q5CONST: V31 = 0x0f, V28 = 0x10, V27 = the bit of each byte lane in its
 // half (1, 2, ..., 128), V25, V26 = the byte indices of Q5HI; F30 = 16 (the
@@ -1053,6 +1061,232 @@ TEXT ·dot4Q6_KNEON(SB), NOSPLIT, $0-72
 TEXT ·dot4Q6_KSDOT(SB), NOSPLIT, $0-72
 	DOT4Q6_K(I16D)
 
+// ---------------------------------------------------------------- pairs of rows (SMMLA)
+
+// The i8mm path's four-input kernels take the weight rows two at a time
+// (row r at R0, row r+1 at R24 = R0 + the row's bytes in R25) and the
+// activation rows two at a time. SMMLA multiplies the 2×8 int8 matrix of
+// its first operand (8 quants of each of two activation rows) by the
+// transpose of its second's (8 quants of each of two weight rows) into
+// the 2×2 int32 matrix [a·w_r, a·w_r+1, b·w_r, b·w_r+1]: 32 products an
+// instruction, twice SDOT's, and a weight block is unpacked and paired
+// once for the four activation rows. A block's four sums are the exact
+// integers S of the one-row kernels; they are converted together and the
+// float operations run lane-wise, each lane (one output) the one-row
+// kernel's scalar operations in its order with the operands in the same
+// places (FMUL, FMLA, FMLS round as FMULS, FMADDS, FMSUBS do), so the
+// outputs are the same bits as the dotprod and neon kernels'.
+//
+// An accumulator's lanes are the outputs (a, r), (a, r+1), (b, r),
+// (b, r+1): a factor of the activation rows is the vector [f_a, f_a, f_b,
+// f_b], one of the weight rows [f_r, f_r+1, f_r, f_r+1]. The wrappers
+// (gen_i8mm_arm64.go) pass an even row count and run the dotprod kernel on
+// an odd last row.
+//
+// Vector registers: V0-V3 the two rows' unpacked quants, V8-V11 them
+// paired, V4-V7 and V12-V15 two activation blocks and them paired, V24
+// their sums, V22 the weight scales d_w, V23 the offsets m (Q4_1, Q5_1),
+// V29 d_a, V30 s_a, V18 the offset o of the unsigned quants (Q4_0, Q5_0),
+// V20, V21 the accumulators, V17 scratch; V25-V28 and V31 hold the
+// constants of the one-row unpacking macros.
+
+// MMHALVES(f, v): the halves indexed by R7 (row r's) and R26 (row r+1's)
+// through the table at R4 as [h_r, h_r+1, h_r, h_r+1] in v (f is v's
+// scalar name; V17 is clobbered); MMH2 loads them first from R0 and R24
+// (moved on by 2).
+#define MMHALVES(f, v) \
+	FMOVS (R4)(R7<<2), f;    \
+	FMOVS (R4)(R26<<2), F17; \
+	VMOV  V17.S[0], v.S[1];  \
+	VZIP1 v.D2, v.D2, v.D2
+
+#define MMH2(f, v) \
+	MOVHU.P 2(R0), R7;  \
+	MOVHU.P 2(R24), R26; \
+	MMHALVES(f, v)
+
+// Q8W2 loads the Q8_0 blocks of rows r and r+1 (R0, R24, moved on by 34):
+// row r's quants in V0, V1, row r+1's in V2, V3, the scales in V22.
+#define Q8W2 \
+	MOVHU.P 2(R0), R7;                 \
+	VLD1.P  32(R0), [V0.B16, V1.B16];  \
+	MOVHU.P 2(R24), R26;               \
+	VLD1.P  32(R24), [V2.B16, V3.B16]; \
+	MMHALVES(F22, V22)
+
+// MMNIBS: the two rows' 16 bytes of nibbles (R0, R24, moved on by 16)
+// split as NIBS does: row r's in V0, V1, row r+1's in V2, V3 (V31 holds
+// 0x0f bytes).
+#define MMNIBS \
+	VLD1.P 16(R0), [V1.B16];        \
+	VLD1.P 16(R24), [V3.B16];       \
+	VAND   V31.B16, V1.B16, V0.B16; \
+	VUSHR  $4, V1.B16, V1.B16;      \
+	VAND   V31.B16, V3.B16, V2.B16; \
+	VUSHR  $4, V3.B16, V3.B16
+
+// MMQ5QS: the two rows' 5-bit quants (each block's qh, then its nibbles;
+// moved on by 20) as Q5QS unpacks them, into V0, V1 and V2, V3.
+#define MMQ5QS \
+	MOVWU.P 4(R0), R7;      \
+	MOVWU.P 4(R24), R26;    \
+	MMNIBS;                 \
+	Q5HIV(R7, V0, V1);      \
+	Q5HIV(R26, V2, V3)
+
+// The two-row loads of the block types with activation sums: Q4_0 (18
+// bytes: d, nibbles), Q4_1 (20: d, m, nibbles), Q5_0 (22: d, qh,
+// nibbles), Q5_1 (24: d, m, qh, nibbles); d in V22, m in V23.
+#define Q4W2  MMH2(F22, V22); MMNIBS
+#define Q41W2 MMH2(F22, V22); MMH2(F23, V23); MMNIBS
+#define Q50W2 MMH2(F22, V22); MMQ5QS
+#define Q51W2 MMH2(F22, V22); MMH2(F23, V23); MMQ5QS
+
+// WZIP pairs the two weight rows by 8 quants (SMMLA's second operands):
+// V8-V11 = [row r's, row r+1's] elements 0-7, 8-15, 16-23, 24-31.
+#define WZIP \
+	VZIP1 V2.D2, V0.D2, V8.D2;  \
+	VZIP2 V2.D2, V0.D2, V9.D2;  \
+	VZIP1 V3.D2, V1.D2, V10.D2; \
+	VZIP2 V3.D2, V1.D2, V11.D2
+
+// MMSUM(qa, qb): V24 = float32 of the exact sums of the activation blocks
+// at qa and qb (moved on by 32) against the paired weight blocks (WZIP),
+// in the accumulator's lane order. V4-V7, V12-V15 are clobbered.
+#define MMSUM(qa, qb) \
+	VLD1.P 32(qa), [V4.B16, V5.B16]; \
+	VLD1.P 32(qb), [V6.B16, V7.B16]; \
+	VZIP1  V6.D2, V4.D2, V12.D2;     \
+	VZIP2  V6.D2, V4.D2, V13.D2;     \
+	VZIP1  V7.D2, V5.D2, V14.D2;     \
+	VZIP2  V7.D2, V5.D2, V15.D2;     \
+	ZERO_2D(24);                     \
+	SMMLA_4S(24, 12, 8);             \
+	SMMLA_4S(24, 13, 9);             \
+	SMMLA_4S(24, 14, 10);            \
+	SMMLA_4S(24, 15, 11);            \
+	SCVTF_4S(24, 24)
+
+// MMPAIR(a, b, v): the floats at a and b (moved on by 4) as [a, a, b, b]
+// in v.
+#define MMPAIR(a, b, v) \
+	VLD1.P 4(a), v.S[0]; \
+	VLD1.P 4(b), v.S[1]; \
+	VZIP1  v.S4, v.S4, v.S4
+
+// Q8MMA(qa, da, sa, qb, db, sb, acc): the blocks of activation rows a and
+// b against the paired Q8_0 blocks (sa, sb are not read), Q8A lane-wise:
+// D = d_w*d_a, acc = fma(float(S), D, acc).
+#define Q8MMA(qa, da, sa, qb, db, sb, acc) \
+	MMSUM(qa, qb);         \
+	MMPAIR(da, db, V29);   \
+	FMUL_4S(29, 22, 29);   \
+	VFMLA V29.S4, V24.S4, acc.S4
+
+// Q4MMA(...): the same for Q4_0 and Q5_0, Q4A lane-wise: T = d_a*float(S),
+// T = T - o*s_a (fused; V18 holds o), acc = fma(d_w, T, acc).
+#define Q4MMA(qa, da, sa, qb, db, sb, acc) \
+	MMSUM(qa, qb);                \
+	MMPAIR(da, db, V29);          \
+	MMPAIR(sa, sb, V30);          \
+	FMUL_4S(24, 29, 24);          \
+	VFMLS V30.S4, V18.S4, V24.S4; \
+	VFMLA V24.S4, V22.S4, acc.S4
+
+// Q41MMA(...): the same for Q4_1 and Q5_1, Q41A lane-wise: D = d_w*d_a,
+// acc = fma(float(S), D, acc), acc = fma(m, s_a, acc).
+#define Q41MMA(qa, da, sa, qb, db, sb, acc) \
+	MMSUM(qa, qb);                \
+	MMPAIR(da, db, V29);          \
+	MMPAIR(sa, sb, V30);          \
+	FMUL_4S(29, 22, 29);          \
+	VFMLA V29.S4, V24.S4, acc.S4; \
+	VFMLA V30.S4, V23.S4, acc.S4
+
+// The constants: those of the one-row kernels, and o in every lane of V18.
+#define MMQ8CONST
+#define MMQ4CONST \
+	Q4CONST;         \
+	FMOVS $8.0, F18; \
+	VDUP  V18.S[0], V18.S4
+#define MMQ5CONST \
+	Q5CONST;          \
+	FMOVS $16.0, F18; \
+	VDUP  V18.S[0], V18.S4
+
+// MMSTORE: a pair of rows' outputs, V20 = [(0, r), (0, r+1), (1, r),
+// (1, r+1)] by (input, row) and V21 the same of inputs 2 and 3: an input's
+// two are adjacent, at R6 + k*R9 for input k. R6 moves on by two outputs.
+#define MMSTORE \
+	MOVD R6, R7;         \
+	VST1 V20.D[0], (R7); \
+	ADD  R9, R7, R7;     \
+	VST1 V20.D[1], (R7); \
+	ADD  R9, R7, R7;     \
+	VST1 V21.D[0], (R7); \
+	ADD  R9, R7, R7;     \
+	VST1 V21.D[1], (R7); \
+	ADD  $8, R6, R6
+
+// MMROWS(bytes): R25 = the bytes of a row of R22 blocks of bytes each,
+// R5 = the pairs of rows.
+#define MMROWS(bytes) \
+	MOVD $bytes, R7;   \
+	MUL  R22, R7, R25; \
+	LSR  $1, R5, R5
+
+// DOT4MM(ARGS, off, SPTRS, bytes, CONST, W2, A): the pair loop. ARGS loads
+// the arguments (the stride at off), SPTRS the activation sums' pointers
+// (if any), CONST the constants; W2 loads and pairs the two rows' blocks of
+// bytes each, A(qa, da, sa, qb, db, sb, acc) runs two activation rows
+// against them.
+#define DOT4MM(ARGS, off, SPTRS, bytes, CONST, W2, A) \
+	ARGS;                                 \
+	STRIDE(off);                          \
+	CONST;                                \
+	MMROWS(bytes);                        \
+mmrow:                                        \
+	ADD  R25, R0, R24;                    \
+	PTRS4(R19, R1, R13, R14, R15);        \
+	PTRS4(R20, R2, R10, R11, R12);        \
+	SPTRS;                                \
+	MOVD R22, R3;                         \
+	VEOR V20.B16, V20.B16, V20.B16;       \
+	VEOR V21.B16, V21.B16, V21.B16;       \
+mmblk:                                        \
+	W2;                                   \
+	WZIP;                                 \
+	A(R1, R2, R8, R13, R10, R16, V20);    \
+	A(R14, R11, R17, R15, R12, R23, V21); \
+	LOOP(R3, mmblk);                      \
+	MOVD R24, R0;                         \
+	MMSTORE;                              \
+	LOOP(R5, mmrow);                      \
+	RET
+
+#define MMNOS
+#define MMSPTRS PTRS4(R21, R8, R16, R17, R23)
+
+// func dot4Q8_0SMMLA(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q8_0SMMLA(SB), NOSPLIT, $0-64
+	DOT4MM(Q8ARGS, 56, MMNOS, 34, MMQ8CONST, Q8W2, Q8MMA)
+
+// func dot4Q4_0SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q4_0SMMLA(SB), NOSPLIT, $0-72
+	DOT4MM(QSARGS, 64, MMSPTRS, 18, MMQ4CONST, Q4W2, Q4MMA)
+
+// func dot4Q4_1SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q4_1SMMLA(SB), NOSPLIT, $0-72
+	DOT4MM(QSARGS, 64, MMSPTRS, 20, Q41CONST, Q41W2, Q41MMA)
+
+// func dot4Q5_0SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q5_0SMMLA(SB), NOSPLIT, $0-72
+	DOT4MM(QSARGS, 64, MMSPTRS, 22, MMQ5CONST, Q50W2, Q4MMA)
+
+// func dot4Q5_1SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q5_1SMMLA(SB), NOSPLIT, $0-72
+	DOT4MM(QSARGS, 64, MMSPTRS, 24, MMQ5CONST, Q51W2, Q41MMA)
+
 // ---------------------------------------------------------------- floats
 
 // The float kernels (F32, F16, BF16) share their bodies: WLOAD puts eight
@@ -1361,3 +1595,9 @@ TEXT ·int8MulPeakNEON(SB), NOSPLIT, $0-8
 TEXT ·int8MulPeakSDOT(SB), NOSPLIT, $0-8
 	MOVD n+0(FP), R0
 	PEAK(SDOT_4S, SDOT_4S)
+
+// func int8MulPeakSMMLA(n int)
+// n rounds of 16 SMMLA (512 int8 multiply-adds).
+TEXT ·int8MulPeakSMMLA(SB), NOSPLIT, $0-8
+	MOVD n+0(FP), R0
+	PEAK(SMMLA_4S, SMMLA_4S)

@@ -25,7 +25,16 @@ type isa struct {
 	File  string // the generated file
 	Build string // its build constraint
 	CPU   string // the golang.org/x/sys/cpu variable of its features (X86, ARM64)
+	// Pairs marks a path whose assembly has only four-input kernels that
+	// take the weight rows two at a time (i8mm's SMMLA): it keeps Base's
+	// one-input kernels, and its dot4Rows wrapper runs Base's dot4 kernel
+	// on an odd last row.
+	Pairs bool
+	Base  *isa
 }
+
+// dotprod is the dotprod path's row (the base of i8mm).
+var dotprod = isa{Name: "dotprod", Asm: "SDOT", Wrap: "DP", File: "gen_dotprod_arm64.go", Build: "arm64 && !purego", CPU: "ARM64"}
 
 var isas = []isa{
 	{Name: "avx2", Asm: "AVX2", Wrap: "SIMD", File: "gen_avx2_amd64.go", Build: "amd64 && !purego", CPU: "X86"},
@@ -34,7 +43,12 @@ var isas = []isa{
 	{Name: "neon", Asm: "NEON", Wrap: "SIMD", File: "gen_neon_arm64.go", Build: "arm64 && !purego", CPU: "ARM64"},
 	// The dotprod path (SDOT) replaces the neon kernels of its types and
 	// keeps the others.
-	{Name: "dotprod", Asm: "SDOT", Wrap: "DP", File: "gen_dotprod_arm64.go", Build: "arm64 && !purego", CPU: "ARM64"},
+	dotprod,
+	// The i8mm path (SMMLA: two weight rows × two activation rows an
+	// instruction) replaces the dotprod four-input kernels of its types; a
+	// single activation row gains nothing from it, so the one-input kernels
+	// stay dotprod's.
+	{Name: "i8mm", Asm: "SMMLA", Wrap: "MM", File: "gen_i8mm_arm64.go", Build: "arm64 && !purego", CPU: "ARM64", Pairs: true, Base: &dotprod},
 }
 
 // Kinds of weight types, by the arguments their assembly kernels take.
@@ -63,11 +77,11 @@ var types = []wtype{
 	{Name: "F32", Kind: float, Size: 4, Ptr: "*float32", ISAs: map[string]string{"avx2": "", "neon": ""}},
 	{Name: "F16", Kind: float, Size: 2, Ptr: "*byte", ISAs: map[string]string{"avx2": "HasF16C", "neon": ""}},
 	{Name: "BF16", Kind: float, Size: 2, Ptr: "*byte", ISAs: map[string]string{"avx2": "", "neon": ""}},
-	{Name: "Q4_0", Kind: qds, Elems: 32, Bytes: 18, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
-	{Name: "Q4_1", Kind: qds, Elems: 32, Bytes: 20, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
-	{Name: "Q5_0", Kind: qds, Elems: 32, Bytes: 22, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
-	{Name: "Q5_1", Kind: qds, Elems: 32, Bytes: 24, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
-	{Name: "Q8_0", Kind: qd, Elems: 32, Bytes: 34, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
+	{Name: "Q4_0", Kind: qds, Elems: 32, Bytes: 18, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": "", "i8mm": ""}},
+	{Name: "Q4_1", Kind: qds, Elems: 32, Bytes: 20, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": "", "i8mm": ""}},
+	{Name: "Q5_0", Kind: qds, Elems: 32, Bytes: 22, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": "", "i8mm": ""}},
+	{Name: "Q5_1", Kind: qds, Elems: 32, Bytes: 24, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": "", "i8mm": ""}},
+	{Name: "Q8_0", Kind: qd, Elems: 32, Bytes: 34, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": "", "i8mm": ""}},
 	{Name: "Q4_K", Kind: qds, Elems: 256, Bytes: 144, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
 	{Name: "Q5_K", Kind: qds, Elems: 256, Bytes: 176, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
 	{Name: "Q6_K", Kind: qdb, Elems: 256, Bytes: 210, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
@@ -255,6 +269,55 @@ func dot4Rows{{.Name}}{{$w}}(w []byte, rows int, a *[4]*Act, n int, out []float3
 {{end}}{{end}}{{end}}
 {{- define "wptr"}}{{if eq .Ptr "*float32"}}(*float32)(unsafe.Pointer(&w[0])){{else}}&w[0]{{end}}{{end}}`))
 
+// pairTmpl writes the file of a Pairs path (qd and qds types only).
+var pairTmpl = template.Must(template.New("pairs").Parse(header + `//go:build {{.ISA.Build}}
+
+package kernels
+
+// {{.ISA.Name}}Kernels returns the kernels of the {{.ISA.Name}} path: the
+// four-input kernels over pairs of weight rows, and the {{.ISA.Base.Name}}
+// path's one-input kernels and dot4 (one weight row).
+func {{.ISA.Name}}Kernels() map[Type]typeKernels {
+	m := map[Type]typeKernels{}
+{{- range .Types}}
+	m[{{.T.Name}}] = typeKernels{dot: dot{{.T.Name}}{{$.ISA.Base.Wrap}}, dot4: dot4{{.T.Name}}{{$.ISA.Base.Wrap}}, dotRows: dotRows{{.T.Name}}{{$.ISA.Base.Wrap}}, dot4Rows: dot4Rows{{.T.Name}}{{$.ISA.Wrap}}}
+{{- end}}
+	return m
+}
+{{range .Types}}{{with .T}}{{$w := $.ISA.Wrap}}{{$a := $.ISA.Asm}}{{$b := $.ISA.Base.Asm}}
+// {{.Name}}
+
+// dot4{{.Name}}{{$a}} takes rows in pairs (rows even).
+//
+//go:noescape
+func dot4{{.Name}}{{$a}}(w *byte, qs *[4]*int8, d{{if eq .Kind "qds"}}, s{{end}} *[4]*float32, {{.NB}} int, tab *float32, rows int, out *float32, stride int)
+
+// dot4Rows{{.Name}}{{$w}} runs the pair kernel on the even rows and the
+// {{$.ISA.Base.Name}} kernel (the same bits) on an odd last row.
+func dot4Rows{{.Name}}{{$w}}(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / {{.Elems}}
+{{- if eq .Kind "qds"}}
+	if qs, d, s, ok := s4Args(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out, stride); ok {
+		if p := rows &^ 1; p > 0 {
+			dot4{{.Name}}{{$a}}(&w[0], &qs, &d, &s, nb, &f16Table[0], p, &out[0], stride)
+		}
+		if rows&1 != 0 {
+			dot4{{.Name}}{{$b}}(&w[(rows-1)*nb*{{.Bytes}}], &qs, &d, &s, nb, &f16Table[0], 1, &out[rows-1], stride)
+		}
+	}
+{{- else}}
+	if qs, d, ok := d4Args(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out, stride); ok {
+		if p := rows &^ 1; p > 0 {
+			dot4{{.Name}}{{$a}}(&w[0], &qs, &d, nb, &f16Table[0], p, &out[0], stride)
+		}
+		if rows&1 != 0 {
+			dot4{{.Name}}{{$b}}(&w[(rows-1)*nb*{{.Bytes}}], &qs, &d, nb, &f16Table[0], 1, &out[rows-1], stride)
+		}
+	}
+{{- end}}
+}
+{{end}}{{end}}`))
+
 type isaType struct {
 	T    wtype
 	Need string
@@ -281,11 +344,20 @@ func generate() (map[string][]byte, error) {
 			Types       []isaType
 			Unsafe, CPU bool // imports
 		}{ISA: is, Types: ts}
+		tmpl := isaTmpl
+		if is.Pairs {
+			tmpl = pairTmpl
+			for _, t := range ts {
+				if (t.T.Kind != qd && t.T.Kind != qds) || t.Need != "" {
+					return nil, fmt.Errorf("path %s: type %s: the pair template has quantized qd and qds types without extra features only", is.Name, t.T.Name)
+				}
+			}
+		}
 		for _, t := range ts {
 			data.Unsafe = data.Unsafe || t.T.Ptr == "*float32"
 			data.CPU = data.CPU || t.Need != ""
 		}
-		if err := isaTmpl.Execute(&b, data); err != nil {
+		if err := tmpl.Execute(&b, data); err != nil {
 			return nil, err
 		}
 		files[is.File] = b.Bytes()
