@@ -164,28 +164,6 @@ full:
 	VMULPS.BCST  dd, Z8, x; \
 	VFMADD231PS  x, y, acc
 
-// Q4W loads a Q4_0 block's chunks (split into nibbles) and scales, and
-// Z9 = -8*d_w.
-#define Q4W \
-	VMOVDQU32 0(SI), Z0; \
-	VMOVDQU32 64(SI), Z1; \
-	VMOVDQU32 128(SI), Z2; \
-	VMOVDQU32 192(SI), Z3; \
-	VPSRLW    $4, Z0, Z4; \
-	VPSRLW    $4, Z1, Z5; \
-	VPSRLW    $4, Z2, Z6; \
-	VPSRLW    $4, Z3, Z7; \
-	VPANDD    Z31, Z0, Z0; \
-	VPANDD    Z31, Z1, Z1; \
-	VPANDD    Z31, Z2, Z2; \
-	VPANDD    Z31, Z3, Z3; \
-	VPANDD    Z31, Z4, Z4; \
-	VPANDD    Z31, Z5, Z5; \
-	VPANDD    Z31, Z6, Z6; \
-	VPANDD    Z31, Z7, Z7; \
-	VCVTPH2PS (R12), Z8; \
-	VMULPS    Z30, Z8, Z9
-
 // Q4U: Z0-Z7 = a Q4_0-layout block's nibbles (Z31 = 0x0f).
 #define Q4U \
 	VMOVDQU32 0(SI), Z0; \
@@ -218,9 +196,9 @@ full:
 	Q5U1(SRL2, Z6); \
 	Q5U1(SRL3, Z7)
 
-// The offset or minimum term of Q4_1, Q5_0, Q5_1 (Q4_0's is in Q4W): Z8
-// = d, Z9 = -16*d (Z30 = -16.0) or the rows' minimums m (the halves after
-// d). The token term is then Q4TOK's.
+// The offset or minimum term of Q4_0, Q4_1, Q5_0, Q5_1: Z8 = d, Z9 =
+// -8*d or -16*d (Z30 = -8.0 or -16.0) or the rows' minimums m (the halves
+// after d). The token term is then Q4TOK's.
 #define QOFF \
 	VCVTPH2PS (R12), Z8; \
 	VMULPS    Z30, Z8, Z9
@@ -229,6 +207,7 @@ full:
 	VCVTPH2PS (R12), Z8; \
 	VCVTPH2PS 32(R12), Z9
 
+#define Q4W Q4U; QOFF
 #define Q41W Q4U; QMIN
 #define Q50W Q5U; QOFF
 #define Q51W Q5U; QMIN
@@ -267,53 +246,7 @@ full:
 	MOVL         $0xc1000000, CX; \
 	VPBROADCASTD CX, Z30
 
-// PKGEMM4(W, TOK, qbytes): 16-row groups against four tokens, blocks of
-// 32 (W loads a block, TOK multiplies it with a token's).
-#define PKGEMM4(W, TOK, qbytes, sbytes) \
-group: \
-	PKGROUP(qbytes); \
-	VPXORD Z16, Z16, Z16; \
-	VPXORD Z17, Z17, Z17; \
-	VPXORD Z18, Z18, Z18; \
-	VPXORD Z19, Z19, Z19; \
-loop: \
-	W; \
-	TOK((DI), (BX), (DX), Z16, Z20, Z21); \
-	TOK((DI)(R8*1), (BX)(R10*1), (DX)(R10*1), Z17, Z22, Z23); \
-	TOK((DI)(R8*2), (BX)(R10*2), (DX)(R10*2), Z18, Z24, Z25); \
-	TOK((DI)(R9*1), (BX)(R11*1), (DX)(R11*1), Z19, Z26, Z27); \
-	PKNEXT(qbytes, sbytes, 1, 4, loop); \
-	MOVQ R12, SI; \
-	PKMASK(store); \
-	VMOVUPS Z16, K1, (AX); \
-	VMOVUPS Z17, K1, (AX)(R13*1); \
-	VMOVUPS Z18, K1, (AX)(R13*2); \
-	VMOVUPS Z19, K1, (AX)(R14*1); \
-	ADDQ    $64, AX; \
-	DECQ    R15; \
-	JNZ     group; \
-	VZEROUPPER; \
-	RET
 
-// PKGEMM1(W, TOK, PF, qbytes): 16-row groups against one token, the
-// weights prefetched (PF) a few blocks ahead.
-#define PKGEMM1(W, TOK, PF, qbytes, sbytes) \
-group: \
-	PKGROUP(qbytes); \
-	VPXORD Z16, Z16, Z16; \
-loop: \
-	PF; \
-	W; \
-	TOK((DI), (BX), (DX), Z16, Z20, Z21); \
-	PKNEXT(qbytes, sbytes, 1, 4, loop); \
-	MOVQ R12, SI; \
-	PKMASK(store); \
-	VMOVUPS Z16, K1, (AX); \
-	ADDQ    $64, AX; \
-	DECQ    R15; \
-	JNZ     group; \
-	VZEROUPPER; \
-	RET
 
 // Q4_K: a super-block of 256 is 8 sub-blocks of 32 with a 6-bit scale
 // and minimum each. The group's super-block is 4 pieces of 8 chunks
@@ -336,7 +269,7 @@ loop: \
 	VMULPS    Z29, Z9, Z9
 
 // KLO(c), KHI(c): Z0-Z7 = the low (high) nibbles of piece c's chunks.
-#define KLO(c) \
+#define KLOAD(c) \
 	VMOVDQU32 (512*c)(SI), Z0; \
 	VMOVDQU32 (512*c+64)(SI), Z1; \
 	VMOVDQU32 (512*c+128)(SI), Z2; \
@@ -344,18 +277,12 @@ loop: \
 	VMOVDQU32 (512*c+256)(SI), Z4; \
 	VMOVDQU32 (512*c+320)(SI), Z5; \
 	VMOVDQU32 (512*c+384)(SI), Z6; \
-	VMOVDQU32 (512*c+448)(SI), Z7; \
-	KAND
+	VMOVDQU32 (512*c+448)(SI), Z7
+
+#define KLO(c) KLOAD(c); KAND
 
 #define KHI(c) \
-	VMOVDQU32 (512*c)(SI), Z0; \
-	VMOVDQU32 (512*c+64)(SI), Z1; \
-	VMOVDQU32 (512*c+128)(SI), Z2; \
-	VMOVDQU32 (512*c+192)(SI), Z3; \
-	VMOVDQU32 (512*c+256)(SI), Z4; \
-	VMOVDQU32 (512*c+320)(SI), Z5; \
-	VMOVDQU32 (512*c+384)(SI), Z6; \
-	VMOVDQU32 (512*c+448)(SI), Z7; \
+	KLOAD(c); \
 	VPSRLW    $4, Z0, Z0; \
 	VPSRLW    $4, Z1, Z1; \
 	VPSRLW    $4, Z2, Z2; \
@@ -437,47 +364,7 @@ loop: \
 	KLO(3); KSC(6); TOKS(6); \
 	KHI(3); KSC(7); TOKS(7)
 
-// PKGEMMK4(SB, TOKS, qbytes, sbytes, abytes), PKGEMMK1: the group loops
-// over super-blocks of 256 (8 activation blocks, abytes of activation
-// sums): SB(TOKS) does one.
-#define PKGEMMK4(SB, TOKS, qbytes, sbytes, abytes) \
-group: \
-	PKGROUP(qbytes); \
-	VPXORD Z16, Z16, Z16; \
-	VPXORD Z17, Z17, Z17; \
-	VPXORD Z18, Z18, Z18; \
-	VPXORD Z19, Z19, Z19; \
-loop: \
-	SB(TOKS); \
-	PKNEXT(qbytes, sbytes, 8, abytes, loop); \
-	MOVQ R12, SI; \
-	PKMASK(store); \
-	VMOVUPS Z16, K1, (AX); \
-	VMOVUPS Z17, K1, (AX)(R13*1); \
-	VMOVUPS Z18, K1, (AX)(R13*2); \
-	VMOVUPS Z19, K1, (AX)(R14*1); \
-	ADDQ    $64, AX; \
-	DECQ    R15; \
-	JNZ     group; \
-	VZEROUPPER; \
-	RET
 
-#define PKGEMMK1(SB, TOKS, PF, qbytes, sbytes, abytes) \
-group: \
-	PKGROUP(qbytes); \
-	VPXORD Z16, Z16, Z16; \
-loop: \
-	PF; \
-	SB(TOKS); \
-	PKNEXT(qbytes, sbytes, 8, abytes, loop); \
-	MOVQ R12, SI; \
-	PKMASK(store); \
-	VMOVUPS Z16, K1, (AX); \
-	ADDQ    $64, AX; \
-	DECQ    R15; \
-	JNZ     group; \
-	VZEROUPPER; \
-	RET
 
 // KCONST: Z31 = 0x0f bytes.
 #define KCONST \
@@ -709,3 +596,88 @@ loop: \
 #define FTOK1 PREFETCHT0 (PKPFD)(SI); PREFETCHT0 (PKPFD+64)(SI); FTOK((DI), Z16, Z17, Z18, Z19)
 #define FSUM1 FSUM(Z16, Z17, Z18, Z19)
 #define FSTORE1 VMOVUPS Z16, K1, (AX)
+
+// PKRUN4(BODY, X, Y, qbytes, sbytes, asub, abytes): the group and block
+// loops of the four-token kernels; BODY(X, Y) does one block (qbytes of
+// quants, sbytes of scales, asub activation blocks of 32, abytes of
+// activation sums) for the four tokens into Z16-Z19. PKRUN1 is the same
+// for one token (Z16), the weights prefetched (PF) a few blocks ahead.
+#define PKRUN4(BODY, X, Y, qbytes, sbytes, asub, abytes) \
+group: \
+	PKGROUP(qbytes); \
+	VPXORD Z16, Z16, Z16; \
+	VPXORD Z17, Z17, Z17; \
+	VPXORD Z18, Z18, Z18; \
+	VPXORD Z19, Z19, Z19; \
+loop: \
+	BODY(X, Y); \
+	PKNEXT(qbytes, sbytes, asub, abytes, loop); \
+	MOVQ R12, SI; \
+	PKMASK(store); \
+	VMOVUPS Z16, K1, (AX); \
+	VMOVUPS Z17, K1, (AX)(R13*1); \
+	VMOVUPS Z18, K1, (AX)(R13*2); \
+	VMOVUPS Z19, K1, (AX)(R14*1); \
+	ADDQ    $64, AX; \
+	DECQ    R15; \
+	JNZ     group; \
+	VZEROUPPER; \
+	RET
+
+#define PKRUN1(BODY, X, Y, PF, qbytes, sbytes, asub, abytes) \
+group: \
+	PKGROUP(qbytes); \
+	VPXORD Z16, Z16, Z16; \
+loop: \
+	PF; \
+	BODY(X, Y); \
+	PKNEXT(qbytes, sbytes, asub, abytes, loop); \
+	MOVQ R12, SI; \
+	PKMASK(store); \
+	VMOVUPS Z16, K1, (AX); \
+	ADDQ    $64, AX; \
+	DECQ    R15; \
+	JNZ     group; \
+	VZEROUPPER; \
+	RET
+
+// Blocks of 32 (W loads a block, TOK multiplies it with a token's) and
+// super-blocks of 256 (SB(TOKS) does one, 8 activation blocks).
+#define QBODY4(W, TOK) \
+	W; \
+	TOK((DI), (BX), (DX), Z16, Z20, Z21); \
+	TOK((DI)(R8*1), (BX)(R10*1), (DX)(R10*1), Z17, Z22, Z23); \
+	TOK((DI)(R8*2), (BX)(R10*2), (DX)(R10*2), Z18, Z24, Z25); \
+	TOK((DI)(R9*1), (BX)(R11*1), (DX)(R11*1), Z19, Z26, Z27)
+
+#define QBODY1(W, TOK) W; TOK((DI), (BX), (DX), Z16, Z20, Z21)
+#define KBODY(SB, TOKS) SB(TOKS)
+
+#define PKGEMM4(W, TOK, qbytes, sbytes) PKRUN4(QBODY4, W, TOK, qbytes, sbytes, 1, 4)
+#define PKGEMM1(W, TOK, PF, qbytes, sbytes) PKRUN1(QBODY1, W, TOK, PF, qbytes, sbytes, 1, 4)
+#define PKGEMMK4(SB, TOKS, qbytes, sbytes, abytes) PKRUN4(KBODY, SB, TOKS, qbytes, sbytes, 8, abytes)
+#define PKGEMMK1(SB, TOKS, PF, qbytes, sbytes, abytes) PKRUN1(KBODY, SB, TOKS, PF, qbytes, sbytes, 8, abytes)
+
+// The kernels of each type, for the TEXT blocks of the VNNI and BW files:
+// GEMM4<type> four tokens, GEMM1<type> one.
+#define GEMM4Q4_0 PKARGS; Q4CONST; PKGEMM4(Q4W, Q4TOK, 256, 32)
+#define GEMM1Q4_0 PKARGS; Q4CONST; PKGEMM1(Q4W, Q4TOK1, PFQ4_0, 256, 32)
+#define GEMM4Q4_1 PKARGS; Q4CONST; PKGEMM4(Q41W, Q4TOK, 256, 64)
+#define GEMM1Q4_1 PKARGS; Q4CONST; PKGEMM1(Q41W, Q4TOK1, PFQ4_0, 256, 64)
+#define GEMM4Q5_0 PKARGS; Q5CONST; PKGEMM4(Q50W, Q4TOK, 320, 32)
+#define GEMM1Q5_0 PKARGS; Q5CONST; PKGEMM1(Q50W, Q4TOK1, PFQ5, 320, 32)
+#define GEMM4Q5_1 PKARGS; Q5CONST; PKGEMM4(Q51W, Q4TOK, 320, 64)
+#define GEMM1Q5_1 PKARGS; Q5CONST; PKGEMM1(Q51W, Q4TOK1, PFQ5, 320, 64)
+#define GEMM4Q8_0 PKARGS; PKGEMM4(Q8W, Q8TOK, 512, 32)
+#define GEMM1Q8_0 PKARGS; PKGEMM1(Q8W, Q8TOK1, PFQ8_0, 512, 32)
+#define GEMM4Q4_K PKARGS; KCONST; PKGEMMK4(Q4KSB, KTOK4, 2048, 320, 32)
+#define GEMM1Q4_K PKARGS; KCONST; PKGEMMK1(Q4KSB, KTOK1, PFQ4_K, 2048, 320, 32)
+#define GEMM4Q5_K PKARGS; KCONST5; PKGEMMK4(Q5KSB, KTOK4, 2560, 320, 32)
+#define GEMM1Q5_K PKARGS; KCONST5; PKGEMMK1(Q5KSB, KTOK1, PFQ5_K, 2560, 320, 32)
+#define GEMM4Q6_K PKARGS; KCONST6; PKGEMMK4(Q6KSB, Q6TOK4, 3072, 288, 64)
+#define GEMM1Q6_K PKARGS; KCONST6; PKGEMMK1(Q6KSB, Q6TOK1, PFQ6_K, 3072, 288, 64)
+#define GEMM4F16 PKARGS; FGROUP(F16C, FTOK4, FZERO4, FSUM4, FSTORE4)
+#define GEMM1F16 PKARGS; FGROUP(F16C, FTOK1, FZERO1, FSUM1, FSTORE1)
+#define GEMM4BF16 PKARGS; FGROUP(BF16C, FTOK4, FZERO4, FSUM4, FSTORE4)
+#define GEMM1BF16 PKARGS; FGROUP(BF16C, FTOK1, FZERO1, FSUM1, FSTORE1)
+

@@ -7,119 +7,70 @@
 
 #include "simd_pack_amd64.h"
 
-// func gemm4Q4_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q4_KVNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST
-	PKGEMMK4(Q4KSB, KTOK4, 2048, 320, 32)
+// The kernels, declared in pack_amd64.go as
+// func(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+// (gemm4<type> for four tokens, gemm1<type> for one: GEMM4<type> and
+// GEMM1<type> in simd_pack_amd64.h).
 
-// func gemm1Q4_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q4_KVNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST
-	PKGEMMK1(Q4KSB, KTOK1, PFQ4_K, 2048, 320, 32)
-
-// func gemm4Q5_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q5_KVNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST5
-	PKGEMMK4(Q5KSB, KTOK4, 2560, 320, 32)
-
-// func gemm1Q5_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q5_KVNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST5
-	PKGEMMK1(Q5KSB, KTOK1, PFQ5_K, 2560, 320, 32)
-
-// func gemm4Q6_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q6_KVNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST6
-	PKGEMMK4(Q6KSB, Q6TOK4, 3072, 288, 64)
-
-// func gemm1Q6_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q6_KVNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST6
-	PKGEMMK1(Q6KSB, Q6TOK1, PFQ6_K, 3072, 288, 64)
-
-// func gemm4Q4_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q4_1VNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	Q4CONST
-	PKGEMM4(Q41W, Q4TOK, 256, 64)
-
-// func gemm1Q4_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q4_1VNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	Q4CONST
-	PKGEMM1(Q41W, Q4TOK1, PFQ4_0, 256, 64)
-
-// func gemm4Q5_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q5_0VNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	Q5CONST
-	PKGEMM4(Q50W, Q4TOK, 320, 32)
-
-// func gemm1Q5_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q5_0VNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	Q5CONST
-	PKGEMM1(Q50W, Q4TOK1, PFQ5, 320, 32)
-
-// func gemm4Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q5_1VNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	Q5CONST
-	PKGEMM4(Q51W, Q4TOK, 320, 64)
-
-// func gemm1Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q5_1VNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	Q5CONST
-	PKGEMM1(Q51W, Q4TOK1, PFQ5, 320, 64)
-
-// func gemm4F16AVX512(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4F16AVX512(SB), NOSPLIT, $0-88
-	PKARGS
-	FGROUP(F16C, FTOK4, FZERO4, FSUM4, FSTORE4)
-
-// func gemm1F16AVX512(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1F16AVX512(SB), NOSPLIT, $0-88
-	PKARGS
-	FGROUP(F16C, FTOK1, FZERO1, FSUM1, FSTORE1)
-
-// func gemm4BF16AVX512(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4BF16AVX512(SB), NOSPLIT, $0-88
-	PKARGS
-	FGROUP(BF16C, FTOK4, FZERO4, FSUM4, FSTORE4)
-
-// func gemm1BF16AVX512(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1BF16AVX512(SB), NOSPLIT, $0-88
-	PKARGS
-	FGROUP(BF16C, FTOK1, FZERO1, FSUM1, FSTORE1)
-
-// func gemm4Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q8_0VNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	PKGEMM4(Q8W, Q8TOK, 512, 32)
-
-// func gemm1Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q8_0VNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	PKGEMM1(Q8W, Q8TOK1, PFQ8_0, 512, 32)
-
-// func gemm4Q4_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q4_0VNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	Q4CONST
-	PKGEMM4(Q4W, Q4TOK, 256, 32)
+	GEMM4Q4_0
 
-// func gemm1Q4_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm1Q4_0VNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	Q4CONST
-	PKGEMM1(Q4W, Q4TOK1, PFQ4_0, 256, 32)
+	GEMM1Q4_0
+
+TEXT ·gemm4Q4_1VNNI(SB), NOSPLIT, $0-88
+	GEMM4Q4_1
+
+TEXT ·gemm1Q4_1VNNI(SB), NOSPLIT, $0-88
+	GEMM1Q4_1
+
+TEXT ·gemm4Q5_0VNNI(SB), NOSPLIT, $0-88
+	GEMM4Q5_0
+
+TEXT ·gemm1Q5_0VNNI(SB), NOSPLIT, $0-88
+	GEMM1Q5_0
+
+TEXT ·gemm4Q5_1VNNI(SB), NOSPLIT, $0-88
+	GEMM4Q5_1
+
+TEXT ·gemm1Q5_1VNNI(SB), NOSPLIT, $0-88
+	GEMM1Q5_1
+
+TEXT ·gemm4Q8_0VNNI(SB), NOSPLIT, $0-88
+	GEMM4Q8_0
+
+TEXT ·gemm1Q8_0VNNI(SB), NOSPLIT, $0-88
+	GEMM1Q8_0
+
+TEXT ·gemm4Q4_KVNNI(SB), NOSPLIT, $0-88
+	GEMM4Q4_K
+
+TEXT ·gemm1Q4_KVNNI(SB), NOSPLIT, $0-88
+	GEMM1Q4_K
+
+TEXT ·gemm4Q5_KVNNI(SB), NOSPLIT, $0-88
+	GEMM4Q5_K
+
+TEXT ·gemm1Q5_KVNNI(SB), NOSPLIT, $0-88
+	GEMM1Q5_K
+
+TEXT ·gemm4Q6_KVNNI(SB), NOSPLIT, $0-88
+	GEMM4Q6_K
+
+TEXT ·gemm1Q6_KVNNI(SB), NOSPLIT, $0-88
+	GEMM1Q6_K
+
+TEXT ·gemm4F16AVX512(SB), NOSPLIT, $0-88
+	GEMM4F16
+
+TEXT ·gemm1F16AVX512(SB), NOSPLIT, $0-88
+	GEMM1F16
+
+TEXT ·gemm4BF16AVX512(SB), NOSPLIT, $0-88
+	GEMM4BF16
+
+TEXT ·gemm1BF16AVX512(SB), NOSPLIT, $0-88
+	GEMM1BF16
 
 // func int8MulPeakVNNI(n int)
 // n rounds of 8 independent VPDPBUSD on 512-bit registers (64

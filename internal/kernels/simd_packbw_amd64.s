@@ -28,89 +28,52 @@ DATA pkones<>+48(SB)/8, $0x0001000100010001
 DATA pkones<>+56(SB)/8, $0x0001000100010001
 GLOBL pkones<>(SB), RODATA|NOPTR, $64
 
-// func gemm4Q4_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q4_KBW(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST
-	PKGEMMK4(Q4KSB, KTOK4, 2048, 320, 32)
+// The kernels, declared in pack_amd64.go as
+// func(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+// (gemm4<type> for four tokens, gemm1<type> for one: GEMM4<type> and
+// GEMM1<type> in simd_pack_amd64.h).
 
-// func gemm1Q4_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q4_KBW(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST
-	PKGEMMK1(Q4KSB, KTOK1, PFQ4_K, 2048, 320, 32)
-
-// func gemm4Q5_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q5_KBW(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST5
-	PKGEMMK4(Q5KSB, KTOK4, 2560, 320, 32)
-
-// func gemm1Q5_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q5_KBW(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST5
-	PKGEMMK1(Q5KSB, KTOK1, PFQ5_K, 2560, 320, 32)
-
-// func gemm4Q6_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q6_KBW(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST6
-	PKGEMMK4(Q6KSB, Q6TOK4, 3072, 288, 64)
-
-// func gemm1Q6_KBW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q6_KBW(SB), NOSPLIT, $0-88
-	PKARGS
-	KCONST6
-	PKGEMMK1(Q6KSB, Q6TOK1, PFQ6_K, 3072, 288, 64)
-
-// func gemm4Q4_1BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q4_1BW(SB), NOSPLIT, $0-88
-	PKARGS
-	Q4CONST
-	PKGEMM4(Q41W, Q4TOK, 256, 64)
-
-// func gemm1Q4_1BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q4_1BW(SB), NOSPLIT, $0-88
-	PKARGS
-	Q4CONST
-	PKGEMM1(Q41W, Q4TOK1, PFQ4_0, 256, 64)
-
-// func gemm4Q5_0BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q5_0BW(SB), NOSPLIT, $0-88
-	PKARGS
-	Q5CONST
-	PKGEMM4(Q50W, Q4TOK, 320, 32)
-
-// func gemm1Q5_0BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q5_0BW(SB), NOSPLIT, $0-88
-	PKARGS
-	Q5CONST
-	PKGEMM1(Q50W, Q4TOK1, PFQ5, 320, 32)
-
-// func gemm4Q5_1BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm4Q5_1BW(SB), NOSPLIT, $0-88
-	PKARGS
-	Q5CONST
-	PKGEMM4(Q51W, Q4TOK, 320, 64)
-
-// func gemm1Q5_1BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-TEXT ·gemm1Q5_1BW(SB), NOSPLIT, $0-88
-	PKARGS
-	Q5CONST
-	PKGEMM1(Q51W, Q4TOK1, PFQ5, 320, 64)
-
-// func gemm4Q4_0BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm4Q4_0BW(SB), NOSPLIT, $0-88
-	PKARGS
-	Q4CONST
-	PKGEMM4(Q4W, Q4TOK, 256, 32)
+	GEMM4Q4_0
 
-// func gemm1Q4_0BW(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm1Q4_0BW(SB), NOSPLIT, $0-88
-	PKARGS
-	Q4CONST
-	PKGEMM1(Q4W, Q4TOK1, PFQ4_0, 256, 32)
+	GEMM1Q4_0
+
+TEXT ·gemm4Q4_1BW(SB), NOSPLIT, $0-88
+	GEMM4Q4_1
+
+TEXT ·gemm1Q4_1BW(SB), NOSPLIT, $0-88
+	GEMM1Q4_1
+
+TEXT ·gemm4Q5_0BW(SB), NOSPLIT, $0-88
+	GEMM4Q5_0
+
+TEXT ·gemm1Q5_0BW(SB), NOSPLIT, $0-88
+	GEMM1Q5_0
+
+TEXT ·gemm4Q5_1BW(SB), NOSPLIT, $0-88
+	GEMM4Q5_1
+
+TEXT ·gemm1Q5_1BW(SB), NOSPLIT, $0-88
+	GEMM1Q5_1
+
+TEXT ·gemm4Q4_KBW(SB), NOSPLIT, $0-88
+	GEMM4Q4_K
+
+TEXT ·gemm1Q4_KBW(SB), NOSPLIT, $0-88
+	GEMM1Q4_K
+
+TEXT ·gemm4Q5_KBW(SB), NOSPLIT, $0-88
+	GEMM4Q5_K
+
+TEXT ·gemm1Q5_KBW(SB), NOSPLIT, $0-88
+	GEMM1Q5_K
+
+TEXT ·gemm4Q6_KBW(SB), NOSPLIT, $0-88
+	GEMM4Q6_K
+
+TEXT ·gemm1Q6_KBW(SB), NOSPLIT, $0-88
+	GEMM1Q6_K
 
 // func int8MulPeakBW(n int)
 // n rounds of 8 independent VPMADDUBSW and 8 VPMADDWD on 512-bit
