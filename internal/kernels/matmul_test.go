@@ -422,3 +422,48 @@ func TestPoolRunsInParallel(t *testing.T) {
 		t.Fatal("the two chunks of a 2-thread loop did not run concurrently")
 	}
 }
+
+// TestMatMuls: products sharing one input give MatMul's bits, on every
+// path the CPU has, whether they run as one parallel loop (one type and
+// width) or one by one (mixed types), alone or on a pool.
+func TestMatMuls(t *testing.T) {
+	prev := Path()
+	defer setPath(prev)
+	p := NewPool(3)
+	defer p.Close()
+	for _, path := range Paths() {
+		if _, err := setPath(path); err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(35, 35))
+		for _, types := range [][]Type{{Q8_0, Q8_0, Q8_0}, {Q4_K, Q4_K}, {F16, F16}, {Q4_K, Q6_K, Q4_K}, {Q4_0}} {
+			for _, n := range []int{1, 3, 16} {
+				const cols = 512
+				x := randRow(r, n*cols)
+				var ps []Product
+				for k, ty := range types {
+					rows := []int{37, 64, 200, 16}[k]
+					m, err := NewMatrix(ty, rows, cols, quantized(ty, randRow(r, rows*cols)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					ps = append(ps, Product{Out: make([]float32, n*rows), M: m})
+				}
+				for _, pool := range []*Pool{nil, p} {
+					MatMuls(pool, x, n, ps...)
+					for k, q := range ps {
+						want := make([]float32, len(q.Out))
+						MatMul(pool, want, q.M, x, n)
+						for i := range want {
+							if q.Out[i] != want[i] {
+								t.Fatalf("path %s %v n=%d product %d: out[%d] = %g, MatMul %g", path, types, n, k, i, q.Out[i], want[i])
+							}
+						}
+						clear(q.Out)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("paths: %v", Paths())
+}

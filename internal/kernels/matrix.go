@@ -105,16 +105,24 @@ type matmulJob struct {
 	n    int
 	kern *typeKernels
 
+	// MatMuls: the products sharing the input, and the units (packed
+	// groups or rows) of each in the combined parallel loop.
+	prods [maxProducts]Product
+	units [maxProducts]int
+	np    int
+
 	rowsFn   func(lo, hi int) // weight rows [lo,hi) against all inputs
 	groupsFn func(lo, hi int) // packed groups [lo,hi) against all inputs
 	quantFn  func(lo, hi int) // quantize input rows [lo,hi)
+	multiFn  func(lo, hi int) // units [lo,hi) of the MatMuls products
 }
 
 var jobPool = sync.Pool{New: func() any {
 	j := new(matmulJob)
-	j.rowsFn = j.rows
-	j.groupsFn = j.groups
+	j.rowsFn = func(lo, hi int) { j.rows(j.m, j.out, lo, hi) }
+	j.groupsFn = func(lo, hi int) { j.groups(j.m, j.out, lo, hi) }
 	j.quantFn = j.quantize
+	j.multiFn = j.multi
 	return j
 }}
 
@@ -127,10 +135,104 @@ func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
 	if n <= 0 || m.Rows == 0 {
 		return
 	}
+	j := prepare(p, out, m, x, n)
+	switch {
+	case j.pk != nil && n*m.Rows*m.Cols < serialWork:
+		j.groups(m, out, 0, m.pk.groups)
+	case j.pk != nil:
+		p.For(m.pk.groups, j.groupsFn)
+	case n*m.Rows*m.Cols < serialWork:
+		j.rows(m, out, 0, m.Rows)
+	default:
+		p.For(m.Rows, j.rowsFn)
+	}
+	j.release()
+}
+
+// maxProducts is the most products one MatMuls call combines.
+const maxProducts = 4
+
+// Product is a weight matrix and its output, for MatMuls.
+type Product struct {
+	Out []float32
+	M   *Matrix
+}
+
+// MatMuls computes MatMul(p, q.Out, q.M, x, n) for each product q of the
+// same input (a layer's Q, K and V projections; gate and up): when the
+// matrices have one type and width (and at most maxProducts of them), the
+// input is quantized once and the work of all runs as one parallel loop,
+// one wait for the workers instead of one per matrix. The results are
+// MatMul's bits either way.
+func MatMuls(p *Pool, x []float32, n int, ps ...Product) {
+	if n <= 0 || len(ps) == 0 {
+		return
+	}
+	same := len(ps) <= maxProducts
+	for _, q := range ps {
+		same = same && q.M.Rows > 0 && q.M.Type == ps[0].M.Type && q.M.Cols == ps[0].M.Cols && (q.M.pk == nil) == (ps[0].M.pk == nil)
+	}
+	if !same || len(ps) == 1 {
+		for _, q := range ps {
+			MatMul(p, q.Out, q.M, x, n)
+		}
+		return
+	}
+	for _, q := range ps {
+		checkArgs(q.Out, q.M, x, n)
+	}
+	j := prepare(p, ps[0].Out, ps[0].M, x, n)
+	total, work := 0, 0
+	for k, q := range ps {
+		j.prods[k] = q
+		j.units[k] = q.M.Rows
+		if j.pk != nil {
+			j.units[k] = q.M.pk.groups
+		}
+		total += j.units[k]
+		work += n * q.M.Rows * q.M.Cols
+	}
+	j.np = len(ps)
+	if work < serialWork {
+		j.multi(0, total)
+	} else {
+		p.For(total, j.multiFn)
+	}
+	j.prods = [maxProducts]Product{}
+	j.np = 0
+	j.release()
+}
+
+// multi computes the units [lo,hi) of the products of a MatMuls call, the
+// units of product k following those of product k-1.
+func (j *matmulJob) multi(lo, hi int) {
+	base := 0
+	for k := range j.np {
+		u := j.units[k]
+		if a, b := max(lo-base, 0), min(hi-base, u); a < b {
+			q := j.prods[k]
+			if j.pk != nil {
+				j.groups(q.M, q.Out, a, b)
+			} else {
+				j.rows(q.M, q.Out, a, b)
+			}
+		}
+		base += u
+	}
+}
+
+// checkArgs panics when x or out is too short for n rows through m.
+func checkArgs(out []float32, m *Matrix, x []float32, n int) {
 	if len(x) < n*m.Cols || len(out) < n*m.Rows {
 		panic(fmt.Sprintf("kernels: MatMul %s %dx%d with n=%d: x has %d values (need %d), out %d (need %d)",
 			m.Type, m.Rows, m.Cols, n, len(x), n*m.Cols, len(out), n*m.Rows))
 	}
+}
+
+// prepare takes a job from the pool and makes the input ready for m's
+// kernels (quantized once for the quantized types).
+func prepare(p *Pool, out []float32, m *Matrix, x []float32, n int) *matmulJob {
+	checkArgs(out, m, x, n)
 	kern := dotTable[m.Type]
 	if kern == nil {
 		panic(fmt.Sprintf("kernels: MatMul: type %s is not supported", m.Type))
@@ -178,16 +280,11 @@ func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
 			j.quantize(0, n)
 		}
 	}
-	switch {
-	case j.pk != nil && n*m.Rows*m.Cols < serialWork:
-		j.groups(0, m.pk.groups)
-	case j.pk != nil:
-		p.For(m.pk.groups, j.groupsFn)
-	case n*m.Rows*m.Cols < serialWork:
-		j.rows(0, m.Rows)
-	default:
-		p.For(m.Rows, j.rowsFn)
-	}
+	return j
+}
+
+// release returns j to the pool.
+func (j *matmulJob) release() {
 	for i := range j.acts {
 		j.acts[i].F = nil // do not keep the caller's input alive
 	}
@@ -219,8 +316,8 @@ type dot4Args struct {
 	o [4]float32
 }
 
-func (j *matmulJob) rows(lo, hi int) {
-	m, n, out := j.m, j.n, j.out
+func (j *matmulJob) rows(m *Matrix, out []float32, lo, hi int) {
+	n := j.n
 	rb := m.RowBytes()
 	dot, dot4, dotRows, dot4Rows := j.kern.dot, j.kern.dot4, j.kern.dotRows, j.kern.dot4Rows
 	tile := hi - lo
@@ -269,8 +366,8 @@ func cols32(cols int) int { return cols / 32 }
 
 // groups computes packed groups [lo,hi) against all inputs: four inputs
 // at a time, over tiles of groups that stay in the cache meanwhile.
-func (j *matmulJob) groups(lo, hi int) {
-	m, n, pk, k := j.m, j.n, j.m.pk, j.pk
+func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
+	n, pk, k := j.n, m.pk, j.pk
 	nb, cols := cols32(m.Cols), m.Cols // activation blocks of 32 per row
 	tile := hi - lo
 	if n > 1 {
@@ -287,7 +384,7 @@ func (j *matmulJob) groups(lo, hi int) {
 		if m.Type.BlockSize() == 1 { // float activations, 4 bytes each
 			for i := 0; i < n; {
 				x := (*int8)(unsafe.Pointer(&j.x[i*cols]))
-				o := &j.out[i*m.Rows+t0*packRows]
+				o := &out[i*m.Rows+t0*packRows]
 				if i+4 <= n {
 					k.gemm4(w, pk.nb, t1-t0, x, 4*cols, nil, nil, 0, o, m.Rows, mask)
 					i += 4
@@ -304,7 +401,7 @@ func (j *matmulJob) groups(lo, hi int) {
 			} else {
 				s = unsafe.Pointer(&j.s[i*nb])
 			}
-			o := &j.out[i*m.Rows+t0*packRows]
+			o := &out[i*m.Rows+t0*packRows]
 			if i+4 <= n {
 				k.gemm4(w, pk.nb, t1-t0, &j.qs[i*cols], cols, &j.d[i*nb], s, nb, o, m.Rows, mask)
 				i += 4

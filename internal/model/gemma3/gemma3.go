@@ -169,9 +169,7 @@ func (m *Model) Forward(s *nn.Step) {
 // stream.
 func (a *Attention) Forward(s *nn.Step, l int, rope *nn.Rope, opt nn.AttnOpts) {
 	s.Norm(s.XB, s.X, a.Norm)
-	s.MatMul(s.Q, a.Q, s.XB)
-	s.MatMul(s.K, a.K, s.XB)
-	s.MatMul(s.V, a.V, s.XB)
+	s.MatMuls(s.XB, nn.Prod(s.Q, a.Q), nn.Prod(s.K, a.K), nn.Prod(s.V, a.V))
 	s.PositionQK(l, a.QNorm, a.KNorm, rope)
 	s.Attention(l, opt)
 	s.MatMul(s.XB, a.O, s.Att)
@@ -182,8 +180,7 @@ func (a *Attention) Forward(s *nn.Step, l int, rope *nn.Rope, opt nn.AttnOpts) {
 // Forward adds the normed MLP of the residual stream to it.
 func (p *MLP) Forward(s *nn.Step) {
 	s.Norm(s.XB, s.X, p.Norm)
-	s.MatMul(s.HB, p.Gate, s.XB)
-	s.MatMul(s.HB2, p.Up, s.XB)
+	s.MatMuls(s.XB, nn.Prod(s.HB, p.Gate), nn.Prod(s.HB2, p.Up))
 	s.GeGLU()
 	s.MatMul(s.XB, p.Down, s.HB)
 	s.Norm(s.XB, s.XB, p.PostNorm)

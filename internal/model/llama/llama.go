@@ -171,9 +171,7 @@ func (m *Model) Forward(s *nn.Step) {
 // Forward adds attention over layer l's cache to the residual stream.
 func (a *Attention) Forward(s *nn.Step, l int, rope *nn.Rope) {
 	s.Norm(s.XB, s.X, a.Norm)
-	s.MatMul(s.Q, a.Q, s.XB)
-	s.MatMul(s.K, a.K, s.XB)
-	s.MatMul(s.V, a.V, s.XB)
+	s.MatMuls(s.XB, nn.Prod(s.Q, a.Q), nn.Prod(s.K, a.K), nn.Prod(s.V, a.V))
 	nn.AddRows(s.Q, a.QBias)
 	nn.AddRows(s.K, a.KBias)
 	nn.AddRows(s.V, a.VBias)
@@ -187,8 +185,7 @@ func (a *Attention) Forward(s *nn.Step, l int, rope *nn.Rope) {
 // Forward adds the MLP of the residual stream to it.
 func (p *MLP) Forward(s *nn.Step) {
 	s.Norm(s.XB, s.X, p.Norm)
-	s.MatMul(s.HB, p.Gate, s.XB)
-	s.MatMul(s.HB2, p.Up, s.XB)
+	s.MatMuls(s.XB, nn.Prod(s.HB, p.Gate), nn.Prod(s.HB2, p.Up))
 	s.SwiGLU()
 	s.MatMul(s.XB, p.Down, s.HB)
 	nn.Add(s.X, s.XB)

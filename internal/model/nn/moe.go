@@ -358,8 +358,7 @@ func (j *moeJob) down(lo, hi int) {
 func (m *MoE) sharedForward(s *Step, in []float32) []float32 {
 	c := s.Cfg
 	D, F := c.Embd, c.FF
-	s.MatMul(s.HB, m.SharedGate, in)
-	s.MatMul(s.HB2, m.SharedUp, in)
+	s.MatMuls(in, Prod(s.HB, m.SharedGate), Prod(s.HB2, m.SharedUp))
 	s.SwiGLU()
 	res := s.Buf(moeHidden, s.T*D)
 	s.MatMul(res, m.SharedDown, s.HB[:s.T*F])

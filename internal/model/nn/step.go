@@ -223,6 +223,19 @@ func (s *Step) MatMul(out []float32, w *kernels.Matrix, in []float32) {
 	kernels.MatMul(s.Pool, out, w, in, s.T)
 }
 
+// MatMuls is MatMul for several matrices of the same input (Q, K and V;
+// gate and up): the input is quantized once and, when the matrices share
+// a type, all of them run as one parallel loop (kernels.MatMuls; the same
+// bits as one MatMul each).
+func (s *Step) MatMuls(in []float32, ps ...kernels.Product) {
+	kernels.MatMuls(s.Pool, in, s.T, ps...)
+}
+
+// Prod is out = w·in for Step.MatMuls.
+func Prod(out []float32, w *kernels.Matrix) kernels.Product {
+	return kernels.Product{Out: out, M: w}
+}
+
 // Norm sets out = RMSNorm(in)·w row by row (rows of len(w)).
 func (s *Step) Norm(out, in, w []float32) { RMSNorm(out, in, w, s.Cfg.RMSEps) }
 

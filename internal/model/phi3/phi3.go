@@ -156,9 +156,7 @@ func (a *Attention) Forward(s *nn.Step, l int, rope *nn.Rope, attnFactor float32
 			copy(s.V[t*vd:(t+1)*vd], row[qd+kd:])
 		}
 	} else {
-		s.MatMul(s.Q, a.Q, s.XB)
-		s.MatMul(s.K, a.K, s.XB)
-		s.MatMul(s.V, a.V, s.XB)
+		s.MatMuls(s.XB, nn.Prod(s.Q, a.Q), nn.Prod(s.K, a.K), nn.Prod(s.V, a.V))
 	}
 	if attnFactor != 1 {
 		scaleRotated(s.Q, c.HeadDim, c.RopeDim, attnFactor)
