@@ -106,17 +106,48 @@ full:
 #define PFQ5_K PFK(2560); PF8(2560+3072)
 #define PFQ6_K PFK(3072); PF8(3072+3072); PF8(3072+3584)
 
-// DOT8(q, y): y += the eight chunks Z0-Z7 times the activation block at q
-// (an address without displacement), 4 bytes broadcast per chunk.
-#define DOT8(q, y) \
-	PMAC(0 q, Z0, y); \
-	PMAC(4 q, Z1, y); \
-	PMAC(8 q, Z2, y); \
-	PMAC(12 q, Z3, y); \
-	PMAC(16 q, Z4, y); \
-	PMAC(20 q, Z5, y); \
-	PMAC(24 q, Z6, y); \
-	PMAC(28 q, Z7, y)
+// DOT8K(j, q, y): y += the eight chunks Z0-Z7 times activation block j
+// of the token's blocks at q (an address without displacement), 4 bytes
+// broadcast per chunk; DOT8(q, y) is block 0.
+#define DOT8K(j, q, y) \
+	PMAC((32*j) q, Z0, y); \
+	PMAC((32*j+4) q, Z1, y); \
+	PMAC((32*j+8) q, Z2, y); \
+	PMAC((32*j+12) q, Z3, y); \
+	PMAC((32*j+16) q, Z4, y); \
+	PMAC((32*j+20) q, Z5, y); \
+	PMAC((32*j+24) q, Z6, y); \
+	PMAC((32*j+28) q, Z7, y)
+
+// DOT8KS(j, q, y): DOT8K as two chains (even chunks into y, odd ones into
+// Z22, then added: the same integer sum), for the one-token kernels,
+// where nothing else overlaps the chain's latency; DOT8S is block 0.
+#define DOT8KS(j, q, y) \
+	VPXORD Z22, Z22, Z22; \
+	PMAC((32*j) q, Z0, y); \
+	PMAC((32*j+4) q, Z1, Z22); \
+	PMAC((32*j+8) q, Z2, y); \
+	PMAC((32*j+12) q, Z3, Z22); \
+	PMAC((32*j+16) q, Z4, y); \
+	PMAC((32*j+20) q, Z5, Z22); \
+	PMAC((32*j+24) q, Z6, y); \
+	PMAC((32*j+28) q, Z7, Z22); \
+	VPADDD Z22, y, y
+
+#define DOT8(q, y) DOT8K(0, q, y)
+#define DOT8S(q, y) DOT8KS(0, q, y)
+
+// CONST32(v, z): z = the 32-bit value v in every lane (CX clobbered).
+#define CONST32(v, z) MOVL $v, CX; VPBROADCASTD CX, z
+
+// The kernels' constants: Z31 = 0x0f bytes (KCONST), and Z30 = -8.0
+// (Q4CONST), -16.0 with Z29 = 0x10 bytes (Q5CONST), 0x10 bytes (KCONST5)
+// or 0x30 bytes (KCONST6).
+#define KCONST CONST32(0x0f0f0f0f, Z31)
+#define Q4CONST KCONST; CONST32(0xc1000000, Z30)
+#define Q5CONST KCONST; CONST32(0xc1800000, Z30); CONST32(0x10101010, Z29)
+#define KCONST5 KCONST; CONST32(0x10101010, Z30)
+#define KCONST6 KCONST; CONST32(0x30303030, Z30)
 
 // Q8W loads a Q8_0 block's chunks and scales.
 #define Q8W \
@@ -130,39 +161,19 @@ full:
 	VMOVDQU32 448(SI), Z7; \
 	VCVTPH2PS (R12), Z8
 
-// Q8TOK(q, dd, ss, acc, x, y): one token's block (quants at q, scale at
-// dd, 128*Σa at ss) into acc; x, y are clobbered.
-// DOT8S(q, y): DOT8 as two chains (even chunks into y, odd ones into Z22,
-// then added: the same integer sum), for the one-token kernels, where
-// nothing else overlaps the chain's latency.
-#define DOT8S(q, y) \
-	VPXORD Z22, Z22, Z22; \
-	PMAC(0 q, Z0, y); \
-	PMAC(4 q, Z1, Z22); \
-	PMAC(8 q, Z2, y); \
-	PMAC(12 q, Z3, Z22); \
-	PMAC(16 q, Z4, y); \
-	PMAC(20 q, Z5, Z22); \
-	PMAC(24 q, Z6, y); \
-	PMAC(28 q, Z7, Z22); \
-	VPADDD Z22, y, y
-
-// Q8TOK1: Q8TOK with DOT8S.
-#define Q8TOK1(q, dd, ss, acc, x, y) \
+// Q8TOKW(DOT, q, dd, ss, acc, x, y): one token's block (quants at q,
+// scale at dd, 128*Σa at ss) into acc, its sum by DOT; x, y clobbered.
+// Q8TOK for four tokens, Q8TOK1 (two chains) for one.
+#define Q8TOKW(DOT, q, dd, ss, acc, x, y) \
 	VPXORD       y, y, y; \
-	DOT8S(q, y); \
+	DOT(q, y); \
 	VPSUBD.BCST  ss, y, y; \
 	VCVTDQ2PS    y, y; \
 	VMULPS.BCST  dd, Z8, x; \
 	VFMADD231PS  x, y, acc
 
-#define Q8TOK(q, dd, ss, acc, x, y) \
-	VPXORD       y, y, y; \
-	DOT8(q, y); \
-	VPSUBD.BCST  ss, y, y; \
-	VCVTDQ2PS    y, y; \
-	VMULPS.BCST  dd, Z8, x; \
-	VFMADD231PS  x, y, acc
+#define Q8TOK(q, dd, ss, acc, x, y) Q8TOKW(DOT8, q, dd, ss, acc, x, y)
+#define Q8TOK1(q, dd, ss, acc, x, y) Q8TOKW(DOT8S, q, dd, ss, acc, x, y)
 
 // Q4U: Z0-Z7 = a Q4_0-layout block's nibbles (Z31 = 0x0f).
 #define Q4U \
@@ -212,41 +223,18 @@ full:
 #define Q50W Q5U; QOFF
 #define Q51W Q5U; QMIN
 
-// Q5CONST: Z31 = 0x0f, Z30 = -16.0, Z29 = 0x10 bytes.
-#define Q5CONST \
-	MOVL         $0x0f0f0f0f, CX; \
-	VPBROADCASTD CX, Z31; \
-	MOVL         $0xc1800000, CX; \
-	VPBROADCASTD CX, Z30; \
-	MOVL         $0x10101010, CX; \
-	VPBROADCASTD CX, Z29
-
-// Q4TOK(q, dd, ss, acc, x, y): as Q8TOK with ss the float sum S_a.
-// Q4TOK1: Q4TOK with DOT8S.
-#define Q4TOK1(q, dd, ss, acc, x, y) \
+// Q4TOKW(DOT, ...): as Q8TOKW with ss the float sum S_a, and the offset
+// or minimum term (Z9).
+#define Q4TOKW(DOT, q, dd, ss, acc, x, y) \
 	VPXORD           y, y, y; \
-	DOT8S(q, y); \
+	DOT(q, y); \
 	VCVTDQ2PS        y, y; \
 	VMULPS.BCST      dd, Z8, x; \
 	VFMADD231PS      x, y, acc; \
 	VFMADD231PS.BCST ss, Z9, acc
 
-#define Q4TOK(q, dd, ss, acc, x, y) \
-	VPXORD           y, y, y; \
-	DOT8(q, y); \
-	VCVTDQ2PS        y, y; \
-	VMULPS.BCST      dd, Z8, x; \
-	VFMADD231PS      x, y, acc; \
-	VFMADD231PS.BCST ss, Z9, acc
-
-// Q4CONST: Z31 = 0x0f bytes, Z30 = -8.0.
-#define Q4CONST \
-	MOVL         $0x0f0f0f0f, CX; \
-	VPBROADCASTD CX, Z31; \
-	MOVL         $0xc1000000, CX; \
-	VPBROADCASTD CX, Z30
-
-
+#define Q4TOK(q, dd, ss, acc, x, y) Q4TOKW(DOT8, q, dd, ss, acc, x, y)
+#define Q4TOK1(q, dd, ss, acc, x, y) Q4TOKW(DOT8S, q, dd, ss, acc, x, y)
 
 // Q4_K: a super-block of 256 is 8 sub-blocks of 32 with a 6-bit scale
 // and minimum each. The group's super-block is 4 pieces of 8 chunks
@@ -303,53 +291,23 @@ full:
 	VPANDD Z31, Z6, Z6; \
 	VPANDD Z31, Z7, Z7
 
-// DOT8K(j, q, y): DOT8 on sub-block j of the token's super-block at q.
-#define DOT8K(j, q, y) \
-	PMAC((32*j) q, Z0, y); \
-	PMAC((32*j+4) q, Z1, y); \
-	PMAC((32*j+8) q, Z2, y); \
-	PMAC((32*j+12) q, Z3, y); \
-	PMAC((32*j+16) q, Z4, y); \
-	PMAC((32*j+20) q, Z5, y); \
-	PMAC((32*j+24) q, Z6, y); \
-	PMAC((32*j+28) q, Z7, y)
-
-// KTOK(j, q, dd, ss, acc, x, y): sub-block j of one token into acc.
-#define KTOK(j, q, dd, ss, acc, x, y) \
+// KTOKW(DOT, j, q, dd, ss, acc, x, y): sub-block j of one token into acc,
+// its sum by DOT; KTOK4 for four tokens, KTOK1 (two chains) for one.
+#define KTOKW(DOT, j, q, dd, ss, acc, x, y) \
 	VPXORD            y, y, y; \
-	DOT8K(j, q, y); \
+	DOT(j, q, y); \
 	VCVTDQ2PS         y, y; \
 	VMULPS.BCST       (4*j) dd, Z8, x; \
 	VFMADD231PS       x, y, acc; \
 	VFNMADD231PS.BCST (4*j) ss, Z9, acc
 
 #define KTOK4(j) \
-	KTOK(j, (DI), (BX), (DX), Z16, Z20, Z21); \
-	KTOK(j, (DI)(R8*1), (BX)(R10*1), (DX)(R10*1), Z17, Z22, Z23); \
-	KTOK(j, (DI)(R8*2), (BX)(R10*2), (DX)(R10*2), Z18, Z24, Z25); \
-	KTOK(j, (DI)(R9*1), (BX)(R11*1), (DX)(R11*1), Z19, Z26, Z27)
+	KTOKW(DOT8K, j, (DI), (BX), (DX), Z16, Z20, Z21); \
+	KTOKW(DOT8K, j, (DI)(R8*1), (BX)(R10*1), (DX)(R10*1), Z17, Z22, Z23); \
+	KTOKW(DOT8K, j, (DI)(R8*2), (BX)(R10*2), (DX)(R10*2), Z18, Z24, Z25); \
+	KTOKW(DOT8K, j, (DI)(R9*1), (BX)(R11*1), (DX)(R11*1), Z19, Z26, Z27)
 
-// DOT8KS(j, q, y): DOT8K as two chains (see DOT8S).
-#define DOT8KS(j, q, y) \
-	VPXORD Z22, Z22, Z22; \
-	PMAC((32*j) q, Z0, y); \
-	PMAC((32*j+4) q, Z1, Z22); \
-	PMAC((32*j+8) q, Z2, y); \
-	PMAC((32*j+12) q, Z3, Z22); \
-	PMAC((32*j+16) q, Z4, y); \
-	PMAC((32*j+20) q, Z5, Z22); \
-	PMAC((32*j+24) q, Z6, y); \
-	PMAC((32*j+28) q, Z7, Z22); \
-	VPADDD Z22, y, y
-
-// KTOK1: one token, its sub-block's sum as two chains (DOT8KS).
-#define KTOK1(j) \
-	VPXORD            Z21, Z21, Z21; \
-	DOT8KS(j, (DI), Z21); \
-	VCVTDQ2PS         Z21, Z21; \
-	VMULPS.BCST       (4*j)(BX), Z8, Z20; \
-	VFMADD231PS       Z20, Z21, Z16; \
-	VFNMADD231PS.BCST (4*j)(DX), Z9, Z16
+#define KTOK1(j) KTOKW(DOT8KS, j, (DI), (BX), (DX), Z16, Z20, Z21)
 
 // Q4KSB(TOKS): one super-block against the tokens TOKS multiplies.
 #define Q4KSB(TOKS) \
@@ -363,13 +321,6 @@ full:
 	KHI(2); KSC(5); TOKS(5); \
 	KLO(3); KSC(6); TOKS(6); \
 	KHI(3); KSC(7); TOKS(7)
-
-
-
-// KCONST: Z31 = 0x0f bytes.
-#define KCONST \
-	MOVL         $0x0f0f0f0f, CX; \
-	VPBROADCASTD CX, Z31
 
 // Q5_K: Q4_K with a fifth bit per quant: after the 4 pieces (2048 bytes)
 // one more of 8 chunks holds the qh bytes of the 16 rows (bit j of qh[l]
@@ -416,12 +367,6 @@ full:
 	KHI(2); Q5H(SRL1); KSC(5); TOKS(5); \
 	KLO(3); Q5H(SRL2); KSC(6); TOKS(6); \
 	KHI(3); Q5H(SRL3); KSC(7); TOKS(7)
-
-// KCONST5: KCONST and Z30 = 0x10 bytes.
-#define KCONST5 \
-	KCONST; \
-	MOVL         $0x10101010, CX; \
-	VPBROADCASTD CX, Z30
 
 // Q6_K: 16 sub-blocks of 16 with an int8 scale each, quants of 6 bits
 // (q+32, so 0..63: VPDPBUSD's unsigned operand as they are). The group's
@@ -500,12 +445,6 @@ full:
 	Q6U(5, 1536, 2560, NOSH, SLL2); TOKS(5); \
 	Q6U(6, 1024, 2560, SRL4, NOSH); TOKS(6); \
 	Q6U(7, 1536, 2560, SRL4, SRL2); TOKS(7)
-
-// KCONST6: Z31 = 0x0f bytes, Z30 = 0x30 bytes.
-#define KCONST6 \
-	KCONST; \
-	MOVL         $0x30303030, CX; \
-	VPBROADCASTD CX, Z30
 
 // Q4_1, Q5_0, Q5_1: Q4_0's layout (Q5: with 64 bytes of fifth bits after
 // the nibbles), scales d then (Q4_1, Q5_1) the minimums m; the AVX2
