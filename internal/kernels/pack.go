@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -48,7 +47,7 @@ var packFormats = map[Type]packFormat{
 	}},
 	Q4_0: {256, 32, func(q, sc []byte, r int, src []byte) {
 		copy(sc[2*r:2*r+2], src[:2])
-		packQ4Nibbles(q, r, src[2:18])
+		packChunks(q, r, src[2:18], 4)
 	}},
 	// Q4_1, Q5_0, Q5_1: Q4_0's nibbles; Q5 then the fifth bits, bit k of
 	// a row's 4 bytes being those of chunk k (elements 4k..4k+3); the
@@ -56,17 +55,17 @@ var packFormats = map[Type]packFormat{
 	Q4_1: {256, 64, func(q, sc []byte, r int, src []byte) {
 		copy(sc[2*r:], src[0:2])
 		copy(sc[32+2*r:], src[2:4])
-		packQ4Nibbles(q, r, src[4:20])
+		packChunks(q, r, src[4:20], 4)
 	}},
 	Q5_0: {320, 32, func(q, sc []byte, r int, src []byte) {
 		copy(sc[2*r:], src[0:2])
-		packQ4Nibbles(q, r, src[6:22])
+		packChunks(q, r, src[6:22], 4)
 		packFifthBits(q[256:], r, binary.LittleEndian.Uint32(src[2:6]))
 	}},
 	Q5_1: {320, 64, func(q, sc []byte, r int, src []byte) {
 		copy(sc[2*r:], src[0:2])
 		copy(sc[32+2*r:], src[2:4])
-		packQ4Nibbles(q, r, src[8:24])
+		packChunks(q, r, src[8:24], 4)
 		packFifthBits(q[256:], r, binary.LittleEndian.Uint32(src[4:8]))
 	}},
 	Q4_K: {2048, 320, packQ4_K},
@@ -77,20 +76,14 @@ var packFormats = map[Type]packFormat{
 	// Q5_K: Q4_K's layout with the qh bytes as one more piece.
 	Q5_K: {2560, 320, func(q, sc []byte, r int, src []byte) {
 		packKScales(sc, r, src)
-		packNibbles(q, r, src[48:])
-		for k := 0; k < 8; k++ {
-			copy(q[2048+64*k+4*r:][:4], src[16+4*k:])
-		}
+		packChunks(q, r, src[48:], 32)
+		packChunks(q[2048:], r, src[16:], 8)
 	}},
 	// Q6_K: the ql bytes as 4 pieces (low nibbles of piece 2h+s are block
 	// 4h+s, high nibbles block 4h+s+2), the qh bytes as 2 pieces, then
 	// the 16 scales (a byte per row) and d.
 	Q6_K: {3072, 288, func(q, sc []byte, r int, src []byte) {
-		for p := 0; p < 6; p++ { // ql at 0..127, qh at 128..191
-			for k := 0; k < 8; k++ {
-				copy(q[512*p+64*k+4*r:][:4], src[32*p+4*k:])
-			}
-		}
+		packChunks(q, r, src, 48) // ql at 0..127, qh at 128..191
 		for j := 0; j < 16; j++ {
 			sc[16*j+r] = src[192+j]
 		}
@@ -106,12 +99,13 @@ func packHalves(q, _ []byte, r int, src []byte) {
 	}
 }
 
-// packQ4Nibbles writes the 16 nibble bytes of a block of 32 (low nibbles
-// elements 0..15, high 16..31) as 4 chunks: chunk j's low nibbles are
-// elements 4j.., its high nibbles 16+4j...
-func packQ4Nibbles(q []byte, r int, qs []byte) {
-	for j := 0; j < 4; j++ {
-		copy(q[64*j+4*r:][:4], qs[4*j:])
+// packChunks writes the first 4*n bytes of src as n chunks of row r: 4
+// bytes of chunk k at 64k+4r. A Q4_0-style block's 16 nibble bytes are 4
+// chunks (chunk j's low nibbles elements 4j.., its high nibbles 16+4j..);
+// a K-quant super-block's quant bytes are pieces of 8 chunks each.
+func packChunks(q []byte, r int, src []byte, n int) {
+	for k := range n {
+		copy(q[64*k+4*r:][:4], src[4*k:])
 	}
 }
 
@@ -132,7 +126,7 @@ func packFifthBits(q []byte, r int, qh uint32) {
 // per row), their minimums, d and dmin.
 func packQ4_K(q, sc []byte, r int, src []byte) {
 	packKScales(sc, r, src)
-	packNibbles(q, r, src[16:])
+	packChunks(q, r, src[16:], 32)
 }
 
 // packKScales writes the scales of a Q4_K/Q5_K super-block.
@@ -146,26 +140,8 @@ func packKScales(sc []byte, r int, src []byte) {
 	copy(sc[288+2*r:], src[2:4])
 }
 
-// packNibbles writes the 128 nibble bytes at qs as 4 pieces of 8 chunks.
-func packNibbles(q []byte, r int, qs []byte) {
-	for c := 0; c < 4; c++ {
-		for k := 0; k < 8; k++ {
-			copy(q[512*c+64*k+4*r:][:4], qs[32*c+4*k:])
-		}
-	}
-}
-
 // packPad is the quant byte of a padding row: weight zero.
 var packPad = map[Type]byte{Q8_0: 0x80, Q4_0: 0x88, Q4_1: 0x88}
-
-// packedBytes counts the bytes of packed weights made so far (for reports:
-// PackedBytes).
-var packedBytes atomic.Int64
-
-// PackedBytes returns the bytes of packed weight copies made since the
-// process started: the memory that packing costs on top of the mapped
-// files (whose pages the packed matrices no longer read).
-func PackedBytes() int64 { return packedBytes.Load() }
 
 // pack returns m in the packed layout, nil when its type has none.
 func pack(m *Matrix) *packed {
@@ -194,7 +170,6 @@ func pack(m *Matrix) *packed {
 		})
 	}
 	wg.Wait()
-	packedBytes.Add(int64(len(p.data)))
 	return p
 }
 
