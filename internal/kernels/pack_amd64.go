@@ -146,7 +146,7 @@ var bwPackKernels = map[Type]*packKernels{
 }
 
 //go:noescape
-func actSums16AVX2(qs *int8, out *int32, n int, mul int)
+func actSumsAVX2(qs *int8, out *int32, n, per, mul int)
 
 func init() {
 	if !cpu.X86.HasAVX2 {
@@ -157,18 +157,6 @@ func init() {
 			return
 		}
 		_ = a.Qs[len(a.I)*per-1]
-		if per == 16 {
-			actSums16AVX2(&a.Qs[0], &a.I[0], len(a.I), int(mul))
-			return
-		}
-		// Runs of 32: the two halves' sums added (exact integers).
-		var buf [256]int32
-		for g0 := 0; g0 < len(a.I); g0 += len(buf) / 2 {
-			n := min(len(buf)/2, len(a.I)-g0)
-			actSums16AVX2(&a.Qs[g0*32], &buf[0], 2*n, int(mul))
-			for g := range n {
-				a.I[g0+g] = buf[2*g] + buf[2*g+1]
-			}
-		}
+		actSumsAVX2(&a.Qs[0], &a.I[0], len(a.I), per, int(mul))
 	}
 }

@@ -95,15 +95,19 @@ vnniloop:
 	VZEROUPPER
 	RET
 
-// func actSums16AVX2(qs *int8, out *int32, n int, mul int)
-// out[g] = mul * Σ qs[16g:16g+16] for g < n: the bytes flipped to
-// unsigned (x^0x80 = x+128) and summed by VPSADBW against zero, minus
-// 16*128; two runs of 16 per iteration when n allows.
-TEXT ·actSums16AVX2(SB), NOSPLIT, $0-32
+// func actSumsAVX2(qs *int8, out *int32, n, per, mul int)
+// out[g] = mul * Σ qs[per*g:per*(g+1)] for g < n, per a multiple of 16:
+// the bytes flipped to unsigned (x^0x80 = x+128) and summed by VPSADBW
+// against zero 16 at a time, minus 128*per.
+TEXT ·actSumsAVX2(SB), NOSPLIT, $0-40
 	MOVQ         qs+0(FP), SI
 	MOVQ         out+8(FP), DI
 	MOVQ         n+16(FP), CX
-	MOVQ         mul+24(FP), R8
+	MOVQ         per+24(FP), R9
+	MOVQ         mul+32(FP), R8
+	MOVQ         R9, R10
+	SHLQ         $7, R10
+	SHRQ         $4, R9
 	MOVL         $0x80808080, AX
 	MOVD         AX, X15
 	VPBROADCASTD X15, X15
@@ -112,18 +116,26 @@ TEXT ·actSums16AVX2(SB), NOSPLIT, $0-32
 	JZ           sumsdone
 
 sumsloop:
-	VPXOR    (SI), X15, X0
-	VPSADBW  X14, X0, X0
-	VPSHUFD  $0x4e, X0, X1
-	VPADDQ   X1, X0, X0
-	VMOVQ    X0, AX
-	SUBQ     $2048, AX
-	IMULQ    R8, AX
-	MOVL     AX, (DI)
-	ADDQ     $16, SI
-	ADDQ     $4, DI
-	DECQ     CX
-	JNZ      sumsloop
+	VPXOR   X0, X0, X0
+	MOVQ    R9, DX
+
+sumspiece:
+	VPXOR   (SI), X15, X1
+	VPSADBW X14, X1, X1
+	VPADDQ  X1, X0, X0
+	ADDQ    $16, SI
+	DECQ    DX
+	JNZ     sumspiece
+
+	VPSHUFD $0x4e, X0, X1
+	VPADDQ  X1, X0, X0
+	VMOVQ   X0, AX
+	SUBQ    R10, AX
+	IMULQ   R8, AX
+	MOVL    AX, (DI)
+	ADDQ    $4, DI
+	DECQ    CX
+	JNZ     sumsloop
 
 sumsdone:
 	VZEROUPPER
