@@ -99,28 +99,23 @@ type matmulJob struct {
 	is   []int32
 	pk   *packKernels // the packed path's kernels, nil for the file layout
 
-	out  []float32
 	m    *Matrix
 	x    []float32
 	n    int
 	kern *typeKernels
 
-	// MatMuls: the products sharing the input, and the units (packed
-	// groups or rows) of each in the combined parallel loop.
+	// The products sharing the input (one for MatMul), and the units
+	// (packed groups or rows) of each in the parallel loop.
 	prods [maxProducts]Product
 	units [maxProducts]int
 	np    int
 
-	rowsFn   func(lo, hi int) // weight rows [lo,hi) against all inputs
-	groupsFn func(lo, hi int) // packed groups [lo,hi) against all inputs
-	quantFn  func(lo, hi int) // quantize input rows [lo,hi)
-	multiFn  func(lo, hi int) // units [lo,hi) of the MatMuls products
+	quantFn func(lo, hi int) // quantize input rows [lo,hi)
+	multiFn func(lo, hi int) // units [lo,hi) of the products
 }
 
 var jobPool = sync.Pool{New: func() any {
 	j := new(matmulJob)
-	j.rowsFn = func(lo, hi int) { j.rows(j.m, j.out, lo, hi) }
-	j.groupsFn = func(lo, hi int) { j.groups(j.m, j.out, lo, hi) }
 	j.quantFn = j.quantize
 	j.multiFn = j.multi
 	return j
@@ -135,18 +130,8 @@ func MatMul(p *Pool, out []float32, m *Matrix, x []float32, n int) {
 	if n <= 0 || m.Rows == 0 {
 		return
 	}
-	j := prepare(p, out, m, x, n)
-	switch {
-	case j.pk != nil && n*m.Rows*m.Cols < serialWork:
-		j.groups(m, out, 0, m.pk.groups)
-	case j.pk != nil:
-		p.For(m.pk.groups, j.groupsFn)
-	case n*m.Rows*m.Cols < serialWork:
-		j.rows(m, out, 0, m.Rows)
-	default:
-		p.For(m.Rows, j.rowsFn)
-	}
-	j.release()
+	ps := [1]Product{{Out: out, M: m}}
+	matmuls(p, x, n, ps[:])
 }
 
 // maxProducts is the most products one MatMuls call combines.
@@ -172,16 +157,23 @@ func MatMuls(p *Pool, x []float32, n int, ps ...Product) {
 	for _, q := range ps {
 		same = same && q.M.Rows > 0 && q.M.Type == ps[0].M.Type && q.M.Cols == ps[0].M.Cols && (q.M.pk == nil) == (ps[0].M.pk == nil)
 	}
-	if !same || len(ps) == 1 {
+	if !same {
 		for _, q := range ps {
 			MatMul(p, q.Out, q.M, x, n)
 		}
 		return
 	}
+	matmuls(p, x, n, ps)
+}
+
+// matmuls runs products of one type and width (at most maxProducts, each
+// with rows) on the input quantized once: their rows, or packed groups,
+// one after the other as one parallel loop.
+func matmuls(p *Pool, x []float32, n int, ps []Product) {
 	for _, q := range ps {
 		checkArgs(q.Out, q.M, x, n)
 	}
-	j := prepare(p, ps[0].Out, ps[0].M, x, n)
+	j := prepare(p, ps[0].M, x, n)
 	total, work := 0, 0
 	for k, q := range ps {
 		j.prods[k] = q
@@ -203,8 +195,8 @@ func MatMuls(p *Pool, x []float32, n int, ps ...Product) {
 	j.release()
 }
 
-// multi computes the units [lo,hi) of the products of a MatMuls call, the
-// units of product k following those of product k-1.
+// multi computes the units [lo,hi) of the job's products, the units of
+// product k following those of product k-1.
 func (j *matmulJob) multi(lo, hi int) {
 	base := 0
 	for k := range j.np {
@@ -231,14 +223,13 @@ func checkArgs(out []float32, m *Matrix, x []float32, n int) {
 
 // prepare takes a job from the pool and makes the input ready for m's
 // kernels (quantized once for the quantized types).
-func prepare(p *Pool, out []float32, m *Matrix, x []float32, n int) *matmulJob {
-	checkArgs(out, m, x, n)
+func prepare(p *Pool, m *Matrix, x []float32, n int) *matmulJob {
 	kern := dotTable[m.Type]
 	if kern == nil {
 		panic(fmt.Sprintf("kernels: MatMul: type %s is not supported", m.Type))
 	}
 	j := jobPool.Get().(*matmulJob)
-	j.out, j.m, j.x, j.n, j.kern = out, m, x, n, kern
+	j.m, j.x, j.n, j.kern = m, x, n, kern
 	j.pk = nil
 	if m.pk != nil {
 		j.pk = packTable[m.Type]
@@ -288,7 +279,7 @@ func (j *matmulJob) release() {
 	for i := range j.acts {
 		j.acts[i].F = nil // do not keep the caller's input alive
 	}
-	j.out, j.m, j.x, j.kern, j.pk = nil, nil, nil, nil, nil
+	j.m, j.x, j.kern, j.pk = nil, nil, nil, nil
 	jobPool.Put(j)
 }
 
