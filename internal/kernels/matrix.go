@@ -353,13 +353,11 @@ func (j *matmulJob) rows(m *Matrix, out []float32, lo, hi int) {
 	}
 }
 
-func cols32(cols int) int { return cols / 32 }
-
 // groups computes packed groups [lo,hi) against all inputs: four inputs
 // at a time, over tiles of groups that stay in the cache meanwhile.
 func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
 	n, pk, k := j.n, m.pk, j.pk
-	nb, cols := cols32(m.Cols), m.Cols // activation blocks of 32 per row
+	nb, cols := m.Cols/32, m.Cols // activation blocks of 32 per row
 	tile := hi - lo
 	if n > 1 {
 		tile = max(1, tileBytes/pk.gbytes)
