@@ -15,11 +15,16 @@ import (
 // Instruction-set paths. The dispatch picks the highest path that the CPU
 // has and that MISTRALRS_CPU allows; each path's kernels replace the generic
 // entries of dotTable (SetSIMD and setPath switch at run time, between
-// kernel runs). A path needs the CPU features of the paths before it.
+// kernel runs). A path needs the CPU features of the paths before it, but
+// avxvnni's: AVX-512 CPUs without AVX-VNNI (Skylake-SP to Ice Lake) skip
+// it.
 //
 // MISTRALRS_CPU caps the path (documented in docs/performance.md): generic
 // runs the pure-Go kernels (the oracles of the assembly ones) everywhere.
-// On amd64, avx2 runs the AVX2/FMA/F16C assembly, avx512 that plus the
+// On amd64, avx2 runs the AVX2/FMA/F16C assembly, avxvnni that plus the
+// packed-weight kernels in 256-bit registers with AVX-VNNI's VPDPBUSD
+// (Alder Lake and later clients, Sierra Forest: AVX-VNNI without
+// AVX-512; the avx512 path's bits), avx512 the AVX2 assembly plus the
 // AVX-512 VNNI kernels over packed weights (pack.go) and the AVX-512
 // attention kernels, avx512bw the same for CPUs with AVX-512 but without
 // VNNI (Skylake-SP/X: VPMADDUBSW/VPMADDWD for VPDPBUSD; Q8_0 keeps the
@@ -38,7 +43,7 @@ var cpuPaths = cpuPathsOf(runtime.GOARCH)
 func cpuPathsOf(goarch string) []string {
 	switch goarch {
 	case "amd64":
-		return []string{"generic", "avx2", "avx512bw", "avx512"}
+		return []string{"generic", "avx2", "avxvnni", "avx512bw", "avx512"}
 	case "arm64":
 		return []string{"generic", "neon", "dotprod", "i8mm"}
 	}

@@ -49,7 +49,7 @@ func TestCPUCapFrom(t *testing.T) {
 // documented in docs/performance.md): the amd64 one must not change.
 func TestCPUPathsOf(t *testing.T) {
 	for arch, want := range map[string]string{
-		"amd64":   "generic avx2 avx512bw avx512",
+		"amd64":   "generic avx2 avxvnni avx512bw avx512",
 		"arm64":   "generic neon dotprod i8mm",
 		"riscv64": "generic",
 	} {

@@ -14,20 +14,29 @@ import (
 // lanes, then across them).
 var packExact = map[Type]bool{Q8_0: true, Q4_0: true, Q4_1: true, Q5_0: true, Q5_1: true}
 
-// TestPackedMatMul checks the packed kernels of the avx512 path on token
-// counts that use the four-token and one-token kernels, rows that leave a
-// partial group and threads that split the groups: against the float64
-// oracle (testMatrix.check), against the avx2 path's kernels on the file
-// layout (the same bits where packExact says so), and batched against
-// each token alone (the same bits always: a token's result does not
-// depend on its batch).
+// TestPackedMatMul checks the packed kernels of the avx512 and avxvnni
+// paths on token counts that use the four-token and one-token kernels,
+// rows that leave a partial group and threads that split the groups:
+// against the float64 oracle (testMatrix.check), against the avx2 path's
+// kernels on the file layout (the same bits where packExact says so), and
+// batched against each token alone (the same bits always: a token's
+// result does not depend on its batch).
 func TestPackedMatMul(t *testing.T) {
-	for _, name := range []string{"avx2", "avx512"} {
-		if why := pathMissing(name); why != "" {
-			t.Skipf("path %s: %s", name, why)
-		}
+	if why := pathMissing("avx2"); why != "" {
+		t.Skip("path avx2:", why)
 	}
-	prev, err := setPath("avx512")
+	for _, path := range []string{"avx512", "avxvnni"} {
+		t.Run(path, func(t *testing.T) {
+			if why := pathMissing(path); why != "" {
+				t.Skipf("path %s: %s", path, why)
+			}
+			testPackedMatMul(t, path)
+		})
+	}
+}
+
+func testPackedMatMul(t *testing.T, path string) {
+	prev, err := setPath(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,26 +44,26 @@ func TestPackedMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 31))
 	p := NewPool(2)
 	defer p.Close()
-	for ty := range vnniPackKernels {
+	for ty := range packTable {
 		for _, shape := range [][2]int{{1, 32}, {15, 64}, {16, 96}, {17, 256}, {33, 800}, {130, 768}, {256, 2048}, {40, 1280}} {
 			rows, cols := shape[0], shape[1]
 			if cols%ty.BlockSize() != 0 {
 				continue
 			}
 			for _, n := range []int{1, 2, 3, 4, 5, 8, 13, 64} {
-				setPath("avx512")
+				setPath(path)
 				tm := newTestMatrix(t, r, ty, rows, cols, n)
 				if tm.m.pk == nil {
-					t.Fatalf("%s: NewMatrix on the avx512 path did not pack", ty)
+					t.Fatalf("%s: NewMatrix on the %s path did not pack", ty, path)
 				}
 				tm.reference(n)
-				what := fmt.Sprintf("%s %dx%d n=%d", ty, rows, cols, n)
+				what := fmt.Sprintf("%s %s %dx%d n=%d", path, ty, rows, cols, n)
 				alone := make([]float32, n*rows)
 				for i := 0; i < n; i++ {
 					MatMul(nil, alone[i*rows:(i+1)*rows], tm.m, tm.input[i*cols:(i+1)*cols], 1)
 				}
 				for _, pool := range []*Pool{nil, p} {
-					setPath("avx512")
+					setPath(path)
 					got := make([]float32, n*rows+7)
 					MatMul(pool, got, tm.m, tm.input, n)
 					setPath("avx2")
@@ -72,6 +81,51 @@ func TestPackedMatMul(t *testing.T) {
 						t.Fatalf("%s: wrote past its output", what)
 					}
 					tm.check(t, got[:n*rows], n, what)
+				}
+			}
+		}
+	}
+}
+
+// TestPackedAVXVNNI: the avxvnni kernels (two 8-row halves in 256-bit
+// registers) give the avx512 ones' bits on the same packed matrices, for
+// every type they cover and every partial last group.
+func TestPackedAVXVNNI(t *testing.T) {
+	for _, path := range []string{"avx512", "avxvnni"} {
+		if why := pathMissing(path); why != "" {
+			t.Skipf("path %s: %s (the avxvnni kernels are compared with the avx512 ones)", path, why)
+		}
+	}
+	prev, err := setPath("avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setPath(prev)
+	r := rand.New(rand.NewPCG(35, 35))
+	p := NewPool(2)
+	defer p.Close()
+	if len(avxvnniPackKernels) != 8 {
+		t.Fatalf("%d avxvnni kernels, want the 8 quantized types", len(avxvnniPackKernels))
+	}
+	for ty, y := range avxvnniPackKernels {
+		x := vnniPackKernels[ty]
+		if x == nil || y.sumsPer != x.sumsPer || y.sumsMul != x.sumsMul {
+			t.Fatalf("%s: the avxvnni kernels' sums differ from the avx512 ones'", ty)
+		}
+		for _, rows := range []int{1, 7, 8, 9, 16, 23, 24, 31, 48} {
+			cols := 512
+			for _, n := range []int{1, 3, 4, 6, 9} {
+				tm := newTestMatrix(t, r, ty, rows, cols, n)
+				want := make([]float32, n*rows+8)
+				MatMul(p, want, tm.m, tm.input, n)
+				packTable = avxvnniPackKernels
+				got := make([]float32, n*rows+8)
+				MatMul(p, got, tm.m, tm.input, n)
+				packTable = vnniPackKernels
+				for k := range got {
+					if got[k] != want[k] {
+						t.Fatalf("%s %dx%d n=%d: out[%d] = %g (avxvnni), %g (avx512)", ty, rows, cols, n, k, got[k], want[k])
+					}
 				}
 			}
 		}

@@ -15,7 +15,7 @@ func fmaPeak(n int) int {
 	case "avx512", "avx512bw":
 		fmaPeakAVX512(n)
 		return 128
-	case "avx2":
+	case "avx2", "avxvnni":
 		fmaPeakAVX2(n)
 		return 64
 	}

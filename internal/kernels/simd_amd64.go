@@ -43,6 +43,14 @@ func pathMissing(name string) string {
 			return "the CPU lacks AVX2/FMA"
 		}
 		return ""
+	case "avxvnni":
+		if why := pathMissing("avx2"); why != "" {
+			return why
+		}
+		if !cpu.X86.HasAVXVNNI || !cpu.X86.HasF16C {
+			return "the CPU lacks AVX-VNNI"
+		}
+		return ""
 	case "avx512bw":
 		if why := pathMissing("avx2"); why != "" {
 			return why
@@ -66,8 +74,8 @@ func pathMissing(name string) string {
 // installPath puts the kernels of path name in dotTable and packTable
 // (setPath, with simdMu held).
 func installPath(name string) {
-	packTable = map[string]map[Type]*packKernels{"avx512": vnniPackKernels, "avx512bw": bwPackKernels}[name]
-	attn512 = packTable != nil
+	packTable = map[string]map[Type]*packKernels{"avx512": vnniPackKernels, "avx512bw": bwPackKernels, "avxvnni": avxvnniPackKernels}[name]
+	attn512 = name == "avx512" || name == "avx512bw"
 	for t, p := range simdKernels {
 		k := p.generic
 		if simdOn {
@@ -81,6 +89,7 @@ func installPath(name string) {
 var backendNames = map[string]string{
 	"avx512":   "CPU AVX512-VNNI",
 	"avx512bw": "CPU AVX512",
+	"avxvnni":  "CPU AVX-VNNI",
 	"avx2":     "CPU AVX2",
 }
 
@@ -91,9 +100,13 @@ func int8MulPeakAVX2(n int)
 // int8MulPeak runs n rounds of the ceiling loop of the path in use and
 // returns the multiply-adds of a round, 0 when there is no loop: AVX2
 // VPMADDUBSW/VPMADDWD pairs (128), the same on 512-bit registers on the
-// avx512bw path (512), or on the avx512 path VPDPBUSD (512).
+// avx512bw path (512), or VPDPBUSD on the avx512 path (512) and on
+// 256-bit registers on the avxvnni path (256).
 func int8MulPeak(n int) int {
 	switch Path() {
+	case "avxvnni":
+		int8MulPeakAVXVNNI(n)
+		return 256
 	case "avx512":
 		int8MulPeakVNNI(n)
 		return 512

@@ -82,7 +82,7 @@ func Path() string {
 
 // Backend names the kernels in use for reports (llama-bench's backends
 // column): with the assembly kernels the path's name in backendNames
-// ("CPU AVX512-VNNI", "CPU AVX512", "CPU AVX2"; "CPU NEON-I8MM", "CPU
+// ("CPU AVX512-VNNI", "CPU AVX512", "CPU AVX-VNNI", "CPU AVX2"; "CPU NEON-I8MM", "CPU
 // NEON-DOTPROD", "CPU NEON"), "CPU Go" without.
 func Backend() string {
 	if b, ok := backendNames[Path()]; ok {

@@ -34,9 +34,10 @@
 // rows' scales, Z9 the Q4_0 offset scales, Z16-Z19 the four tokens'
 // outputs, Z20-Z27 temporaries, Z30/Z31 constants.
 
-// PKARGS loads the arguments shared by the kernels:
+// PKARGS loads the arguments shared by the kernels, PKGP those in
+// general registers (the AVX-VNNI file's too), and K1 = all 16 rows:
 // func(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-#define PKARGS \
+#define PKGP \
 	MOVQ  w+0(FP), SI; \
 	MOVQ  qstride+32(FP), R8; \
 	LEAQ  (R8)(R8*2), R9; \
@@ -47,9 +48,9 @@
 	MOVQ  ostride+72(FP), R13; \
 	SHLQ  $2, R13; \
 	LEAQ  (R13)(R13*2), R14; \
-	MOVQ  groups+16(FP), R15; \
-	MOVL  $0xffff, CX; \
-	KMOVW CX, K1
+	MOVQ  groups+16(FP), R15
+
+#define PKARGS PKGP; MOVL $0xffff, CX; KMOVW CX, K1
 
 // PKGROUP starts a group: the token pointers back at block 0, R12 at the
 // group's scales (after nb blocks of qbytes quants), CX = nb.

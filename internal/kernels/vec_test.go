@@ -72,7 +72,7 @@ func BenchmarkAttentionVec(b *testing.B) {
 }
 
 func TestBackend(t *testing.T) {
-	want := map[string]string{"generic": "CPU Go", "avx2": "CPU AVX2", "avx512bw": "CPU AVX512", "avx512": "CPU AVX512-VNNI",
+	want := map[string]string{"generic": "CPU Go", "avx2": "CPU AVX2", "avxvnni": "CPU AVX-VNNI", "avx512bw": "CPU AVX512", "avx512": "CPU AVX512-VNNI",
 		"neon": "CPU NEON", "dotprod": "CPU NEON-DOTPROD", "i8mm": "CPU NEON-I8MM"}[Path()]
 	if b := Backend(); b != want || SIMD() != (Path() != "generic") {
 		t.Errorf("Backend() = %q with SIMD() = %v on path %s", b, SIMD(), Path())
