@@ -392,7 +392,21 @@ func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
 			}
 			o := &out[i*m.Rows+t0*packRows]
 			if i+4 <= n {
-				k.gemm4(w, pk.nb, t1-t0, &j.qs[i*cols], cols, &j.d[i*nb], s, nb, o, m.Rows, mask)
+				// gemm42 takes the groups two at a time, gemm4 what is left.
+				g, q, d, p := t1-t0, &j.qs[i*cols], &j.d[i*nb], 0
+				if k.gemm42 != nil {
+					p = g &^ 1
+				}
+				if p > 0 {
+					pmask := 0xffff
+					if p == g {
+						pmask = mask
+					}
+					k.gemm42(w, pk.nb, p, q, cols, d, s, nb, o, m.Rows, pmask)
+				}
+				if p < g {
+					k.gemm4(&pk.data[(t0+p)*pk.gbytes], pk.nb, g-p, q, cols, d, s, nb, &out[i*m.Rows+(t0+p)*packRows], m.Rows, mask)
+				}
 				i += 4
 			} else {
 				k.gemm1(w, pk.nb, t1-t0, &j.qs[i*cols], cols, &j.d[i*nb], s, nb, o, m.Rows, mask)

@@ -222,6 +222,9 @@ type gemmFunc func(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s
 // packKernels are a type's kernels over packed weights.
 type packKernels struct {
 	gemm4, gemm1 gemmFunc
+	// gemm42, where set, is gemm4 on an even number of groups, two at a
+	// time (the same bits).
+	gemm42 gemmFunc
 	// s is Act.I, sums of runs of sumsPer quants times sumsMul (actSums),
 	// when sumsPer > 0; else Act.S.
 	sumsPer int

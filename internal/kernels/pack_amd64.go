@@ -25,7 +25,7 @@ func int8MulPeakVNNI(n int)
 
 // vnniPackKernels are the avx512 path's kernels over packed weights.
 var vnniPackKernels = map[Type]*packKernels{
-	Q8_0: {gemm4: gemm4Q8_0VNNI, gemm1: gemm1Q8_0VNNI, sumsPer: 32, sumsMul: 128},
+	Q8_0: {gemm4: gemm4Q8_0VNNI, gemm1: gemm1Q8_0VNNI, gemm42: gemm42Q8_0VNNI, sumsPer: 32, sumsMul: 128},
 	Q4_0: {gemm4: gemm4Q4_0VNNI, gemm1: gemm1Q4_0VNNI},
 	F16:  {gemm4: gemm4F16AVX512, gemm1: gemm1F16AVX512},
 	BF16: {gemm4: gemm4BF16AVX512, gemm1: gemm1BF16AVX512},
@@ -225,3 +225,6 @@ func gemm1Q6_KAVXVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32
 
 //go:noescape
 func int8MulPeakAVXVNNI(n int)
+
+//go:noescape
+func gemm42Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
