@@ -26,14 +26,14 @@ func int8MulPeakVNNI(n int)
 // vnniPackKernels are the avx512 path's kernels over packed weights.
 var vnniPackKernels = map[Type]*packKernels{
 	Q8_0: {gemm4: gemm4Q8_0VNNI, gemm1: gemm1Q8_0VNNI, gemm42: gemm42Q8_0VNNI, sumsPer: 32, sumsMul: 128},
-	Q4_0: {gemm4: gemm4Q4_0VNNI, gemm1: gemm1Q4_0VNNI},
+	Q4_0: {gemm4: gemm4Q4_0VNNI, gemm1: gemm1Q4_0VNNI, gemm42: gemm42Q4_0VNNI},
 	F16:  {gemm4: gemm4F16AVX512, gemm1: gemm1F16AVX512},
 	BF16: {gemm4: gemm4BF16AVX512, gemm1: gemm1BF16AVX512},
-	Q4_1: {gemm4: gemm4Q4_1VNNI, gemm1: gemm1Q4_1VNNI},
-	Q5_0: {gemm4: gemm4Q5_0VNNI, gemm1: gemm1Q5_0VNNI},
-	Q5_1: {gemm4: gemm4Q5_1VNNI, gemm1: gemm1Q5_1VNNI},
-	Q4_K: {gemm4: gemm4Q4_KVNNI, gemm1: gemm1Q4_KVNNI},
-	Q5_K: {gemm4: gemm4Q5_KVNNI, gemm1: gemm1Q5_KVNNI},
+	Q4_1: {gemm4: gemm4Q4_1VNNI, gemm1: gemm1Q4_1VNNI, gemm42: gemm42Q4_1VNNI},
+	Q5_0: {gemm4: gemm4Q5_0VNNI, gemm1: gemm1Q5_0VNNI, gemm42: gemm42Q5_0VNNI},
+	Q5_1: {gemm4: gemm4Q5_1VNNI, gemm1: gemm1Q5_1VNNI, gemm42: gemm42Q5_1VNNI},
+	Q4_K: {gemm4: gemm4Q4_KVNNI, gemm1: gemm1Q4_KVNNI, gemm42: gemm42Q4_KVNNI},
+	Q5_K: {gemm4: gemm4Q5_KVNNI, gemm1: gemm1Q5_KVNNI, gemm42: gemm42Q5_KVNNI},
 	Q6_K: {gemm4: gemm4Q6_KVNNI, gemm1: gemm1Q6_KVNNI, sumsPer: 16, sumsMul: 32},
 }
 
@@ -228,3 +228,21 @@ func int8MulPeakAVXVNNI(n int)
 
 //go:noescape
 func gemm42Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm42Q4_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm42Q4_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm42Q5_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm42Q5_1VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm42Q4_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm42Q5_KVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)

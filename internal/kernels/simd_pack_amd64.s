@@ -7,6 +7,225 @@
 
 #include "simd_pack_amd64.h"
 
+// The gemm42 kernels are the gemm4 ones on two groups at a time (an even
+// number of them): each chunk of group A (Z0) and of group B (Z1, gbytes
+// = R14 further) times the four tokens' activation dwords broadcast once
+// into Z2-Z5, so 8 VPDPBUSD need 6 loads where gemm4 has 4 for 5 (gemm4
+// is bound by its loads: Q8_0 at 52-64% of the VNNI ceiling on one Zen 5
+// core, gemm42 at 71%). A block is walked chunk by chunk, each
+// unpacked once per group. Every output gets gemm4's operations in the
+// same order: the same bits. Q6_K has none (its two sub-block sums per
+// token would need 16 registers).
+//
+// Registers: Z0/Z1 the chunks of A and B, Z2-Z5 the tokens' dwords, Z6/Z7
+// scratch, Z8/Z9 the rows' scales of A and B, Z10/Z11 their offset or
+// minimum terms, Z12 a temporary, Z13 = 0x0f bytes, Z14 = 0x10 bytes,
+// Z15 = -8.0 or -16.0, Z16-Z19 the outputs of A (four tokens), Z20-Z23
+// those of B, Z24-Z27 and Z28-Z31 their integer sums.
+
+// PPD(m): the chunks' products with the activation dwords at m.
+#define PPD(m) \
+	VPBROADCASTD m(DI), Z2; \
+	VPBROADCASTD m(DI)(R8*1), Z3; \
+	VPBROADCASTD m(DI)(R8*2), Z4; \
+	VPBROADCASTD m(DI)(R9*1), Z5; \
+	VPDPBUSD     Z2, Z0, Z24; \
+	VPDPBUSD     Z3, Z0, Z25; \
+	VPDPBUSD     Z4, Z0, Z26; \
+	VPDPBUSD     Z5, Z0, Z27; \
+	VPDPBUSD     Z2, Z1, Z28; \
+	VPDPBUSD     Z3, Z1, Z29; \
+	VPDPBUSD     Z4, Z1, Z30; \
+	VPDPBUSD     Z5, Z1, Z31
+
+// The chunks at o of both groups: as stored (PW8), low nibbles (PWL),
+// high nibbles (PWH); PF5(o, SH) merges fifth bits at o moved by SH to
+// bit 4, PNO5 is the 4-bit types' nothing.
+#define PW8(o) VMOVDQU32 o(SI), Z0; VMOVDQU32 o(SI)(R14*1), Z1
+#define PWL(o) VPANDD o(SI), Z13, Z0; VPANDD o(SI)(R14*1), Z13, Z1
+
+#define PWH(o) \
+	VPSRLW $4, o(SI), Z0; \
+	VPSRLW $4, o(SI)(R14*1), Z1; \
+	VPANDD Z13, Z0, Z0; \
+	VPANDD Z13, Z1, Z1
+
+#define PF5(o, SH) \
+	VMOVDQU32  o(SI), Z6; \
+	VMOVDQU32  o(SI)(R14*1), Z7; \
+	SH(Z6); \
+	SH(Z7); \
+	VPTERNLOGD $0xf8, Z14, Z6, Z0; \
+	VPTERNLOGD $0xf8, Z14, Z7, Z1
+
+#define PNO5(o, SH)
+
+#define PZ \
+	VPXORD Z24, Z24, Z24; \
+	VPXORD Z25, Z25, Z25; \
+	VPXORD Z26, Z26, Z26; \
+	VPXORD Z27, Z27, Z27; \
+	VPXORD Z28, Z28, Z28; \
+	VPXORD Z29, Z29, Z29; \
+	VPXORD Z30, Z30, Z30; \
+	VPXORD Z31, Z31, Z31
+
+// Blocks of 32: Q8_0's, and Q4_0's layout with fifth bits F.
+#define PQ8B(F) \
+	PW8(0); PPD(0); \
+	PW8(64); PPD(4); \
+	PW8(128); PPD(8); \
+	PW8(192); PPD(12); \
+	PW8(256); PPD(16); \
+	PW8(320); PPD(20); \
+	PW8(384); PPD(24); \
+	PW8(448); PPD(28)
+
+#define PQ4B(F) \
+	PWL(0); F(256, SLL4); PPD(0); \
+	PWL(64); F(256, SLL3); PPD(4); \
+	PWL(128); F(256, SLL2); PPD(8); \
+	PWL(192); F(256, SLL1); PPD(12); \
+	PWH(0); F(256, NOSH); PPD(16); \
+	PWH(64); F(256, SRL1); PPD(20); \
+	PWH(128); F(256, SRL2); PPD(24); \
+	PWH(192); F(256, SRL3); PPD(28)
+
+// The rows' scales: Z8/Z9 = d, Z10/Z11 = -8*d or -16*d (Z15) or the
+// minimums; PKSC(j) d*sc_j and dmin*m_j of sub-block j.
+#define PSC8 VCVTPH2PS (R12), Z8; VCVTPH2PS (R12)(R14*1), Z9
+#define POFF PSC8; VMULPS Z15, Z8, Z10; VMULPS Z15, Z9, Z11
+#define PMIN PSC8; VCVTPH2PS 32(R12), Z10; VCVTPH2PS 32(R12)(R14*1), Z11
+
+#define PKSC(j) \
+	VPMOVZXBD (16*j)(R12), Z8; \
+	VPMOVZXBD (16*j)(R12)(R14*1), Z9; \
+	VPMOVZXBD (128+16*j)(R12), Z10; \
+	VPMOVZXBD (128+16*j)(R12)(R14*1), Z11; \
+	VCVTDQ2PS Z8, Z8; \
+	VCVTDQ2PS Z9, Z9; \
+	VCVTDQ2PS Z10, Z10; \
+	VCVTDQ2PS Z11, Z11; \
+	VCVTPH2PS 256(R12), Z12; \
+	VMULPS    Z12, Z8, Z8; \
+	VCVTPH2PS 256(R12)(R14*1), Z12; \
+	VMULPS    Z12, Z9, Z9; \
+	VCVTPH2PS 288(R12), Z12; \
+	VMULPS    Z12, Z10, Z10; \
+	VCVTPH2PS 288(R12)(R14*1), Z12; \
+	VMULPS    Z12, Z11, Z11
+
+// The float steps of one token and group (gemm4's Q8TOKW, Q4TOKW and
+// KTOKW after the integer sum), and PF4 running one on the eight.
+#define PQ8F(j, sc, off, dd, ss, y, acc) \
+	VPSUBD.BCST ss, y, y; \
+	VCVTDQ2PS   y, y; \
+	VMULPS.BCST dd, sc, Z12; \
+	VFMADD231PS Z12, y, acc
+
+#define PQ4F(j, sc, off, dd, ss, y, acc) \
+	VCVTDQ2PS        y, y; \
+	VMULPS.BCST      dd, sc, Z12; \
+	VFMADD231PS      Z12, y, acc; \
+	VFMADD231PS.BCST ss, off, acc
+
+#define PKF(j, sc, off, dd, ss, y, acc) \
+	VCVTDQ2PS         y, y; \
+	VMULPS.BCST       (4*j) dd, sc, Z12; \
+	VFMADD231PS       Z12, y, acc; \
+	VFNMADD231PS.BCST (4*j) ss, off, acc
+
+#define PF4(F, j) \
+	F(j, Z8, Z10, (BX), (DX), Z24, Z16); \
+	F(j, Z8, Z10, (BX)(R10*1), (DX)(R10*1), Z25, Z17); \
+	F(j, Z8, Z10, (BX)(R10*2), (DX)(R10*2), Z26, Z18); \
+	F(j, Z8, Z10, (BX)(R11*1), (DX)(R11*1), Z27, Z19); \
+	F(j, Z9, Z11, (BX), (DX), Z28, Z20); \
+	F(j, Z9, Z11, (BX)(R10*1), (DX)(R10*1), Z29, Z21); \
+	F(j, Z9, Z11, (BX)(R10*2), (DX)(R10*2), Z30, Z22); \
+	F(j, Z9, Z11, (BX)(R11*1), (DX)(R11*1), Z31, Z23)
+
+// PBQ: a block of 32 (scales SC, chunks B with fifth bits F, float step
+// TF). PKSUB: sub-block j of a K-quant super-block (piece c's nibbles by
+// W, fifth bits F shifted by SH); PBK(F) the super-block.
+#define PBQ(SC, B, F, TF) SC; PZ; B(F); PF4(TF, 0)
+
+#define PKSUB(j, c, W, F, SH) \
+	PKSC(j); \
+	PZ; \
+	W((512*c)); F(2048, SH); PPD((32*j)); \
+	W((512*c+64)); F((2048+64), SH); PPD((32*j+4)); \
+	W((512*c+128)); F((2048+128), SH); PPD((32*j+8)); \
+	W((512*c+192)); F((2048+192), SH); PPD((32*j+12)); \
+	W((512*c+256)); F((2048+256), SH); PPD((32*j+16)); \
+	W((512*c+320)); F((2048+320), SH); PPD((32*j+20)); \
+	W((512*c+384)); F((2048+384), SH); PPD((32*j+24)); \
+	W((512*c+448)); F((2048+448), SH); PPD((32*j+28)); \
+	PF4(PKF, j)
+
+#define PBK(F) \
+	PKSUB(0, 0, PWL, F, SLL4); \
+	PKSUB(1, 0, PWH, F, SLL3); \
+	PKSUB(2, 1, PWL, F, SLL2); \
+	PKSUB(3, 1, PWH, F, SLL1); \
+	PKSUB(4, 2, PWL, F, NOSH); \
+	PKSUB(5, 2, PWH, F, SRL1); \
+	PKSUB(6, 3, PWL, F, SRL2); \
+	PKSUB(7, 3, PWH, F, SRL3)
+
+#define P42Q8_0 PBQ(PSC8, PQ8B, PNO5, PQ8F)
+#define P42Q4_0 PBQ(POFF, PQ4B, PNO5, PQ4F)
+#define P42Q4_1 PBQ(PMIN, PQ4B, PNO5, PQ4F)
+#define P42Q5_0 PBQ(POFF, PQ4B, PF5, PQ4F)
+#define P42Q5_1 PBQ(PMIN, PQ4B, PF5, PQ4F)
+#define P42Q4_K PBK(PNO5)
+#define P42Q5_K PBK(PF5)
+
+// PKPAIR(BODY, ...): the pair and block loops (PKRUN4's arguments), the
+// outputs of B under the caller's mask on the last pair; c the -8.0 or
+// -16.0 of Z15.
+#define PKPAIR(BODY, c, qbytes, sbytes, asub, abytes) \
+	PKARGS; \
+	CONST32(0x0f0f0f0f, Z13); \
+	CONST32(0x10101010, Z14); \
+	CONST32(c, Z15); \
+	MOVQ    nb+8(FP), R14; \
+	IMULQ   $(qbytes+sbytes), R14; \
+pair: \
+	PKGROUP(qbytes); \
+	VPXORD  Z16, Z16, Z16; \
+	VPXORD  Z17, Z17, Z17; \
+	VPXORD  Z18, Z18, Z18; \
+	VPXORD  Z19, Z19, Z19; \
+	VPXORD  Z20, Z20, Z20; \
+	VPXORD  Z21, Z21, Z21; \
+	VPXORD  Z22, Z22, Z22; \
+	VPXORD  Z23, Z23, Z23; \
+ploop: \
+	BODY; \
+	PKNEXT(qbytes, sbytes, asub, abytes, ploop); \
+	MOVQ    R12, SI; \
+	ADDQ    R14, SI; \
+	LEAQ    (R13)(R13*2), CX; \
+	VMOVUPS Z16, (AX); \
+	VMOVUPS Z17, (AX)(R13*1); \
+	VMOVUPS Z18, (AX)(R13*2); \
+	VMOVUPS Z19, (AX)(CX*1); \
+	CMPQ    R15, $2; \
+	JNE     pfull; \
+	MOVQ    mask+80(FP), DX; \
+	KMOVW   DX, K1; \
+pfull: \
+	VMOVUPS Z20, K1, 64(AX); \
+	VMOVUPS Z21, K1, 64(AX)(R13*1); \
+	VMOVUPS Z22, K1, 64(AX)(R13*2); \
+	VMOVUPS Z23, K1, 64(AX)(CX*1); \
+	ADDQ    $128, AX; \
+	SUBQ    $2, R15; \
+	JNZ     pair; \
+	VZEROUPPER; \
+	RET
+
 // The kernels, declared in pack_amd64.go as
 // func(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 // (gemm4<type> for four tokens, gemm1<type> for one: GEMM4<type> and
@@ -141,101 +360,23 @@ sumsdone:
 	VZEROUPPER
 	RET
 
-// gemm42Q8_0VNNI is gemm4Q8_0VNNI on two groups at a time (an even
-// number of them): each chunk of group A (Z0) and of group B (Z1, gbytes
-// = R14 further) times the four tokens' activation dwords broadcast once
-// into Z2-Z5, so 8 VPDPBUSD need 6 loads where gemm4 has 4 for 5 (it is
-// bound by loads: 71% of the VNNI ceiling on one Zen 5 core, gemm4 52-64%).
-// The same per-lane operations as gemm4: the same bits. The batched
-// decode of the Q8_0 model spends most of its step here. The other types
-// have no such kernel: their constants leave too few of the 32
-// registers (Q6_K would need 16 integer sums).
-#define Q8P(k) \
-	VMOVDQU32    (64*k)(SI), Z0; \
-	VMOVDQU32    (64*k)(SI)(R14*1), Z1; \
-	VPBROADCASTD (4*k)(DI), Z2; \
-	VPBROADCASTD (4*k)(DI)(R8*1), Z3; \
-	VPBROADCASTD (4*k)(DI)(R8*2), Z4; \
-	VPBROADCASTD (4*k)(DI)(R9*1), Z5; \
-	VPDPBUSD     Z2, Z0, Z24; \
-	VPDPBUSD     Z3, Z0, Z25; \
-	VPDPBUSD     Z4, Z0, Z26; \
-	VPDPBUSD     Z5, Z0, Z27; \
-	VPDPBUSD     Z2, Z1, Z28; \
-	VPDPBUSD     Z3, Z1, Z29; \
-	VPDPBUSD     Z4, Z1, Z30; \
-	VPDPBUSD     Z5, Z1, Z31
-
-#define Q8PF(sc, dd, ss, y, acc, x) \
-	VPSUBD.BCST ss, y, y; \
-	VCVTDQ2PS   y, y; \
-	VMULPS.BCST dd, sc, x; \
-	VFMADD231PS x, y, acc
-
-// func gemm42Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemm42Q8_0VNNI(SB), NOSPLIT, $0-88
-	PKARGS
-	MOVQ  nb+8(FP), R14
-	IMULQ $(512+32), R14
+	PKPAIR(P42Q8_0, 0, 512, 32, 1, 4)
 
-pair:
-	PKGROUP(512)
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
+TEXT ·gemm42Q4_0VNNI(SB), NOSPLIT, $0-88
+	PKPAIR(P42Q4_0, 0xc1000000, 256, 32, 1, 4)
 
-ploop:
-	VPXORD Z24, Z24, Z24
-	VPXORD Z25, Z25, Z25
-	VPXORD Z26, Z26, Z26
-	VPXORD Z27, Z27, Z27
-	VPXORD Z28, Z28, Z28
-	VPXORD Z29, Z29, Z29
-	VPXORD Z30, Z30, Z30
-	VPXORD Z31, Z31, Z31
-	Q8P(0)
-	Q8P(1)
-	Q8P(2)
-	Q8P(3)
-	Q8P(4)
-	Q8P(5)
-	Q8P(6)
-	Q8P(7)
-	VCVTPH2PS (R12), Z8
-	VCVTPH2PS (R12)(R14*1), Z9
-	Q8PF(Z8, (BX), (DX), Z24, Z16, Z10)
-	Q8PF(Z8, (BX)(R10*1), (DX)(R10*1), Z25, Z17, Z11)
-	Q8PF(Z8, (BX)(R10*2), (DX)(R10*2), Z26, Z18, Z12)
-	Q8PF(Z8, (BX)(R11*1), (DX)(R11*1), Z27, Z19, Z13)
-	Q8PF(Z9, (BX), (DX), Z28, Z20, Z14)
-	Q8PF(Z9, (BX)(R10*1), (DX)(R10*1), Z29, Z21, Z15)
-	Q8PF(Z9, (BX)(R10*2), (DX)(R10*2), Z30, Z22, Z10)
-	Q8PF(Z9, (BX)(R11*1), (DX)(R11*1), Z31, Z23, Z11)
-	PKNEXT(512, 32, 1, 4, ploop)
-	MOVQ    R12, SI
-	ADDQ    R14, SI
-	LEAQ    (R13)(R13*2), CX
-	VMOVUPS Z16, (AX)
-	VMOVUPS Z17, (AX)(R13*1)
-	VMOVUPS Z18, (AX)(R13*2)
-	VMOVUPS Z19, (AX)(CX*1)
-	CMPQ    R15, $2
-	JNE     pfull
-	MOVQ    mask+80(FP), DX
-	KMOVW   DX, K1
+TEXT ·gemm42Q4_1VNNI(SB), NOSPLIT, $0-88
+	PKPAIR(P42Q4_1, 0, 256, 64, 1, 4)
 
-pfull:
-	VMOVUPS Z20, K1, 64(AX)
-	VMOVUPS Z21, K1, 64(AX)(R13*1)
-	VMOVUPS Z22, K1, 64(AX)(R13*2)
-	VMOVUPS Z23, K1, 64(AX)(CX*1)
-	ADDQ    $128, AX
-	SUBQ    $2, R15
-	JNZ     pair
-	VZEROUPPER
-	RET
+TEXT ·gemm42Q5_0VNNI(SB), NOSPLIT, $0-88
+	PKPAIR(P42Q5_0, 0xc1800000, 320, 32, 1, 4)
+
+TEXT ·gemm42Q5_1VNNI(SB), NOSPLIT, $0-88
+	PKPAIR(P42Q5_1, 0, 320, 64, 1, 4)
+
+TEXT ·gemm42Q4_KVNNI(SB), NOSPLIT, $0-88
+	PKPAIR(P42Q4_K, 0, 2048, 320, 8, 32)
+
+TEXT ·gemm42Q5_KVNNI(SB), NOSPLIT, $0-88
+	PKPAIR(P42Q5_K, 0, 2560, 320, 8, 32)
