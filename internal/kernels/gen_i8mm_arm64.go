@@ -14,6 +14,9 @@ func i8mmKernels() map[Type]typeKernels {
 	m[Q5_0] = typeKernels{dot: dotQ5_0DP, dot4: dot4Q5_0DP, dotRows: dotRowsQ5_0DP, dot4Rows: dot4RowsQ5_0MM}
 	m[Q5_1] = typeKernels{dot: dotQ5_1DP, dot4: dot4Q5_1DP, dotRows: dotRowsQ5_1DP, dot4Rows: dot4RowsQ5_1MM}
 	m[Q8_0] = typeKernels{dot: dotQ8_0DP, dot4: dot4Q8_0DP, dotRows: dotRowsQ8_0DP, dot4Rows: dot4RowsQ8_0MM}
+	m[Q4_K] = typeKernels{dot: dotQ4_KDP, dot4: dot4Q4_KDP, dotRows: dotRowsQ4_KDP, dot4Rows: dot4RowsQ4_KMM}
+	m[Q5_K] = typeKernels{dot: dotQ5_KDP, dot4: dot4Q5_KDP, dotRows: dotRowsQ5_KDP, dot4Rows: dot4RowsQ5_KMM}
+	m[Q6_K] = typeKernels{dot: dotQ6_KDP, dot4: dot4Q6_KDP, dotRows: dotRowsQ6_KDP, dot4Rows: dot4RowsQ6_KMM, sums16: true}
 	return m
 }
 
@@ -118,6 +121,79 @@ func dot4RowsQ8_0MM(w []byte, rows int, a *[4]*Act, n int, out []float32, stride
 		}
 		if rows&1 != 0 {
 			dot4Q8_0SDOT(&w[(rows-1)*nb*34], &qs, &d, nb, &f16Table[0], 1, &out[rows-1], stride)
+		}
+	}
+}
+
+// Q4_K
+
+// dot4Q4_KSMMLA takes rows in pairs (rows even).
+//
+//go:noescape
+func dot4Q4_KSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+
+// dot4RowsQ4_KMM runs the pair kernel on the even rows and the
+// dotprod kernel (the same bits) on an odd last row.
+func dot4RowsQ4_KMM(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / 256
+	if qs, d, s, ok := s4Args(w, rows, a, nb, 8, 144, out, stride); ok {
+		if p := rows &^ 1; p > 0 {
+			dot4Q4_KSMMLA(&w[0], &qs, &d, &s, nb, &f16Table[0], p, &out[0], stride)
+		}
+		if rows&1 != 0 {
+			dot4Q4_KSDOT(&w[(rows-1)*nb*144], &qs, &d, &s, nb, &f16Table[0], 1, &out[rows-1], stride)
+		}
+	}
+}
+
+// Q5_K
+
+// dot4Q5_KSMMLA takes rows in pairs (rows even).
+//
+//go:noescape
+func dot4Q5_KSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+
+// dot4RowsQ5_KMM runs the pair kernel on the even rows and the
+// dotprod kernel (the same bits) on an odd last row.
+func dot4RowsQ5_KMM(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / 256
+	if qs, d, s, ok := s4Args(w, rows, a, nb, 8, 176, out, stride); ok {
+		if p := rows &^ 1; p > 0 {
+			dot4Q5_KSMMLA(&w[0], &qs, &d, &s, nb, &f16Table[0], p, &out[0], stride)
+		}
+		if rows&1 != 0 {
+			dot4Q5_KSDOT(&w[(rows-1)*nb*176], &qs, &d, &s, nb, &f16Table[0], 1, &out[rows-1], stride)
+		}
+	}
+}
+
+// Q6_K
+
+// dot4Q6_KSMMLA takes rows in pairs (rows even).
+//
+//go:noescape
+func dot4Q6_KSMMLA(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
+
+// dot4RowsQ6_KMM runs the pair kernel on the even rows and the
+// dotprod kernel (the same bits) on an odd last row.
+func dot4RowsQ6_KMM(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
+	nb := n / 256
+	// Without the activations' sums of 16 quants (Act.B) the
+	// dotprod one-input kernel runs per activation row (the same
+	// results), as the dotprod dot4Rows does.
+	if qs, d, ok := d4Args(w, rows, a, nb, 8, 210, out, stride); ok {
+		b, ok := b4Args(a, nb)
+		if !ok {
+			for k := range a {
+				dotRowsQ6_KDP(w, rows, a[k], n, out[k*stride:k*stride+rows])
+			}
+			return
+		}
+		if p := rows &^ 1; p > 0 {
+			dot4Q6_KSMMLA(&w[0], &qs, &d, &b, nb, &f16Table[0], p, &out[0], stride)
+		}
+		if rows&1 != 0 {
+			dot4Q6_KSDOT(&w[(rows-1)*nb*210], &qs, &d, &b, nb, &f16Table[0], 1, &out[rows-1], stride)
 		}
 	}
 }

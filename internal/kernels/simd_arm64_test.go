@@ -99,3 +99,70 @@ func TestNEONPathsAgree(t *testing.T) {
 	}
 	t.Logf("paths compared: %v", paths)
 }
+
+// TestI8MMPairs checks the i8mm path's pair kernels (SMMLA: two weight
+// rows × two activation rows; Q4_K, Q5_K, Q6_K and the 32-element block
+// types) against the dotprod ones bit for bit, on row counts odd and even
+// (an odd last row runs the dotprod kernel), several row lengths, an
+// output stride with a gap that must stay as it was, and through MatMul on
+// token counts that mix its four-input and one-input kernels.
+func TestI8MMPairs(t *testing.T) {
+	if why := pathMissing("i8mm"); why != "" {
+		t.Skipf("path i8mm: %s", why)
+	}
+	rng := rand.New(rand.NewPCG(55, 56))
+	mm, dp := pathKernels["i8mm"], pathKernels["dotprod"]
+	for typ := range i8mmKernels() {
+		t.Run(typ.String(), func(t *testing.T) {
+			for _, n := range []int{256, 512, 768, 1024, 2304} {
+				var acts [4]*Act
+				for k := range acts {
+					acts[k] = simdRandAct(n, rng)
+				}
+				for _, rows := range []int{1, 2, 3, 4, 5, 7, 10} {
+					w := simdRandWeights(typ, rows*n, rng)
+					stride := rows + 3
+					got, want := make([]float32, 4*stride), make([]float32, 4*stride)
+					for i := range got {
+						got[i], want[i] = -7, -7
+					}
+					mm[typ].dot4Rows(w, rows, &acts, n, got, stride)
+					dp[typ].dot4Rows(w, rows, &acts, n, want, stride)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("n=%d rows=%d: output %d (input %d, row %d) is %g on i8mm, %g on dotprod", n, rows, i, i/stride, i%stride, got[i], want[i])
+						}
+					}
+				}
+			}
+			const rows, cols = 9, 768
+			m, err := NewMatrix(typ, rows, cols, simdRandWeights(typ, rows*cols, rng))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tokens := range []int{1, 2, 3, 4, 5, 7, 8, 13} {
+				x := make([]float32, tokens*cols)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				var outs [2][]float32
+				for i, name := range []string{"dotprod", "i8mm"} {
+					prev, err := setPath(name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					outs[i] = make([]float32, tokens*rows)
+					MatMul(nil, outs[i], m, x, tokens)
+					if _, err := setPath(prev); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i := range outs[0] {
+					if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
+						t.Fatalf("MatMul of %d tokens: output %d is %g on i8mm, %g on dotprod", tokens, i, outs[1][i], outs[0][i])
+					}
+				}
+			}
+		})
+	}
+}

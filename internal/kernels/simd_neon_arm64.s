@@ -6,8 +6,8 @@
 // weight type for the neon path (*NEON, every ARMv8-A CPU), of the
 // quantized types for the dotprod path (*SDOT, ARMv8.2-A's optional dot
 // product instructions; the float types keep their NEON kernels there) and
-// the four-input kernels of the 32-element block types for the i8mm path
-// (*SMMLA, the Int8 matrix multiply instructions; the rest stays dotprod's),
+// the four-input kernels of the quantized types for the i8mm path (*SMMLA,
+// the Int8 matrix multiply instructions; the rest stays dotprod's),
 // then activation quantization, fp16 conversions and axpy, which all paths
 // use. The dot kernels take the arguments of the AVX2 ones (see
 // gen_neon_arm64.go); tab is the f16 -> f32 table, read for the weights'
@@ -523,9 +523,24 @@ TEXT ·dot4Q5_1SDOT(SB), NOSPLIT, $0-72
 
 // KSCALES6 is KSCALES without d and dmin.
 #define KSCALES6 \
-	MOVWU  4(R0), R10;               \
-	MOVWU  8(R0), R11;               \
-	MOVWU  12(R0), R12;              \
+	KSCB(R0);                        \
+	VMOV   R13, V24.D[0];            \
+	VMOV   R14, V25.D[0];            \
+	VUXTL  V24.B8, V24.H8;           \
+	VUXTL  V24.H4, V26.S4;           \
+	VUXTL2 V24.H8, V27.S4;           \
+	VUXTL  V25.B8, V25.H8;           \
+	VUXTL  V25.H4, V28.S4;           \
+	VUXTL2 V25.H8, V29.S4;           \
+	UCVTF_4S(28, 28);                \
+	UCVTF_4S(29, 29)
+
+// KSCB(p): the eight 6-bit scales of the Q4_K/Q5_K super-block at p as
+// bytes in R13, its eight minimums in R14 (R10-R12, R15 are clobbered).
+#define KSCB(p) \
+	MOVWU  4(p), R10;                \
+	MOVWU  8(p), R11;                \
+	MOVWU  12(p), R12;               \
 	ANDW   $0x3f3f3f3f, R10, R13;    \
 	ANDW   $0x3f3f3f3f, R11, R14;    \
 	LSRW   $6, R10, R10;             \
@@ -538,17 +553,7 @@ TEXT ·dot4Q5_1SDOT(SB), NOSPLIT, $0-72
 	ANDW   $0x0f0f0f0f, R12, R12;    \
 	ORRW   R11<<4, R12, R12;         \
 	ORR    R15<<32, R13, R13;        \
-	ORR    R12<<32, R14, R14;        \
-	VMOV   R13, V24.D[0];            \
-	VMOV   R14, V25.D[0];            \
-	VUXTL  V24.B8, V24.H8;           \
-	VUXTL  V24.H4, V26.S4;           \
-	VUXTL2 V24.H8, V27.S4;           \
-	VUXTL  V25.B8, V25.H8;           \
-	VUXTL  V25.H4, V28.S4;           \
-	VUXTL2 V25.H8, V29.S4;           \
-	UCVTF_4S(28, 28);                \
-	UCVTF_4S(29, 29)
+	ORR    R12<<32, R14, R14
 
 // KFLOAT: with V16..V23 the int32 partial sums of sub-blocks 0..7 and
 // KSCALES's registers, one activation row's scales (R2) and sums (R8,
@@ -1286,6 +1291,422 @@ TEXT ·dot4Q5_0SMMLA(SB), NOSPLIT, $0-72
 // func dot4Q5_1SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q5_1SMMLA(SB), NOSPLIT, $0-72
 	DOT4MM(QSARGS, 64, MMSPTRS, 24, MMQ5CONST, Q51W2, Q41MMA)
+
+// ---------------------------------------------------------------- pairs of rows, K-quants (SMMLA)
+
+// The K-quant pair kernels (Q4_K, Q5_K, Q6_K) run each output's float operations
+// of the one-row kernel (KFLOAT, Q6KSB) in its order, lane-wise as above.
+// Where the one-row kernel has a vector of sub-blocks (lanes j) and adds
+// its lanes as HSUM4 does, they have a vector per sub-block j (lanes the
+// four outputs, SMMLA's order) and add those vectors in the same order
+// (MMHSUM); a factor of sub-block j is in lane form: [f_r, f_r+1, f_r,
+// f_r+1] for the weight rows', [f_a, f_a, f_b, f_b] for the activation
+// rows'. Both kernels keep the rows at R0 and R24 (R25 bytes apart) and
+// the activation rows' quants at R1, R2 (rows 0, 1) and R8, R16 (2, 3);
+// V20, V21 are the outputs (MMSTORE's).
+
+#define MLA_4S(d, n, m)  WORD $(0x4ea09400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S += Vn.4S * Vm.4S (int32)
+#define FMLS_4S(d, n, m) WORD $(0x4ea0cc00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S -= Vn.4S * Vm.4S
+
+// MMACT(qa, qb): 32 quants of activation rows a and b (at qa, qb, moved on
+// by 32) paired by 8 as WZIP pairs the weights: V30, V10, V8, V11 = [a's,
+// b's] elements 0-7, 8-15, 16-23, 24-31. V9 is clobbered.
+#define MMACT(qa, qb) \
+	VLD1.P 32(qa), [V8.B16, V9.B16];   \
+	VLD1.P 32(qb), [V10.B16, V11.B16]; \
+	VZIP1  V10.D2, V8.D2, V30.D2;      \
+	VZIP2  V10.D2, V8.D2, V10.D2;      \
+	VZIP1  V11.D2, V9.D2, V8.D2;       \
+	VZIP2  V11.D2, V9.D2, V11.D2
+
+// MMDOT2(m, a0, a1, w0, w1): Vm += the 2×2 sums of 16 paired activations
+// (Va0, Va1) by 16 paired weights (Vw0, Vw1; register numbers).
+#define MMDOT2(m, a0, a1, w0, w1) \
+	SMMLA_4S(m, a0, w0); \
+	SMMLA_4S(m, a1, w1)
+
+// MMHL(pa, pb, f, v): the halves at pa (row r's) and pb (row r+1's)
+// through the table at R4 in lane form in v (f is v's scalar name); V4 and
+// R7 are clobbered.
+#define MMHL(pa, pb, f, v) \
+	HALF(pa, f);            \
+	HALF(pb, F4);           \
+	VMOV  V4.S[0], v.S[1];  \
+	VZIP1 v.D2, v.D2, v.D2
+
+// MMHSUM(a, b, c, d): Va = (Va+Vb) + (Vc+Vd), HSUM4's order lane-wise.
+#define MMHSUM(a, b, c, d) \
+	FADD_4S(a, a, b); \
+	FADD_4S(c, c, d); \
+	FADD_4S(a, a, c)
+
+// Q4_K, Q5_K. A chunk (64 quants of each row) is loaded, paired and split once
+// for the four activation rows; the integer sums of sub-block j of
+// activation rows 0, 1 build up in V(12+j), those of rows 2, 3 in
+// V(22+j). The float operations follow at the end of the super-block,
+// with its scales decoded then (KMMSC).
+
+// MMNIB(s, lo, hi): the low nibbles of Vs in lo, the high ones in hi (V31
+// holds 0x0f bytes).
+#define MMNIB(s, lo, hi) \
+	VAND  V31.B16, s.B16, lo.B16; \
+	VUSHR $4, s.B16, hi.B16
+
+// KMMW: a chunk of both rows' nibbles (32 bytes at R0, R24, moved on)
+// paired (WZIP) and split: V0-V3 the low nibbles (sub-block 2c), V4-V7 the
+// high ones (2c+1), in WZIP's order.
+#define KMMW \
+	VLD1.P 32(R0), [V0.B16, V1.B16];  \
+	VLD1.P 32(R24), [V2.B16, V3.B16]; \
+	WZIP;                             \
+	MMNIB(V8, V0, V4);                \
+	MMNIB(V9, V1, V5);                \
+	MMNIB(V10, V2, V6);               \
+	MMNIB(V11, V3, V7)
+
+// KMMA(qa, qb, m0, m1): the chunk against activation rows a and b: their
+// sub-block sums of 2c into Vm0, of 2c+1 into Vm1.
+#define KMMA(qa, qb, m0, m1) \
+	MMACT(qa, qb);            \
+	MMDOT2(m0, 30, 10, 0, 1); \
+	MMDOT2(m0, 8, 11, 2, 3);  \
+	MMACT(qa, qb);            \
+	MMDOT2(m1, 30, 10, 4, 5); \
+	MMDOT2(m1, 8, 11, 6, 7)
+
+// KMMC(m, SH): chunk c (its sub-blocks m-12 and m-11) of Q4_K for the four
+// activation rows (SH is Q5_K's).
+#define KMMC(m, SH) \
+	KMMW;                       \
+	KMMA(R1, R2, m, m+1);       \
+	KMMA(R8, R16, m+10, m+11)
+
+// KMMC5(m, SH): the same for Q5_K: KMMW's nibbles get their fifth bits
+// (KMMQH, KMMB5) before the products.
+#define KMMC5(m, SH) \
+	KMMW;                       \
+	VMOVI $16, V11.B16;         \
+	KMMQH(16);                  \
+	KMMB5(SH, V10, V0, V4);     \
+	KMMB5(SH, V9, V1, V5);      \
+	KMMQH(32);                  \
+	KMMB5(SH, V10, V2, V6);     \
+	KMMB5(SH, V9, V3, V7);      \
+	KMMA(R1, R2, m, m+1);       \
+	KMMA(R8, R16, m+10, m+11)
+
+// KMMQH(off): 16 bytes of Q5_K fifth bits of both rows (at off from their
+// super-blocks, R23 and R23+R25) paired: V10 = [row r's, row r+1's] of
+// elements off-16 to off-9, V9 of off-8 to off-1 (as WZIP pairs them). V8
+// is clobbered.
+#define KMMQH(off) \
+	ADD   $off, R23, R7;          \
+	VLD1  (R7), [V8.B16];         \
+	ADD   R25, R7, R7;            \
+	VLD1  (R7), [V9.B16];         \
+	VZIP1 V9.D2, V8.D2, V10.D2;   \
+	VZIP2 V9.D2, V8.D2, V9.D2
+
+// KMMB5(SH, h, lo, hi): the fifth bits of chunk c in h (SH(h) shifts them
+// right by 2c: Q5SH0-Q5SH6) as 0x10 (V11) ored into the low nibbles lo (bit
+// 2c) and the high ones hi (bit 2c+1), as Q5KDEC does. h and V30 are
+// clobbered.
+#define KMMB5(SH, h, lo, hi) \
+	SH(h);                           \
+	VSHL $4, h.B16, V30.B16;         \
+	VAND V11.B16, V30.B16, V30.B16;  \
+	VORR V30.B16, lo.B16, lo.B16;    \
+	VSHL $3, h.B16, h.B16;           \
+	VAND V11.B16, h.B16, h.B16;      \
+	VORR h.B16, hi.B16, hi.B16
+
+#define Q5SH0(v) NOP
+#define Q5SH2(v) VUSHR $2, v.B16, v.B16
+#define Q5SH4(v) VUSHR $4, v.B16, v.B16
+#define Q5SH6(v) VUSHR $6, v.B16, v.B16
+
+// MMWIDE(s, t, z0, z1, z2, z3): the bytes of row r (the low half of s)
+// and of row r+1 (the high half) widened to uint32 in compact lane form:
+// z0 = [b_r,0, b_r+1,0, b_r,1, b_r+1,1], z1 the same of bytes 2, 3, z2 of
+// 4, 5, z3 of 6, 7 (a lane form is then one VZIP of z.D2 with itself).
+// s and t are clobbered.
+#define MMWIDE(s, t, z0, z1, z2, z3) \
+	VUXTL  s.B8, t.H8;        \
+	VUXTL2 s.B16, s.H8;       \
+	VZIP1  s.H8, t.H8, z0.H8; \
+	VZIP2  s.H8, t.H8, z2.H8; \
+	VUXTL2 z0.H8, z1.S4;      \
+	VUXTL  z0.H4, z0.S4;      \
+	VUXTL2 z2.H8, z3.S4;      \
+	VUXTL  z2.H4, z2.S4
+
+// KMMSC: the scales of the two rows' super-blocks (row r's at R23, row
+// r+1's at R26 = R23+R25): d and dmin in lane form in V0, V1, the scales
+// (int32) in compact lane form in V4-V7, the minimums (float32) in V8-V11.
+#define KMMSC \
+	ADD  R25, R23, R26;                \
+	KSCB(R23);                         \
+	VMOV R13, V2.D[0];                 \
+	VMOV R14, V3.D[0];                 \
+	KSCB(R26);                         \
+	VMOV R13, V2.D[1];                 \
+	VMOV R14, V3.D[1];                 \
+	MMHL((R23), (R26), F0, V0);        \
+	MMHL(2(R23), 2(R26), F1, V1);      \
+	MMWIDE(V2, V8, V4, V5, V6, V7);    \
+	MMWIDE(V3, V30, V8, V9, V10, V11); \
+	UCVTF_4S(8, 8);                    \
+	UCVTF_4S(9, 9);                    \
+	UCVTF_4S(10, 10);                  \
+	UCVTF_4S(11, 11)
+
+// KMMX(zip, z, m): sub-block j's sums (Vm for activation rows 0, 1, Vm+10
+// for 2, 3) times its scales (the lane form of z by zip: VZIP1 for even j,
+// VZIP2 for odd), then converted: KFLOAT's MUL and SCVTF.
+#define KMMX(zip, z, m) \
+	zip z.D2, z.D2, V30.D2; \
+	MUL_4S(m, m, 30);       \
+	SCVTF_4S(m, m);         \
+	MUL_4S(m+10, m+10, 30); \
+	SCVTF_4S(m+10, m+10)
+
+// MMLD(ka, kb, p): the eight floats of activation rows ka and kb (the
+// pointers ka, kb of the array at p, plus R17) in compact lane form: V6,
+// V4, V2, V5 = [f_a,j, f_b,j, f_a,j+1, f_b,j+1] for j = 0, 2, 4, 6 (a lane
+// form is then one VZIP of z.S4 with itself). V3 is clobbered.
+#define MMLD(ka, kb, p) \
+	ROWAT(ka, p);               \
+	VLD1  (R7), [V2.S4, V3.S4]; \
+	ROWAT(kb, p);               \
+	VLD1  (R7), [V4.S4, V5.S4]; \
+	VZIP1 V4.S4, V2.S4, V6.S4;  \
+	VZIP2 V4.S4, V2.S4, V4.S4;  \
+	VZIP1 V5.S4, V3.S4, V2.S4;  \
+	VZIP2 V5.S4, V3.S4, V5.S4
+
+// KMMP(zip, c0, c1, p): P_i = X_i*D_i, P_i += X_i+4*D_i+4 (KFLOAT's FMUL,
+// FMLA) in Vp (X_i; X_i+4 in Vp+4), the activation scales' lane forms from
+// the compacts c0, c1 by zip.
+#define KMMP(zip, c0, c1, p) \
+	zip c0.S4, c0.S4, V30.S4; \
+	FMUL_4S(p, p, 30);        \
+	zip c1.S4, c1.S4, V30.S4; \
+	FMLA_4S(p, p+4, 30)
+
+// KMMQ(zip, c0, c1, z0, z1, q): Q_i = s_i*mn_i, Q_i += mn_i+4*s_i+4
+// (KFLOAT's FMUL, FMLA) into Vq, the activation sums' lane forms from c0,
+// c1, the minimums' from z0, z1.
+#define KMMQ(zip, c0, c1, z0, z1, q) \
+	zip c0.S4, c0.S4, V30.S4; \
+	zip z0.D2, z0.D2, V31.D2; \
+	FMUL_4S(q, 30, 31);       \
+	zip c1.S4, c1.S4, V30.S4; \
+	zip z1.D2, z1.D2, V31.D2; \
+	FMLA_4S(q, 31, 30)
+
+// KMMF(ka, kb, m, acc): the rest of KFLOAT for activation rows ka, kb
+// (X_j in Vm+j): acc += d*Σ_j D_j*X_j - dmin*Σ_j s_j*mn_j.
+#define KMMF(ka, kb, m, acc) \
+	MMLD(ka, kb, R20);                  \
+	KMMP(VZIP1, V6, V2, m);             \
+	KMMP(VZIP2, V6, V2, m+1);           \
+	KMMP(VZIP1, V4, V5, m+2);           \
+	KMMP(VZIP2, V4, V5, m+3);           \
+	MMHSUM(m, m+1, m+2, m+3);           \
+	MMLD(ka, kb, R21);                  \
+	KMMQ(VZIP1, V6, V2, V8, V10, m+4);  \
+	KMMQ(VZIP2, V6, V2, V8, V10, m+5);  \
+	KMMQ(VZIP1, V4, V5, V9, V11, m+6);  \
+	KMMQ(VZIP2, V4, V5, V9, V11, m+7);  \
+	MMHSUM(m+4, m+5, m+6, m+7);         \
+	FMLA_4S(acc, 0, m);                 \
+	FMLS_4S(acc, 1, m+4)
+
+// DOT4KMM(bytes, hdr, C): the pair loop of Q4_K (144 bytes a super-block,
+// its chunks after 16, KMMC) and Q5_K (176, 48, KMMC5). V0-V7 hold a
+// chunk's weights, V8-V11 and V30 the paired activations, V31 0x0f bytes
+// (set again per super-block); R23 is row r's super-block, R17 the offset
+// of its activation scales and sums.
+#define DOT4KMM(bytes, hdr, C) \
+	KARGS;                          \
+	STRIDE(64);                     \
+	MMROWS(bytes);                  \
+kmmrow:                                 \
+	ADD  R25, R0, R24;              \
+	PTRS4(R19, R1, R2, R8, R16);    \
+	MOVD $0, R17;                   \
+	MOVD R22, R3;                   \
+	VEOR V20.B16, V20.B16, V20.B16; \
+	VEOR V21.B16, V21.B16, V21.B16; \
+kmmsb:                                  \
+	MOVD  R0, R23;                  \
+	ADD   $hdr, R0, R0;             \
+	ADD   $hdr, R24, R24;           \
+	VMOVI $15, V31.B16;             \
+	ZERO4(V12, V13, V14, V15);      \
+	ZERO4(V16, V17, V18, V19);      \
+	ZERO4(V22, V23, V24, V25);      \
+	ZERO4(V26, V27, V28, V29);      \
+	C(12, Q5SH0);                   \
+	C(14, Q5SH2);                   \
+	C(16, Q5SH4);                   \
+	C(18, Q5SH6);                   \
+	KMMSC;                          \
+	KMMX(VZIP1, V4, 12);            \
+	KMMX(VZIP2, V4, 13);            \
+	KMMX(VZIP1, V5, 14);            \
+	KMMX(VZIP2, V5, 15);            \
+	KMMX(VZIP1, V6, 16);            \
+	KMMX(VZIP2, V6, 17);            \
+	KMMX(VZIP1, V7, 18);            \
+	KMMX(VZIP2, V7, 19);            \
+	KMMF(0, 1, 12, 20);             \
+	KMMF(2, 3, 22, 21);             \
+	ADD  $32, R17, R17;             \
+	LOOP(R3, kmmsb);                \
+	MOVD R24, R0;                   \
+	MMSTORE;                        \
+	LOOP(R5, kmmrow);               \
+	RET
+
+// Q6_K. A group (32 quants of each row, Q6U0-Q6U3's) is loaded, unpacked
+// and paired once for the four activation rows, and its two sums of 16
+// are scaled and added into the block's integer sum, converted and times
+// the activation scale at once (Q6MMA): Q6KSB's FMUL (first half) or FMLA
+// (second half) of block j = 4h+k goes into the vector P_k, V(12+k) for
+// activation rows 0, 1 and V(16+k) for rows 2, 3. The activation scales
+// are at R10, R11, R12, R13 (rows 0-3, moved on); V28, V29, V31 hold
+// Q6KCONST's constants.
+
+// Q6MMSC(off): the eight int8 scales at off of the half in both rows'
+// super-blocks, widened to int32 in compact lane form (as MMWIDE's): V22
+// for groups of 16 0, 1 (group k = 0 of the half), V23 2, 3, V24 4, 5, V25
+// 6, 7. V0-V2 are clobbered.
+#define Q6MMSC(off) \
+	MOVD  off(R0), R7;         \
+	VMOV  R7, V0.D[0];         \
+	MOVD  off(R24), R7;        \
+	VMOV  R7, V0.D[1];         \
+	SXTL_8H(1, 0);             \
+	SXTL2_8H(0, 0);            \
+	VZIP1 V0.H8, V1.H8, V2.H8; \
+	VZIP2 V0.H8, V1.H8, V0.H8; \
+	SXTL_4S(22, 2);            \
+	SXTL2_4S(23, 2);           \
+	SXTL_4S(24, 0);            \
+	SXTL2_4S(25, 0)
+
+// Q6MMROW(p, ql, qh, HSH, LOW, l0, l1, h0, h1): group k of a half of the
+// super-block at p (32 bytes of nibbles at p+ql, of high bits at p+qh) as
+// signed quants in l0, l1, as Q6U0-Q6U3 and Q6NEG unpack it: HSH(h) moves
+// bits 2k, 2k+1 of the high bits to bits 4, 5, LOW(l) picks nibble k>>1.
+// h0, h1 are clobbered.
+#define Q6MMROW(p, ql, qh, HSH, LOW, l0, l1, h0, h1) \
+	ADD  $ql, p, R7;                \
+	VLD1 (R7), [l0.B16, l1.B16];    \
+	ADD  $qh, p, R7;                \
+	VLD1 (R7), [h0.B16, h1.B16];    \
+	HSH(h0);                        \
+	HSH(h1);                        \
+	VAND V29.B16, h0.B16, h0.B16;   \
+	VAND V29.B16, h1.B16, h1.B16;   \
+	LOW(l0);                        \
+	LOW(l1);                        \
+	VORR h0.B16, l0.B16, l0.B16;    \
+	VORR h1.B16, l1.B16, l1.B16;    \
+	VSUB V28.B16, l0.B16, l0.B16;   \
+	VSUB V28.B16, l1.B16, l1.B16
+
+#define Q6SHL4(v) VSHL  $4, v.B16, v.B16
+#define Q6SHL2(v) VSHL  $2, v.B16, v.B16
+#define Q6SH0(v)  NOP
+#define Q6SHR2(v) VUSHR $2, v.B16, v.B16
+#define Q6NIB0(v) VAND  V31.B16, v.B16, v.B16
+#define Q6NIB1(v) VUSHR $4, v.B16, v.B16
+
+// Q6MMA(qa, da, qb, db, OP, p): the paired group (V2, V3, V6, V7) against
+// activation rows a and b (quants at qa, qb, block scales at da, db, all
+// moved on): its two sums of 16 (V0, V1) times their scales (lane forms
+// in V26, V27) added (Q6KSB's MUL, ADDP), converted, times the rows'
+// block scales (MMPAIR) and OP'd into Vp: FMUL_4S sets it, FMLA_4S adds.
+#define Q6MMA(qa, da, qb, db, OP, p) \
+	MMACT(qa, qb);           \
+	ZERO_2D(0);              \
+	ZERO_2D(1);              \
+	MMDOT2(0, 30, 10, 2, 3); \
+	MMDOT2(1, 8, 11, 6, 7);  \
+	MUL_4S(0, 0, 26);        \
+	MLA_4S(0, 1, 27);        \
+	SCVTF_4S(0, 0);          \
+	MMPAIR(da, db, V1);      \
+	OP(p, 0, 1)
+
+// Q6MMG(ql, qh, HSH, LOW, sc, OP, p): group k of the half (Q6MMROW's
+// arguments; sc its scales' compact lane form) of both rows, paired, for
+// the four activation rows (into Vp and Vp+4).
+#define Q6MMG(ql, qh, HSH, LOW, sc, OP, p) \
+	Q6MMROW(R0, ql, qh, HSH, LOW, V0, V1, V2, V3);  \
+	Q6MMROW(R24, ql, qh, HSH, LOW, V4, V5, V6, V7); \
+	VZIP1 V4.D2, V0.D2, V2.D2;                      \
+	VZIP2 V4.D2, V0.D2, V3.D2;                      \
+	VZIP1 V5.D2, V1.D2, V6.D2;                      \
+	VZIP2 V5.D2, V1.D2, V7.D2;                      \
+	VZIP1 sc.D2, sc.D2, V26.D2;                     \
+	VZIP2 sc.D2, sc.D2, V27.D2;                     \
+	Q6MMA(R1, R10, R2, R11, OP, p);                 \
+	Q6MMA(R8, R12, R16, R13, OP, p+4)
+
+// Q6MMHALF(ql0, ql1, qh, OP): a half of the super-block (its nibbles at
+// ql0, ql1, its high bits at qh), groups k = 0-3.
+#define Q6MMHALF(ql0, ql1, qh, OP) \
+	Q6MMG(ql0, qh, Q6SHL4, Q6NIB0, V22, OP, 12); \
+	Q6MMG(ql1, qh, Q6SHL2, Q6NIB0, V23, OP, 13); \
+	Q6MMG(ql0, qh, Q6SH0, Q6NIB1, V24, OP, 14);  \
+	Q6MMG(ql1, qh, Q6SHR2, Q6NIB1, V25, OP, 15)
+
+// DOT4Q6MM: the pair loop of Q6_K; per super-block, HSUM4 and Q6KSB's
+// FMADDS (acc += d*h) lane-wise.
+#define DOT4Q6MM \
+	Q6ARGS;                          \
+	STRIDE(64);                      \
+	Q6KCONST;                        \
+	MMROWS(210);                     \
+q6mmrow:                                 \
+	ADD  R25, R0, R24;               \
+	PTRS4(R19, R1, R2, R8, R16);     \
+	PTRS4(R20, R10, R11, R12, R13);  \
+	MOVD R22, R3;                    \
+	VEOR V20.B16, V20.B16, V20.B16;  \
+	VEOR V21.B16, V21.B16, V21.B16;  \
+q6mmsb:                                  \
+	Q6MMSC(192);                     \
+	Q6MMHALF(0, 32, 128, FMUL_4S);   \
+	Q6MMSC(200);                     \
+	Q6MMHALF(64, 96, 160, FMLA_4S);  \
+	MMHL(208(R0), 208(R24), F0, V0); \
+	MMHSUM(12, 13, 14, 15);          \
+	FMLA_4S(20, 0, 12);              \
+	MMHSUM(16, 17, 18, 19);          \
+	FMLA_4S(21, 0, 16);              \
+	ADD  $210, R0, R0;               \
+	ADD  $210, R24, R24;             \
+	LOOP(R3, q6mmsb);                \
+	MOVD R24, R0;                    \
+	MMSTORE;                         \
+	LOOP(R5, q6mmrow);               \
+	RET
+
+// func dot4Q4_KSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q4_KSMMLA(SB), NOSPLIT, $0-72
+	DOT4KMM(144, 16, KMMC)
+
+// func dot4Q5_KSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q5_KSMMLA(SB), NOSPLIT, $0-72
+	DOT4KMM(176, 48, KMMC5)
+
+// func dot4Q6_KSMMLA(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q6_KSMMLA(SB), NOSPLIT, $0-72
+	DOT4Q6MM
 
 // ---------------------------------------------------------------- floats
 

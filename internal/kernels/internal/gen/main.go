@@ -82,9 +82,9 @@ var types = []wtype{
 	{Name: "Q5_0", Kind: qds, Elems: 32, Bytes: 22, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": "", "i8mm": ""}},
 	{Name: "Q5_1", Kind: qds, Elems: 32, Bytes: 24, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": "", "i8mm": ""}},
 	{Name: "Q8_0", Kind: qd, Elems: 32, Bytes: 34, NB: "nb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": "", "i8mm": ""}},
-	{Name: "Q4_K", Kind: qds, Elems: 256, Bytes: 144, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
-	{Name: "Q5_K", Kind: qds, Elems: 256, Bytes: 176, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
-	{Name: "Q6_K", Kind: qdb, Elems: 256, Bytes: 210, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": ""}},
+	{Name: "Q4_K", Kind: qds, Elems: 256, Bytes: 144, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": "", "i8mm": ""}},
+	{Name: "Q5_K", Kind: qds, Elems: 256, Bytes: 176, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": "", "i8mm": ""}},
+	{Name: "Q6_K", Kind: qdb, Elems: 256, Bytes: 210, NB: "nsb", ISAs: map[string]string{"avx2": "", "neon": "", "dotprod": "", "i8mm": ""}},
 }
 
 // Sub is the number of activation blocks of 32 per weight block.
@@ -269,7 +269,7 @@ func dot4Rows{{.Name}}{{$w}}(w []byte, rows int, a *[4]*Act, n int, out []float3
 {{end}}{{end}}{{end}}
 {{- define "wptr"}}{{if eq .Ptr "*float32"}}(*float32)(unsafe.Pointer(&w[0])){{else}}&w[0]{{end}}{{end}}`))
 
-// pairTmpl writes the file of a Pairs path (qd and qds types only).
+// pairTmpl writes the file of a Pairs path (quantized types only).
 var pairTmpl = template.Must(template.New("pairs").Parse(header + `//go:build {{.ISA.Build}}
 
 package kernels
@@ -280,7 +280,7 @@ package kernels
 func {{.ISA.Name}}Kernels() map[Type]typeKernels {
 	m := map[Type]typeKernels{}
 {{- range .Types}}
-	m[{{.T.Name}}] = typeKernels{dot: dot{{.T.Name}}{{$.ISA.Base.Wrap}}, dot4: dot4{{.T.Name}}{{$.ISA.Base.Wrap}}, dotRows: dotRows{{.T.Name}}{{$.ISA.Base.Wrap}}, dot4Rows: dot4Rows{{.T.Name}}{{$.ISA.Wrap}}}
+	m[{{.T.Name}}] = typeKernels{dot: dot{{.T.Name}}{{$.ISA.Base.Wrap}}, dot4: dot4{{.T.Name}}{{$.ISA.Base.Wrap}}, dotRows: dotRows{{.T.Name}}{{$.ISA.Base.Wrap}}, dot4Rows: dot4Rows{{.T.Name}}{{$.ISA.Wrap}}{{if eq .T.Kind "qdb"}}, sums16: true{{end}}}
 {{- end}}
 	return m
 }
@@ -290,7 +290,7 @@ func {{.ISA.Name}}Kernels() map[Type]typeKernels {
 // dot4{{.Name}}{{$a}} takes rows in pairs (rows even).
 //
 //go:noescape
-func dot4{{.Name}}{{$a}}(w *byte, qs *[4]*int8, d{{if eq .Kind "qds"}}, s{{end}} *[4]*float32, {{.NB}} int, tab *float32, rows int, out *float32, stride int)
+func dot4{{.Name}}{{$a}}(w *byte, qs *[4]*int8, d{{if eq .Kind "qds"}}, s{{end}} *[4]*float32, {{if eq .Kind "qdb"}}b *[4]*int16, {{end}}{{.NB}} int, tab *float32, rows int, out *float32, stride int)
 
 // dot4Rows{{.Name}}{{$w}} runs the pair kernel on the even rows and the
 // {{$.ISA.Base.Name}} kernel (the same bits) on an odd last row.
@@ -305,13 +305,32 @@ func dot4Rows{{.Name}}{{$w}}(w []byte, rows int, a *[4]*Act, n int, out []float3
 			dot4{{.Name}}{{$b}}(&w[(rows-1)*nb*{{.Bytes}}], &qs, &d, &s, nb, &f16Table[0], 1, &out[rows-1], stride)
 		}
 	}
-{{- else}}
+{{- else if eq .Kind "qd"}}
 	if qs, d, ok := d4Args(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out, stride); ok {
 		if p := rows &^ 1; p > 0 {
 			dot4{{.Name}}{{$a}}(&w[0], &qs, &d, nb, &f16Table[0], p, &out[0], stride)
 		}
 		if rows&1 != 0 {
 			dot4{{.Name}}{{$b}}(&w[(rows-1)*nb*{{.Bytes}}], &qs, &d, nb, &f16Table[0], 1, &out[rows-1], stride)
+		}
+	}
+{{- else}}
+	// Without the activations' sums of 16 quants (Act.B) the
+	// {{$.ISA.Base.Name}} one-input kernel runs per activation row (the same
+	// results), as the {{$.ISA.Base.Name}} dot4Rows does.
+	if qs, d, ok := d4Args(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out, stride); ok {
+		b, ok := b4Args(a, nb)
+		if !ok {
+			for k := range a {
+				dotRows{{.Name}}{{$.ISA.Base.Wrap}}(w, rows, a[k], n, out[k*stride:k*stride+rows])
+			}
+			return
+		}
+		if p := rows &^ 1; p > 0 {
+			dot4{{.Name}}{{$a}}(&w[0], &qs, &d, &b, nb, &f16Table[0], p, &out[0], stride)
+		}
+		if rows&1 != 0 {
+			dot4{{.Name}}{{$b}}(&w[(rows-1)*nb*{{.Bytes}}], &qs, &d, &b, nb, &f16Table[0], 1, &out[rows-1], stride)
 		}
 	}
 {{- end}}
@@ -348,8 +367,8 @@ func generate() (map[string][]byte, error) {
 		if is.Pairs {
 			tmpl = pairTmpl
 			for _, t := range ts {
-				if (t.T.Kind != qd && t.T.Kind != qds) || t.Need != "" {
-					return nil, fmt.Errorf("path %s: type %s: the pair template has quantized qd and qds types without extra features only", is.Name, t.T.Name)
+				if t.T.Kind == float || t.Need != "" {
+					return nil, fmt.Errorf("path %s: type %s: the pair template has quantized types without extra features only", is.Name, t.T.Name)
 				}
 			}
 		}
