@@ -19,12 +19,12 @@
 //
 // Registers: the AVX-512 kernels' general ones; Y0 a chunk, Y1 the
 // activation bytes, Y2/Y3 the rows' scales (Z8/Z9 there), Y4-Y7 the four
-// tokens' integer sums (Q6_K: Y12-Y15 those of its second sub-block),
-// Y8-Y11 their outputs, Y12 and Y13 temporaries, Y14 = 0x0f bytes, Y15 =
-// 0x10 bytes (constants other kernels read from ycon<>).
+// tokens' integer sums, Y8-Y11 their outputs, Y12 and Y13 temporaries,
+// Y14 = 0x0f bytes, Y15 = 0x10 bytes (the other constants in ycon<>).
+// Q6_K has no kernel here (pack_amd64.go says why).
 
-// ycon<>: 0x0f bytes (0), 0x10 bytes (32), 0x30 bytes (64), the lane bits
-// 1, 2, ..., 128 (96), -8.0 (128) and -16.0 (160) in every lane.
+// ycon<>: 0x0f bytes (0), 0x10 bytes (32), the lane bits 1, 2, ..., 128
+// (64), -8.0 (96) and -16.0 (128) in every lane.
 DATA ycon<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA ycon<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA ycon<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -33,23 +33,19 @@ DATA ycon<>+32(SB)/8, $0x1010101010101010
 DATA ycon<>+40(SB)/8, $0x1010101010101010
 DATA ycon<>+48(SB)/8, $0x1010101010101010
 DATA ycon<>+56(SB)/8, $0x1010101010101010
-DATA ycon<>+64(SB)/8, $0x3030303030303030
-DATA ycon<>+72(SB)/8, $0x3030303030303030
-DATA ycon<>+80(SB)/8, $0x3030303030303030
-DATA ycon<>+88(SB)/8, $0x3030303030303030
-DATA ycon<>+96(SB)/8, $0x0000000200000001
-DATA ycon<>+104(SB)/8, $0x0000000800000004
-DATA ycon<>+112(SB)/8, $0x0000002000000010
-DATA ycon<>+120(SB)/8, $0x0000008000000040
-DATA ycon<>+128(SB)/8, $0xc1000000c1000000
-DATA ycon<>+136(SB)/8, $0xc1000000c1000000
-DATA ycon<>+144(SB)/8, $0xc1000000c1000000
-DATA ycon<>+152(SB)/8, $0xc1000000c1000000
-DATA ycon<>+160(SB)/8, $0xc1800000c1800000
-DATA ycon<>+168(SB)/8, $0xc1800000c1800000
-DATA ycon<>+176(SB)/8, $0xc1800000c1800000
-DATA ycon<>+184(SB)/8, $0xc1800000c1800000
-GLOBL ycon<>(SB), RODATA|NOPTR, $192
+DATA ycon<>+64(SB)/8, $0x0000000200000001
+DATA ycon<>+72(SB)/8, $0x0000000800000004
+DATA ycon<>+80(SB)/8, $0x0000002000000010
+DATA ycon<>+88(SB)/8, $0x0000008000000040
+DATA ycon<>+96(SB)/8, $0xc1000000c1000000
+DATA ycon<>+104(SB)/8, $0xc1000000c1000000
+DATA ycon<>+112(SB)/8, $0xc1000000c1000000
+DATA ycon<>+120(SB)/8, $0xc1000000c1000000
+DATA ycon<>+128(SB)/8, $0xc1800000c1800000
+DATA ycon<>+136(SB)/8, $0xc1800000c1800000
+DATA ycon<>+144(SB)/8, $0xc1800000c1800000
+DATA ycon<>+152(SB)/8, $0xc1800000c1800000
+GLOBL ycon<>(SB), RODATA|NOPTR, $160
 
 // VNNI(a, w, d): Yd += the 8 lanes' 4-byte products of the unsigned bytes
 // of Yw with the signed bytes of Ya (VEX.256.66.0F38.W0 50 /r, VPDPBUSD
@@ -76,15 +72,11 @@ GLOBL ycon<>(SB), RODATA|NOPTR, $192
 
 #define YD1(m, r) VPBROADCASTD m(DI), Y1; VNNI(1, 0, r)
 
-// The even and odd chunks' products: four tokens into Y4-Y7 (Q6_K's
-// second sub-block into Y12-Y15), one token in two chains (Y4 and Y5,
-// Y12 and Y13) added by YFIN1 (the same integer sums).
+// The even and odd chunks' products: four tokens into Y4-Y7, one token in
+// two chains (Y4 and Y5) added by YFIN1 (the same integer sums).
 #define YDA4(m) YD4(m, 4, 5, 6, 7)
-#define YDB4(m) YD4(m, 12, 13, 14, 15)
 #define YDE1(m) YD1(m, 4)
 #define YDO1(m) YD1(m, 5)
-#define YDBE1(m) YD1(m, 12)
-#define YDBO1(m) YD1(m, 13)
 
 #define YZ4 VPXOR Y4, Y4, Y4; VPXOR Y5, Y5, Y5; VPXOR Y6, Y6, Y6; VPXOR Y7, Y7, Y7
 #define YZ1 VPXOR Y4, Y4, Y4; VPXOR Y5, Y5, Y5
@@ -170,8 +162,8 @@ GLOBL ycon<>(SB), RODATA|NOPTR, $192
 
 // The rows' scales of half h: Y2 = d, Y3 = -8*d, -16*d or the minimums.
 #define YSC8(h) VCVTPH2PS (16*h)(R12), Y2
-#define YOFF8(h) YSC8(h); VMULPS ycon<>+128(SB), Y2, Y3
-#define YOFF16(h) YSC8(h); VMULPS ycon<>+160(SB), Y2, Y3
+#define YOFF8(h) YSC8(h); VMULPS ycon<>+96(SB), Y2, Y3
+#define YOFF16(h) YSC8(h); VMULPS ycon<>+128(SB), Y2, Y3
 #define YMIN(h) YSC8(h); VCVTPH2PS (32+16*h)(R12), Y3
 
 // A block of 32 of half h against four tokens (YQ4) or one (YQ1): scales
@@ -215,98 +207,6 @@ GLOBL ycon<>(SB), RODATA|NOPTR, $192
 	YKSUB(6, 3, YKL, F, SRL2, h, Z, DE, DO, FIN, T); \
 	YKSUB(7, 3, YKH, F, SRL3, h, Z, DE, DO, FIN, T)
 
-// Q6_K: chunk k of block j of half h, from the low-nibble piece at loff
-// (shifted by LSH) and the high-bit piece at hoff (shifted by HSH to bits
-// 4-5); the constants from ycon<> (Y14 and Y15 hold sums here), Y2
-// scratch.
-#define YQ6U(k, loff, hoff, LSH, HSH, h) \
-	VMOVDQU (loff+64*k+32*h)(SI), Y0; \
-	LSH(Y0); \
-	VPAND   ycon<>+0(SB), Y0, Y0; \
-	VMOVDQU (hoff+64*k+32*h)(SI), Y2; \
-	HSH(Y2); \
-	VPAND   ycon<>+64(SB), Y2, Y2; \
-	VPOR    Y2, Y0, Y0
-
-// YQ6S(j, ss, y, z): the two sub-blocks' sums minus 32*Σa (at ss).
-// YQ6D(j, dd, y, acc): acc = fma(float(y), d*d_a, acc) (Y3 = d).
-#define YQ6S(j, ss, y, z) \
-	VPBROADCASTD (8*j) ss, Y2; \
-	VPSUBD       Y2, y, y; \
-	VPBROADCASTD (8*j+4) ss, Y2; \
-	VPSUBD       Y2, z, z
-
-#define YQ6D(j, dd, y, acc) \
-	VCVTDQ2PS    y, y; \
-	VBROADCASTSS (4*j) dd, Y2; \
-	VMULPS       Y3, Y2, Y2; \
-	VFMADD231PS  Y2, y, acc
-
-// The sub-block scales (Y3) times the sums, then d (Y3) and the float
-// step: four tokens (Y4-Y7, Y12-Y15; the activation sums are per 16,
-// their token stride twice R10), one token.
-#define YQ6F4(j, h) \
-	YQ6S(j, (DX), Y4, Y12); \
-	YQ6S(j, (DX)(R10*2), Y5, Y13); \
-	YQ6S(j, (DX)(R10*4), Y6, Y14); \
-	YQ6S(j, (DX)(R11*2), Y7, Y15); \
-	VPMOVSXBD (32*j+8*h)(R12), Y3; \
-	VPMULLD   Y3, Y4, Y4; \
-	VPMULLD   Y3, Y5, Y5; \
-	VPMULLD   Y3, Y6, Y6; \
-	VPMULLD   Y3, Y7, Y7; \
-	VPMOVSXBD (32*j+16+8*h)(R12), Y3; \
-	VPMULLD   Y3, Y12, Y12; \
-	VPMULLD   Y3, Y13, Y13; \
-	VPMULLD   Y3, Y14, Y14; \
-	VPMULLD   Y3, Y15, Y15; \
-	VPADDD    Y12, Y4, Y4; \
-	VPADDD    Y13, Y5, Y5; \
-	VPADDD    Y14, Y6, Y6; \
-	VPADDD    Y15, Y7, Y7; \
-	VCVTPH2PS (256+16*h)(R12), Y3; \
-	YQ6D(j, (BX), Y4, Y8); \
-	YQ6D(j, (BX)(R10*1), Y5, Y9); \
-	YQ6D(j, (BX)(R10*2), Y6, Y10); \
-	YQ6D(j, (BX)(R11*1), Y7, Y11)
-
-#define YQ6F1(j, h) \
-	VPADDD    Y5, Y4, Y4; \
-	VPADDD    Y13, Y12, Y12; \
-	YQ6S(j, (DX), Y4, Y12); \
-	VPMOVSXBD (32*j+8*h)(R12), Y3; \
-	VPMULLD   Y3, Y4, Y4; \
-	VPMOVSXBD (32*j+16+8*h)(R12), Y3; \
-	VPMULLD   Y3, Y12, Y12; \
-	VPADDD    Y12, Y4, Y4; \
-	VCVTPH2PS (256+16*h)(R12), Y3; \
-	YQ6D(j, (BX), Y4, Y8)
-
-#define YQ6Z4 YZ4; VPXOR Y12, Y12, Y12; VPXOR Y13, Y13, Y13; VPXOR Y14, Y14, Y14; VPXOR Y15, Y15, Y15
-#define YQ6Z1 YZ1; VPXOR Y12, Y12, Y12; VPXOR Y13, Y13, Y13
-
-#define YQ6SUB(j, loff, hoff, LSH, HSH, h, Z, DA, DA2, DB, DB2, F) \
-	Z; \
-	YQ6U(0, loff, hoff, LSH, HSH, h); DA((32*j)); \
-	YQ6U(1, loff, hoff, LSH, HSH, h); DA2((32*j+4)); \
-	YQ6U(2, loff, hoff, LSH, HSH, h); DA((32*j+8)); \
-	YQ6U(3, loff, hoff, LSH, HSH, h); DA2((32*j+12)); \
-	YQ6U(4, loff, hoff, LSH, HSH, h); DB((32*j+16)); \
-	YQ6U(5, loff, hoff, LSH, HSH, h); DB2((32*j+20)); \
-	YQ6U(6, loff, hoff, LSH, HSH, h); DB((32*j+24)); \
-	YQ6U(7, loff, hoff, LSH, HSH, h); DB2((32*j+28)); \
-	F(j, h)
-
-#define YQ6SB(h, Z, DA, DA2, DB, DB2, F) \
-	YQ6SUB(0, 0, 2048, NOSH, SLL4, h, Z, DA, DA2, DB, DB2, F); \
-	YQ6SUB(1, 512, 2048, NOSH, SLL2, h, Z, DA, DA2, DB, DB2, F); \
-	YQ6SUB(2, 0, 2048, SRL4, NOSH, h, Z, DA, DA2, DB, DB2, F); \
-	YQ6SUB(3, 512, 2048, SRL4, SRL2, h, Z, DA, DA2, DB, DB2, F); \
-	YQ6SUB(4, 1024, 2560, NOSH, SLL4, h, Z, DA, DA2, DB, DB2, F); \
-	YQ6SUB(5, 1536, 2560, NOSH, SLL2, h, Z, DA, DA2, DB, DB2, F); \
-	YQ6SUB(6, 1024, 2560, SRL4, NOSH, h, Z, DA, DA2, DB, DB2, F); \
-	YQ6SUB(7, 1536, 2560, SRL4, SRL2, h, Z, DA, DA2, DB, DB2, F)
-
 // The bodies (one block or super-block of half h) of each type and token
 // count, for YRUN.
 #define Y4Q8_0(h) YQ4(h, YSC8, YQ8B, YNO5, YQ8F)
@@ -323,8 +223,6 @@ GLOBL ycon<>(SB), RODATA|NOPTR, $192
 #define Y1Q4_K(h) YKSB(h, YNO5, YZ1, YDE1, YDO1, YFIN1, YT1)
 #define Y4Q5_K(h) YKSB(h, YF5, YZ4, YDA4, YDA4, YFIN4, YT4)
 #define Y1Q5_K(h) YKSB(h, YF5, YZ1, YDE1, YDO1, YFIN1, YT1)
-#define Y4Q6_K(h) YQ6SB(h, YQ6Z4, YDA4, YDA4, YDB4, YDB4, YQ6F4)
-#define Y1Q6_K(h) YQ6SB(h, YQ6Z1, YDE1, YDO1, YDBE1, YDBO1, YQ6F1)
 
 // YHALF: half h of a group (its outputs zeroed, the block loop with the
 // prefetch PF); YSTORE: its outputs stored (ST) under the rows' mask,
@@ -348,8 +246,8 @@ loop: \
 	SHRQ         $(8*h), CX; \
 	MOVQ         CX, X0; \
 	VPBROADCASTD X0, Y0; \
-	VPAND        ycon<>+96(SB), Y0, Y0; \
-	VPCMPEQD     ycon<>+96(SB), Y0, Y0; \
+	VPAND        ycon<>+64(SB), Y0, Y0; \
+	VPCMPEQD     ycon<>+64(SB), Y0, Y0; \
 full: \
 	ST(h)
 
@@ -428,12 +326,6 @@ TEXT ·gemm4Q5_KAVXVNNI(SB), NOSPLIT, $0-88
 
 TEXT ·gemm1Q5_KAVXVNNI(SB), NOSPLIT, $0-88
 	YRUN(Y1Q5_K, YST1, PFQ5_K, 2560, 320, 8, 32)
-
-TEXT ·gemm4Q6_KAVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y4Q6_K, YST4, NOPF, 3072, 288, 8, 64)
-
-TEXT ·gemm1Q6_KAVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y1Q6_K, YST1, PFQ6_K, 3072, 288, 8, 64)
 
 // func int8MulPeakAVXVNNI(n int)
 // n rounds of 8 independent VEX VPDPBUSD on 256-bit registers (32
