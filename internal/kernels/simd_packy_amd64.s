@@ -261,20 +261,25 @@ full: \
 
 #define NOPF
 
-// YRUN(BODY, ST, PF, qbytes, sbytes, asub, abytes): the kernel: per group
-// half 0 then half 1 (the weights again, from the cache: the prefetch PF
-// in half 0 only), as PKRUN4/PKRUN1's arguments.
-#define YRUN(BODY, ST, PF, qbytes, sbytes, asub, abytes) \
+// YRUN(BODY, ST, PF0, PF1, SET, qbytes, sbytes, asub, abytes): the kernel
+// (PKRUN4/PKRUN1's arguments): per group half 0, then half 1 (the
+// weights again, from the cache), PF0 and PF1 the prefetches of each
+// pass and SET what they need. The four-token kernels prefetch nothing;
+// the one-token ones fetch a few blocks ahead in half 0 and, in half 1,
+// the next group's block (R14 = the bytes of a group), so that the
+// memory is not idle while half 1 runs.
+#define YRUN(BODY, ST, PF0, PF1, SET, qbytes, sbytes, asub, abytes) \
 	PKGP; \
+	SET(qbytes, sbytes); \
 	VMOVDQU ycon<>+0(SB), Y14; \
 	VMOVDQU ycon<>+32(SB), Y15; \
 group: \
-	YHALF(0, BODY, PF, qbytes, sbytes, asub, abytes, loop0); \
+	YHALF(0, BODY, PF0, qbytes, sbytes, asub, abytes, loop0); \
 	YSTORE(0, ST, full0); \
 	MOVQ  nb+8(FP), CX; \
 	IMULQ $qbytes, CX; \
 	SUBQ  CX, SI; \
-	YHALF(1, BODY, NOPF, qbytes, sbytes, asub, abytes, loop1); \
+	YHALF(1, BODY, PF1, qbytes, sbytes, asub, abytes, loop1); \
 	YSTORE(1, ST, full1); \
 	MOVQ  R12, SI; \
 	ADDQ  $64, AX; \
@@ -283,49 +288,61 @@ group: \
 	VZEROUPPER; \
 	RET
 
+#define NOSET(qbytes, sbytes)
+#define GSET(qbytes, sbytes) MOVQ nb+8(FP), R14; IMULQ $(qbytes+sbytes), R14
+
+// The next group's lines o, o+64, ... of the block at SI.
+#define PN(o) PREFETCHT0 (o)(SI)(R14*1)
+#define PN4(o) PN(o); PN(o+64); PN(o+128); PN(o+192)
+#define PNQ8 PN4(0); PN4(256)
+#define PNQ4 PN4(0)
+#define PNQ5 PN4(0); PN(256)
+#define PNQ4_K PN4(0); PN4(256); PN4(512); PN4(768); PN4(1024); PN4(1280); PN4(1536); PN4(1792)
+#define PNQ5_K PNQ4_K; PN4(2048); PN4(2304)
+
 // The kernels, declared in pack_amd64.go (the AVX-512 kernels' arguments).
 
 TEXT ·gemm4Q8_0AVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y4Q8_0, YST4, NOPF, 512, 32, 1, 4)
+	YRUN(Y4Q8_0, YST4, NOPF, NOPF, NOSET, 512, 32, 1, 4)
 
 TEXT ·gemm1Q8_0AVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y1Q8_0, YST1, PFQ8_0, 512, 32, 1, 4)
+	YRUN(Y1Q8_0, YST1, PFQ8_0, PNQ8, GSET, 512, 32, 1, 4)
 
 TEXT ·gemm4Q4_0AVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y4Q4_0, YST4, NOPF, 256, 32, 1, 4)
+	YRUN(Y4Q4_0, YST4, NOPF, NOPF, NOSET, 256, 32, 1, 4)
 
 TEXT ·gemm1Q4_0AVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y1Q4_0, YST1, PFQ4_0, 256, 32, 1, 4)
+	YRUN(Y1Q4_0, YST1, PFQ4_0, PNQ4, GSET, 256, 32, 1, 4)
 
 TEXT ·gemm4Q4_1AVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y4Q4_1, YST4, NOPF, 256, 64, 1, 4)
+	YRUN(Y4Q4_1, YST4, NOPF, NOPF, NOSET, 256, 64, 1, 4)
 
 TEXT ·gemm1Q4_1AVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y1Q4_1, YST1, PFQ4_0, 256, 64, 1, 4)
+	YRUN(Y1Q4_1, YST1, PFQ4_0, PNQ4, GSET, 256, 64, 1, 4)
 
 TEXT ·gemm4Q5_0AVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y4Q5_0, YST4, NOPF, 320, 32, 1, 4)
+	YRUN(Y4Q5_0, YST4, NOPF, NOPF, NOSET, 320, 32, 1, 4)
 
 TEXT ·gemm1Q5_0AVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y1Q5_0, YST1, PFQ5, 320, 32, 1, 4)
+	YRUN(Y1Q5_0, YST1, PFQ5, PNQ5, GSET, 320, 32, 1, 4)
 
 TEXT ·gemm4Q5_1AVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y4Q5_1, YST4, NOPF, 320, 64, 1, 4)
+	YRUN(Y4Q5_1, YST4, NOPF, NOPF, NOSET, 320, 64, 1, 4)
 
 TEXT ·gemm1Q5_1AVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y1Q5_1, YST1, PFQ5, 320, 64, 1, 4)
+	YRUN(Y1Q5_1, YST1, PFQ5, PNQ5, GSET, 320, 64, 1, 4)
 
 TEXT ·gemm4Q4_KAVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y4Q4_K, YST4, NOPF, 2048, 320, 8, 32)
+	YRUN(Y4Q4_K, YST4, NOPF, NOPF, NOSET, 2048, 320, 8, 32)
 
 TEXT ·gemm1Q4_KAVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y1Q4_K, YST1, PFQ4_K, 2048, 320, 8, 32)
+	YRUN(Y1Q4_K, YST1, PFQ4_K, PNQ4_K, GSET, 2048, 320, 8, 32)
 
 TEXT ·gemm4Q5_KAVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y4Q5_K, YST4, NOPF, 2560, 320, 8, 32)
+	YRUN(Y4Q5_K, YST4, NOPF, NOPF, NOSET, 2560, 320, 8, 32)
 
 TEXT ·gemm1Q5_KAVXVNNI(SB), NOSPLIT, $0-88
-	YRUN(Y1Q5_K, YST1, PFQ5_K, 2560, 320, 8, 32)
+	YRUN(Y1Q5_K, YST1, PFQ5_K, PNQ5_K, GSET, 2560, 320, 8, 32)
 
 // func int8MulPeakAVXVNNI(n int)
 // n rounds of 8 independent VEX VPDPBUSD on 256-bit registers (32
