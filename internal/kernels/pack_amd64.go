@@ -165,8 +165,9 @@ func init() {
 // layouts and bits in 256-bit registers with the VEX VPDPBUSD, for the
 // quantized types but Q6_K. Q6_K, F16 and BF16 keep the AVX2 kernels there:
 // the one-token Q6_K kernel over the packed layout (its 6-bit unpack for
-// 8 rows per register) decoded at 0.5-0.65x the AVX2 one (Zen 5, 134M
-// Q6_K model), where prefill gained 1.6-1.8x.
+// 8 rows per register, without AVX-512's VPTERNLOGD) decoded at 0.5-0.65x
+// the AVX2 one (Zen 5, 134M Q6_K model; 0.75x with both halves of a chunk
+// per step), where prefill gained 1.6-1.8x.
 var avxvnniPackKernels = map[Type]*packKernels{
 	Q8_0: {gemm4: gemm4Q8_0AVXVNNI, gemm1: gemm1Q8_0AVXVNNI, sumsPer: 32, sumsMul: 128},
 	Q4_0: {gemm4: gemm4Q4_0AVXVNNI, gemm1: gemm1Q4_0AVXVNNI},
