@@ -3,8 +3,9 @@
 // internal/kernels): the pure-Go dispatch table and four-input kernels, and
 // per assembly path the declarations of the assembly kernels, their Go
 // wrappers (bounds checks, the one-row and one-input cases) and the path's
-// dispatch table. A new type or path is rows of the tables below plus its
-// unpack function (Go) and its assembly.
+// dispatch table; and the tables and declarations of the kernels over
+// packed weights (gen_pack_amd64.go, from packPaths). A new type or path is
+// rows of the tables below plus its unpack function (Go) and its assembly.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"go/format"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/template"
 )
 
@@ -337,6 +339,85 @@ func dot4Rows{{.Name}}{{$w}}(w []byte, rows int, a *[4]*Act, n int, out []float3
 }
 {{end}}{{end}}`))
 
+// packPath is a path's table of kernels over packed weights (pack.go):
+// the map Var of its types, each with its four-token and one-token
+// kernels gemm4<type><Suffix>, gemm1<type><Suffix>, and gemm42<type>
+// <Suffix> (two groups at a time) where Pair is set.
+type packPath struct {
+	Var, Suffix, Doc string
+	Types            []packType
+}
+
+type packType struct {
+	Name   string
+	Suffix string // the kernels' suffix when it is not the path's
+	Pair   bool
+	Ref    string // the map whose entry this one reuses (no kernels of its own)
+}
+
+// packSums are the types whose packed kernels take Act.I (sums of runs
+// of sumsPer quants times sumsMul) instead of Act.S.
+var packSums = map[string]string{"Q8_0": ", sumsPer: 32, sumsMul: 128", "Q6_K": ", sumsPer: 16, sumsMul: 32"}
+
+var packPaths = []packPath{
+	{Var: "vnniPackKernels", Suffix: "VNNI", Doc: "the avx512 path's kernels over packed weights (simd_pack_amd64.s): VPDPBUSD, and for F16/BF16 conversion and FMA.",
+		Types: []packType{{Name: "Q8_0", Pair: true}, {Name: "Q4_0", Pair: true}, {Name: "Q4_1", Pair: true}, {Name: "Q5_0", Pair: true}, {Name: "Q5_1", Pair: true},
+			{Name: "Q4_K", Pair: true}, {Name: "Q5_K", Pair: true}, {Name: "Q6_K"}, {Name: "F16", Suffix: "AVX512"}, {Name: "BF16", Suffix: "AVX512"}}},
+	{Var: "bwPackKernels", Suffix: "BW", Doc: "the avx512bw path's (simd_packbw_amd64.s): the VNNI ones' layouts and results without VPDPBUSD, for every type but Q8_0 (whose w+128 would overflow VPMADDUBSW's int16 pairs: it keeps the AVX2 kernels there).",
+		Types: []packType{{Name: "Q4_0"}, {Name: "Q4_1"}, {Name: "Q5_0"}, {Name: "Q5_1"}, {Name: "Q4_K"}, {Name: "Q5_K"}, {Name: "Q6_K"},
+			{Name: "F16", Ref: "vnniPackKernels"}, {Name: "BF16", Ref: "vnniPackKernels"}}},
+	{Var: "avxvnniPackKernels", Suffix: "AVXVNNI", Doc: "the avxvnni path's (simd_packy_amd64.s): the avx512 path's layouts and bits in 256-bit registers with the VEX VPDPBUSD, for the quantized types but Q6_K. Q6_K, F16 and BF16 keep the AVX2 kernels there: the one-token Q6_K kernel over the packed layout (its 6-bit unpack for 8 rows per register, without AVX-512's VPTERNLOGD) decoded at 0.5-0.65x the AVX2 one (Zen 5, 134M Q6_K model; 0.75x with both halves of a chunk per step), where prefill gained 1.6-1.8x.",
+		Types: []packType{{Name: "Q8_0"}, {Name: "Q4_0"}, {Name: "Q4_1"}, {Name: "Q5_0"}, {Name: "Q5_1"}, {Name: "Q4_K"}, {Name: "Q5_K"}}},
+}
+
+// Fn is the kernels' name suffix of packed type t on path p.
+func (t packType) Fn(p packPath) string {
+	if t.Suffix != "" {
+		return t.Name + t.Suffix
+	}
+	return t.Name + p.Suffix
+}
+
+func (t packType) Sums() string { return packSums[t.Name] }
+
+// comment wraps text as // lines of at most 76 columns.
+func comment(text string) string {
+	var b strings.Builder
+	line := "//"
+	for _, w := range strings.Fields(text) {
+		if len(line)+1+len(w) > 76 && line != "//" {
+			b.WriteString(line + "\n")
+			line = "//"
+		}
+		line += " " + w
+	}
+	b.WriteString(line)
+	return b.String()
+}
+
+var packTmpl = template.Must(template.New("pack").Funcs(template.FuncMap{"comment": comment}).Parse(header + `//go:build amd64 && !purego
+
+package kernels
+
+import "unsafe"
+{{range $p := .}}
+{{comment (print $p.Var " are " $p.Doc)}}
+var {{$p.Var}} = map[Type]*packKernels{
+{{- range $p.Types}}
+	{{.Name}}: {{if .Ref}}{{.Ref}}[{{.Name}}]{{else}}{gemm4: gemm4{{.Fn $p}}, gemm1: gemm1{{.Fn $p}}{{if .Pair}}, gemm42: gemm42{{.Fn $p}}{{end}}{{.Sums}}}{{end}},
+{{- end}}
+}
+{{range $p.Types}}{{if not .Ref}}
+//go:noescape
+func gemm4{{.Fn $p}}(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1{{.Fn $p}}(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+{{if .Pair}}
+//go:noescape
+func gemm42{{.Fn $p}}(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+{{end}}{{end}}{{end}}{{end}}`))
+
 type isaType struct {
 	T    wtype
 	Need string
@@ -381,6 +462,11 @@ func generate() (map[string][]byte, error) {
 		}
 		files[is.File] = b.Bytes()
 	}
+	var pb bytes.Buffer
+	if err := packTmpl.Execute(&pb, packPaths); err != nil {
+		return nil, err
+	}
+	files["gen_pack_amd64.go"] = pb.Bytes()
 	for name, src := range files {
 		out, err := format.Source(src)
 		if err != nil {
