@@ -12,9 +12,9 @@ import "math"
 func quantizeAct(x []float32, a *Act) {
 	n := len(x)
 	nb := n / 32
-	a.Qs = growInt8(a.Qs, n)
-	a.D = growF32(a.D, nb)
-	a.S = growF32(a.S, nb)
+	a.Qs = grow(a.Qs, n)
+	a.D = grow(a.D, nb)
+	a.S = grow(a.S, nb)
 	qs, ds, ss := a.Qs[:nb*32], a.D[:nb], a.S[:nb]
 	for b := 0; b < nb; b++ {
 		blk := (*[32]float32)(x[b*32:])
@@ -39,23 +39,10 @@ func quantizeAct(x []float32, a *Act) {
 	}
 }
 
-func growInt8(s []int8, n int) []int8 {
+// grow returns s with length n, reallocated when its capacity is short.
+func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]int8, n)
-	}
-	return s[:n]
-}
-
-func growInt32(s []int32, n int) []int32 {
-	if cap(s) < n {
-		return make([]int32, n)
-	}
-	return s[:n]
-}
-
-func growF32(s []float32, n int) []float32 {
-	if cap(s) < n {
-		return make([]float32, n)
+		return make([]T, n)
 	}
 	return s[:n]
 }

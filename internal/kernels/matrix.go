@@ -97,6 +97,7 @@ type matmulJob struct {
 	qs   []int8
 	d, s []float32
 	is   []int32
+	xb   []uint16     // the input in bfloat16, for pk.bf16 kernels
 	pk   *packKernels // the packed path's kernels, nil for the file layout
 
 	m    *Matrix
@@ -243,15 +244,19 @@ func prepare(p *Pool, m *Matrix, x []float32, n int) *matmulJob {
 		for i := range j.acts {
 			j.acts[i].F = x[i*cols : (i+1)*cols]
 		}
+		if j.pk != nil && j.pk.bf16 {
+			j.xb = grow(j.xb, n*cols)
+			toBF16(j.xb, x[:n*cols])
+		}
 	} else {
 		nb := cols / 32
-		j.qs = growInt8(j.qs, n*cols)
-		j.d = growF32(j.d, n*nb)
-		j.s = growF32(j.s, n*nb)
+		j.qs = grow(j.qs, n*cols)
+		j.d = grow(j.d, n*nb)
+		j.s = grow(j.s, n*nb)
 		ni := 0 // integer sums per input row
 		if j.pk != nil && j.pk.sumsPer > 0 {
 			ni = cols / j.pk.sumsPer
-			j.is = growInt32(j.is, n*ni)
+			j.is = grow(j.is, n*ni)
 		}
 		for i := range j.acts {
 			// Full slice expressions keep each row inside its own share.
@@ -370,15 +375,18 @@ func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
 			mask = 1<<(m.Rows%packRows) - 1
 		}
 		w := &pk.data[t0*pk.gbytes]
-		if m.Type.BlockSize() == 1 { // float activations, 4 bytes each
+		if m.Type.BlockSize() == 1 { // float activations, 4 bytes each (bfloat16: 2)
 			for i := 0; i < n; {
-				x := (*int8)(unsafe.Pointer(&j.x[i*cols]))
+				x, stride := (*int8)(unsafe.Pointer(&j.x[i*cols])), 4*cols
+				if k.bf16 {
+					x, stride = (*int8)(unsafe.Pointer(&j.xb[i*cols])), 2*cols
+				}
 				o := &out[i*m.Rows+t0*packRows]
 				if i+4 <= n {
-					k.gemm4(w, pk.nb, t1-t0, x, 4*cols, nil, nil, 0, o, m.Rows, mask)
+					k.gemm4(w, pk.nb, t1-t0, x, stride, nil, nil, 0, o, m.Rows, mask)
 					i += 4
 				} else {
-					k.gemm1(w, pk.nb, t1-t0, x, 4*cols, nil, nil, 0, o, m.Rows, mask)
+					k.gemm1(w, pk.nb, t1-t0, x, stride, nil, nil, 0, o, m.Rows, mask)
 					i++
 				}
 			}

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"math"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -225,6 +226,9 @@ type packKernels struct {
 	// gemm42, where set, is gemm4 on an even number of groups, two at a
 	// time (the same bits).
 	gemm42 gemmFunc
+	// bf16 marks kernels of float weights that take the activations
+	// rounded to bfloat16 (toBF16), 2 bytes per column, instead of Act.F.
+	bf16 bool
 	// s is Act.I, sums of runs of sumsPer quants times sumsMul (actSums),
 	// when sumsPer > 0; else Act.S.
 	sumsPer int
@@ -234,3 +238,45 @@ type packKernels struct {
 // packTable holds the packed kernels of the path in use (nil: none).
 // NewMatrix packs the matrices of the types it has.
 var packTable map[Type]*packKernels
+
+// toBF16Asm converts the first n&^15 floats where the CPU can, else nil.
+var toBF16Asm func(dst *uint16, src *float32, n int)
+
+// toBF16 sets dst[i] to src[i] rounded to bfloat16 as VCVTNEPS2BF16 does
+// (bf16RNE).
+func toBF16(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	i := 0
+	if toBF16Asm != nil && len(src) >= 16 {
+		toBF16Asm(&dst[0], &src[0], len(src))
+		i = len(src) &^ 15
+	}
+	for ; i < len(src); i++ {
+		dst[i] = bf16RNE(src[i])
+	}
+}
+
+// bf16RNE rounds f to bfloat16 to nearest even, a denormal to zero and a
+// NaN to a quiet NaN (VCVTNEPS2BF16's rules).
+func bf16RNE(f float32) uint16 {
+	b := math.Float32bits(f)
+	switch {
+	case b&0x7fffffff > 0x7f800000:
+		return uint16(b>>16) | 0x40
+	case b&0x7f800000 == 0:
+		return uint16(b>>16) & 0x8000
+	}
+	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+}
+
+// FloatActivations reports whether the kernels of the path in use multiply
+// matrices of float type t with the activations as float32 (true on every
+// path but avx512 on CPUs with AVX512-BF16, whose BF16 kernels round them
+// to bfloat16); quantized types always quantize them.
+func FloatActivations(t Type) bool {
+	if t.BlockSize() != 1 {
+		return false
+	}
+	pk := packTable[t]
+	return pk == nil || !pk.bf16
+}

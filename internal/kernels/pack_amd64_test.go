@@ -4,8 +4,11 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
 
 // packExact lists the packed kernels that give the AVX2 kernels' bits
@@ -44,7 +47,8 @@ func testPackedMatMul(t *testing.T, path string) {
 	r := rand.New(rand.NewPCG(31, 31))
 	p := NewPool(2)
 	defer p.Close()
-	for ty := range packTable {
+	table := packTable
+	for ty, pk := range table {
 		for _, shape := range [][2]int{{1, 32}, {15, 64}, {16, 96}, {17, 256}, {33, 800}, {130, 768}, {256, 2048}, {40, 1280}} {
 			rows, cols := shape[0], shape[1]
 			if cols%ty.BlockSize() != 0 {
@@ -80,10 +84,57 @@ func testPackedMatMul(t *testing.T, path string) {
 					if got[n*rows] != 0 {
 						t.Fatalf("%s: wrote past its output", what)
 					}
-					tm.check(t, got[:n*rows], n, what)
+					tm.checkWith(t, got[:n*rows], n, what, pk.bf16)
 				}
 			}
 		}
+	}
+}
+
+// TestBF16Kernels: on the avx512 path with AVX512-BF16, BF16 matrices go
+// through the VDPBF16PS kernels (TestPackedMatMul checks their results),
+// and the activations' conversion gives bf16RNE's bits, specials included.
+func TestBF16Kernels(t *testing.T) {
+	if why := pathMissing("avx512"); why != "" {
+		t.Skip("path avx512:", why)
+	}
+	if !cpu.X86.HasAVX512BF16 {
+		t.Skip("the CPU lacks AVX512-BF16: BF16 keeps the FMA kernels")
+	}
+	prev, err := setPath("avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setPath(prev)
+	if packTable[BF16] != bf16DPKernels || packTable[F16] != vnniPackKernels[F16] {
+		t.Fatal("the avx512 path does not use the VDPBF16PS kernels for BF16 (only)")
+	}
+	if FloatActivations(BF16) || !FloatActivations(F16) || FloatActivations(Q8_0) {
+		t.Error("FloatActivations: BF16 rounds its activations here, F16 does not, Q8_0 quantizes them")
+	}
+	setPath("avx2")
+	if !FloatActivations(BF16) {
+		t.Error("FloatActivations(BF16) is false on the avx2 path")
+	}
+	setPath("avx512")
+	r := rand.New(rand.NewPCG(36, 36))
+	src := make([]float32, 1000)
+	for i := range src {
+		src[i] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(60)-30)))
+	}
+	specials := []float32{0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+		math.Float32frombits(0x00000001), math.Float32frombits(0x807fffff), math.Float32frombits(0x3f808000), math.Float32frombits(0x3f818000),
+		math.Float32frombits(0x3f807fff), math.Float32frombits(0x7f7fffff), math.Float32frombits(0x00800000)}
+	copy(src[100:], specials)
+	got := make([]uint16, len(src))
+	toBF16(got, src)
+	for i, f := range src {
+		if want := bf16RNE(f); got[i] != want && i < len(src)&^15 {
+			t.Fatalf("toBF16(%g = %#x) = %#x, want %#x", f, math.Float32bits(f), got[i], want)
+		}
+	}
+	if toBF16Asm == nil {
+		t.Fatal("no assembly conversion on a CPU with AVX512-BF16")
 	}
 }
 

@@ -192,9 +192,9 @@ func f32ToF16sSIMD(dst []uint16, src []float32) int {
 func growAct(x []float32, a *Act) (nb int) {
 	n := len(x)
 	nb = n / 32
-	a.Qs = growInt8(a.Qs, n)
-	a.D = growF32(a.D, nb)
-	a.S = growF32(a.S, nb)
+	a.Qs = grow(a.Qs, n)
+	a.D = grow(a.D, nb)
+	a.S = grow(a.S, nb)
 	if nb > 0 {
 		_ = x[nb*32-1]
 		_ = a.Qs[nb*32-1]

@@ -474,8 +474,9 @@ full:
 // four partial sums, of the columns c with c%4 = 0..3, added as (p0+p1) +
 // (p2+p3) at the end: the same operations for one token or four. The
 // activations are float32 (Act.F): qs points at the first token's, qstride
-// is the bytes between tokens, nb the column count / 4. (AVX512-BF16's
-// VDPBF16PS would round the activations to bfloat16: not used.)
+// is the bytes between tokens, nb the column count / 4. Where the CPU has
+// AVX512-BF16, BF16 goes through simd_pack_amd64.s's VDPBF16PS kernels
+// instead (bfloat16 activations).
 
 #define F16C(o, z) VCVTPH2PS (o)(SI), z
 #define BF16C(o, z) VPMOVZXWD (o)(SI), z; VPSLLD $16, z, z
