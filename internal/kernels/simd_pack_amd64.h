@@ -480,6 +480,8 @@ full:
 
 #define F16C(o, z) VCVTPH2PS (o)(SI), z
 #define BF16C(o, z) VPMOVZXWD (o)(SI), z; VPSLLD $16, z, z
+#define F16LOAD F16C(0, Z0); F16C(32, Z1); F16C(64, Z2); F16C(96, Z3)
+#define BF16LOAD BF16C(0, Z0); BF16C(32, Z1); BF16C(64, Z2); BF16C(96, Z3)
 
 // FTOK(q, a0, a1, a2, a3): a token's four columns at q into its partials.
 #define FTOK(q, a0, a1, a2, a3) \
@@ -499,20 +501,19 @@ full:
 	VPXORD a2, a2, a2; \
 	VPXORD a3, a3, a3
 
-// FGROUP(CONV, TOKS, ZEROS, SUMS, STORE): the group and column loops.
-#define FGROUP(CONV, TOKS, ZEROS, SUMS, STORE) \
+// FGROUP(LOAD, astep, TOKS, ZEROS, SUMS, STORE): the group and column
+// loops: LOAD takes 4 columns' weights (128 bytes), TOKS multiplies them
+// with the tokens' activations, astep bytes per 4 columns.
+#define FGROUP(LOAD, astep, TOKS, ZEROS, SUMS, STORE) \
 group: \
 	MOVQ qs+24(FP), DI; \
 	MOVQ nb+8(FP), CX; \
 	ZEROS; \
 loop: \
-	CONV(0, Z0); \
-	CONV(32, Z1); \
-	CONV(64, Z2); \
-	CONV(96, Z3); \
+	LOAD; \
 	TOKS; \
 	ADDQ $128, SI; \
-	ADDQ $16, DI; \
+	ADDQ $astep, DI; \
 	DECQ CX; \
 	JNZ  loop; \
 	SUMS; \
@@ -632,8 +633,8 @@ loop: \
 #define GEMM1Q5_K PKARGS; KCONST5; PKGEMMK1(Q5KSB, KTOK1Q5, PKNOPF, 2560, 320, 32)
 #define GEMM4Q6_K PKARGS; KCONST6; PKGEMMK4(Q6KSB, Q6TOK4, 3072, 288, 64)
 #define GEMM1Q6_K PKARGS; KCONST6; PKGEMMK1(Q6KSB, Q6TOK1P, PKNOPF, 3072, 288, 64)
-#define GEMM4F16 PKARGS; FGROUP(F16C, FTOK4, FZERO4, FSUM4, FSTORE4)
-#define GEMM1F16 PKARGS; FGROUP(F16C, FTOK1, FZERO1, FSUM1, FSTORE1)
-#define GEMM4BF16 PKARGS; FGROUP(BF16C, FTOK4, FZERO4, FSUM4, FSTORE4)
-#define GEMM1BF16 PKARGS; FGROUP(BF16C, FTOK1, FZERO1, FSUM1, FSTORE1)
+#define GEMM4F16 PKARGS; FGROUP(F16LOAD, 16, FTOK4, FZERO4, FSUM4, FSTORE4)
+#define GEMM1F16 PKARGS; FGROUP(F16LOAD, 16, FTOK1, FZERO1, FSUM1, FSTORE1)
+#define GEMM4BF16 PKARGS; FGROUP(BF16LOAD, 16, FTOK4, FZERO4, FSUM4, FSTORE4)
+#define GEMM1BF16 PKARGS; FGROUP(BF16LOAD, 16, FTOK1, FZERO1, FSUM1, FSTORE1)
 

@@ -290,31 +290,9 @@ pfull: \
 	VMOVUPS Z20, K1, (AX)(R13*2); \
 	VMOVUPS Z22, K1, (AX)(R14*1)
 
-// BDGROUP(TOKS, ZEROS, SUMS, STORE): FGROUP's loops with 8 bytes of
-// activations per 4 columns.
-#define BDGROUP(TOKS, ZEROS, SUMS, STORE) \
-	PKARGS; \
-	VMOVDQU64 bdperm<>(SB), Z29; \
-group: \
-	MOVQ qs+24(FP), DI; \
-	MOVQ nb+8(FP), CX; \
-	ZEROS; \
-loop: \
-	VPERMW 0(SI), Z29, Z0; \
-	VPERMW 64(SI), Z29, Z1; \
-	TOKS; \
-	ADDQ $128, SI; \
-	ADDQ $8, DI; \
-	DECQ CX; \
-	JNZ  loop; \
-	SUMS; \
-	PKMASK(store); \
-	STORE; \
-	ADDQ $64, AX; \
-	DECQ R15; \
-	JNZ  group; \
-	VZEROUPPER; \
-	RET
+// BDLOAD: 4 columns of 16 rows as two registers of row pairs (Z29 the
+// index).
+#define BDLOAD VPERMW 0(SI), Z29, Z0; VPERMW 64(SI), Z29, Z1
 
 // bdperm<>: word 2r is r (column c, row r), word 2r+1 is 16+r (column c+1).
 DATA bdperm<>+0(SB)/8, $0x0011000100100000
@@ -479,10 +457,14 @@ TEXT ·gemm42Q5_KVNNI(SB), NOSPLIT, $0-88
 	PKPAIR(P42Q5_K, 0, 2560, 320, 8, 32)
 
 TEXT ·gemm4BF16DP(SB), NOSPLIT, $0-88
-	BDGROUP(BDTOK4, BDZERO4, BDSUM4, BDSTORE4)
+	PKARGS
+	VMOVDQU64 bdperm<>(SB), Z29
+	FGROUP(BDLOAD, 8, BDTOK4, BDZERO4, BDSUM4, BDSTORE4)
 
 TEXT ·gemm1BF16DP(SB), NOSPLIT, $0-88
-	BDGROUP(BDTOK1, BDZERO1, BDSUM1, FSTORE1)
+	PKARGS
+	VMOVDQU64 bdperm<>(SB), Z29
+	FGROUP(BDLOAD, 8, BDTOK1, BDZERO1, BDSUM1, FSTORE1)
 
 // func f32ToBF16AVX512(dst *uint16, src *float32, n int)
 // dst[i] = src[i] rounded to bfloat16 (VCVTNEPS2BF16) for i < n&^15.
