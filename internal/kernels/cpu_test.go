@@ -218,9 +218,17 @@ next:
 	return env
 }
 
-// tail returns the last n lines of s.
+// tail returns the last n lines of s, without the lines that announce a
+// test or say that it passed or was skipped.
 func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		// A passing test's lines would push the failure out of the tail.
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "=== RUN") || strings.HasPrefix(t, "--- PASS") || strings.HasPrefix(t, "--- SKIP") {
+			continue
+		}
+		lines = append(lines, l)
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
