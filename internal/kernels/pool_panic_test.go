@@ -27,11 +27,13 @@ func goid() uint64 {
 
 // forOnWorkers runs p.For(n, fn) with fn called only on chunks a worker
 // took (the caller's own chunks sleep a little so that the workers get
-// some), retrying until a worker ran one; it returns what For panicked with.
+// some), retrying until a worker ran one (for up to 20 s: a loaded machine
+// may leave the workers unscheduled for a while); it returns what For
+// panicked with.
 func forOnWorkers(t *testing.T, p *Pool, n int, fn func(lo, hi int)) any {
 	t.Helper()
 	caller := goid()
-	for range 200 {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		var ranOnWorker atomic.Bool // several workers may run chunks
 		v := func() (v any) {
 			defer func() { v = recover() }()
