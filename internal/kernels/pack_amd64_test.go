@@ -147,35 +147,49 @@ func TestPackedAVXVNNI(t *testing.T) {
 			t.Skipf("path %s: %s (the avxvnni kernels are compared with the avx512 ones)", path, why)
 		}
 	}
+	if len(avxvnniPackKernels) != 7 {
+		t.Fatalf("%d avxvnni kernels, want the 7 quantized types but Q6_K", len(avxvnniPackKernels))
+	}
+	var shapes [][2]int
+	for _, rows := range []int{1, 7, 8, 9, 16, 23, 24, 31, 48} {
+		shapes = append(shapes, [2]int{rows, 512})
+	}
+	samePackedBits(t, 35, avxvnniPackKernels, "avxvnni", shapes, []int{1, 3, 4, 6, 9})
+}
+
+// samePackedBits checks that the kernels of table give vnniPackKernels'
+// bits (the reference is that table itself, not the avx512 path's, whose
+// BF16 entry may be the VDPBF16PS kernels) on the same matrices, packed on
+// the avx512 path, of each shape (rows, cols) against each token count in
+// ns; name is table's in the messages.
+func samePackedBits(t *testing.T, seed uint64, table map[Type]*packKernels, name string, shapes [][2]int, ns []int) {
+	t.Helper()
 	prev, err := setPath("avx512")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer setPath(prev)
-	r := rand.New(rand.NewPCG(35, 35))
+	r := rand.New(rand.NewPCG(seed, seed))
 	p := NewPool(2)
 	defer p.Close()
-	if len(avxvnniPackKernels) != 7 {
-		t.Fatalf("%d avxvnni kernels, want the 7 quantized types but Q6_K", len(avxvnniPackKernels))
-	}
-	for ty, y := range avxvnniPackKernels {
-		x := vnniPackKernels[ty]
-		if x == nil || y.sumsPer != x.sumsPer || y.sumsMul != x.sumsMul {
-			t.Fatalf("%s: the avxvnni kernels' sums differ from the avx512 ones'", ty)
+	for ty, k := range table {
+		ref := vnniPackKernels[ty]
+		if ref == nil || k.gemm4 == nil || k.gemm1 == nil || k.sumsPer != ref.sumsPer || k.sumsMul != ref.sumsMul {
+			t.Fatalf("%s: the %s kernels are missing, have no avx512 twin or take other sums", ty, name)
 		}
-		for _, rows := range []int{1, 7, 8, 9, 16, 23, 24, 31, 48} {
-			cols := 512
-			for _, n := range []int{1, 3, 4, 6, 9} {
+		for _, shape := range shapes {
+			rows, cols := shape[0], shape[1]
+			for _, n := range ns {
+				packTable = vnniPackKernels
 				tm := newTestMatrix(t, r, ty, rows, cols, n)
 				want := make([]float32, n*rows+8)
 				MatMul(p, want, tm.m, tm.input, n)
-				packTable = avxvnniPackKernels
+				packTable = table
 				got := make([]float32, n*rows+8)
 				MatMul(p, got, tm.m, tm.input, n)
-				packTable = vnniPackKernels
-				for k := range got {
-					if got[k] != want[k] {
-						t.Fatalf("%s %dx%d n=%d: out[%d] = %g (avxvnni), %g (avx512)", ty, rows, cols, n, k, got[k], want[k])
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%s %dx%d n=%d: out[%d] = %g (%s), %g (avx512)", ty, rows, cols, n, i, got[i], name, want[i])
 					}
 				}
 			}
@@ -225,39 +239,7 @@ func TestPackedBW(t *testing.T) {
 	if why := pathMissing("avx512"); why != "" {
 		t.Skipf("path avx512: %s (the BW kernels are compared with the VNNI ones)", why)
 	}
-	prev, err := setPath("avx512")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer setPath(prev)
-	r := rand.New(rand.NewPCG(33, 33))
-	p := NewPool(2)
-	defer p.Close()
-	for ty, bw := range bwPackKernels {
-		if vnniPackKernels[ty] == nil {
-			t.Fatalf("%s: a BW kernel without a VNNI one", ty)
-		}
-		for _, shape := range [][2]int{{17, 256}, {40, 768}} {
-			rows, cols := shape[0], shape[1]
-			for _, n := range []int{1, 3, 4, 9} {
-				tm := newTestMatrix(t, r, ty, rows, cols, n)
-				want := make([]float32, n*rows)
-				MatMul(p, want, tm.m, tm.input, n)
-				packTable = bwPackKernels
-				got := make([]float32, n*rows)
-				MatMul(p, got, tm.m, tm.input, n)
-				packTable = vnniPackKernels
-				for k := range got {
-					if got[k] != want[k] {
-						t.Fatalf("%s %dx%d n=%d: out[%d] = %g (BW), %g (VNNI)", ty, rows, cols, n, k, got[k], want[k])
-					}
-				}
-				if bw.gemm4 == nil || bw.gemm1 == nil {
-					t.Fatalf("%s: missing kernels", ty)
-				}
-			}
-		}
-	}
+	samePackedBits(t, 33, bwPackKernels, "BW", [][2]int{{17, 256}, {40, 768}}, []int{1, 3, 4, 9})
 	if bwPackKernels[Q8_0] != nil {
 		t.Error("Q8_0 has a BW kernel: its w+128 pairs overflow VPMADDUBSW")
 	}
