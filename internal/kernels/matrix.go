@@ -367,7 +367,6 @@ func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
 	if n > 1 {
 		tile = max(1, tileBytes/pk.gbytes)
 	}
-	var s unsafe.Pointer
 	for t0 := lo; t0 < hi; t0 += tile {
 		t1 := min(t0+tile, hi)
 		mask := 0xffff
@@ -375,33 +374,30 @@ func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
 			mask = 1<<(m.Rows%packRows) - 1
 		}
 		w := &pk.data[t0*pk.gbytes]
-		if m.Type.BlockSize() == 1 { // float activations, 4 bytes each (bfloat16: 2)
-			for i := 0; i < n; {
-				x, stride := (*int8)(unsafe.Pointer(&j.x[i*cols])), 4*cols
-				if k.bf16 {
-					x, stride = (*int8)(unsafe.Pointer(&j.xb[i*cols])), 2*cols
-				}
-				o := &out[i*m.Rows+t0*packRows]
-				if i+4 <= n {
-					k.gemm4(w, pk.nb, t1-t0, x, stride, nil, nil, 0, o, m.Rows, mask)
-					i += 4
-				} else {
-					k.gemm1(w, pk.nb, t1-t0, x, stride, nil, nil, 0, o, m.Rows, mask)
-					i++
-				}
-			}
-			continue
-		}
 		for i := 0; i < n; {
-			if k.sumsPer > 0 {
-				s = unsafe.Pointer(&j.is[i*cols/k.sumsPer])
-			} else {
-				s = unsafe.Pointer(&j.s[i*nb])
+			// Token i's input: its quants, block scales and sums, or its
+			// float (bfloat16) values, which the float kernels take at qs.
+			var qs *int8
+			var d *float32
+			var s unsafe.Pointer
+			stride := cols
+			switch {
+			case m.Type.BlockSize() != 1:
+				qs, d = &j.qs[i*cols], &j.d[i*nb]
+				if k.sumsPer > 0 {
+					s = unsafe.Pointer(&j.is[i*cols/k.sumsPer])
+				} else {
+					s = unsafe.Pointer(&j.s[i*nb])
+				}
+			case k.bf16:
+				qs, stride = (*int8)(unsafe.Pointer(&j.xb[i*cols])), 2*cols
+			default:
+				qs, stride = (*int8)(unsafe.Pointer(&j.x[i*cols])), 4*cols
 			}
 			o := &out[i*m.Rows+t0*packRows]
 			if i+4 <= n {
 				// gemm42 takes the groups two at a time, gemm4 what is left.
-				g, q, d, p := t1-t0, &j.qs[i*cols], &j.d[i*nb], 0
+				g, p := t1-t0, 0
 				if k.gemm42 != nil {
 					p = g &^ 1
 				}
@@ -410,14 +406,14 @@ func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
 					if p == g {
 						pmask = mask
 					}
-					k.gemm42(w, pk.nb, p, q, cols, d, s, nb, o, m.Rows, pmask)
+					k.gemm42(w, pk.nb, p, qs, stride, d, s, nb, o, m.Rows, pmask)
 				}
 				if p < g {
-					k.gemm4(&pk.data[(t0+p)*pk.gbytes], pk.nb, g-p, q, cols, d, s, nb, &out[i*m.Rows+(t0+p)*packRows], m.Rows, mask)
+					k.gemm4(&pk.data[(t0+p)*pk.gbytes], pk.nb, g-p, qs, stride, d, s, nb, &out[i*m.Rows+(t0+p)*packRows], m.Rows, mask)
 				}
 				i += 4
 			} else {
-				k.gemm1(w, pk.nb, t1-t0, &j.qs[i*cols], cols, &j.d[i*nb], s, nb, o, m.Rows, mask)
+				k.gemm1(w, pk.nb, t1-t0, qs, stride, d, s, nb, o, m.Rows, mask)
 				i++
 			}
 		}
