@@ -1,0 +1,243 @@
+// Package openai is the OpenAI dialect's chat completions and (legacy)
+// completions: it decodes their requests into gen.Requests and writes
+// their answers (one body, or chunks of a server-sent event stream) from a
+// gen.Sink. Unknown request fields are ignored, as in mistral.rs.
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"mistralrs/internal/chat"
+	"mistralrs/internal/server/gen"
+)
+
+// chatRequest is the body of POST /v1/chat/completions.
+type chatRequest struct {
+	gen.Sampling
+	Messages           gen.BodyJSON               `json:"messages"`
+	Logprobs           bool                       `json:"logprobs"`
+	TopLogprobs        *int                       `json:"top_logprobs"`
+	Tools              []json.RawMessage          `json:"tools"`
+	ToolChoice         json.RawMessage            `json:"tool_choice"`
+	ResponseFormat     json.RawMessage            `json:"response_format"`
+	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
+	EnableThinking     *bool                      `json:"enable_thinking"`
+}
+
+// completionRequest is the body of POST /v1/completions.
+type completionRequest struct {
+	gen.Sampling
+	Prompt   gen.BodyJSON `json:"prompt"`
+	Echo     bool         `json:"echo"`
+	Suffix   *string      `json:"suffix"`
+	BestOf   *int         `json:"best_of"`
+	Logprobs *int         `json:"logprobs"`
+}
+
+// chatMessage is one message of a chat request.
+type chatMessage struct {
+	Role             string       `json:"role"`
+	Content          gen.BodyJSON `json:"content"`
+	Name             string       `json:"name"`
+	ToolCalls        []toolCall   `json:"tool_calls"`
+	ToolCallID       string       `json:"tool_call_id"`
+	ReasoningContent string       `json:"reasoning_content"`
+}
+
+// toolCall is a tool call of a request's assistant message or of an answer
+// (Index only in stream deltas).
+type toolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// messages parses the messages field: an array of messages, or (mistral.rs
+// extension) a string used as the raw prompt, without the chat template.
+func (r *chatRequest) messages() (msgs []chat.Message, raw string, isRaw bool, err error) {
+	b := bytes.TrimSpace(r.Messages)
+	if len(b) == 0 || string(b) == "null" {
+		return nil, "", false, gen.BadRequest("messages", "messages is required")
+	}
+	if b[0] == '"' {
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return nil, "", false, gen.BadRequest("messages", "messages: %s", gen.JSONProblem(err))
+		}
+		if raw == "" {
+			return nil, "", false, gen.BadRequest("messages", "messages must not be empty")
+		}
+		return nil, raw, true, nil
+	}
+	var in []chatMessage
+	if err := json.Unmarshal(b, &in); err != nil {
+		// Not err itself: it names Go types.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, "", false, gen.BadRequest("messages", "messages: invalid type for field %q: expected %s, got JSON %s", te.Field, gen.JSONType(te.Type.Kind()), te.Value)
+		}
+		return nil, "", false, gen.BadRequest("messages", "messages must be a string or an array of message objects")
+	}
+	if len(in) == 0 {
+		return nil, "", false, gen.BadRequest("messages", "messages must not be empty")
+	}
+	for i, m := range in {
+		if m.Role == "" {
+			return nil, "", false, gen.BadRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d]: role is required", i)
+		}
+		if !chatRoles[m.Role] {
+			return nil, "", false, gen.BadRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not one of system, developer, user, assistant, tool, function, ipython", i, m.Role)
+		}
+		if c := bytes.TrimSpace(m.Content); (len(c) == 0 || string(c) == "null") && !(m.Role == "assistant" && (len(m.ToolCalls) > 0 || m.ReasoningContent != "")) {
+			return nil, "", false, gen.BadRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content is required (only an assistant message with tool_calls may omit it)", i)
+		}
+		cm := chat.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, ReasoningContent: m.ReasoningContent}
+		if err := setContent(&cm, m.Content); err != nil {
+			return nil, "", false, gen.BadRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %s", i, gen.JSONProblem(err))
+		}
+		for _, tc := range m.ToolCalls {
+			cm.ToolCalls = append(cm.ToolCalls, chat.ToolCall{ID: tc.ID, Type: tc.Type,
+				Function: chat.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+		}
+		msgs = append(msgs, cm)
+	}
+	return msgs, "", false, nil
+}
+
+// setContent accepts a string, null (assistant tool calls) or an array of
+// content parts; only text parts carry anything for a text model.
+// chatRoles are the message roles a chat request may use: OpenAI's, and
+// Llama 3's ipython (tool output) that its templates know.
+var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true,
+	"tool": true, "function": true, "ipython": true}
+
+func setContent(m *chat.Message, raw gen.BodyJSON) error {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	if b[0] == '"' {
+		return json.Unmarshal(b, &m.Content)
+	}
+	var parts []struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return errors.New("must be a string or an array of content parts")
+	}
+	m.Parts = []chat.ContentPart{}
+	for j, p := range parts {
+		if p.Type != "text" {
+			return fmt.Errorf("content part type %q is not supported by a text model", p.Type)
+		}
+		if p.Text == nil {
+			return fmt.Errorf("content[%d] is a text part without text", j)
+		}
+		m.Parts = append(m.Parts, chat.ContentPart{Type: p.Type, Text: *p.Text})
+	}
+	return nil
+}
+
+// Response shapes.
+
+type usageJSON struct {
+	CompletionTokens       int     `json:"completion_tokens"`
+	PromptTokens           int     `json:"prompt_tokens"`
+	TotalTokens            int     `json:"total_tokens"`
+	AvgTokPerSec           float64 `json:"avg_tok_per_sec"`
+	AvgPromptTokPerSec     float64 `json:"avg_prompt_tok_per_sec"`
+	AvgComplTokPerSec      float64 `json:"avg_compl_tok_per_sec"`
+	TotalTimeSec           float64 `json:"total_time_sec"`
+	TotalPromptTimeSec     float64 `json:"total_prompt_time_sec"`
+	TotalCompletionTimeSec float64 `json:"total_completion_time_sec"`
+}
+
+type chatMessageJSON struct {
+	Role      string     `json:"role"`
+	Content   *string    `json:"content"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+}
+
+type chatChoiceJSON struct {
+	Index        int              `json:"index"`
+	Message      *chatMessageJSON `json:"message,omitempty"`
+	Delta        *chatMessageJSON `json:"delta,omitempty"`
+	FinishReason *string          `json:"finish_reason"`
+	Logprobs     *chatLogprobs    `json:"logprobs"`
+}
+
+type chatLogprobs struct {
+	Content []TokenLogprob `json:"content"`
+}
+
+type TokenLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float64      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []TopLogprob `json:"top_logprobs"`
+}
+
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type chatCompletionJSON struct {
+	ID                string           `json:"id"`
+	Object            string           `json:"object"`
+	Created           int64            `json:"created"`
+	Model             string           `json:"model"`
+	SystemFingerprint string           `json:"system_fingerprint"`
+	Choices           []chatChoiceJSON `json:"choices"`
+	Usage             *usageJSON       `json:"usage,omitempty"`
+}
+
+type completionChoiceJSON struct {
+	Index        int                `json:"index"`
+	Text         string             `json:"text"`
+	FinishReason *string            `json:"finish_reason"`
+	Logprobs     *completionLogprob `json:"logprobs"`
+}
+
+// completionLogprob is the legacy completions logprobs object.
+type completionLogprob struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+type completionJSON struct {
+	ID                string                 `json:"id"`
+	Object            string                 `json:"object"`
+	Created           int64                  `json:"created"`
+	Model             string                 `json:"model"`
+	SystemFingerprint string                 `json:"system_fingerprint"`
+	Choices           []completionChoiceJSON `json:"choices"`
+	Usage             *usageJSON             `json:"usage,omitempty"`
+}
+
+// systemFingerprint is what mistral.rs reports.
+const systemFingerprint = "local"
+
+// unsupported are mistral.rs's extension fields this server does not
+// implement (reasoning_effort "off" or "none" asks for nothing and passes).
+var unsupported = []gen.Unsupported{
+	{Name: "dry_multiplier", Why: "DRY sampling is not implemented"},
+	{Name: "dry_base", Why: "DRY sampling is not implemented"},
+	{Name: "dry_allowed_length", Why: "DRY sampling is not implemented"},
+	{Name: "dry_sequence_breakers", Why: "DRY sampling is not implemented"},
+	{Name: "reasoning_effort", Why: "reasoning budgets are not implemented", Pass: gen.ReasoningOff},
+	{Name: "adapter", Why: "LoRA adapters are not supported"},
+	{Name: "web_search_options", Why: "web search is not supported"},
+	{Name: "agent_permission", Why: "agentic tool execution is not supported"},
+	{Name: "code_execution_permission", Why: "agentic tool execution is not supported"},
+}
