@@ -30,9 +30,10 @@ type Sink interface {
 // CancelFailer is a Sink whose dialect has no finish reason for a
 // generation the server canceled while its client was still there (the
 // drain ran out, or the model went away): Canceled answers it as a failure
-// with msg. Without it such a generation finishes with reason canceled.
+// with msg; end holds what was generated until then. Without it such a
+// generation finishes with reason canceled.
 type CancelFailer interface {
-	Canceled(msg string)
+	Canceled(msg string, end *End)
 }
 
 // ErrClientClosed is what a sink is told when the client left before a
@@ -88,7 +89,7 @@ func (b *Base) Run(w http.ResponseWriter, r *http.Request, j *Job, stream bool, 
 	case results[0].FinishReason == engine.FinishCanceled && ClientGone(r):
 		sink.Fail(ErrClientClosed)
 	case results[0].FinishReason == engine.FinishCanceled && canFail(sink):
-		sink.(CancelFailer).Canceled(b.Canceled())
+		sink.(CancelFailer).Canceled(b.Canceled(), j.end(results, nil))
 	default:
 		_, _ = sink.Finish(j.end(results, nil))
 	}
@@ -129,7 +130,7 @@ func (b *Base) runStream(w http.ResponseWriter, r *http.Request, j *Job, newSink
 	case results[0].FinishReason == engine.FinishCanceled && canFail(sink):
 		msg := b.Canceled()
 		st.Error(msg)
-		sink.(CancelFailer).Canceled(msg)
+		sink.(CancelFailer).Canceled(msg, j.end(results, held))
 		return
 	}
 	end := j.end(results, held)
