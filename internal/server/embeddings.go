@@ -11,7 +11,7 @@ import (
 	"net/http"
 
 	"mistralrs/internal/engine"
-	"mistralrs/internal/observe"
+	"mistralrs/internal/server/gen"
 )
 
 // POST /v1/embeddings, as OpenAI and mistral.rs serve it. Every model
@@ -63,29 +63,20 @@ type embeddingListJSON struct {
 	Usage  embeddingUsageJSON `json:"usage"`
 }
 
-// statusError is an error answered with its own status, param and code.
-type statusError struct {
-	status      int
-	param, code string
-	msg         string
-}
-
-func (e *statusError) Error() string { return e.msg }
-
 // invalidEmbedding is a 422: the status mistral.rs gives an embeddings
 // request whose model, dimensions or input it refuses.
-func invalidEmbedding(param, code, format string, args ...any) *statusError {
-	return &statusError{status: http.StatusUnprocessableEntity, param: param, code: code, msg: fmt.Sprintf(format, args...)}
+func invalidEmbedding(param, code, format string, args ...any) *gen.Error {
+	return &gen.Error{Status: http.StatusUnprocessableEntity, Param: param, Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
 // handleEmbeddings is POST /v1/embeddings.
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	body, ok := s.base.ReadBody(w, r, gen.OpenAI)
 	if !ok {
 		return
 	}
 	var req embeddingRequest
-	if err := decodeJSON(body, &req); err != nil {
+	if err := gen.DecodeJSON(body, &req); err != nil {
 		s.writeEmbeddingError(w, r, err)
 		return
 	}
@@ -106,7 +97,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		case "base64":
 			base64Out = true
 		default:
-			s.writeEmbeddingError(w, r, badRequest("encoding_format", `encoding_format must be "float" or "base64", got %q`, *f))
+			s.writeEmbeddingError(w, r, gen.BadRequest("encoding_format", `encoding_format must be "float" or "base64", got %q`, *f))
 			return
 		}
 	}
@@ -127,7 +118,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		s.writeEmbeddingError(w, r, err)
 		return
 	}
-	vecs, err := lm.eng.Embed(r.Context(), prompts)
+	vecs, err := lm.Engine.Embed(r.Context(), prompts)
 	if err != nil {
 		s.writeEmbeddingError(w, r, embedError(err))
 		return
@@ -145,8 +136,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Data[i] = embeddingJSON{Object: "embedding", Embedding: e, Index: i}
 	}
-	_ = s.opts.PayloadLog.Response(resp)
-	writeJSON(w, http.StatusOK, resp)
+	s.base.Respond(w, resp)
 }
 
 // parseEmbeddingInput reads input: a string, an array of strings, an array
@@ -155,7 +145,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 func parseEmbeddingInput(raw json.RawMessage) ([]embeddingInput, error) {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
-		return nil, badRequest("input", "input is required")
+		return nil, gen.BadRequest("input", "input is required")
 	}
 	var out []embeddingInput
 	var text string
@@ -178,7 +168,7 @@ func parseEmbeddingInput(raw json.RawMessage) ([]embeddingInput, error) {
 			out = append(out, embeddingInput{tokens: t})
 		}
 	default:
-		return nil, badRequest("input", "input must be a string, an array of strings, an array of token ids (integers), or an array of arrays of token ids")
+		return nil, gen.BadRequest("input", "input must be a string, an array of strings, an array of token ids (integers), or an array of arrays of token ids")
 	}
 	if len(out) == 0 {
 		return nil, invalidEmbedding("input", "invalid_input", "input must contain at least one entry.")
@@ -203,8 +193,8 @@ func parseEmbeddingInput(raw json.RawMessage) ([]embeddingInput, error) {
 // Without truncate, a text input longer than the context is refused as soon
 // as that is certain, without tokenizing all of it.
 func embeddingPrompts(lm *loadedModel, inputs []embeddingInput, truncate bool) ([][]int32, int, error) {
-	tok := lm.model.Tok
-	ctxLen := lm.eng.ContextLength()
+	tok := lm.Model.Tok
+	ctxLen := lm.Engine.ContextLength()
 	prompts := make([][]int32, len(inputs))
 	n := 0
 	for i, in := range inputs {
@@ -237,30 +227,12 @@ func embedError(err error) error {
 	if errors.As(err, &ee) {
 		return invalidEmbedding("input", "invalid_input", "%s", ee.Msg)
 	}
-	return generateError(err)
+	return gen.GenerateError(err)
 }
 
-// writeEmbeddingError answers err in the OpenAI error shape: an *statusError
-// with its status, param and code, the rest as writeRequestError does.
+// writeEmbeddingError answers err in the OpenAI error shape.
 func (s *Server) writeEmbeddingError(w http.ResponseWriter, r *http.Request, err error) {
-	if clientGone(r) {
-		observe.WriteErrorMessage(w, r, statusClientClosed, "client closed the request")
-		return
-	}
-	var ae *statusError
-	if !errors.As(err, &ae) {
-		s.writeRequestError(w, r, err)
-		return
-	}
-	e := observe.APIError{Message: ae.msg}
-	if ae.param != "" {
-		e.Param = &ae.param
-	}
-	if ae.code != "" {
-		e.Code = &ae.code
-	}
-	_ = s.opts.PayloadLog.Error(ae.msg)
-	observe.WriteError(w, r, ae.status, e)
+	s.base.WriteError(w, r, gen.OpenAI, err)
 }
 
 // base64Floats is OpenAI's base64 encoding of an embedding: the float32

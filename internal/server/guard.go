@@ -5,6 +5,7 @@ import (
 
 	"mistralrs/internal/httpguard"
 	"mistralrs/internal/observe"
+	"mistralrs/internal/server/anthropic"
 )
 
 // jsonRoutes are the routes whose body is a JSON document: a request to one
@@ -56,6 +57,22 @@ func (s *Server) guard(inner func(http.Handler) http.Handler) func(http.Handler)
 	}
 }
 
+// anthropicRoutes are the path patterns that answer in Anthropic's envelope.
+var anthropicRoutes = []string{"/v1/messages", "/v1/messages/count_tokens"}
+
+// addAnthropicErrorWriters makes the observability layer answer the errors
+// it detects itself on the Anthropic routes (413, 405) in their envelope.
+func addAnthropicErrorWriters(o *observe.Options) {
+	ew := make(map[string]observe.ErrorWriter, len(o.ErrorWriters)+len(anthropicRoutes))
+	for k, v := range o.ErrorWriters {
+		ew[k] = v
+	}
+	for _, p := range anthropicRoutes {
+		ew[p] = anthropic.WriteError
+	}
+	o.ErrorWriters = ew
+}
+
 // writeGuardError answers a refusal in the route's envelope: Anthropic's on
 // the /v1/messages routes (401 is authentication_error there), OpenAI's
 // elsewhere ({"error":{"type":"invalid_request_error","code":…}}).
@@ -63,7 +80,7 @@ func writeGuardError(w http.ResponseWriter, r *http.Request, status int, code, m
 	route := observe.Route(r.Context())
 	for _, p := range anthropicRoutes {
 		if p == route {
-			writeAnthropicError(w, r, status, msg)
+			anthropic.WriteError(w, r, status, msg)
 			return
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"mistralrs/internal/engine"
 	"mistralrs/internal/kernels"
 	"mistralrs/internal/loader"
+	"mistralrs/internal/server/gen"
 )
 
 // Model status values of GET /v1/models and the model-management routes.
@@ -91,16 +92,15 @@ type modelEntry struct {
 // loadedModel is one engine on one loaded model. Requests hold a reference
 // while they generate, so an unload frees it only when the last one ends.
 type loadedModel struct {
-	model   *loader.Model
+	gen.Loaded
 	draft   *loader.Model // nil: no draft model
-	eng     *engine.Engine
 	refs    int  // guarded by the entry's mu
 	retired bool // unloaded: freed when refs drops to 0
 }
 
 func (l *loadedModel) free() {
-	l.eng.Close()
-	_ = l.model.Close()
+	l.Engine.Close()
+	_ = l.Model.Close()
 	_ = l.draft.Close()
 }
 
@@ -156,9 +156,36 @@ func (e *modelEntry) refuseGeneration() error {
 	if e.generative() {
 		return nil
 	}
-	return &requestError{status: http.StatusBadRequest, param: "model", msg: fmt.Sprintf(
+	return &gen.Error{Status: http.StatusBadRequest, Param: "model", Msg: fmt.Sprintf(
 		"Model '%s' is served for embeddings only (kind %s): it answers POST /v1/embeddings, not text generation.",
 		e.spec.ID, e.spec.Kind)}
+}
+
+// The registry as the dialects see it (gen.Models, gen.Model).
+
+// Lookup finds a request's model: a 404 naming the served ones when it is
+// not served.
+func (r *models) Lookup(name string) (gen.Model, error) {
+	e, ok := r.lookup(name)
+	if !ok {
+		return nil, &gen.Error{Status: http.StatusNotFound, Param: "model", Msg: r.unknownModelError(name)}
+	}
+	return e, nil
+}
+
+// ID is the model's id.
+func (e *modelEntry) ID() string { return e.spec.ID }
+
+// RefuseGeneration is refuseGeneration for the dialects.
+func (e *modelEntry) RefuseGeneration() error { return e.refuseGeneration() }
+
+// Acquire is acquire for the dialects.
+func (e *modelEntry) Acquire(ctx context.Context) (*gen.Loaded, func(), error) {
+	l, release, err := e.acquire(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &l.Loaded, release, nil
 }
 
 func (e *modelEntry) status() string {
@@ -207,7 +234,7 @@ func (e *modelEntry) acquire(ctx context.Context) (l *loadedModel, release func(
 func (e *modelEntry) release(l *loadedModel) {
 	e.mu.Lock()
 	l.refs--
-	broken := e.cur == l && l.eng.Broken() != nil
+	broken := e.cur == l && l.Engine.Broken() != nil
 	if broken {
 		// Its file changed on disk under the memory map: the next request
 		// loads the model again (from the file now at the path).
@@ -216,7 +243,7 @@ func (e *modelEntry) release(l *loadedModel) {
 	free := l.retired && l.refs == 0
 	e.mu.Unlock()
 	if broken {
-		e.reg.log.Warn("Model " + e.spec.ID + " retired: " + l.eng.Broken().Error() + "; the next request loads it again")
+		e.reg.log.Warn("Model " + e.spec.ID + " retired: " + l.Engine.Broken().Error() + "; the next request loads it again")
 	}
 	if free {
 		l.free()
@@ -255,7 +282,7 @@ func (e *modelEntry) load() (string, error) {
 		var eng *engine.Engine
 		eng, stats, err = e.reg.newEng(&e.spec, m, draft)
 		if err == nil {
-			l = &loadedModel{model: m, draft: draft, eng: eng}
+			l = &loadedModel{Loaded: gen.Loaded{Model: m, Engine: eng}, draft: draft}
 		} else {
 			_ = m.Close()
 			_ = draft.Close()
@@ -274,7 +301,7 @@ func (e *modelEntry) load() (string, error) {
 		return StatusInternalError, fmt.Errorf("loading model %s: %w", e.spec.ID, err)
 	}
 	e.reg.log.Info(fmt.Sprintf("Model %s loaded in %.2fs%s", e.spec.ID, time.Since(start).Seconds(), packedNote(l.model)))
-	if w := l.eng.KVWarning(); w != "" {
+	if w := l.Engine.KVWarning(); w != "" {
 		e.reg.log.Warn("Model " + e.spec.ID + ": " + w)
 	}
 	return StatusLoaded, nil

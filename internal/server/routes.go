@@ -1,13 +1,12 @@
 package server
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"mistralrs/internal/observe"
+	"mistralrs/internal/server/gen"
 )
 
 // route is one registered route. The table is the only place routes are
@@ -28,14 +27,14 @@ func (r route) docPath() string {
 func (s *Server) routeTable() []route {
 	h := func(f http.HandlerFunc) http.Handler { return f }
 	return []route{
-		{"POST", "/v1/chat/completions", h(s.handleChat)},
-		{"POST", "/v1/completions", h(s.handleCompletions)},
-		{"POST", "/v1/responses", h(s.handleCreateResponse)},
-		{"GET", "/v1/responses/{response_id}", h(s.handleGetResponse)},
-		{"DELETE", "/v1/responses/{response_id}", h(s.handleDeleteResponse)},
-		{"POST", "/v1/responses/{response_id}/cancel", h(s.handleCancelResponse)},
-		{"POST", "/v1/messages", h(s.handleAnthropicMessages)},
-		{"POST", "/v1/messages/count_tokens", h(s.handleAnthropicCountTokens)},
+		{"POST", "/v1/chat/completions", h(s.openai.Chat)},
+		{"POST", "/v1/completions", h(s.openai.Completions)},
+		{"POST", "/v1/responses", h(s.responses.Create)},
+		{"GET", "/v1/responses/{response_id}", h(s.responses.Get)},
+		{"DELETE", "/v1/responses/{response_id}", h(s.responses.Delete)},
+		{"POST", "/v1/responses/{response_id}/cancel", h(s.responses.Cancel)},
+		{"POST", "/v1/messages", h(s.anthropic.Messages)},
+		{"POST", "/v1/messages/count_tokens", h(s.anthropic.CountTokens)},
 		{"POST", "/v1/embeddings", h(s.handleEmbeddings)},
 		{"GET", "/v1/models", h(s.handleListModels)},
 		{"POST", "/v1/models/unload", h(s.handleUnload)},
@@ -56,18 +55,6 @@ func handleHealth(w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, "OK")
 }
 
-// writeJSON sends v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
 type modelJSON struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`
@@ -84,7 +71,7 @@ func (s *Server) handleListModels(w http.ResponseWriter, _ *http.Request) {
 	for _, e := range s.models.entries {
 		data = append(data, modelJSON{ID: e.spec.ID, Object: "model", Created: s.created, OwnedBy: "local", Status: e.status()})
 	}
-	writeJSON(w, http.StatusOK, struct {
+	gen.WriteJSON(w, http.StatusOK, struct {
 		Object string      `json:"object"`
 		Data   []modelJSON `json:"data"`
 	}{"list", data})
@@ -100,19 +87,19 @@ type modelStatusJSON struct {
 // the body (mistral.rs answers these routes with 200 whatever happens);
 // only an unreadable body is a 400.
 func (s *Server) modelManagement(w http.ResponseWriter, r *http.Request, op func(*modelEntry) (string, error)) {
-	body, ok := s.readBody(w, r)
+	body, ok := s.base.ReadBody(w, r, gen.OpenAI)
 	if !ok {
 		return
 	}
 	var req struct {
 		ModelID *string `json:"model_id"`
 	}
-	if err := decodeJSON(body, &req); err != nil {
-		s.writeRequestError(w, r, err)
+	if err := gen.DecodeJSON(body, &req); err != nil {
+		s.base.WriteRequestError(w, r, gen.OpenAI, err)
 		return
 	}
 	if req.ModelID == nil {
-		s.writeRequestError(w, r, badRequest("model_id", "model_id is required"))
+		s.base.WriteRequestError(w, r, gen.OpenAI, gen.BadRequest("model_id", "model_id is required"))
 		return
 	}
 	out := modelStatusJSON{ModelID: *req.ModelID}
@@ -128,8 +115,7 @@ func (s *Server) modelManagement(w http.ResponseWriter, r *http.Request, op func
 			_ = s.opts.PayloadLog.Error(err.Error())
 		}
 	}
-	_ = s.opts.PayloadLog.Response(out)
-	writeJSON(w, http.StatusOK, out)
+	s.base.Respond(w, out)
 }
 
 func (s *Server) handleUnload(w http.ResponseWriter, r *http.Request) {
@@ -144,43 +130,3 @@ func (s *Server) handleModelStatus(w http.ResponseWriter, r *http.Request) {
 	s.modelManagement(w, r, func(e *modelEntry) (string, error) { return e.status(), nil })
 }
 
-// readBody reads the whole request body (the observability layer usually
-// has it buffered already); a body over the limit is answered with 413.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := observe.ReadBody(r)
-	if err != nil {
-		if observe.IsBodyTooLarge(err) {
-			observe.WriteBodyTooLarge(w, r)
-		} else {
-			observe.WriteErrorMessage(w, r, http.StatusBadRequest, "failed to read request body: "+err.Error())
-		}
-		return nil, false
-	}
-	_ = s.opts.PayloadLog.Request(body)
-	if !utf8.Valid(body) {
-		// encoding/json would quietly turn the bad bytes into U+FFFD and the
-		// model would answer a prompt the client never sent.
-		s.writeRequestError(w, r, badRequest("", "request body is not valid UTF-8"))
-		return nil, false
-	}
-	return body, true
-}
-
-// writeRequestError answers a request error in the OpenAI error shape.
-func (s *Server) writeRequestError(w http.ResponseWriter, r *http.Request, err error) {
-	status := http.StatusInternalServerError
-	e := observe.APIError{Message: err.Error()}
-	if re, ok := err.(*requestError); ok {
-		status = re.status
-		if re.param != "" {
-			p := re.param
-			e.Param = &p
-		}
-		if status == http.StatusNotFound {
-			c := "model_not_found"
-			e.Code = &c
-		}
-	}
-	_ = s.opts.PayloadLog.Error(err.Error())
-	observe.WriteError(w, r, status, e)
-}

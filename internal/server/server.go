@@ -14,13 +14,16 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"mistralrs/internal/config"
 	"mistralrs/internal/engine"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/observe"
+	"mistralrs/internal/server/anthropic"
+	"mistralrs/internal/server/gen"
+	"mistralrs/internal/server/openai"
+	"mistralrs/internal/server/responses"
 	"mistralrs/internal/ui"
 )
 
@@ -93,7 +96,9 @@ type Options struct {
 
 // Server serves the models over HTTP.
 type Server struct {
-	grammars  grammarCache // compiled structured-output constraints
+	base      *gen.Base // what the dialects share: models, settings, grammar cache
+	openai    *openai.API
+	anthropic *anthropic.API
 	opts      Options
 	obs       *observe.HTTPLayer
 	models    *models
@@ -103,9 +108,8 @@ type Server struct {
 	log       *slog.Logger
 	engineLog *slog.Logger
 	created   int64 // unix seconds, the `created` of /v1/models
-	seq       atomic.Uint64
 	metricsOn bool
-	responses *responseStore // the Responses API's stored and background responses
+	responses *responses.API // with its stored and background responses
 	// drain ends when the shutdown's drain time is over: generations still
 	// running are canceled then (see genContext).
 	drain     context.Context
@@ -199,7 +203,11 @@ func New(opts Options) (*Server, error) {
 	s.obs = obs
 	s.models = reg
 	s.mux = http.NewServeMux()
-	s.responses = newResponseStore(opts.ResponsesMaxStored, opts.ResponsesMaxBytes)
+	s.base = &gen.Base{Models: reg, PayloadLog: opts.PayloadLog, KeepAlive: opts.KeepAlive, Seed: opts.Seed,
+		Log: s.log, Canceled: s.canceledMessage}
+	s.openai = openai.New(s.base)
+	s.anthropic = anthropic.New(s.base)
+	s.responses = responses.New(s.base, opts.ResponsesMaxStored, opts.ResponsesMaxBytes)
 	s.routes = s.routeTable()
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.method+" "+rt.pattern, rt.handler)
@@ -225,7 +233,7 @@ func (s *Server) DefaultModel() string { return s.models.DefaultModel() }
 
 // Close frees every model. Call it after Serve returned.
 func (s *Server) Close() {
-	s.responses.close() // background responses end first: they hold their models
+	s.responses.Close() // background responses end first: they hold their models
 	s.models.close()
 }
 
@@ -243,7 +251,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	h := bodyDeadline(s.opts.BodyTimeout, s.handler)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), drainKey{}, s.drain)))
+			h.ServeHTTP(w, r.WithContext(gen.WithDrain(r.Context(), s.drain)))
 		}),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       max(s.opts.IdleTimeout, 0),
@@ -293,23 +301,6 @@ func (s *Server) canceledMessage() string {
 		return "the server is shutting down: generation canceled"
 	}
 	return "generation canceled"
-}
-
-// drainKey is the request-context key of the server's drain context.
-type drainKey struct{}
-
-// genContext returns the context a generation runs under: ctx (the request's,
-// which ends when the client leaves), also canceled when the server's drain
-// time is over. The request's own context stays alive then, so handlers that
-// see a canceled result while !clientGone(r) still end their response.
-func genContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	gctx, cancel := context.WithCancel(ctx)
-	drain, _ := ctx.Value(drainKey{}).(context.Context)
-	if drain == nil {
-		return gctx, cancel
-	}
-	stop := context.AfterFunc(drain, cancel)
-	return gctx, func() { stop(); cancel() }
 }
 
 // RootURL is the URL clients use to reach a server listening on host:port:

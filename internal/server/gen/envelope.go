@@ -25,7 +25,9 @@ var OpenAI = Envelope{
 			p := err.Param
 			e.Param = &p
 		}
-		if status == http.StatusNotFound {
+		if c := err.Code; c != "" {
+			e.Code = &c
+		} else if status == http.StatusNotFound {
 			c := "model_not_found"
 			e.Code = &c
 		}

@@ -30,6 +30,7 @@ const StatusClientClosed = 499
 type Error struct {
 	Status int
 	Param  string
+	Code   string // the error's code, where the dialect has one ("" : none)
 	Msg    string
 }
 
