@@ -466,7 +466,7 @@ func TestResponsesEviction(t *testing.T) {
 		}
 		ids = append(ids, resp.ID)
 	}
-	n, bytes := small.srv.responses.usage()
+	n, bytes := small.srv.responses.Stored()
 	if n < 1 || n >= 6 || bytes > 6000 {
 		t.Errorf("byte limit: %d responses, %d bytes", n, bytes)
 	}

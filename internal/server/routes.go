@@ -35,7 +35,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/v1/responses/{response_id}/cancel", h(s.responses.Cancel)},
 		{"POST", "/v1/messages", h(s.anthropic.Messages)},
 		{"POST", "/v1/messages/count_tokens", h(s.anthropic.CountTokens)},
-		{"POST", "/v1/embeddings", h(s.handleEmbeddings)},
+		{"POST", "/v1/embeddings", h(s.openai.Embeddings)},
 		{"GET", "/v1/models", h(s.handleListModels)},
 		{"POST", "/v1/models/unload", h(s.handleUnload)},
 		{"POST", "/v1/models/reload", h(s.handleReload)},

@@ -35,6 +35,18 @@ func (a *API) Close() { a.store.close() }
 // Stored reports the entries and bytes the store holds.
 func (a *API) Stored() (int, int64) { return a.store.usage() }
 
+// Status reports a stored response's status, whether it ended a
+// conversation that previous_response_id can continue, and whether it is
+// running; ok is false when the store does not hold it.
+func (a *API) Status(id string) (status string, conversation, running, ok bool) {
+	e, ok := a.store.get(id)
+	if !ok {
+		return "", false, false, false
+	}
+	obj, msgs, running := a.store.state(e)
+	return obj.Status, msgs != nil, running, true
+}
+
 // job is a checked Responses request, bound to a loaded model.
 type job struct {
 	*gen.Job

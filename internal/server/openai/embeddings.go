@@ -1,4 +1,4 @@
-package server
+package openai
 
 import (
 	"bytes"
@@ -69,24 +69,25 @@ func invalidEmbedding(param, code, format string, args ...any) *gen.Error {
 	return &gen.Error{Status: http.StatusUnprocessableEntity, Param: param, Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
-// handleEmbeddings is POST /v1/embeddings.
-func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.base.ReadBody(w, r, gen.OpenAI)
+// Embeddings is POST /v1/embeddings.
+func (a *API) Embeddings(w http.ResponseWriter, r *http.Request) {
+	body, ok := a.b.ReadBody(w, r, gen.OpenAI)
 	if !ok {
 		return
 	}
 	var req embeddingRequest
 	if err := gen.DecodeJSON(body, &req); err != nil {
-		s.writeEmbeddingError(w, r, err)
+		a.writeEmbeddingError(w, r, err)
 		return
 	}
-	entry, ok := s.models.lookup(req.Model)
-	if !ok {
-		s.writeEmbeddingError(w, r, invalidEmbedding("model", "model_not_found", "%s", s.models.unknownModelError(req.Model)))
+	entry, err := a.b.Resolve(req.Model)
+	if err != nil {
+		// 422, not the generation routes' 404, as mistral.rs answers.
+		a.writeEmbeddingError(w, r, invalidEmbedding("model", "model_not_found", "%s", err.Error()))
 		return
 	}
 	if d := bytes.TrimSpace(req.Dimensions); len(d) > 0 && string(d) != "null" {
-		s.writeEmbeddingError(w, r, invalidEmbedding("dimensions", "invalid_dimensions",
+		a.writeEmbeddingError(w, r, invalidEmbedding("dimensions", "invalid_dimensions",
 			"Custom embedding dimensions (%s) are not supported.", compactJSON(d)))
 		return
 	}
@@ -97,37 +98,37 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		case "base64":
 			base64Out = true
 		default:
-			s.writeEmbeddingError(w, r, gen.BadRequest("encoding_format", `encoding_format must be "float" or "base64", got %q`, *f))
+			a.writeEmbeddingError(w, r, gen.BadRequest("encoding_format", `encoding_format must be "float" or "base64", got %q`, *f))
 			return
 		}
 	}
 	inputs, err := parseEmbeddingInput(req.Input)
 	if err != nil {
-		s.writeEmbeddingError(w, r, err)
+		a.writeEmbeddingError(w, r, err)
 		return
 	}
 
-	lm, release, err := entry.acquire(r.Context())
+	lm, release, err := entry.Acquire(r.Context())
 	if err != nil {
-		s.writeEmbeddingError(w, r, err)
+		a.writeEmbeddingError(w, r, err)
 		return
 	}
 	defer release()
 	prompts, used, err := embeddingPrompts(lm, inputs, req.TruncateSequence != nil && *req.TruncateSequence)
 	if err != nil {
-		s.writeEmbeddingError(w, r, err)
+		a.writeEmbeddingError(w, r, err)
 		return
 	}
 	vecs, err := lm.Engine.Embed(r.Context(), prompts)
 	if err != nil {
-		s.writeEmbeddingError(w, r, embedError(err))
+		a.writeEmbeddingError(w, r, embedError(err))
 		return
 	}
-	resp := embeddingListJSON{Object: "list", Model: entry.spec.ID, Data: make([]embeddingJSON, len(vecs)),
+	resp := embeddingListJSON{Object: "list", Model: entry.ID(), Data: make([]embeddingJSON, len(vecs)),
 		Usage: embeddingUsageJSON{PromptTokens: used, TotalTokens: used}}
 	for i, v := range vecs {
 		if !finite(v) {
-			s.writeEmbeddingError(w, r, fmt.Errorf("embedding %d of model %s is not finite (NaN or infinity in the hidden states)", i, entry.spec.ID))
+			a.writeEmbeddingError(w, r, fmt.Errorf("embedding %d of model %s is not finite (NaN or infinity in the hidden states)", i, entry.ID()))
 			return
 		}
 		var e any = v
@@ -136,7 +137,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Data[i] = embeddingJSON{Object: "embedding", Embedding: e, Index: i}
 	}
-	s.base.Respond(w, resp)
+	a.b.Respond(w, resp)
 }
 
 // parseEmbeddingInput reads input: a string, an array of strings, an array
@@ -192,7 +193,7 @@ func parseEmbeddingInput(raw json.RawMessage) ([]embeddingInput, error) {
 // all.
 // Without truncate, a text input longer than the context is refused as soon
 // as that is certain, without tokenizing all of it.
-func embeddingPrompts(lm *loadedModel, inputs []embeddingInput, truncate bool) ([][]int32, int, error) {
+func embeddingPrompts(lm *gen.Loaded, inputs []embeddingInput, truncate bool) ([][]int32, int, error) {
 	tok := lm.Model.Tok
 	ctxLen := lm.Engine.ContextLength()
 	prompts := make([][]int32, len(inputs))
@@ -231,8 +232,8 @@ func embedError(err error) error {
 }
 
 // writeEmbeddingError answers err in the OpenAI error shape.
-func (s *Server) writeEmbeddingError(w http.ResponseWriter, r *http.Request, err error) {
-	s.base.WriteError(w, r, gen.OpenAI, err)
+func (a *API) writeEmbeddingError(w http.ResponseWriter, r *http.Request, err error) {
+	a.b.WriteError(w, r, gen.OpenAI, err)
 }
 
 // base64Floats is OpenAI's base64 encoding of an embedding: the float32
