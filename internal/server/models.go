@@ -300,7 +300,7 @@ func (e *modelEntry) load() (string, error) {
 	if err != nil {
 		return StatusInternalError, fmt.Errorf("loading model %s: %w", e.spec.ID, err)
 	}
-	e.reg.log.Info(fmt.Sprintf("Model %s loaded in %.2fs%s", e.spec.ID, time.Since(start).Seconds(), packedNote(l.model)))
+	e.reg.log.Info(fmt.Sprintf("Model %s loaded in %.2fs%s", e.spec.ID, time.Since(start).Seconds(), packedNote(l.Model)))
 	if w := l.Engine.KVWarning(); w != "" {
 		e.reg.log.Warn("Model " + e.spec.ID + ": " + w)
 	}
