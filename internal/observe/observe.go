@@ -134,8 +134,8 @@ func (o *HTTPLayer) AllowedOrigins() []string {
 // Metrics returns the registry holder, nil when metrics are disabled.
 func (o *HTTPLayer) Metrics() *Metrics { return o.metrics }
 
-// Engine returns the engine metrics (*EngineMetrics has engine.Observer's method set).
-// It is nil when metrics are disabled; its methods then do nothing.
+// Engine returns the engine metric families. It is nil when metrics are
+// disabled; its recorders then do nothing.
 func (o *HTTPLayer) Engine() *EngineMetrics {
 	if o.metrics == nil {
 		return nil

@@ -176,12 +176,8 @@ func New(opts Options) (*Server, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		var next engine.Observer = engine.NopObserver{}
-		if metrics != nil {
-			next = metrics.Engine()
-		}
-		stats := newEngineStats(next)
-		eng.SetObserver(stats)
+		stats := newEngineStats(metrics.Engine()) // nil metrics: nil, recorders that do nothing
+		eng.SetStatsSink(stats.record)
 		return eng, stats, nil
 	}
 	reg, err := newModels(opts.Models, opts.DefaultModel, s.log, newEng)
