@@ -60,8 +60,12 @@ func (m *Metrics) Engine() *EngineMetrics {
 
 // Handler serves GET /metrics: the Prometheus text format by default, and
 // OpenMetrics (which carries the request-id exemplars) when the scraper's
-// Accept header asks for it.
+// Accept header asks for it. A nil registry (--disable-metrics) answers 503
+// "metrics disabled": a server builds its routes before its HTTP layer.
 func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.HandlerFunc(disabledMetrics)
+	}
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
