@@ -104,6 +104,11 @@ func canceled(msg string) *gen.Error {
 // bodySink answers in one message body.
 type bodySink struct{ *answer }
 
+var (
+	_ gen.CancelFailer = (*bodySink)(nil)
+	_ gen.CancelFailer = (*streamSink)(nil)
+)
+
 func (s *bodySink) Output(o engine.Output, _ string) error {
 	s.stopToken = o.StopToken
 	return nil
@@ -131,4 +136,8 @@ func (s *bodySink) Finish(end *gen.End) (bool, error) {
 
 func (s *bodySink) Fail(err error) { s.b.WriteError(s.w, s.r, Envelope, err) }
 
-func (s *bodySink) Canceled(msg string) { s.b.WriteError(s.w, s.r, Envelope, canceled(msg)) }
+// Canceled answers the cut generation as an error; what was generated is
+// not sent.
+func (s *bodySink) Canceled(msg string, _ *gen.End) {
+	s.b.WriteError(s.w, s.r, Envelope, canceled(msg))
+}

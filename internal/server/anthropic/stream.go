@@ -179,4 +179,4 @@ func (s *streamSink) Fail(err error) {
 
 // Canceled ends the stream with an error event: Anthropic has no stop
 // reason for an answer the server cut.
-func (s *streamSink) Canceled(msg string) { s.Fail(canceled(msg)) }
+func (s *streamSink) Canceled(msg string, _ *gen.End) { s.Fail(canceled(msg)) }

@@ -219,3 +219,10 @@ func streamError(ev *gen.Events, err error) {
 		_ = ev.Done()
 	}
 }
+
+var (
+	_ gen.Sink = (*chatBody)(nil)
+	_ gen.Sink = (*chatStream)(nil)
+	_ gen.Sink = (*completionBody)(nil)
+	_ gen.Sink = (*completionStream)(nil)
+)

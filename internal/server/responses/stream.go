@@ -176,3 +176,9 @@ func (s *stream) failed(msg string) {
 	obj.Error = &responseErrorJSON{Code: "server_error", Message: msg}
 	_ = s.send("response.failed", &responseEvent{Response: obj})
 }
+
+// The sinks of both forms answer a generation the server canceled as failed.
+var (
+	_ gen.CancelFailer = (*bodySink)(nil)
+	_ gen.CancelFailer = (*stream)(nil)
+)
