@@ -16,9 +16,9 @@ import (
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3/option"
 
-	"mistralrs/internal/chat"
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/loader"
+	"mistralrs/internal/server/gen"
 )
 
 // anthropicClient is the official Anthropic SDK pointed at the test server;
@@ -455,45 +455,6 @@ func TestAnthropicToolUse(t *testing.T) {
 	}
 }
 
-// TestAnthropicRender checks the conversion of blocks to template messages
-// directly: system blocks, thinking, several calls, tool results between
-// texts.
-func TestAnthropicRender(t *testing.T) {
-	body := `{"system":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"messages":[
-		{"role":"user","content":"q"},
-		{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"text","text":"let me see"},
-			{"type":"tool_use","id":"t1","name":"f","input":{"x":1}},{"type":"tool_use","id":"t2","name":"g"}]},
-		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"one"},{"type":"text","text":"two"}]},
-			{"type":"tool_result","tool_use_id":"t2","content":"three"},{"type":"text","text":"ok"},{"type":"text","text":"go"}]}]}`
-	var req anthropicRequest
-	if err := json.Unmarshal([]byte(body), &req); err != nil {
-		t.Fatal(err)
-	}
-	msgs, err := anthropicMessages(req.System, req.Messages)
-	if err != nil {
-		t.Fatal(err)
-	}
-	joinBlockTexts(msgs) // as render does once the size is checked
-	tmpl, err := chat.NewTemplate(anthropicTestTemplate, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := tmpl.RenderOptions(msgs, chat.Options{AddGenerationPrompt: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "<system>a\nb\n" +
-		"<user>q\n" +
-		`<assistant>let me see[thought hmm][call t1 f {"x": 1}][call t2 g {}]` + "\n" +
-		"<tool>one\ntwo[result of t1 (f)]\n" +
-		"<tool>three[result of t2 (g)]\n" +
-		"<user>ok\ngo\n" +
-		"<assistant>"
-	if got != want {
-		t.Errorf("rendered:\n%s\nwant:\n%s", got, want)
-	}
-}
-
 // anthropicErrorBodyJSON is the Anthropic error envelope.
 type anthropicErrorBodyJSON struct {
 	Type  string `json:"type"`
@@ -514,8 +475,8 @@ func TestAnthropicErrors(t *testing.T) {
 		typ, contains    string
 	}{
 		{"malformed JSON", "/v1/messages", `{"model":"tiny",`, 400, "invalid_request_error", "invalid JSON"},
-		{"too many stop_sequences", "/v1/messages", `{"stop_sequences":[` + strings.Repeat(`"x",`, MaxStopStrings) + `"y"],` + ok + `}`, 400, "invalid_request_error", "stop_sequences has 17 strings"},
-		{"stop_sequences too long", "/v1/messages", `{"stop_sequences":["` + strings.Repeat("x", MaxStopStringBytes+1) + `"],` + ok + `}`, 400, "invalid_request_error", "stop_sequences[0] is 257 bytes"},
+		{"too many stop_sequences", "/v1/messages", `{"stop_sequences":[` + strings.Repeat(`"x",`, gen.MaxStopStrings) + `"y"],` + ok + `}`, 400, "invalid_request_error", "stop_sequences has 17 strings"},
+		{"stop_sequences too long", "/v1/messages", `{"stop_sequences":["` + strings.Repeat("x", gen.MaxStopStringBytes+1) + `"],` + ok + `}`, 400, "invalid_request_error", "stop_sequences[0] is 257 bytes"},
 		{"not an object", "/v1/messages", `[1]`, 400, "invalid_request_error", "JSON object"},
 		{"empty body", "/v1/messages", ``, 400, "invalid_request_error", "empty"},
 		{"invalid UTF-8", "/v1/messages", "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"a\xffb\"}]}", 400, "invalid_request_error", "UTF-8"},

@@ -105,7 +105,7 @@ func TestDrainCutsAnthropicMessage(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
-	var env anthropicErrorJSON
+	var env anthropicErrorBodyJSON
 	if err := json.Unmarshal(body, &env); err != nil || env.Type != "error" || env.Error.Type != "overloaded_error" ||
 		!strings.Contains(env.Error.Message, "shutting down") {
 		t.Errorf("body %s", body)

@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"mistralrs/internal/loader"
+	dialect "mistralrs/internal/server/openai"
 )
 
 // embedDirect embeds prompts with the served model's engine directly (one
@@ -25,7 +26,7 @@ func (ts *testServer) embedDirect(id string, prompts ...[]int32) [][]float32 {
 		ts.t.Fatal(err)
 	}
 	defer release()
-	out, err := lm.eng.Embed(context.Background(), prompts)
+	out, err := lm.Engine.Embed(context.Background(), prompts)
 	if err != nil {
 		ts.t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func (ts *testServer) encode(id, text string) []int32 {
 		ts.t.Fatal(err)
 	}
 	defer release()
-	return lm.model.Tok.Encode(text, true, true)
+	return lm.Model.Tok.Encode(text, true, true)
 }
 
 // embeddingBody is the route's answer, with float embeddings.
@@ -314,7 +315,7 @@ func TestEmbeddingsErrors(t *testing.T) {
 		}
 	}
 	// Over the input limit.
-	many := make([]string, MaxEmbeddingInputs+1)
+	many := make([]string, dialect.MaxEmbeddingInputs+1)
 	for i := range many {
 		many[i] = "x"
 	}

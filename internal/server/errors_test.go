@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"mistralrs/internal/server/gen"
 )
 
 // apiError is the OpenAI error body.
@@ -28,9 +30,9 @@ func TestErrorResponses(t *testing.T) {
 		param, contains  string
 	}{
 		{"malformed JSON", "/v1/chat/completions", `{"model":"tiny",`, 400, "", "invalid JSON"},
-		{"too many stop strings", "/v1/chat/completions", `{"stop":[` + strings.Repeat(`"x",`, MaxStopStrings) + `"y"],` + msgs + `}`, 400, "stop", "at most 16"},
-		{"stop string too long", "/v1/completions", `{"prompt":"a","stop":["` + strings.Repeat("x", MaxStopStringBytes+1) + `"]}`, 400, "stop", "stop[0] is 257 bytes"},
-		{"stop too long (responses)", "/v1/responses", `{"input":"a","stop":"` + strings.Repeat("x", MaxStopStringBytes+1) + `"}`, 400, "stop", "at most 256"},
+		{"too many stop strings", "/v1/chat/completions", `{"stop":[` + strings.Repeat(`"x",`, gen.MaxStopStrings) + `"y"],` + msgs + `}`, 400, "stop", "at most 16"},
+		{"stop string too long", "/v1/completions", `{"prompt":"a","stop":["` + strings.Repeat("x", gen.MaxStopStringBytes+1) + `"]}`, 400, "stop", "stop[0] is 257 bytes"},
+		{"stop too long (responses)", "/v1/responses", `{"input":"a","stop":"` + strings.Repeat("x", gen.MaxStopStringBytes+1) + `"}`, 400, "stop", "at most 256"},
 		{"logit_bias outside the vocabulary", "/v1/chat/completions", `{"logit_bias":{"5":1,"99999":2},` + msgs + `}`, 400, "logit_bias", "token id 99999 is outside the vocabulary"},
 		{"logit_bias too big a float", "/v1/completions", `{"prompt":"a","logit_bias":{"5":1e308}}`, 400, "logit_bias", "got 1e+308"},
 		{"temperature beyond float32", "/v1/chat/completions", `{"temperature":1e308,` + msgs + `}`, 400, "temperature", "got 1e+308"},
@@ -46,7 +48,7 @@ func TestErrorResponses(t *testing.T) {
 		{"unknown role", "/v1/chat/completions", `{"messages":[{"role":"wizard","content":"x"}]}`, 400, "messages[0].role", `"wizard" is not one of`},
 		{"message without content", "/v1/chat/completions", `{"messages":[{"role":"user"}]}`, 400, "messages[0].content", "content is required"},
 		{"text part without text", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"text"}]}]}`, 400, "messages[0].content", "content[0] is a text part without text"},
-		{"logit_bias too large", "/v1/chat/completions", `{"logit_bias":{` + manyBiases(MaxLogitBias+1) + `},` + msgs + `}`, 400, "logit_bias", "at most 1024"},
+		{"logit_bias too large", "/v1/chat/completions", `{"logit_bias":{` + manyBiases(gen.MaxLogitBias+1) + `},` + msgs + `}`, 400, "logit_bias", "at most 1024"},
 		{"invalid UTF-8", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\xffb\"}]}", 400, "", "not valid UTF-8"},
 		{"invalid UTF-8 prompt", "/v1/completions", "{\"prompt\":\"\xc3\"}", 400, "", "not valid UTF-8"},
 		{"not an object", "/v1/chat/completions", `[1,2]`, 400, "", "JSON object"},
@@ -159,7 +161,7 @@ func TestAnthropicErrorsNameNoGoTypes(t *testing.T) {
 	} {
 		for _, path := range []string{"/v1/messages", "/v1/messages/count_tokens"} {
 			resp, body := ts.post(path, c.body, "anthropic-version", "2023-06-01")
-			var e anthropicErrorJSON
+			var e anthropicErrorBodyJSON
 			if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != 400 || e.Type != "error" {
 				if path == "/v1/messages/count_tokens" && strings.Contains(c.body, "temperature") {
 					continue // count_tokens samples nothing

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"mistralrs/internal/observe"
+	"mistralrs/internal/server/anthropic"
 )
 
 // Under --no-ui nothing is served at /ui, yet its paths stay housekeeping,
@@ -42,7 +43,7 @@ func TestRouteIndexRefuses(t *testing.T) {
 		},
 		"one path, two envelopes": {
 			{method: "GET", pattern: "/v1/x", handler: h},
-			{method: "DELETE", pattern: "/v1/x", handler: h, errors: writeAnthropicError},
+			{method: "DELETE", pattern: "/v1/x", handler: h, errors: anthropic.WriteError},
 		},
 	} {
 		if _, err := newRouteIndex(rows); err == nil {

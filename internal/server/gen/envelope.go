@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"errors"
 	"net/http"
 	"unicode/utf8"
 
@@ -39,7 +40,8 @@ var OpenAI = Envelope{
 // asError is err as a request error: a *Error keeps its status, anything
 // else is a 500 with err's message.
 func asError(err error) *Error {
-	if re, ok := err.(*Error); ok {
+	var re *Error
+	if errors.As(err, &re) {
 		return re
 	}
 	return &Error{Status: http.StatusInternalServerError, Msg: err.Error()}
