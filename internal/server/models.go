@@ -93,8 +93,8 @@ type modelEntry struct {
 type loadedModel struct {
 	gen.Loaded
 	draft   *loader.Model // nil: no draft model
-	refs    int  // guarded by the entry's mu
-	retired bool // unloaded: freed when refs drops to 0
+	refs    int           // guarded by the entry's mu
+	retired bool          // unloaded: freed when refs drops to 0
 }
 
 func (l *loadedModel) free() {

@@ -165,7 +165,6 @@ func handleHealth(w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, "OK")
 }
 
-
 type modelJSON struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`
