@@ -253,7 +253,7 @@ func TestGemma3MatchesReference(t *testing.T) {
 			t.Run(name+"/"+typ.String(), func(t *testing.T) {
 				cfg.Type = typ
 				m, f := loadFixture(t, cfg)
-				ref := &gemma3Ref{cfg: cfg.withDefaults(), f: f}
+				ref := &gemma3Ref{cfg: cfg.WithDefaults(), f: f}
 				want := ref.logits(t, gemma3Tokens)
 				got := gemma3Logits(t, m, pool, gemma3Tokens, 11)
 				tol := gemma3Tolerance(typ, cfg.Layers)
@@ -385,7 +385,7 @@ func TestGemma3LayerPattern(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := gemma3Logits(t, m, nil, gemma3Tokens, 7)
-	ref := &gemma3Ref{cfg: cfg.withDefaults(), f: g, sliding: sliding}
+	ref := &gemma3Ref{cfg: cfg.WithDefaults(), f: g, sliding: sliding}
 	if d := gemma3WorstDiff(got, ref.logits(t, gemma3Tokens)); d > tolerance(kernels.F32) {
 		t.Errorf("logits differ from the reference by %.3g (relative)", d)
 	}

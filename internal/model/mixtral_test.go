@@ -86,7 +86,7 @@ func TestLlamaMoEMatchesReference(t *testing.T) {
 				if fam.check != nil {
 					fam.check(t, f)
 				}
-				rc := cfg.withDefaults()
+				rc := cfg.WithDefaults()
 				if rc.ExpertFF == 0 {
 					rc.ExpertFF = rc.FF // mixtral's experts have the width FF
 				}

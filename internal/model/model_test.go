@@ -46,7 +46,7 @@ func TestForwardMatchesReference(t *testing.T) {
 			t.Run(name+"/"+typ.String(), func(t *testing.T) {
 				cfg.Type = typ
 				m, f := loadFixture(t, cfg)
-				ref := &refModel{cfg: cfg.withDefaults(), f: f, neox: cfg.Arch != "llama"}
+				ref := &refModel{cfg: cfg.WithDefaults(), f: f, neox: cfg.Arch != "llama"}
 				want := ref.logits(t, fixtureTokens)
 				V := m.Config.Vocab
 				tol := tolerance(typ)
@@ -361,7 +361,7 @@ func TestHiddenStates(t *testing.T) {
 			cfg := fixtureConfigs()[name]
 			cfg.Type = kernels.F32
 			m, f := loadFixture(t, cfg)
-			ref := &refModel{cfg: cfg.withDefaults(), f: f, neox: cfg.Arch != "llama"}
+			ref := &refModel{cfg: cfg.WithDefaults(), f: f, neox: cfg.Arch != "llama"}
 			ref.logits(t, fixtureTokens)
 			E := m.Config.Embd
 			cache := newContiguous(m.Config, 0)

@@ -76,7 +76,7 @@ func phi3Configs() map[string]RandomConfig {
 // exceeds the original) and the attention factor on the rotated dims. It
 // returns the logits of every position.
 func refPhi3(t *testing.T, cfg RandomConfig, r *refModel, tokens []int32) [][]float64 {
-	c := cfg.withDefaults()
+	c := cfg.WithDefaults()
 	E, hd, V, F := c.Embd, c.HeadDim, c.Vocab, c.FF
 	qd, kvd := c.Heads*hd, c.KVHeads*hd
 	rd, orig := c.RopeDim, c.OrigCtx
@@ -199,7 +199,7 @@ func TestPhi3MatchesReference(t *testing.T) {
 				if rd := cmp.Or(cfg.RopeDim, cfg.Embd/cfg.Heads); m.Config.Arch != "phi3" || m.Config.RopeDim != rd {
 					t.Fatalf("loaded %s with rope dims %d, want phi3 with %d", m.Config.Arch, m.Config.RopeDim, rd)
 				}
-				want := refPhi3(t, cfg, &refModel{cfg: cfg.withDefaults(), f: f, neox: true}, fixtureTokens)
+				want := refPhi3(t, cfg, &refModel{cfg: cfg.WithDefaults(), f: f, neox: true}, fixtureTokens)
 				V := m.Config.Vocab
 				tol := tolerance(typ)
 				var worst float64

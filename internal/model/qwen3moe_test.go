@@ -257,7 +257,7 @@ func TestQwen3MoEMatchesReference(t *testing.T) {
 				if m.Config.TiedOutput != tied {
 					t.Errorf("TiedOutput %v", m.Config.TiedOutput)
 				}
-				ref := &refModel{cfg: cfg.withDefaults(), f: f, neox: true}
+				ref := &refModel{cfg: cfg.WithDefaults(), f: f, neox: true}
 				want, gap := moeRef(t, ref, fixtureTokens, 2, true)
 				t.Logf("smallest gap between the 2nd and 3rd expert probability: %.3g", gap)
 				// Quantized weights move the router's input a little: a
