@@ -112,6 +112,18 @@ func Load(f *gguf.File) (*Model, error) {
 	return m, nil
 }
 
+// Network is the architecture's weights (tests look at how they are
+// wired).
+func (m *Model) Network() nn.Network { return m.net }
+
+// LastStep tells how the last Forward laid out its batch: the tokens it
+// ran and the most queries one attention group held.
+func (m *Model) LastStep() (tokens, largestGroup int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.T, m.st.LargestGroup()
+}
+
 // Forward runs the model over the batch: it appends the new tokens' keys and
 // values to each sequence's cache and writes the requested logits. Calls on
 // one Model are serialised; p may be nil (single-threaded).
