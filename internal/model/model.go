@@ -29,15 +29,12 @@ type Batch = nn.Batch
 // SeqInput is the part of a batch that belongs to one sequence.
 type SeqInput = nn.SeqInput
 
-// Arch is what the registry knows of an architecture.
-type Arch = nn.Arch
-
 // archs is the registry by general.architecture: each architecture
 // package declares its entries.
 var archs = registry(append(slices.Clone(llama.Archs), gemma3.Arch, phi3.Arch))
 
-func registry(list []Arch) map[string]Arch {
-	m := make(map[string]Arch, len(list))
+func registry(list []nn.Arch) map[string]nn.Arch {
+	m := make(map[string]nn.Arch, len(list))
 	for _, a := range list {
 		if _, dup := m[a.Name]; dup {
 			panic("model: architecture " + a.Name + " registered twice")
