@@ -131,12 +131,12 @@ func Neox(arch string) bool { return arch != "llama" }
 // required lists the optional tensors that architecture arch has (all
 // but the llama ones).
 func required(arch string) []string {
+	biases := []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"}
 	switch arch {
 	case "qwen2":
-		return []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"}
-	case "qwen2moe":
-		return []string{"attn_q.bias", "attn_k.bias", "attn_v.bias",
-			"ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight"}
+		return biases
+	case "qwen2moe": // and the shared expert
+		return append(biases, "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight")
 	case "qwen3", "qwen3moe":
 		return []string{"attn_q_norm.weight", "attn_k_norm.weight"}
 	}
