@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/kernels"
 	"mistralrs/internal/kvcache"
 	"mistralrs/internal/loader"
@@ -61,7 +62,7 @@ type benchResult struct {
 	SamplesTs     []float64 `json:"samples_ts"`
 }
 
-func newBenchCmd(g *globalFlags) *cobra.Command {
+func newBenchCmd(g *config.GlobalConfig) *cobra.Command {
 	f := &benchFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench -f model.gguf [-p 512] [-n 128] [-t THREADS] [-r 5] | bench --url URL --concurrency N",
@@ -86,7 +87,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 				defer stop()
 				return runLoad(ctx, &f.load, f.jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
-			if err := f.hub.apply(cmd, &f.file, g.tokenSource); err != nil {
+			if err := f.hub.apply(cmd, &f.file, g.TokenSource); err != nil {
 				return err
 			}
 			return runBench(cmd, f)

@@ -109,24 +109,19 @@ type specResult struct {
 	SameOutput      bool      `json:"same_output"` // greedy: the same tokens with and without
 }
 
-// specCounter is the engine observer of the speculative runs.
+// specCounter keeps the speculative counts the engine reports in the
+// speculative runs.
 type specCounter struct {
-	engine.NopObserver
 	mu                                  sync.Mutex
 	drafts, proposed, accepted, dropped int64
 }
 
-func (c *specCounter) SpeculativeStats(drafts, proposed, accepted int, _ []int) {
+func (c *specCounter) record(st engine.Stats) {
 	c.mu.Lock()
-	c.drafts += int64(drafts)
-	c.proposed += int64(proposed)
-	c.accepted += int64(accepted)
-	c.mu.Unlock()
-}
-
-func (c *specCounter) SpeculativeStagedDrops(n int) {
-	c.mu.Lock()
-	c.dropped += int64(n)
+	c.drafts += int64(st.SpecDrafts)
+	c.proposed += int64(st.SpecProposed)
+	c.accepted += int64(st.SpecAccepted)
+	c.dropped += int64(st.SpecStagedDrops)
 	c.mu.Unlock()
 }
 
@@ -279,7 +274,7 @@ func specBenchThreads(b *benchModel, threads int, tests []specTest) ([]labelledR
 	}
 	defer spec.Close()
 	obs := &specCounter{}
-	spec.SetObserver(obs)
+	spec.SetStatsSink(obs.record)
 	nThreads := spec.Workers().Threads()
 
 	var results []labelledResult

@@ -8,7 +8,7 @@ import (
 	"mistralrs/internal/config"
 )
 
-func newFromConfigCmd(g *globalFlags) *cobra.Command {
+func newFromConfigCmd(g *config.GlobalConfig) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "from-config -f config.toml",
@@ -28,7 +28,7 @@ func newFromConfigCmd(g *globalFlags) *cobra.Command {
 				}
 				return err
 			}
-			cfg.Global.Verbose = g.verbose
+			cfg.Global.Verbose = g.Verbose
 			warns = append(warns, cfg.ApplyEnv(nil)...)
 			if err := cfg.Validate(); err != nil {
 				return fmt.Errorf("%s: %w", file, err)
@@ -68,9 +68,5 @@ func runConfig(cmd *cobra.Command, cfg *config.Config, warns []config.Warning) e
 		f.chatTemplate = cfg.ChatTemplateFor(i)
 		f.isq = cfg.Models[i].Quantization.ISQ
 	}
-	g := &globalFlags{}
-	if cfg.Global.Seed != nil {
-		g.seed, g.seedSet = *cfg.Global.Seed, true
-	}
-	return runRun(cmd, g, &f)
+	return runRun(cmd, &cfg.Global, &f)
 }

@@ -45,7 +45,7 @@ func defaultRunFlags() runFlags {
 	return runFlags{maxTokens: 512, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPen: 1}
 }
 
-func newRunCmd(g *globalFlags) *cobra.Command {
+func newRunCmd(g *config.GlobalConfig) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "run [-f model.gguf]",
@@ -111,14 +111,14 @@ func loadModelISQ(path, chatTemplate, isq string, stderr io.Writer) (*loader.Mod
 	return loader.Load(path, opts)
 }
 
-func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags) error {
+func runRun(cmd *cobra.Command, g *config.GlobalConfig, f *runFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	for _, arg := range []struct{ name, val string }{{"--prompt", f.prompt}, {"--system", f.system}} {
 		if err := checkUTF8(arg.name, arg.val); err != nil {
 			return err
 		}
 	}
-	if err := f.hub.apply(cmd, &f.file, g.tokenSource); err != nil {
+	if err := f.hub.apply(cmd, &f.file, g.TokenSource); err != nil {
 		return err
 	}
 	m, err := loadModelISQ(f.file, f.chatTemplate, f.isq, stderr)
@@ -138,8 +138,8 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags) error {
 		Temperature: f.temperature, TopK: f.topK, TopP: f.topP, MinP: f.minP,
 		RepetitionPenalty: f.repeatPen,
 	}
-	if g.seedSet {
-		seed := g.seed
+	if g.Seed != nil {
+		seed := *g.Seed
 		params.Seed = &seed
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

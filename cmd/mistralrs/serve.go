@@ -19,15 +19,15 @@ import (
 	"mistralrs/internal/server"
 )
 
-func newServeCmd(g *globalFlags) *cobra.Command {
+func newServeCmd(g *config.GlobalConfig) *cobra.Command {
 	cfg := config.Default()
 	run := func(kind string) func(cmd *cobra.Command, args []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			cfg.Global.Verbose = g.verbose
-			cfg.Global.Log = g.logPath
-			cfg.Global.TokenSource = g.tokenSource
-			if g.seedSet {
-				seed := g.seed
+			cfg.Global.Verbose = g.Verbose
+			cfg.Global.Log = g.Log
+			cfg.Global.TokenSource = g.TokenSource
+			if g.Seed != nil {
+				seed := *g.Seed
 				cfg.Global.Seed = &seed
 			}
 			if kind != "" {

@@ -12,7 +12,7 @@ import (
 	"mistralrs/internal/tokenizer"
 )
 
-func newTokenizeCmd(g *globalFlags) *cobra.Command {
+func newTokenizeCmd() *cobra.Command {
 	var file string
 	var special bool
 	cmd := &cobra.Command{

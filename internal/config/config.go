@@ -287,54 +287,84 @@ func (e *ValueError) Error() string {
 }
 
 // Validate checks every value; the first problem is returned. Both the flags
-// and the TOML path call it, so a value is judged the same either way.
+// and the TOML path call it, so a value is judged the same either way. The
+// sections are checked in the order of the file (top level, [global],
+// [server], [runtime], [paged_attn], [[models]]), which decides which of
+// several problems is reported.
 func (c *Config) Validate() error {
-	bad := func(key string, value any, format string, args ...any) error {
-		e := &ValueError{Key: key, Value: value, Reason: fmt.Sprintf(format, args...), flags: c.origin == originFlags}
-		base := key
-		if strings.HasPrefix(base, "models[") {
-			base = "models" + base[strings.IndexByte(base, ']')+1:]
+	for _, check := range []func() error{
+		c.validateCommand, c.validateGlobal, c.validateServer, c.validateRuntime, c.validatePagedAttn, c.validateModels,
+	} {
+		if err := check(); err != nil {
+			return err
 		}
-		if o := OptionByKey(base); o != nil && o.Flag != "" {
-			e.Flag = "--" + o.Flag
-		}
-		return e
 	}
+	return nil
+}
+
+// bad is the ValueError for key, naming its flag when the value came from
+// the command line; key may be an entry's "models[i].…".
+func (c *Config) bad(key string, value any, format string, args ...any) error {
+	e := &ValueError{Key: key, Value: value, Reason: fmt.Sprintf(format, args...), flags: c.origin == originFlags}
+	base := key
+	if strings.HasPrefix(base, "models[") {
+		base = "models" + base[strings.IndexByte(base, ']')+1:]
+	}
+	if o := OptionByKey(base); o != nil && o.Flag != "" {
+		e.Flag = "--" + o.Flag
+	}
+	return e
+}
+
+func (c *Config) validateCommand() error {
 	switch c.Command {
 	case "serve", "run":
+		return nil
 	case "":
-		return bad("command", nil, `missing; from-config files start with command = "serve"`)
+		return c.bad("command", nil, `missing; from-config files start with command = "serve"`)
 	default:
-		return bad("command", c.Command, `must be "serve" or "run"`)
+		return c.bad("command", c.Command, `must be "serve" or "run"`)
 	}
+}
+
+func (c *Config) validateGlobal() error {
 	if c.Global.Verbose < 0 {
-		return bad("global.verbose", c.Global.Verbose, "must not be negative")
+		return c.bad("global.verbose", c.Global.Verbose, "must not be negative")
 	}
 	if shown, err := checkTokenSource(c.Global.TokenSource); err != nil {
-		return bad("global.token_source", shown, "%v", err)
+		return c.bad("global.token_source", shown, "%v", err)
 	}
+	return nil
+}
 
+func (c *Config) validateServer() error {
 	s := &c.Server
 	if strings.TrimSpace(s.Host) == "" || strings.ContainsAny(s.Host, " \t\r\n/") {
-		return bad("server.host", s.Host, "must be a host name or IP address")
+		return c.bad("server.host", s.Host, "must be a host name or IP address")
 	}
 	if s.Port < 1 || s.Port > 65535 {
-		return bad("server.port", s.Port, "must be between 1 and 65535")
+		return c.bad("server.port", s.Port, "must be between 1 and 65535")
 	}
 	if s.AccessLogFormat != "text" && s.AccessLogFormat != "json" {
-		return bad("server.access_log_format", s.AccessLogFormat, `must be "text" or "json"`)
+		return c.bad("server.access_log_format", s.AccessLogFormat, `must be "text" or "json"`)
 	}
 	if s.ShutdownTimeoutSecs < 1 || s.ShutdownTimeoutSecs > 1<<30 {
-		return bad("server.shutdown_timeout_secs", s.ShutdownTimeoutSecs, "must be between 1 and %d", 1<<30)
+		return c.bad("server.shutdown_timeout_secs", s.ShutdownTimeoutSecs, "must be between 1 and %d", 1<<30)
 	}
 	if s.KeepAliveInterval <= 0 {
-		return bad("KEEP_ALIVE_INTERVAL", s.KeepAliveInterval, "must be positive")
+		return c.bad("KEEP_ALIVE_INTERVAL", s.KeepAliveInterval, "must be positive")
 	}
 	for _, h := range s.AllowedHosts {
 		if reason := badHost(h); reason != "" {
-			return bad("server.allowed_hosts", h, "%s", reason)
+			return c.bad("server.allowed_hosts", h, "%s", reason)
 		}
 	}
+	return c.validateServerLimits()
+}
+
+// validateServerLimits checks the connection limits, where 0 is no limit.
+func (c *Config) validateServerLimits() error {
+	s := &c.Server
 	for _, p := range []struct {
 		key string
 		v   int
@@ -344,13 +374,16 @@ func (c *Config) Validate() error {
 		{"server.body_timeout_secs", s.BodyTimeoutSecs},
 	} {
 		if p.v < 0 {
-			return bad(p.key, p.v, "must not be negative (0: no limit)")
+			return c.bad(p.key, p.v, "must not be negative (0: no limit)")
 		}
 		if p.v > 1<<30 {
-			return bad(p.key, p.v, "must be at most %d", 1<<30)
+			return c.bad(p.key, p.v, "must be at most %d", 1<<30)
 		}
 	}
+	return nil
+}
 
+func (c *Config) validateRuntime() error {
 	r := &c.Runtime
 	for _, p := range []struct {
 		key string
@@ -365,114 +398,132 @@ func (c *Config) Validate() error {
 	} {
 		if p.v < p.min {
 			if p.min == 0 {
-				return bad(p.key, p.v, "must not be negative")
+				return c.bad(p.key, p.v, "must not be negative")
 			}
-			return bad(p.key, p.v, "must be at least %d", p.min)
+			return c.bad(p.key, p.v, "must be at least %d", p.min)
 		}
 	}
 	if r.Threads > 4096 {
-		return bad("runtime.threads", r.Threads, "must be at most 4096")
+		return c.bad("runtime.threads", r.Threads, "must be at most 4096")
 	}
-	if err := checkTemplate(bad, "runtime.chat_template", r.ChatTemplate, true); err != nil {
+	if err := checkTemplate(c.bad, "runtime.chat_template", r.ChatTemplate, true); err != nil {
 		return err
 	}
-	if err := checkTemplate(bad, "runtime.jinja_explicit", r.JinjaExplicit, false); err != nil {
+	if err := checkTemplate(c.bad, "runtime.jinja_explicit", r.JinjaExplicit, false); err != nil {
 		return err
 	}
-	if err := c.checkSpeculative(bad); err != nil {
-		return err
-	}
+	return c.checkSpeculative(c.bad)
+}
 
+func (c *Config) validatePagedAttn() error {
 	p := &c.PagedAttn
 	switch p.Mode {
 	case "auto", "on", "off":
 	default:
-		return bad("paged_attn.mode", p.Mode, `must be "auto", "on" or "off"`)
+		return c.bad("paged_attn.mode", p.Mode, `must be "auto", "on" or "off"`)
 	}
 	if p.BlockSize < 1 || p.BlockSize > 1024 {
-		return bad("paged_attn.block_size", p.BlockSize, "must be between 1 and 1024")
+		return c.bad("paged_attn.block_size", p.BlockSize, "must be between 1 and 1024")
 	}
 	switch p.CacheType {
 	case "auto", "f16":
 	default:
-		return bad("paged_attn.cache_type", p.CacheType, `must be "auto" (float32) or "f16" (f8e4m3 is not supported by this server)`)
+		return c.bad("paged_attn.cache_type", p.CacheType, `must be "auto" (float32) or "f16" (f8e4m3 is not supported by this server)`)
 	}
 	if p.MemoryMB != nil && *p.MemoryMB <= 0 {
-		return bad("paged_attn.memory_mb", *p.MemoryMB, "must be positive")
+		return c.bad("paged_attn.memory_mb", *p.MemoryMB, "must be positive")
 	}
 	if p.ContextLen != nil && *p.ContextLen <= 0 {
-		return bad("paged_attn.context_len", *p.ContextLen, "must be positive")
+		return c.bad("paged_attn.context_len", *p.ContextLen, "must be positive")
 	}
 	if f := p.MemoryFraction; f != nil && (math.IsNaN(*f) || *f <= 0 || *f > 1) {
-		return bad("paged_attn.memory_fraction", *f, "must be in (0, 1]")
+		return c.bad("paged_attn.memory_fraction", *f, "must be in (0, 1]")
 	}
-	if err := c.checkBudgetConflicts(); err != nil {
-		return err
-	}
+	return c.checkBudgetConflicts()
+}
 
+// validateModels checks each [[models]] entry, then what holds across them:
+// one cpu setting, and a default_model_id that names one of them.
+func (c *Config) validateModels() error {
 	if len(c.Models) == 0 {
 		if c.origin == originFlags {
 			return nil // serve with no model: the demo model
 		}
 		return fmt.Errorf("Config must define at least one model in [[models]]")
 	}
-	seen := map[string]int{}
+	seen := map[string]int{} // model id -> index of its entry
 	cpu := map[bool]bool{}
 	for i := range c.Models {
-		m := &c.Models[i]
-		k := func(name string) string { return fmt.Sprintf("models[%d].%s", i, name) }
-		switch m.Kind {
-		case KindAuto, KindText, KindEmbedding:
-		case "multimodal", "diffusion", "speech":
-			return bad(k("kind"), m.Kind, "not supported by this engine (text and embedding models only)")
-		default:
-			return bad(k("kind"), m.Kind, `must be "auto", "text" or "embedding"`)
-		}
-		if m.ModelID == "" && !(c.origin == originFlags && i == 0) {
-			return bad(k("model_id"), nil, "missing; every [[models]] entry needs a model_id")
-		}
-		if m.ModelID != "" {
-			if j, dup := seen[m.ModelID]; dup {
-				return bad(k("model_id"), m.ModelID, "already used by models[%d]; model ids must be unique", j)
-			}
-			seen[m.ModelID] = i
-		}
-		if err := checkTemplate(bad, k("chat_template"), m.ChatTemplate, true); err != nil {
+		if err := c.validateModel(i, seen); err != nil {
 			return err
 		}
-		if err := checkTemplate(bad, k("jinja_explicit"), m.JinjaExplicit, false); err != nil {
-			return err
-		}
-		if err := c.checkModelSpeculative(bad, i); err != nil {
-			return err
-		}
-		if q := m.Quantization.ISQ; q != "" && !ValidISQ(q) {
-			return bad(k("quantization.isq"), q, "not a supported ISQ type (q4_0, q4_1, q5_0, q5_1, q8_0, q4k, q5k, q6k)")
-		}
-		if err := c.checkEmbeddingModel(i); err != nil {
-			return err
-		}
-		if _, err := m.format(); err != nil {
-			if ve, ok := err.(*ValueError); ok {
-				return bad(k(ve.Key), ve.Value, "%s", ve.Reason)
-			}
-			return err
-		}
-		cpu[m.Device.CPU] = true
+		cpu[c.Models[i].Device.CPU] = true
 	}
 	if len(cpu) > 1 {
 		return fmt.Errorf("cpu must be consistent across all models (found both true and false)")
 	}
-	if c.DefaultModelID != "" {
-		if _, ok := seen[c.DefaultModelID]; !ok {
-			ids := make([]string, 0, len(c.Models))
-			for _, m := range c.Models {
-				ids = append(ids, fmt.Sprintf("%q", m.ModelID))
-			}
-			return bad("default_model_id", c.DefaultModelID, "matches no model_id (models: %s)", strings.Join(ids, ", "))
+	return c.validateDefaultModelID(seen)
+}
+
+// validateModel checks models[i], adding its id to seen, the ids of the
+// entries before it.
+func (c *Config) validateModel(i int, seen map[string]int) error {
+	m := &c.Models[i]
+	k := func(name string) string { return fmt.Sprintf("models[%d].%s", i, name) }
+	switch m.Kind {
+	case KindAuto, KindText, KindEmbedding:
+	case "multimodal", "diffusion", "speech":
+		return c.bad(k("kind"), m.Kind, "not supported by this engine (text and embedding models only)")
+	default:
+		return c.bad(k("kind"), m.Kind, `must be "auto", "text" or "embedding"`)
+	}
+	if m.ModelID == "" && !(c.origin == originFlags && i == 0) {
+		return c.bad(k("model_id"), nil, "missing; every [[models]] entry needs a model_id")
+	}
+	if m.ModelID != "" {
+		if j, dup := seen[m.ModelID]; dup {
+			return c.bad(k("model_id"), m.ModelID, "already used by models[%d]; model ids must be unique", j)
 		}
+		seen[m.ModelID] = i
+	}
+	if err := checkTemplate(c.bad, k("chat_template"), m.ChatTemplate, true); err != nil {
+		return err
+	}
+	if err := checkTemplate(c.bad, k("jinja_explicit"), m.JinjaExplicit, false); err != nil {
+		return err
+	}
+	if err := c.checkModelSpeculative(c.bad, i); err != nil {
+		return err
+	}
+	if q := m.Quantization.ISQ; q != "" && !ValidISQ(q) {
+		return c.bad(k("quantization.isq"), q, "not a supported ISQ type (q4_0, q4_1, q5_0, q5_1, q8_0, q4k, q5k, q6k)")
+	}
+	if err := c.checkEmbeddingModel(i); err != nil {
+		return err
+	}
+	if _, err := m.format(); err != nil {
+		if ve, ok := err.(*ValueError); ok {
+			return c.bad(k(ve.Key), ve.Value, "%s", ve.Reason)
+		}
+		return err
 	}
 	return nil
+}
+
+// validateDefaultModelID checks that default_model_id, when set, is one of
+// the ids in seen.
+func (c *Config) validateDefaultModelID(seen map[string]int) error {
+	if c.DefaultModelID == "" {
+		return nil
+	}
+	if _, ok := seen[c.DefaultModelID]; ok {
+		return nil
+	}
+	ids := make([]string, 0, len(c.Models))
+	for _, m := range c.Models {
+		ids = append(ids, fmt.Sprintf("%q", m.ModelID))
+	}
+	return c.bad("default_model_id", c.DefaultModelID, "matches no model_id (models: %s)", strings.Join(ids, ", "))
 }
 
 // checkBudgetConflicts: on the command line the three size flags exclude each

@@ -471,6 +471,17 @@ func TestFlagsParse(t *testing.T) {
 	}
 }
 
+// TestSeedFlagBasePrefixes: --seed reads Go's base prefixes, as the pflag
+// Uint64 flag it replaced did, so a seed written 017 or 0x10 keeps its value.
+func TestSeedFlagBasePrefixes(t *testing.T) {
+	for arg, want := range map[string]uint64{"42": 42, "017": 15, "0o17": 15, "0x10": 16, "0b101": 5, "1_000": 1000, "18446744073709551615": 1<<64 - 1} {
+		c, err := parseFlags(t, "--seed", arg)
+		if err != nil || c.Global.Seed == nil || *c.Global.Seed != want {
+			t.Errorf("--seed %s: seed %v, err %v; want %d", arg, c.Global.Seed, err, want)
+		}
+	}
+}
+
 func TestFlagErrors(t *testing.T) {
 	dir := t.TempDir()
 	txt := writeFile(t, dir, "t.txt", "x")

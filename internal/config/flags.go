@@ -44,8 +44,8 @@ func BindServeFlags(fs *pflag.FlagSet, c *Config) {
 }
 
 // BindGlobalFlags defines the options valid on every subcommand (--seed,
-// -l/--log, -v/--verbose), bound to c; usually on the root command's
-// persistent flags.
+// -l/--log, -v/--verbose, --token-source), bound to c.Global; mistralrs
+// binds them on the root command's persistent flags.
 func BindGlobalFlags(fs *pflag.FlagSet, c *Config) {
 	for i := range Options {
 		o := &Options[i]
@@ -190,8 +190,12 @@ func (o optUint64) String() string {
 	}
 	return strconv.FormatUint(**o.p, 10)
 }
+
+// Set reads s with Go's base prefixes (0x10, 0o17, 017, 0b1), as pflag's
+// Uint64 flag that --seed used to be: a seed given so before still picks
+// the same sequence.
 func (o optUint64) Set(s string) error {
-	v, err := strconv.ParseUint(s, 10, 64)
+	v, err := strconv.ParseUint(s, 0, 64)
 	if err != nil {
 		return fmt.Errorf("not a non-negative integer")
 	}

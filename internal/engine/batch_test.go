@@ -20,7 +20,7 @@ import (
 	"mistralrs/internal/sampler"
 )
 
-// recorder is an Observer keeping everything the engine reports.
+// recorder is a StatsSink keeping everything the engine reports.
 type recorder struct {
 	mu          sync.Mutex
 	tokens      int
@@ -42,7 +42,7 @@ type recorder struct {
 	specDrafts, specProposed, specAccepted, specDrops int
 	specPerPos                                        []int
 
-	gate chan struct{} // while set, the scheduler waits in TokensProcessed
+	gate chan struct{} // while set, the scheduler waits in a report of processed tokens
 }
 
 func newRecorder() *recorder {
@@ -51,45 +51,53 @@ func newRecorder() *recorder {
 
 func (r *recorder) lock() func() { r.mu.Lock(); return r.mu.Unlock }
 
-func (r *recorder) TokensProcessed(n int) {
+func (r *recorder) record(st engine.Stats) {
 	r.mu.Lock()
-	r.tokens += n
+	r.add(st)
 	gate := r.gate
 	r.mu.Unlock()
-	if gate != nil {
+	if gate != nil && st.Tokens > 0 {
 		<-gate
 	}
 }
-func (r *recorder) PrefixCacheLookup()         { defer r.lock()(); r.lookups++ }
-func (r *recorder) PrefixCacheHit()            { defer r.lock()(); r.hits++ }
-func (r *recorder) PrefixCacheEvictions(n int) { defer r.lock()(); r.evictions += n }
-func (r *recorder) SequenceCompleted(s string) { defer r.lock()(); r.completed[s]++ }
-func (r *recorder) SequenceRejected(s string)  { defer r.lock()(); r.rejected[s]++ }
-func (r *recorder) Preempted()                 { defer r.lock()(); r.preempted++ }
-func (r *recorder) PendingAdmission(n int)     { defer r.lock()(); r.pending = n }
-func (r *recorder) Capacity(n int)             { defer r.lock()(); r.capacity = n }
-func (r *recorder) SpeculativeStats(drafts, proposed, accepted int, perPos []int) {
-	defer r.lock()()
-	r.specDrafts += drafts
-	r.specProposed += proposed
-	r.specAccepted += accepted
-	for i, n := range perPos {
+
+func (r *recorder) add(st engine.Stats) {
+	r.tokens += st.Tokens
+	r.lookups += st.PrefixLookups
+	r.hits += st.PrefixHits
+	r.evictions += st.PrefixEvictions
+	r.preempted += st.Preemptions
+	for _, f := range st.Finished {
+		if f.Rejected {
+			r.rejected[f.Reason]++
+		} else {
+			r.completed[f.Reason]++
+		}
+	}
+	r.specDrafts += st.SpecDrafts
+	r.specProposed += st.SpecProposed
+	r.specAccepted += st.SpecAccepted
+	for i, n := range st.SpecAcceptedPerPos {
 		if i >= len(r.specPerPos) {
 			r.specPerPos = append(r.specPerPos, 0)
 		}
 		r.specPerPos[i] += n
 	}
-}
-func (r *recorder) SpeculativeStagedDrops(n int) { defer r.lock()(); r.specDrops += n }
-func (r *recorder) SchedulerState(running, waiting int) {
-	defer r.lock()()
-	r.running, r.waiting = running, waiting
-	r.maxRunning = max(r.maxRunning, running)
-}
-func (r *recorder) KVCacheBlocks(used, total int) {
-	defer r.lock()()
-	r.blocksUsed, r.blocksTotal = used, total
-	r.maxBlocks = max(r.maxBlocks, used)
+	r.specDrops += st.SpecStagedDrops
+	if st.Measured&engine.LevelQueues != 0 {
+		r.running, r.waiting = st.Running, st.Waiting
+		r.maxRunning = max(r.maxRunning, st.Running)
+	}
+	if st.Measured&engine.LevelKV != 0 {
+		r.blocksUsed, r.blocksTotal = st.KVBlocksUsed, st.KVBlocksTotal
+		r.maxBlocks = max(r.maxBlocks, st.KVBlocksUsed)
+	}
+	if st.Measured&engine.LevelPending != 0 {
+		r.pending = st.PendingAdmission
+	}
+	if st.Measured&engine.LevelCapacity != 0 {
+		r.capacity = st.Capacity
+	}
 }
 
 var (
@@ -206,7 +214,7 @@ func newEngine(t testing.TB, m *loader.Model, o engine.Options) (*engine.Engine,
 	}
 	t.Cleanup(e.Close)
 	rec := newRecorder()
-	e.SetObserver(rec)
+	e.SetStatsSink(rec.record)
 	return e, rec
 }
 
@@ -282,7 +290,7 @@ func runConcurrently(t testing.TB, e *engine.Engine, reqs []*engine.Request) []*
 }
 
 // runTogether is runConcurrently with every request submitted before the
-// scheduler's second step: its first step waits (in the observer) until all
+// scheduler's second step: its first step waits (in the stats sink) until all
 // have arrived, so they share batches however the goroutines are scheduled.
 func runTogether(t testing.TB, e *engine.Engine, rec *recorder, reqs []*engine.Request) []*engine.Result {
 	t.Helper()

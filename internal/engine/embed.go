@@ -27,7 +27,7 @@ func (e *Engine) Embed(ctx context.Context, prompts [][]int32) ([][]float32, err
 		return nil, &RequestError{Msg: fmt.Sprintf("the model's pooling type %q cannot make embeddings", e.net.Config.Pooling)}
 	}
 	ctxLen, vocab := e.ContextLength(), int32(e.VocabSize())
-	obs := e.observer()
+	sink := e.statsSink()
 	seqs := make([]*seq, len(prompts))
 	for i, p := range prompts {
 		switch {
@@ -36,7 +36,7 @@ func (e *Engine) Embed(ctx context.Context, prompts [][]int32) ([][]float32, err
 		case len(p) > ctxLen:
 			return nil, &RequestError{Msg: fmt.Sprintf("input %d has %d tokens, more than the context length %d", i, len(p), ctxLen)}
 		case e.kv.Capacity() > 0 && len(p) > e.kv.Capacity():
-			obs.SequenceRejected(RejectOverCapacity)
+			sink(refused(RejectOverCapacity))
 			return nil, &RequestError{Reason: RejectOverCapacity, Msg: fmt.Sprintf("input %d has %d tokens, more than the whole KV cache holds", i, len(p))}
 		}
 		for _, t := range p {
@@ -62,7 +62,7 @@ func (e *Engine) Embed(ctx context.Context, prompts [][]int32) ([][]float32, err
 		sq.id = e.nextID
 	}
 	e.inbox = append(e.inbox, seqs...)
-	obs.PendingAdmission(len(e.inbox))
+	sink(Stats{Measured: LevelPending, PendingAdmission: len(e.inbox)})
 	e.mu.Unlock()
 	e.signal()
 

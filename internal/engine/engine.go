@@ -2,8 +2,8 @@
 // batches the sequences of concurrent requests into engine steps (one
 // forward pass each), over a KV cache it meets through kvcache.Manager.
 // Callers Submit a Request and read its Stream. The engine knows nothing of
-// HTTP or Prometheus; it reports what happens through the Observer
-// interface.
+// HTTP or Prometheus; it reports what happens as Stats values to a
+// StatsSink.
 package engine
 
 import (
@@ -198,7 +198,7 @@ type Engine struct {
 	cons  constraints
 
 	mu     sync.Mutex
-	obs    Observer
+	sink   StatsSink
 	inbox  []*seq // submitted, not yet seen by the scheduler
 	closed bool
 	broken error        // set by the runner: a model file changed under its map
@@ -218,7 +218,7 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	e := &Engine{net: m.Net, tok: m.Tok, opts: o, obs: NopObserver{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	e := &Engine{net: m.Net, tok: m.Tok, opts: o, sink: discardStats, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	e.files = append(e.files, m.File)
 	if o.Draft != nil {
 		e.files = append(e.files, o.Draft.File)
@@ -275,27 +275,28 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 	return e, nil
 }
 
-// SetObserver makes the engine report to obs (call it before any
-// generation) and publishes its capacity, the sequences it schedules at
-// once, and the idle state.
-func (e *Engine) SetObserver(obs Observer) {
-	if obs == nil {
-		obs = NopObserver{}
+// SetStatsSink makes the engine report to sink (call it before any
+// generation; nil: report nowhere) and reports its capacity, the sequences
+// it schedules at once, and the idle state.
+func (e *Engine) SetStatsSink(sink StatsSink) {
+	if sink == nil {
+		sink = discardStats
 	}
 	e.mu.Lock()
-	e.obs = obs
+	e.sink = sink
 	e.mu.Unlock()
-	obs.Capacity(e.Capacity())
-	obs.SchedulerState(0, 0)
+	st := Stats{Measured: LevelCapacity | LevelQueues, Capacity: e.Capacity()}
 	if e.paged {
-		obs.KVCacheBlocks(0, e.kv.Usage().BlocksTotal)
+		st.Measured |= LevelKV
+		st.KVBlocksTotal = e.kv.Usage().BlocksTotal
 	}
+	sink(st)
 }
 
-func (e *Engine) observer() Observer {
+func (e *Engine) statsSink() StatsSink {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.obs
+	return e.sink
 }
 
 // KVWarning is a warning to log at startup when the paged KV pool can grow

@@ -203,10 +203,10 @@ func equal(a, b []int32) bool {
 	return true
 }
 
-func TestObserverEvents(t *testing.T) {
+func TestStatsReports(t *testing.T) {
 	e := newDemo(t)
 	rec := newRecorder()
-	e.SetObserver(rec)
+	e.SetStatsSink(rec.record)
 	if rec.capacity != 32 {
 		t.Errorf("capacity %d, want 32 (--max-seqs)", rec.capacity)
 	}
@@ -245,7 +245,7 @@ func TestObserverEvents(t *testing.T) {
 func TestToolCallsReason(t *testing.T) {
 	e := newDemo(t)
 	rec := newRecorder()
-	e.SetObserver(rec)
+	e.SetStatsSink(rec.record)
 	prompt := e.Tokenizer().Encode("call a tool", true, false)
 	full, _ := collect(t, e, &engine.Request{Prompt: prompt, Sampling: greedy(), MaxTokens: 6, IgnoreEOS: true})
 	var seen []string

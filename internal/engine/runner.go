@@ -23,7 +23,6 @@ type runner struct {
 	sampleFn func(lo, hi int)
 	staged   []*seq // sequences asked for guesses this step
 	embedded []*seq // embeddings this step completed
-	perPos   []int  // speculative acceptance by position, per step
 
 	// broken is set when a model file changed under its memory map (a
 	// *gguf.ChangedError): every sequence, and every later one, fails with
@@ -41,12 +40,12 @@ func (r *runner) run() {
 	debug.SetPanicOnFault(true)
 	for {
 		e.mu.Lock()
-		s.obs = e.obs
+		s.sink = e.sink
 		inbox, closed := e.inbox, e.closed
 		e.inbox = nil
 		if len(inbox) > 0 {
 			// Under the lock, so that it cannot overtake Submit's report.
-			s.obs.PendingAdmission(0)
+			s.sink(Stats{Measured: LevelPending})
 		}
 		e.mu.Unlock()
 		// Arrivals are in id order, after everything already waiting
@@ -196,7 +195,7 @@ func (r *runner) step() {
 		s.deliver()
 		return
 	}
-	s.obs.TokensProcessed(sch.Tokens)
+	s.stats.Tokens += sch.Tokens
 
 	r.sampled = r.sampled[:0]
 	for _, run := range sch.Runs {
@@ -293,10 +292,10 @@ func (r *runner) sampleRange(lo, hi int) {
 
 // settle commits what the verifying runs kept (their last token and the
 // kept guesses; the rejected guesses' keys and values are rolled back) and
-// reports the step's speculative counts.
+// counts them for the step's report.
 func (r *runner) settle(sch Schedule) {
 	s := r.sched
-	drafts, proposed, accepted := 0, 0, 0
+	st := &s.stats
 	for _, run := range sch.Runs {
 		sq := run.seq
 		k := len(run.Draft)
@@ -305,20 +304,16 @@ func (r *runner) settle(sch Schedule) {
 		}
 		sq.computed = s.kv.Commit(sq.kv, sq.tokens, run.Pos+1+sq.kept)
 		s.kv.Rollback(sq.kv)
-		drafts++
-		proposed += k
-		accepted += sq.kept
-		if len(r.perPos) < k {
-			r.perPos = append(r.perPos, make([]int, k-len(r.perPos))...)
+		st.SpecDrafts++
+		st.SpecProposed += k
+		st.SpecAccepted += sq.kept
+		if len(st.SpecAcceptedPerPos) < k {
+			st.SpecAcceptedPerPos = append(st.SpecAcceptedPerPos, make([]int, k-len(st.SpecAcceptedPerPos))...)
 		}
 		for i := range sq.kept {
-			r.perPos[i]++
+			st.SpecAcceptedPerPos[i]++
 		}
 		sq.draft, sq.draftQ = sq.draft[:0], sq.draftQ[:0]
-	}
-	if drafts > 0 {
-		s.obs.SpeculativeStats(drafts, proposed, accepted, r.perPos)
-		clear(r.perPos)
 	}
 }
 

@@ -21,8 +21,7 @@ type Schedule struct {
 	// not fit even an empty pool (the request fails), FinishLength for a
 	// sequence that outgrew the pool while generating.
 	Rejected []Rejection
-	// Tokens is what the step processes, as reported to the observer
-	// (TokensProcessed).
+	// Tokens is what the step processes, as reported in Stats.Tokens.
 	Tokens int
 	// StagedDrops counts sequences whose staged guesses this decision
 	// discarded: no room for them in the token budget or the KV cache, or
@@ -56,7 +55,7 @@ type Rejection struct {
 type scheduler struct {
 	opts Options
 	kv   kvcache.Manager
-	obs  Observer
+	sink StatsSink
 
 	waiting []*seq // oldest first
 	running []*seq // in admission order
@@ -66,10 +65,11 @@ type scheduler struct {
 	order     []*seq // scratch
 	finished  []*seq // results to deliver after the step is reported
 	evictions int64  // prefix-cache evictions reported so far
+	stats     Stats  // the counts of the next report
 }
 
 func newScheduler(o Options, kv kvcache.Manager) *scheduler {
-	return &scheduler{opts: o, kv: kv, obs: NopObserver{}}
+	return &scheduler{opts: o, kv: kv, sink: discardStats}
 }
 
 // schedule picks this step's batch: first one decode token for every
@@ -161,9 +161,7 @@ func (s *scheduler) schedule() Schedule {
 		}
 		sch.Runs = append(sch.Runs, r)
 	}
-	if sch.StagedDrops > 0 {
-		s.obs.SpeculativeStagedDrops(sch.StagedDrops)
-	}
+	s.stats.SpecStagedDrops += sch.StagedDrops
 	return *sch
 }
 
@@ -216,7 +214,7 @@ func (s *scheduler) admit(sq *seq, budget *int) bool {
 	s.sch.Tokens += adm.Counted
 	if adm.Cached > 0 && !sq.hit {
 		sq.hit = true
-		s.obs.PrefixCacheHit()
+		s.stats.PrefixHits++
 	}
 	if len(sq.tokens) == sq.promptLen {
 		sq.cached = adm.Cached
@@ -263,7 +261,7 @@ func (s *scheduler) preempt(sq *seq, budget *int) {
 	sq.computed = 0
 	s.enqueue(sq)
 	s.sch.Preempted = append(s.sch.Preempted, sq.id)
-	s.obs.Preempted()
+	s.stats.Preemptions++
 }
 
 // enqueue puts sq in the waiting queue by age.
@@ -303,7 +301,7 @@ func (s *scheduler) exhausted(sq *seq) {
 		return
 	}
 	s.reject(sq, RejectCacheExhausted)
-	s.obs.SequenceRejected(RejectCacheExhausted)
+	s.stats.Finished = append(s.stats.Finished, Finish{Reason: RejectCacheExhausted, Rejected: true})
 	s.drop(sq, false)
 	err := &RequestError{Reason: RejectCacheExhausted, Msg: "prompt does not fit the KV cache even with no other sequence running"}
 	for _, c := range sq.children {
@@ -364,7 +362,7 @@ func (s *scheduler) finish(sq *seq, reason string, err error) {
 	}
 	s.drop(sq, err == nil)
 	reason = finalReason(sq, reason, err)
-	s.obs.SequenceCompleted(reason)
+	s.stats.Finished = append(s.stats.Finished, Finish{Reason: reason})
 	sq.reason = reason
 	if err != nil {
 		s.queueFinal(sq, &final{err: err})
@@ -379,19 +377,30 @@ func (s *scheduler) queueFinal(sq *seq, f *final) {
 	s.finished = append(s.finished, sq)
 }
 
-// report publishes the queue lengths and the cache's occupancy, and
-// returns the latter.
+// report publishes what happened since the last report, the queue lengths
+// and the cache's occupancy, and returns the latter.
 func (s *scheduler) report() kvcache.Usage {
-	s.obs.SchedulerState(len(s.running), len(s.waiting))
+	st := &s.stats
+	st.Measured, st.Running, st.Waiting = LevelQueues, len(s.running), len(s.waiting)
 	u := s.kv.Usage()
 	if u.Evictions > s.evictions {
-		s.obs.PrefixCacheEvictions(int(u.Evictions - s.evictions))
+		st.PrefixEvictions = int(u.Evictions - s.evictions)
 		s.evictions = u.Evictions
 	}
 	if u.BlocksTotal > 0 {
-		s.obs.KVCacheBlocks(u.BlocksUsed, u.BlocksTotal)
+		st.Measured |= LevelKV
+		st.KVBlocksUsed, st.KVBlocksTotal = u.BlocksUsed, u.BlocksTotal
 	}
+	s.sink(*st)
+	s.resetStats()
 	return u
+}
+
+// resetStats starts the next report's counts, keeping its slices' memory.
+func (s *scheduler) resetStats() {
+	clear(s.stats.Finished)
+	clear(s.stats.SpecAcceptedPerPos)
+	s.stats = Stats{Finished: s.stats.Finished[:0], SpecAcceptedPerPos: s.stats.SpecAcceptedPerPos[:0]}
 }
 
 // deliver hands finished sequences their results, after report so that a

@@ -34,31 +34,25 @@ func (p *scripted) propose(seqs []*seq, want func(*seq) int) int {
 }
 
 type specCounts struct {
-	NopObserver
 	mu                         sync.Mutex
 	drafts, proposed, accepted int
 	perPos                     []int
 	drops                      int
 }
 
-func (c *specCounts) SpeculativeStats(drafts, proposed, accepted int, perPos []int) {
+func (c *specCounts) record(st Stats) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.drafts += drafts
-	c.proposed += proposed
-	c.accepted += accepted
-	for i, n := range perPos {
+	c.drafts += st.SpecDrafts
+	c.proposed += st.SpecProposed
+	c.accepted += st.SpecAccepted
+	for i, n := range st.SpecAcceptedPerPos {
 		if i >= len(c.perPos) {
 			c.perPos = append(c.perPos, 0)
 		}
 		c.perPos[i] += n
 	}
-}
-
-func (c *specCounts) SpeculativeStagedDrops(n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.drops += n
+	c.drops += st.SpecStagedDrops
 }
 
 // The speculative counters after scripted proposals: every proposal of 4
@@ -84,7 +78,7 @@ func TestSpeculativeCountersScripted(t *testing.T) {
 		t.Fatal(err)
 	}
 	obs := &specCounts{}
-	e.SetObserver(obs)
+	e.SetStatsSink(obs.record)
 	e.mu.Lock()
 	e.prop = &scripted{ref: ref.Tokens, wrongAt: 3, vocab: int32(e.VocabSize())}
 	e.mu.Unlock()

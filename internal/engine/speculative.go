@@ -232,9 +232,7 @@ func (r *runner) stage() {
 	if len(r.staged) == 0 {
 		return
 	}
-	if n := e.prop.propose(r.staged, e.specWant); n > 0 {
-		s.obs.SpeculativeStagedDrops(n)
-	}
+	s.stats.SpecStagedDrops += e.prop.propose(r.staged, e.specWant)
 }
 
 // verify decides the guesses of a sequence whose step computed them:

@@ -36,14 +36,12 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 		maxTokens = req.MaxTokens
 	}
 
-	obs := e.observer()
-	for range max(req.N, 1) {
-		obs.PrefixCacheLookup() // one per sequence: per choice, as mistral.rs
-	}
+	sink := e.statsSink()
+	sink(Stats{PrefixLookups: max(req.N, 1)}) // one per sequence: per choice, as mistral.rs
 	// Capacity and NewState read only what never changes after New: safe
 	// beside the engine goroutine.
 	if c := e.kv.Capacity(); c > 0 && len(req.Prompt) > c {
-		obs.SequenceRejected(RejectOverCapacity)
+		sink(refused(RejectOverCapacity))
 		return nil, &RequestError{Reason: RejectOverCapacity, Msg: fmt.Sprintf(
 			"prompt of %d tokens is longer than the whole KV cache (%d blocks of %d tokens)", len(req.Prompt), c/e.opts.BlockSize, e.opts.BlockSize)}
 	}
@@ -97,7 +95,7 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 		sq.id = e.nextID
 	}
 	e.inbox = append(e.inbox, seqs[0])
-	obs.PendingAdmission(len(e.inbox))
+	sink(Stats{Measured: LevelPending, PendingAdmission: len(e.inbox)})
 	e.mu.Unlock()
 	e.signal()
 

@@ -1,7 +1,7 @@
 package observe
 
 import (
-	"strconv"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,221 +13,175 @@ var CompletionReasons = []string{"stop", "length", "canceled", "generated_image"
 // RejectionReasons are the values of mistralrs_sequences_rejected_total's reason label.
 var RejectionReasons = []string{"over_total_capacity", "cache_exhausted"}
 
-// EngineMetrics holds mistral.rs's engine metric families (tokens processed,
-// prefix cache, sequences, KV cache blocks, preemptions). It has the method set
-// of engine.Observer, so the server hands it to the engine; every engine of
-// a multi-model server shares it (counters sum, gauges: last writer wins).
-// All methods are safe for concurrent use and do nothing on a nil receiver,
-// which is what the server passes when metrics are disabled.
-type EngineMetrics struct {
-	tokensProcessed   prometheus.Counter
-	prefixLookups     prometheus.Counter
-	prefixHits        prometheus.Counter
-	prefixEvictions   prometheus.Counter
-	encoderHits       prometheus.Counter
-	encoderMisses     prometheus.Counter
-	running           prometheus.Gauge
-	waiting           prometheus.Gauge
-	capacity          prometheus.Gauge
-	completed         *prometheus.CounterVec
-	completedByReason map[string]prometheus.Counter
-	rejected          *prometheus.CounterVec
-	rejectedByReason  map[string]prometheus.Counter
-	kvUsed            prometheus.Gauge
-	kvTotal           prometheus.Gauge
-	pendingAdmission  prometheus.Gauge
-	preemptions       prometheus.Counter
+// engineFamilyDefs defines mistral.rs's engine metric families (tokens
+// processed, prefix cache, sequences, KV cache blocks, preemptions,
+// speculative decoding) and ours, each with its HELP text: the Meaning
+// column of the observability document (deliberate difference: mistral.rs
+// exports no # HELP lines); the capacity, rejection and pending-admission
+// texts are ours, as those families are not in that document.
+//
+// The families are known by name only. This package must not import the
+// engine (docs/architecture.md), so which field of engine.Stats a family
+// reads is said where both are known: the server's engineMetricTable
+// (internal/server/throughput.go). A new engine metric is a row here and a
+// row there, beside its field in engine.Stats.
+var engineFamilyDefs = []engineFamily{
+	counter("mistralrs_tokens_processed_total", "Tokens processed (prefill plus decode)."),
+	counter("mistralrs_prefix_cache_lookups_total", "New sequences that requested a prefix cache lookup."),
+	counter("mistralrs_prefix_cache_hits_total", "New sequences that found a cached KV prefix."),
+	counter("mistralrs_prefix_cache_evictions_total", "Prefix cache entries evicted to free memory: cache entries in non-paged mode, KV prefix blocks (plus recurrent prefix entries on a full cache reset) with paged attention."),
+	counter("mistralrs_encoder_cache_hits_total", "Multimodal encoder cache hits (multimodal models only)."),
+	counter("mistralrs_encoder_cache_misses_total", "Multimodal encoder cache misses (multimodal models only)."),
+	gauge("mistralrs_sequences_running", "Sequences currently running."),
+	gauge("mistralrs_sequences_waiting", "Sequences in the waiting queue."),
+	labelled("mistralrs_sequences_completed_total", "reason", CompletionReasons, "Sequences that reached a terminal state. reason is one of stop, length, canceled, generated_image, generated_speech, tool_calls, error."),
+	gauge("mistralrs_kv_cache_blocks_used", "KV cache blocks currently in use (paged attention)."),
+	gauge("mistralrs_kv_cache_blocks_total", "Total KV cache blocks (paged attention)."),
 
-	specDrafts      prometheus.Counter
-	specProposed    prometheus.Counter
-	specAccepted    prometheus.Counter
-	specAcceptedPos *prometheus.CounterVec
-	specStagedDrops prometheus.Counter
+	counter("mistralrs_speculative_drafts_total", "Verified sequences: one per sequence per step that used speculative verification."),
+	counter("mistralrs_speculative_draft_tokens_proposed_total", "Draft tokens proposed for verification."),
+	counter("mistralrs_speculative_draft_tokens_accepted_total", "Draft tokens the target model accepted."),
+	// Position 0 exists from startup, so that the family is visible
+	// although no proposer is attached yet.
+	labelled("mistralrs_speculative_draft_tokens_accepted_per_pos_total", "position", []string{"0"}, "Draft tokens accepted at each proposal position. The drop-off across positions shows where proposals start failing."),
+	counter("mistralrs_speculative_staged_drops_total", "Staged proposals discarded without verification (preemption, batch-shape mismatch, or a step that cannot verify)."),
+	counter("mistralrs_paged_preemptions_total", "Running sequences preempted and returned to the waiting queue (paged attention)."),
+
+	// The engine reports its capacity when it starts, so this gauge is
+	// exported from the first scrape (deliberate fix: in mistral.rs it is
+	// set before the recorder exists).
+	gauge("mistralrs_sequences_capacity", "Maximum number of sequences the engine runs at once (--max-seqs, or the paged max_num_seqs)."),
+	labelled("mistralrs_sequences_rejected_total", "reason", RejectionReasons, "Sequences refused before running because the KV cache cannot hold them. reason is over_total_capacity or cache_exhausted."),
+	gauge("mistralrs_requests_pending_admission", "Requests received by the engine and not yet handed to the scheduler."),
+}
+
+type familyKind int
+
+const (
+	counterKind familyKind = iota
+	gaugeKind
+	labelledKind // a counter with one label
+)
+
+// engineFamily is one row of engineFamilyDefs.
+type engineFamily struct {
+	name  string
+	kind  familyKind
+	label string
+	known []string // label values that exist, at 0, from startup
+	help  string
+}
+
+func counter(name, help string) engineFamily {
+	return engineFamily{name: name, kind: counterKind, help: help}
+}
+
+func gauge(name, help string) engineFamily {
+	return engineFamily{name: name, kind: gaugeKind, help: help}
+}
+
+func labelled(name, label string, known []string, help string) engineFamily {
+	return engineFamily{name: name, kind: labelledKind, label: label, known: known, help: help}
+}
+
+// EngineMetrics holds the engine metric families. Every engine of a
+// multi-model server reports to it (counters sum, gauges: last writer wins).
+// A nil *EngineMetrics, which is what the server has when metrics are
+// disabled, hands out recorders that do nothing.
+type EngineMetrics struct {
+	counters map[string]prometheus.Counter
+	gauges   map[string]prometheus.Gauge
+	labelled map[string]*labelledCounter
+}
+
+type labelledCounter struct {
+	vec   *prometheus.CounterVec
+	known map[string]prometheus.Counter // the known values' series, without a lookup by label
 }
 
 func newEngineMetrics(reg *prometheus.Registry) *EngineMetrics {
-	counter := func(name string) prometheus.Counter {
-		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: metricHelp[name]})
-		reg.MustRegister(c)
-		return c
+	m := &EngineMetrics{counters: map[string]prometheus.Counter{}, gauges: map[string]prometheus.Gauge{}, labelled: map[string]*labelledCounter{}}
+	for _, f := range engineFamilyDefs {
+		switch f.kind {
+		case counterKind:
+			c := prometheus.NewCounter(prometheus.CounterOpts{Name: f.name, Help: f.help})
+			reg.MustRegister(c)
+			m.counters[f.name] = c
+		case gaugeKind:
+			g := prometheus.NewGauge(prometheus.GaugeOpts{Name: f.name, Help: f.help})
+			reg.MustRegister(g)
+			m.gauges[f.name] = g
+		case labelledKind:
+			l := &labelledCounter{vec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.name, Help: f.help}, []string{f.label}),
+				known: make(map[string]prometheus.Counter, len(f.known))}
+			reg.MustRegister(l.vec)
+			// Known label values exist at 0 from startup, so rate() and
+			// absent() behave before the first event.
+			for _, v := range f.known {
+				l.known[v] = l.vec.WithLabelValues(v)
+			}
+			m.labelled[f.name] = l
+		}
 	}
-	gauge := func(name string) prometheus.Gauge {
-		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: metricHelp[name]})
-		reg.MustRegister(g)
-		return g
-	}
-	counterVec := func(name, label string) *prometheus.CounterVec {
-		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: metricHelp[name]}, []string{label})
-		reg.MustRegister(c)
-		return c
-	}
-	m := &EngineMetrics{
-		tokensProcessed:  counter("mistralrs_tokens_processed_total"),
-		prefixLookups:    counter("mistralrs_prefix_cache_lookups_total"),
-		prefixHits:       counter("mistralrs_prefix_cache_hits_total"),
-		prefixEvictions:  counter("mistralrs_prefix_cache_evictions_total"),
-		encoderHits:      counter("mistralrs_encoder_cache_hits_total"),
-		encoderMisses:    counter("mistralrs_encoder_cache_misses_total"),
-		running:          gauge("mistralrs_sequences_running"),
-		waiting:          gauge("mistralrs_sequences_waiting"),
-		capacity:         gauge("mistralrs_sequences_capacity"),
-		completed:        counterVec("mistralrs_sequences_completed_total", "reason"),
-		rejected:         counterVec("mistralrs_sequences_rejected_total", "reason"),
-		kvUsed:           gauge("mistralrs_kv_cache_blocks_used"),
-		kvTotal:          gauge("mistralrs_kv_cache_blocks_total"),
-		pendingAdmission: gauge("mistralrs_requests_pending_admission"),
-		preemptions:      counter("mistralrs_paged_preemptions_total"),
-
-		specDrafts:      counter("mistralrs_speculative_drafts_total"),
-		specProposed:    counter("mistralrs_speculative_draft_tokens_proposed_total"),
-		specAccepted:    counter("mistralrs_speculative_draft_tokens_accepted_total"),
-		specAcceptedPos: counterVec("mistralrs_speculative_draft_tokens_accepted_per_pos_total", "position"),
-		specStagedDrops: counter("mistralrs_speculative_staged_drops_total"),
-	}
-	// Known label values exist at 0 from startup, so rate() and absent()
-	// behave before the first event; position 0 makes the per-position
-	// family visible although no proposer is attached yet.
-	m.completedByReason = make(map[string]prometheus.Counter, len(CompletionReasons))
-	for _, r := range CompletionReasons {
-		m.completedByReason[r] = m.completed.WithLabelValues(r)
-	}
-	m.rejectedByReason = make(map[string]prometheus.Counter, len(RejectionReasons))
-	for _, r := range RejectionReasons {
-		m.rejectedByReason[r] = m.rejected.WithLabelValues(r)
-	}
-	m.specAcceptedPos.WithLabelValues("0")
 	return m
 }
 
-// TokensProcessed adds prompt tokens of a prefill step and one per sequence
-// of a decode step.
-func (m *EngineMetrics) TokensProcessed(n int) {
-	if m != nil && n > 0 {
-		m.tokensProcessed.Add(float64(n))
+// mustFamily panics unless engineFamilyDefs has name, of kind: a recorder is
+// asked for when the server starts, so a misspelt name or a counter read as
+// a gauge fails every test that starts one, metrics enabled or not.
+func mustFamily(name string, kind familyKind) {
+	for _, f := range engineFamilyDefs {
+		if f.name == name {
+			if f.kind != kind {
+				panic(fmt.Sprintf("observe: engine metric %s is not of the kind asked for", name))
+			}
+			return
+		}
 	}
+	panic("observe: no engine metric " + name)
 }
 
-// PrefixCacheLookup counts a new sequence looked up in the prefix cache
-// (also when prefix caching is off, as mistral.rs does).
-func (m *EngineMetrics) PrefixCacheLookup() {
-	if m != nil {
-		m.prefixLookups.Inc()
-	}
-}
-
-// PrefixCacheHit counts a sequence that reused cached KV (once per sequence).
-func (m *EngineMetrics) PrefixCacheHit() {
-	if m != nil {
-		m.prefixHits.Inc()
-	}
-}
-
-// PrefixCacheEvictions counts evicted prefix-cache entries.
-func (m *EngineMetrics) PrefixCacheEvictions(n int) {
-	if m != nil && n > 0 {
-		m.prefixEvictions.Add(float64(n))
-	}
-}
-
-// SchedulerState sets the running and waiting queue lengths after a
-// scheduling decision.
-func (m *EngineMetrics) SchedulerState(running, waiting int) {
-	if m != nil {
-		m.running.Set(float64(running))
-		m.waiting.Set(float64(waiting))
-	}
-}
-
-// SequenceCompleted counts a sequence reaching a terminal state by reason
-// (one of CompletionReasons).
-func (m *EngineMetrics) SequenceCompleted(reason string) {
+// Counter returns the recorder of the counter family name: it adds n when
+// n > 0. Recorders are safe for concurrent use.
+func (m *EngineMetrics) Counter(name string) func(n int) {
+	mustFamily(name, counterKind)
 	if m == nil {
-		return
+		return func(int) {}
 	}
-	if c := m.completedByReason[reason]; c != nil {
-		c.Inc()
-		return
-	}
-	m.completed.WithLabelValues(reason).Inc()
-}
-
-// SequenceRejected counts a sequence refused before it ran (one of RejectionReasons).
-func (m *EngineMetrics) SequenceRejected(reason string) {
-	if m == nil {
-		return
-	}
-	if c := m.rejectedByReason[reason]; c != nil {
-		c.Inc()
-		return
-	}
-	m.rejected.WithLabelValues(reason).Inc()
-}
-
-// KVCacheBlocks sets the paged KV cache's used and total blocks.
-func (m *EngineMetrics) KVCacheBlocks(used, total int) {
-	if m != nil {
-		m.kvUsed.Set(float64(used))
-		m.kvTotal.Set(float64(total))
-	}
-}
-
-// Preempted counts a running sequence sent back to the waiting queue.
-func (m *EngineMetrics) Preempted() {
-	if m != nil {
-		m.preemptions.Inc()
-	}
-}
-
-// PendingAdmission sets the number of requests not yet handed to the scheduler.
-func (m *EngineMetrics) PendingAdmission(n int) {
-	if m != nil {
-		m.pendingAdmission.Set(float64(n))
-	}
-}
-
-// Capacity sets the maximum number of concurrently scheduled sequences. The
-// engine calls it at startup, so the gauge is exported from the first scrape
-// (deliberate fix: in mistral.rs it is set before the recorder exists).
-func (m *EngineMetrics) Capacity(n int) {
-	if m != nil {
-		m.capacity.Set(float64(n))
-	}
-}
-
-// EncoderCache adds multimodal encoder cache hits and misses.
-func (m *EngineMetrics) EncoderCache(hits, misses int) {
-	if m == nil {
-		return
-	}
-	if hits > 0 {
-		m.encoderHits.Add(float64(hits))
-	}
-	if misses > 0 {
-		m.encoderMisses.Add(float64(misses))
-	}
-}
-
-// SpeculativeStats records one speculative verification batch: verified
-// sequences, proposed and accepted draft tokens, and for each position i the
-// number of sequences that accepted at least i+1 drafts. Nothing is recorded
-// for a batch without drafts.
-func (m *EngineMetrics) SpeculativeStats(drafts, proposed, accepted int, acceptedPerPos []int) {
-	if m == nil || drafts == 0 {
-		return
-	}
-	m.specDrafts.Add(float64(drafts))
-	m.specProposed.Add(float64(max(proposed, 0)))
-	m.specAccepted.Add(float64(max(accepted, 0)))
-	for i, n := range acceptedPerPos {
+	c := m.counters[name]
+	return func(n int) {
 		if n > 0 {
-			m.specAcceptedPos.WithLabelValues(strconv.Itoa(i)).Add(float64(n))
+			c.Add(float64(n))
 		}
 	}
 }
 
-// SpeculativeStagedDrops counts staged proposals discarded without verification.
-func (m *EngineMetrics) SpeculativeStagedDrops(n int) {
-	if m != nil && n > 0 {
-		m.specStagedDrops.Add(float64(n))
+// Gauge returns the recorder of the gauge family name: it sets the gauge to n.
+func (m *EngineMetrics) Gauge(name string) func(n int) {
+	mustFamily(name, gaugeKind)
+	if m == nil {
+		return func(int) {}
+	}
+	g := m.gauges[name]
+	return func(n int) { g.Set(float64(n)) }
+}
+
+// Labelled returns the recorder of the labelled counter family name: it adds
+// n to the series of label value v when n > 0.
+func (m *EngineMetrics) Labelled(name string) func(v string, n int) {
+	mustFamily(name, labelledKind)
+	if m == nil {
+		return func(string, int) {}
+	}
+	l := m.labelled[name]
+	return func(v string, n int) {
+		if n <= 0 {
+			return
+		}
+		if c := l.known[v]; c != nil {
+			c.Add(float64(n))
+			return
+		}
+		l.vec.WithLabelValues(v).Add(float64(n))
 	}
 }

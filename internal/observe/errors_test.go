@@ -97,7 +97,7 @@ func TestBodyLimit(t *testing.T) {
 
 // The handler receives the buffered body unchanged.
 func TestBufferedBodyReachesHandler(t *testing.T) {
-	o, _ := New(DefaultOptions())
+	o, _ := New(withTestRoutes(DefaultOptions()))
 	mux := http.NewServeMux()
 	var got string
 	var cl int64

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// A route with its own error envelope (Options.ErrorWriters) gets it for
+// A route with its own error envelope (RouteFacts.Errors) gets it for
 // the errors the layer answers itself: a body over the limit, declared or
 // read, and a wrong method; the access line still carries the message.
 // Other routes keep OpenAI's shape.
@@ -21,7 +21,12 @@ func TestErrorWriters(t *testing.T) {
 	}
 	e := newEnv(t, "warn,mistralrs=info", func(o *Options) {
 		o.BodyLimit = 100
-		o.ErrorWriters = map[string]ErrorWriter{"/v1/chat/completions": envelope, "/v1/upload": envelope}
+		for i := range o.Routes {
+			if o.Routes[i].Pattern == "/v1/chat/completions" {
+				o.Routes[i].Errors = envelope
+			}
+		}
+		o.Routes = append(o.Routes, RouteFacts{Method: "POST", Pattern: "/v1/upload", Errors: envelope})
 	})
 	big := strings.Repeat("x", 101)
 

@@ -76,6 +76,52 @@ func maskAll(lines []string) []string {
 
 var testModels = StaticModels{Default: "qwen3-0.6b", IDs: []string{"qwen3-0.6b", "llama-3.2-1b", "my-alias"}}
 
+// mistralrsModelSources is mistral.rs's per-route table of model sources,
+// keyed by path pattern: the routes of the test server are shaped like it.
+func mistralrsModelSources() map[string]ModelSource {
+	return map[string]ModelSource{
+		"/v1/chat/completions":      SourceBody,
+		"/v1/completions":           SourceBody,
+		"/v1/responses":             SourceBody,
+		"/v1/messages":              SourceBody,
+		"/v1/messages/count_tokens": SourceBody,
+		"/v1/embeddings":            SourceBody,
+		"/v1/images/generations":    SourceBody,
+		"/v1/audio/speech":          SourceBody,
+		"/v1/load_lora_adapter":     SourceBodyTrimmed,
+		"/v1/unload_lora_adapter":   SourceBodyTrimmed,
+		"/v1/lora_adapters":         SourceQuery,
+		"/v1/models/unload":         SourceModelID,
+		"/v1/models/reload":         SourceModelID,
+		"/v1/models/status":         SourceModelID,
+		"/v1/models/tune":           SourceModelID,
+	}
+}
+
+// testRoutes are the facts of the test server's routes (a new slice each
+// call, for tests to change): mistral.rs's model sources, and its
+// housekeeping routes as testMux registers them.
+func testRoutes() []RouteFacts {
+	var routes []RouteFacts
+	for p, src := range mistralrsModelSources() {
+		m := http.MethodPost
+		if src == SourceQuery {
+			m = http.MethodGet
+		}
+		routes = append(routes, RouteFacts{Method: m, Pattern: p, Model: src})
+	}
+	for _, p := range []string{"/health", "/{$}", "/metrics", "/docs/", "/api-doc/openapi.json", "/ui/"} {
+		routes = append(routes, RouteFacts{Method: http.MethodGet, Pattern: p, Housekeeping: true})
+	}
+	return routes
+}
+
+// withTestRoutes returns opts with the test server's routes.
+func withTestRoutes(opts Options) Options {
+	opts.Routes = testRoutes()
+	return opts
+}
+
 // testEnv is an observed test server: a tiny ServeMux with routes shaped
 // like the real server's.
 type testEnv struct {
@@ -92,7 +138,7 @@ func newEnv(t testing.TB, filter string, mod func(*Options)) *testEnv {
 		t.Fatal(err)
 	}
 	th := NewTracingHandler(logs, f)
-	opts := DefaultOptions()
+	opts := withTestRoutes(DefaultOptions())
 	opts.Logger = slog.New(th)
 	opts.Models = testModels
 	if mod != nil {

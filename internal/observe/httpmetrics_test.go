@@ -253,7 +253,7 @@ func TestModelLabel(t *testing.T) {
 			}
 		})
 	}
-	if DefaultModelSources()["/v1/models/tune"] != SourceModelID || DefaultModelSources()["/v1/responses"] != SourceBody {
+	if mistralrsModelSources()["/v1/models/tune"] != SourceModelID || mistralrsModelSources()["/v1/responses"] != SourceBody {
 		t.Error("route table")
 	}
 	// No resolver: "default" for the default model, every named model unknown.

@@ -39,7 +39,7 @@ func TestRouterAlone(t *testing.T) {
 	for _, p := range []string{"GET /v1/models", "GET /v1/files/{id}", "GET /health", "POST /v1/chat/completions"} {
 		mux.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
 	}
-	h := Router(mux)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := Router(mux, testRoutes())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = seen{Route(r.Context()), IsHousekeeping(r.Context())}
 	}))
 	for _, c := range []struct {
@@ -94,7 +94,7 @@ func TestModelLabelsAndBufferBodyAlone(t *testing.T) {
 		b, _ := ReadBody(r)
 		body = string(b)
 	})
-	labels := ModelLabels(nil, testModels)
+	labels := ModelLabels(testRoutes(), testModels)
 	buffer := BufferBody(64, nil)
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/chat/completions", labels(buffer(handler)))
@@ -146,10 +146,13 @@ func TestAccessLogAlone(t *testing.T) {
 		WriteErrorMessage(w, r, http.StatusConflict, "already there")
 	})))
 	mux.Handle("GET /health", log(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	// Which routes are housekeeping is a fact of the route table, which only
+	// Router is given: it names the route here and nothing else.
+	h := Router(mux, []RouteFacts{{Method: "GET", Pattern: "/health", Housekeeping: true}})(mux)
 	req := httptest.NewRequest("POST", "/v1/things", strings.NewReader("abc"))
 	req.Header.Set("Content-Length", "3")
-	mux.ServeHTTP(httptest.NewRecorder(), req)
-	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/health", nil))
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/health", nil))
 	want := []string{
 		"TS  INFO mistralrs_server_core::metrics: request started: request_id= method=POST route=/v1/things path=/v1/things model=none content_length=3",
 		`TS  INFO mistralrs_server_core::metrics: request completed: request_id= method=POST route=/v1/things model=none status=409 duration_ms=D error="already there"`,

@@ -16,24 +16,6 @@ import (
 	"mistralrs/internal/testutil"
 )
 
-// engineObserver is engine.Observer's method set (internal/engine/observer.go),
-// copied so this package does not import the engine.
-type engineObserver interface {
-	TokensProcessed(n int)
-	PrefixCacheLookup()
-	PrefixCacheHit()
-	PrefixCacheEvictions(n int)
-	SchedulerState(running, waiting int)
-	SequenceCompleted(reason string)
-	SequenceRejected(reason string)
-	KVCacheBlocks(used, total int)
-	Preempted()
-	PendingAdmission(n int)
-	Capacity(n int)
-}
-
-var _ engineObserver = (*EngineMetrics)(nil)
-
 var engineFamilies = map[string]dto.MetricType{
 	"mistralrs_tokens_processed_total":                          dto.MetricType_COUNTER,
 	"mistralrs_prefix_cache_lookups_total":                      dto.MetricType_COUNTER,
@@ -68,7 +50,7 @@ func metricValue(m *dto.Metric) float64 {
 // values; counters at 0; the capacity gauge set at startup.
 func TestEngineFamiliesAtStartup(t *testing.T) {
 	e := newEnv(t, "off", nil)
-	e.o.Engine().Capacity(32) // what the engine does when it starts
+	e.o.Engine().Gauge("mistralrs_sequences_capacity")(32) // what the engine does when it starts
 	fams := e.scrape(t)
 	for name, typ := range engineFamilies {
 		f := fams[name]
@@ -110,28 +92,39 @@ func TestEngineFamiliesAtStartup(t *testing.T) {
 	}
 }
 
-// Every engine.Observer method lands in its family.
+// Every recorder lands in its family. (Which engine.Stats field each family
+// reads is internal/server's table, tested there.)
 func TestEngineMetricsUpdates(t *testing.T) {
 	e := newEnv(t, "off", nil)
-	var m engineObserver = e.o.Engine()
-	m.TokensProcessed(17)
-	m.TokensProcessed(1)
-	m.PrefixCacheLookup()
-	m.PrefixCacheLookup()
-	m.PrefixCacheHit()
-	m.PrefixCacheEvictions(3)
-	m.SchedulerState(2, 5)
-	m.SequenceCompleted("stop")
-	m.SequenceCompleted("stop")
-	m.SequenceCompleted("canceled")
-	m.SequenceRejected("cache_exhausted")
-	m.KVCacheBlocks(10, 64)
-	m.Preempted()
-	m.PendingAdmission(4)
-	m.Capacity(8)
-	e.o.Engine().SpeculativeStats(2, 6, 3, []int{2, 1, 0})
-	e.o.Engine().SpeculativeStagedDrops(1)
-	e.o.Engine().EncoderCache(1, 2)
+	m := e.o.Engine()
+	m.Counter("mistralrs_tokens_processed_total")(17)
+	m.Counter("mistralrs_tokens_processed_total")(1)
+	m.Counter("mistralrs_prefix_cache_lookups_total")(1)
+	m.Counter("mistralrs_prefix_cache_lookups_total")(1)
+	m.Counter("mistralrs_prefix_cache_hits_total")(1)
+	m.Counter("mistralrs_prefix_cache_evictions_total")(3)
+	m.Gauge("mistralrs_sequences_running")(2)
+	m.Gauge("mistralrs_sequences_waiting")(5)
+	completed := m.Labelled("mistralrs_sequences_completed_total")
+	completed("stop", 1)
+	completed("stop", 1)
+	completed("canceled", 1)
+	m.Labelled("mistralrs_sequences_rejected_total")("cache_exhausted", 1)
+	m.Gauge("mistralrs_kv_cache_blocks_used")(10)
+	m.Gauge("mistralrs_kv_cache_blocks_total")(64)
+	m.Counter("mistralrs_paged_preemptions_total")(1)
+	m.Gauge("mistralrs_requests_pending_admission")(4)
+	m.Gauge("mistralrs_sequences_capacity")(8)
+	m.Counter("mistralrs_speculative_drafts_total")(2)
+	m.Counter("mistralrs_speculative_draft_tokens_proposed_total")(6)
+	m.Counter("mistralrs_speculative_draft_tokens_accepted_total")(3)
+	perPos := m.Labelled("mistralrs_speculative_draft_tokens_accepted_per_pos_total")
+	perPos("0", 2)
+	perPos("1", 1)
+	perPos("2", 0)
+	m.Counter("mistralrs_speculative_staged_drops_total")(1)
+	m.Counter("mistralrs_encoder_cache_hits_total")(1)
+	m.Counter("mistralrs_encoder_cache_misses_total")(2)
 	fams := e.scrape(t)
 	for name, want := range map[string]float64{
 		"mistralrs_tokens_processed_total":                  18,
@@ -170,13 +163,36 @@ func TestEngineMetricsUpdates(t *testing.T) {
 	if got := series(fams, "mistralrs_speculative_draft_tokens_accepted_per_pos_total", labels("position", "2")); got != nil {
 		t.Error("zero positions are not emitted")
 	}
-	// Disabled metrics: a nil *EngineMetrics ignores every call.
+	// Disabled metrics: a nil *EngineMetrics hands out recorders that
+	// ignore every call.
 	var nilM *EngineMetrics
-	var obs engineObserver = nilM
-	obs.TokensProcessed(1)
-	obs.SequenceCompleted("stop")
-	obs.Capacity(3)
-	nilM.SpeculativeStats(1, 1, 1, []int{1})
+	nilM.Counter("mistralrs_tokens_processed_total")(1)
+	nilM.Labelled("mistralrs_sequences_completed_total")("stop", 1)
+	nilM.Gauge("mistralrs_sequences_capacity")(3)
+	nilM.Labelled("mistralrs_speculative_draft_tokens_accepted_per_pos_total")("0", 1)
+}
+
+// Asking for a family that does not exist, or as another kind, is a
+// programming error caught when the server starts, metrics enabled or not.
+func TestEngineMetricsUnknownFamily(t *testing.T) {
+	var nilM *EngineMetrics
+	for name, ask := range map[string]func(){
+		"unknown":          func() { NewMetrics().Engine().Counter("mistralrs_no_such_total") },
+		"unknown, nil":     func() { nilM.Gauge("mistralrs_no_such") },
+		"gauge as counter": func() { nilM.Counter("mistralrs_sequences_running") },
+		"labelled as gauge": func() {
+			NewMetrics().Engine().Gauge("mistralrs_sequences_completed_total")
+		},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			ask()
+		}()
+	}
 }
 
 // seedMeanings reads the Meaning column of every metric table in the
@@ -290,7 +306,7 @@ func TestMetricsDisabled(t *testing.T) {
 	if e.o.Metrics() != nil || e.o.Engine() != nil {
 		t.Fatal("registry exists with metrics disabled")
 	}
-	e.o.Engine().SequenceCompleted("stop") // safe on nil
+	e.o.Engine().Labelled("mistralrs_sequences_completed_total")("stop", 1) // safe on nil
 	rec := e.do("GET", "/metrics", "")
 	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != "metrics disabled" ||
 		!strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain") {

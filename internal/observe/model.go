@@ -62,47 +62,28 @@ const (
 	SourceModelID
 )
 
-// DefaultModelSources is mistral.rs's route table, keyed by path pattern.
-func DefaultModelSources() map[string]ModelSource {
-	return map[string]ModelSource{
-		"/v1/chat/completions":      SourceBody,
-		"/v1/completions":           SourceBody,
-		"/v1/responses":             SourceBody,
-		"/v1/messages":              SourceBody,
-		"/v1/messages/count_tokens": SourceBody,
-		"/v1/embeddings":            SourceBody,
-		"/v1/images/generations":    SourceBody,
-		"/v1/audio/speech":          SourceBody,
-		"/v1/load_lora_adapter":     SourceBodyTrimmed,
-		"/v1/unload_lora_adapter":   SourceBodyTrimmed,
-		"/v1/lora_adapters":         SourceQuery,
-		"/v1/models/unload":         SourceModelID,
-		"/v1/models/reload":         SourceModelID,
-		"/v1/models/status":         SourceModelID,
-		"/v1/models/tune":           SourceModelID,
-	}
-}
-
-// readsBody reports whether the middleware buffers the body for the label.
-func (s ModelSource) readsBody() bool {
+// ReadsBody reports whether the label comes from the body, which BufferBody
+// then reads (a JSON document: the label is scanned from it).
+func (s ModelSource) ReadsBody() bool {
 	return s == SourceBody || s == SourceBodyTrimmed || s == SourceModelID
 }
 
 // ModelLabels is the layer that gives each request its `model` label, from
-// where its route names the model (sources, keyed by route label; nil means
-// DefaultModelSources()): none, the query, or the body. Labels are bounded:
+// where its route names the model (RouteFacts.Model of routes; a route not
+// among them names none): none, the query, or the body. Labels are bounded:
 // only ids res knows become values. For a body route the label waits for
 // BufferBody, below the checks that may refuse the request first; a request
 // refused before its body is read is labelled ModelUnknown.
-func ModelLabels(sources map[string]ModelSource, res ModelResolver) func(http.Handler) http.Handler {
-	if sources == nil {
-		sources = DefaultModelSources()
-	}
+func ModelLabels(routes []RouteFacts, res ModelResolver) func(http.Handler) http.Handler {
+	return modelLabels(mustRouteTable(routes), res)
+}
+
+func modelLabels(t *routeTable, res ModelResolver) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rec, w, r, own := enter(w, r)
-			src := sources[rec.Route]
-			if src.readsBody() && rec.model == "" {
+			src := t.model[rec.Route]
+			if src.ReadsBody() && rec.model == "" {
 				rec.fallback = ModelUnknown
 				rec.pending = func(body []byte) string { return modelLabel(src, res, body, "") }
 			} else {
@@ -118,10 +99,14 @@ func ModelLabels(sources map[string]ModelSource, res ModelResolver) func(http.Ha
 // mistral.rs's access log does, and hands the bytes on to the handler
 // (ReadBody takes them without a copy). A body over the limit is answered
 // with 413, an unreadable one with 400, in the route's envelope
-// (errorWriters, keyed by route label) or OpenAI's; both are labelled
-// ModelUnknown. Put it below the checks that refuse requests (API key,
-// content type, body limit), so that a refused body is never buffered.
-func BufferBody(limit int64, errorWriters map[string]ErrorWriter) func(http.Handler) http.Handler {
+// (RouteFacts.Errors of routes) or OpenAI's; both are labelled ModelUnknown.
+// Put it below the checks that refuse requests (API key, content type, body
+// limit), so that a refused body is never buffered.
+func BufferBody(limit int64, routes []RouteFacts) func(http.Handler) http.Handler {
+	return bufferBody(limit, mustRouteTable(routes))
+}
+
+func bufferBody(limit int64, t *routeTable) func(http.Handler) http.Handler {
 	if limit <= 0 {
 		limit = DefaultBodyLimit
 	}
@@ -137,13 +122,13 @@ func BufferBody(limit int64, errorWriters map[string]ErrorWriter) func(http.Hand
 			switch {
 			case errors.Is(err, errBodyTooLarge):
 				rec.SetModel(ModelUnknown)
-				writeLayerError(errorWriters, w, r, http.StatusRequestEntityTooLarge, "")
+				writeLayerError(t, w, r, http.StatusRequestEntityTooLarge, "")
 				return
 			case err != nil:
 				rec.SetModel(ModelUnknown)
 				msg := "failed to read request body: " + err.Error()
 				rec.errMsg = msg
-				writeLayerError(errorWriters, w, r, http.StatusBadRequest, msg)
+				writeLayerError(t, w, r, http.StatusBadRequest, msg)
 				return
 			}
 			rec.ContentLength = int64(len(body))
@@ -159,9 +144,9 @@ func BufferBody(limit int64, errorWriters map[string]ErrorWriter) func(http.Hand
 }
 
 // writeLayerError answers an error a layer detects itself, in the route's
-// envelope (errorWriters) or OpenAI's; a 413's message is fixed.
-func writeLayerError(errorWriters map[string]ErrorWriter, w http.ResponseWriter, r *http.Request, status int, msg string) {
-	ew := errorWriters[Route(r.Context())]
+// envelope (RouteFacts.Errors) or OpenAI's; a 413's message is fixed.
+func writeLayerError(t *routeTable, w http.ResponseWriter, r *http.Request, status int, msg string) {
+	ew := t.errorWriter(Route(r.Context()))
 	switch {
 	case ew != nil && status == http.StatusRequestEntityTooLarge:
 		ew(w, r, status, bodyTooLargeMessage)

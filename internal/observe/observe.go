@@ -40,18 +40,16 @@ type Options struct {
 	// Models resolves model labels; nil: every named model is unknown and
 	// the default is "default".
 	Models ModelResolver
-	// ModelSources maps path patterns to where they name their model; nil
-	// means DefaultModelSources().
-	ModelSources map[string]ModelSource
+	// Routes are the facts of the mux's routes: where each names its model,
+	// whether it is housekeeping, its error envelope. A server gives one per
+	// row of its route table; the layers know no route of their own (a
+	// route not listed names no model, is not housekeeping and answers
+	// errors in OpenAI's envelope).
+	Routes []RouteFacts
 	// BodyLimit caps request bodies; 0 means DefaultBodyLimit.
 	BodyLimit int64
 	// AllowedOrigins restricts CORS to these origins; nil allows any ("*").
 	AllowedOrigins []string
-	// ErrorWriters maps path patterns to the error envelope of routes that
-	// do not answer errors in OpenAI's shape (the Anthropic routes). The
-	// layer uses it for the errors it answers itself on those routes: a body
-	// over the limit (413), an unreadable body, a wrong method (405).
-	ErrorWriters map[string]ErrorWriter
 	// Guard, when set, wraps the routes inside CORS (so its refusals carry
 	// the CORS headers and preflights never reach it), inside the
 	// observability layers (so they are logged and counted) and outside the
@@ -83,7 +81,7 @@ func DefaultOptions() Options {
 type HTTPLayer struct {
 	opts    Options
 	metrics *Metrics
-	sources map[string]ModelSource
+	routes  *routeTable
 	limit   int64
 }
 
@@ -91,9 +89,11 @@ type HTTPLayer struct {
 func (opts *Options) Validate() error {
 	switch opts.AccessLogFormat {
 	case "", FormatText, FormatJSON:
-		return nil
+	default:
+		return fmt.Errorf("access log format %q: want text or json", opts.AccessLogFormat)
 	}
-	return fmt.Errorf("access log format %q: want text or json", opts.AccessLogFormat)
+	_, err := newRouteTable(opts.Routes)
+	return err
 }
 
 // New builds the layer. With Options.Metrics false no registry exists.
@@ -101,12 +101,13 @@ func New(opts Options) (*HTTPLayer, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	o := &HTTPLayer{opts: opts, sources: opts.ModelSources, limit: opts.BodyLimit}
+	routes, err := newRouteTable(opts.Routes)
+	if err != nil {
+		return nil, err
+	}
+	o := &HTTPLayer{opts: opts, routes: routes, limit: opts.BodyLimit}
 	if o.opts.Logger == nil {
 		o.opts.Logger = slog.Default()
-	}
-	if o.sources == nil {
-		o.sources = DefaultModelSources()
 	}
 	if o.limit <= 0 {
 		o.limit = DefaultBodyLimit
@@ -134,8 +135,8 @@ func (o *HTTPLayer) AllowedOrigins() []string {
 // Metrics returns the registry holder, nil when metrics are disabled.
 func (o *HTTPLayer) Metrics() *Metrics { return o.metrics }
 
-// Engine returns the engine metrics (*EngineMetrics has engine.Observer's method set).
-// It is nil when metrics are disabled; its methods then do nothing.
+// Engine returns the engine metric families. It is nil when metrics are
+// disabled; its recorders then do nothing.
 func (o *HTTPLayer) Engine() *EngineMetrics {
 	if o.metrics == nil {
 		return nil
@@ -144,12 +145,7 @@ func (o *HTTPLayer) Engine() *EngineMetrics {
 }
 
 // MetricsHandler serves GET /metrics, or 503 "metrics disabled".
-func (o *HTTPLayer) MetricsHandler() http.Handler {
-	if o.metrics == nil {
-		return http.HandlerFunc(disabledMetrics)
-	}
-	return o.metrics.Handler()
-}
+func (o *HTTPLayer) MetricsHandler() http.Handler { return o.metrics.Handler() }
 
 // Handler wraps mux in the layers of mistral.rs's router, outermost first:
 // Router (the route label, so it also sees 404s, 405s, 413s and
@@ -161,9 +157,9 @@ func (o *HTTPLayer) MetricsHandler() http.Handler {
 // ServeMux.
 func (o *HTTPLayer) Handler(mux *http.ServeMux) http.Handler {
 	layers := []func(http.Handler) http.Handler{
-		Router(mux),
+		router(mux, o.routes),
 		RequestIDs(o.opts.RequestIDHeader),
-		ModelLabels(o.sources, o.opts.Models),
+		modelLabels(o.routes, o.opts.Models),
 		AccessLog(AccessLogOptions{
 			Enabled: o.opts.AccessLog,
 			Format:  o.opts.AccessLogFormat,
@@ -181,13 +177,13 @@ func (o *HTTPLayer) Handler(mux *http.ServeMux) http.Handler {
 	matched := func(r *http.Request) bool { return Route(r.Context()) != Unmatched }
 	layers = append(layers,
 		httpguard.BodyLimit(o.limit, matched, o.guardError),
-		BufferBody(o.limit, o.opts.ErrorWriters))
-	return Chain(&dispatch{mux: mux, errorWriters: o.opts.ErrorWriters}, layers...)
+		bufferBody(o.limit, o.routes))
+	return Chain(&dispatch{mux: mux, routes: o.routes}, layers...)
 }
 
 // guardError answers an httpguard refusal in the route's envelope.
 func (o *HTTPLayer) guardError(w http.ResponseWriter, r *http.Request, status int, _, msg string) {
-	writeLayerError(o.opts.ErrorWriters, w, r, status, msg)
+	writeLayerError(o.routes, w, r, status, msg)
 }
 
 // CORSAllowedHeaders and CORSExposedHeaders list the CORS header names

@@ -82,7 +82,8 @@ func enter(w http.ResponseWriter, r *http.Request) (rec *Record, _ http.Response
 		// A layer wrapping one route's handler inside a ServeMux.
 		rec.Route = patternPath(r.Pattern)
 	}
-	rec.Housekeeping = isHousekeeping(r.Method, rec.Route, rec.Path)
+	// Without Router, which knows the routes, only preflights are.
+	rec.Housekeeping = r.Method == http.MethodOptions
 	if v := r.Header["Content-Length"]; len(v) > 0 {
 		if n, err := strconv.ParseUint(v[0], 10, 63); err == nil {
 			rec.ContentLength = int64(n)
@@ -224,8 +225,9 @@ func Route(ctx context.Context) string {
 }
 
 // IsHousekeeping reports whether a request is housekeeping (an OPTIONS
-// request, /, /health, /metrics, the docs, the web UI): no access line by
-// default and no HTTP metrics. Outside the layers it is false.
+// request, a route with RouteFacts.Housekeeping, a path in a housekeeping
+// subtree): no access line by default and no HTTP metrics. Outside the
+// layers it is false.
 func IsHousekeeping(ctx context.Context) bool {
 	if rec := RecordFrom(ctx); rec != nil {
 		return rec.Housekeeping

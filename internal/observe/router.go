@@ -13,14 +13,19 @@ const Unmatched = "<unmatched>"
 // pattern the request matches and records the pattern's path as the route
 // label (the `path` metric label; Unmatched when none matches, the path's
 // label when only the method is wrong), and whether the request is
-// housekeeping. Put it outermost: the layers below read the label. Register
-// "GET /{$}" rather than "/" for the root, since "/" matches every path.
-func Router(mux *http.ServeMux) func(http.Handler) http.Handler {
+// housekeeping (from routes, the facts of mux's routes). Put it outermost:
+// the layers below read the label. Register "GET /{$}" rather than "/" for
+// the root, since "/" matches every path.
+func Router(mux *http.ServeMux, routes []RouteFacts) func(http.Handler) http.Handler {
+	return router(mux, mustRouteTable(routes))
+}
+
+func router(mux *http.ServeMux, t *routeTable) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rec, w, r, own := enter(w, r)
 			rec.Route = routeOf(mux, r, rec)
-			rec.Housekeeping = isHousekeeping(r.Method, rec.Route, rec.Path)
+			rec.Housekeeping = t.isHousekeeping(r.Method, rec.Route, rec.Path)
 			serveLayer(rec, own, next, w, r)
 		})
 	}
@@ -68,31 +73,13 @@ func patternPath(pat string) string {
 	return pat
 }
 
-// isHousekeeping: every OPTIONS request, the probe, metrics and docs routes,
-// and the web UI, as in mistral.rs. Housekeeping requests get no access line
-// (unless --access-log-health) and no HTTP metrics.
-func isHousekeeping(method, route, path string) bool {
-	if method == http.MethodOptions {
-		return true
-	}
-	switch route {
-	case "/", "/{$}", "/health", "/metrics", "/docs", "/api-doc/openapi.json":
-		return true
-	}
-	return strings.HasPrefix(route, "/docs/") || underUI(route) || underUI(path)
-}
-
-func underUI(p string) bool {
-	return p == "/ui" || strings.HasPrefix(p, "/ui/")
-}
-
 // dispatch is the innermost handler: it calls the handler Router found,
 // sparing a second route lookup, or lets the mux route when path values are
 // needed. The mux's own 404 and 405 become JSON errors, in the route's
-// envelope (errorWriters) or OpenAI's.
+// envelope (RouteFacts.Errors) or OpenAI's.
 type dispatch struct {
-	mux          *http.ServeMux
-	errorWriters map[string]ErrorWriter
+	mux    *http.ServeMux
+	routes *routeTable
 }
 
 func (d *dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -101,7 +88,7 @@ func (d *dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The mux's own 404/405 (CONNECT included) and path-cleaning
 		// redirects answer in plain text or HTML; clients of an
 		// OpenAI-style API expect every error as JSON.
-		w = &jsonFallback{ResponseWriter: w, r: r, write: d.errorWriters[rec.Route]}
+		w = &jsonFallback{ResponseWriter: w, r: r, write: d.routes.errorWriter(rec.Route)}
 	}
 	if rec != nil && rec.handler != nil {
 		r.Pattern = rec.pattern

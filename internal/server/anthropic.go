@@ -29,22 +29,6 @@ import (
 // these routes uses Anthropic's envelope
 // {"type":"error","error":{"type":…,"message":…}}.
 
-// anthropicRoutes are the path patterns that answer in Anthropic's envelope.
-var anthropicRoutes = []string{"/v1/messages", "/v1/messages/count_tokens"}
-
-// addAnthropicErrorWriters makes the observability layer answer the errors
-// it detects itself on the Anthropic routes (413, 405) in their envelope.
-func addAnthropicErrorWriters(o *observe.Options) {
-	ew := make(map[string]observe.ErrorWriter, len(o.ErrorWriters)+len(anthropicRoutes))
-	for k, v := range o.ErrorWriters {
-		ew[k] = v
-	}
-	for _, p := range anthropicRoutes {
-		ew[p] = writeAnthropicError
-	}
-	o.ErrorWriters = ew
-}
-
 // anthropicErrorType is Anthropic's error type for a status.
 func anthropicErrorType(status int) string {
 	switch status {

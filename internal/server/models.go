@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"mistralrs/internal/engine"
-	"mistralrs/internal/kernels"
 	"mistralrs/internal/loader"
 )
 
@@ -283,10 +282,11 @@ func (e *modelEntry) load() (string, error) {
 // packedNote describes the weights a model copied into the kernels'
 // packed layout at load (the memory that costs), "" when none.
 func packedNote(m *loader.Model) string {
-	if m == nil || m.Net == nil || m.Net.Config.PackedBytes == 0 {
+	n, path := m.Packed()
+	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%.1f MiB of weights repacked for the %s kernels; their file pages released)", float64(m.Net.Config.PackedBytes)/(1<<20), kernels.Path())
+	return fmt.Sprintf(" (%.1f MiB of weights repacked for the %s kernels; their file pages released)", float64(n)/(1<<20), path)
 }
 
 // draftError names the draft file in a failed draft load, unless the error

@@ -2,21 +2,55 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"unicode/utf8"
 
 	"mistralrs/internal/observe"
+	"mistralrs/internal/ui"
 )
 
-// route is one registered route. The table is the only place routes are
-// listed: the mux, the debug route lines and the OpenAPI test all read it.
+// route is one row of the route table and every fact about the route: the
+// mux registers its handler; the guard (guard.go) reads its access, JSON
+// body and error envelope; the observability layer its model source,
+// housekeeping and envelope (observeFacts); the debug route lines and the
+// OpenAPI test its method and pattern. Adding a route is adding a row.
 type route struct {
-	method  string
-	pattern string // ServeMux pattern (the `path` metric label)
-	handler http.Handler
+	method  string       // "GET" also answers HEAD (ServeMux)
+	pattern string       // ServeMux pattern without the method; its path is the `path` metric label
+	handler http.Handler // nil: not served (the web UI under --no-ui), yet its other facts hold
+	// model is where the request names its model, for the `model` label:
+	// none (the zero value), the query, the body's "model" or "model_id".
+	model observe.ModelSource
+	// json: the body is a JSON document, refused with 415 unless its
+	// Content-Type says JSON (and so, a simple request, it cannot come from
+	// another site's page). A route whose model comes from the body has one.
+	json bool
+	// access is who may call the route and how its requests are observed;
+	// the zero value is an API route.
+	access access
+	// errors writes the route's errors in its family's envelope (the guard's
+	// refusals, the layers' 405s and 413s); nil: OpenAI's.
+	errors observe.ErrorWriter
 }
+
+// access is who may call a route and how its requests are observed.
+type access uint8
+
+const (
+	// apiRoute: needs the API key (when one is set) and an allowed Host;
+	// counted in the HTTP metrics and in the access log.
+	apiRoute access = iota
+	// housekeeping: no API key; not in the HTTP metrics; an access line only
+	// with --access-log-health (observe's Housekeeping).
+	housekeeping
+	// scrape is housekeeping that needs the API key with --api-key-metrics.
+	scrape
+	// probe is housekeeping open to any Host: probes reach the server by IP.
+	probe
+)
 
 // docPath is the route's path in OpenAPI terms: "/{$}" is "/", and a
 // trailing "{name...}" wildcard is "{name}".
@@ -25,29 +59,104 @@ func (r route) docPath() string {
 	return strings.ReplaceAll(p, "...}", "}")
 }
 
-func (s *Server) routeTable() []route {
+// routeTable is the API the server serves and documents (openapi.json);
+// metrics answers GET /metrics.
+func (s *Server) routeTable(metrics http.Handler) []route {
 	h := func(f http.HandlerFunc) http.Handler { return f }
+	const body, modelID = observe.SourceBody, observe.SourceModelID
 	return []route{
-		{"POST", "/v1/chat/completions", h(s.handleChat)},
-		{"POST", "/v1/completions", h(s.handleCompletions)},
-		{"POST", "/v1/responses", h(s.handleCreateResponse)},
-		{"GET", "/v1/responses/{response_id}", h(s.handleGetResponse)},
-		{"DELETE", "/v1/responses/{response_id}", h(s.handleDeleteResponse)},
-		{"POST", "/v1/responses/{response_id}/cancel", h(s.handleCancelResponse)},
-		{"POST", "/v1/messages", h(s.handleAnthropicMessages)},
-		{"POST", "/v1/messages/count_tokens", h(s.handleAnthropicCountTokens)},
-		{"POST", "/v1/embeddings", h(s.handleEmbeddings)},
-		{"GET", "/v1/models", h(s.handleListModels)},
-		{"POST", "/v1/models/unload", h(s.handleUnload)},
-		{"POST", "/v1/models/reload", h(s.handleReload)},
-		{"POST", "/v1/models/status", h(s.handleModelStatus)},
-		{"GET", "/health", h(handleHealth)},
-		{"GET", "/{$}", h(handleHealth)},
-		{"GET", "/metrics", s.obs.MetricsHandler()},
-		{"GET", "/docs", h(handleDocs)},
-		{"GET", "/docs/{file...}", h(handleDocsFile)},
-		{"GET", "/api-doc/openapi.json", h(handleOpenAPI)},
+		{method: "POST", pattern: "/v1/chat/completions", handler: h(s.handleChat), model: body, json: true},
+		{method: "POST", pattern: "/v1/completions", handler: h(s.handleCompletions), model: body, json: true},
+		{method: "POST", pattern: "/v1/responses", handler: h(s.handleCreateResponse), model: body, json: true},
+		{method: "GET", pattern: "/v1/responses/{response_id}", handler: h(s.handleGetResponse)},
+		{method: "DELETE", pattern: "/v1/responses/{response_id}", handler: h(s.handleDeleteResponse)},
+		{method: "POST", pattern: "/v1/responses/{response_id}/cancel", handler: h(s.handleCancelResponse)},
+		{method: "POST", pattern: "/v1/messages", handler: h(s.handleAnthropicMessages), model: body, json: true, errors: writeAnthropicError},
+		{method: "POST", pattern: "/v1/messages/count_tokens", handler: h(s.handleAnthropicCountTokens), model: body, json: true, errors: writeAnthropicError},
+		{method: "POST", pattern: "/v1/embeddings", handler: h(s.handleEmbeddings), model: body, json: true},
+		{method: "GET", pattern: "/v1/models", handler: h(s.handleListModels)},
+		{method: "POST", pattern: "/v1/models/unload", handler: h(s.handleUnload), model: modelID, json: true},
+		{method: "POST", pattern: "/v1/models/reload", handler: h(s.handleReload), model: modelID, json: true},
+		{method: "POST", pattern: "/v1/models/status", handler: h(s.handleModelStatus), model: modelID, json: true},
+		{method: "GET", pattern: "/health", handler: h(handleHealth), access: probe},
+		{method: "GET", pattern: "/{$}", handler: h(handleHealth), access: housekeeping},
+		{method: "GET", pattern: "/metrics", handler: metrics, access: scrape},
+		{method: "GET", pattern: "/docs", handler: h(handleDocs), access: housekeeping},
+		{method: "GET", pattern: "/docs/{file...}", handler: h(handleDocsFile), access: housekeeping},
+		{method: "GET", pattern: "/api-doc/openapi.json", handler: h(handleOpenAPI), access: housekeeping},
 	}
+}
+
+// uiRoutes are the web UI's (package ui): housekeeping like /docs, but
+// outside the route table and the OpenAPI document. With --no-ui they have
+// no handler: nothing is served under /ui, and what is asked there is still
+// housekeeping (the "/ui/" subtree's, observe.RouteFacts).
+func uiRoutes(noUI bool) []route {
+	var h http.Handler
+	if !noUI {
+		h = ui.Handler()
+	}
+	return []route{
+		{method: "GET", pattern: ui.Prefix, handler: h, access: housekeeping},
+		{method: "GET", pattern: ui.Prefix + "/", handler: h, access: housekeeping},
+	}
+}
+
+// observeFacts are the facts of rows the observability layer needs.
+func observeFacts(rows []route) []observe.RouteFacts {
+	facts := make([]observe.RouteFacts, len(rows))
+	for i, rt := range rows {
+		facts[i] = observe.RouteFacts{
+			Method:       rt.method,
+			Pattern:      rt.pattern,
+			Model:        rt.model,
+			Housekeeping: rt.access != apiRoute,
+			Errors:       rt.errors,
+		}
+	}
+	return facts
+}
+
+// routeIndex finds a request's row from the route label observe gave it
+// (the pattern's path; a 405 keeps the path that exists under another
+// method), as the guard needs.
+type routeIndex map[string][]*route
+
+// newRouteIndex indexes rows by path. Rows of one path must agree on what
+// is looked up by path alone (access, envelope), and a route whose model
+// comes from the body must have a JSON one.
+func newRouteIndex(rows []route) (routeIndex, error) {
+	ix := make(routeIndex, len(rows))
+	for i := range rows {
+		rt := &rows[i]
+		if rt.model.ReadsBody() && !rt.json {
+			return nil, fmt.Errorf("route %s %s: its model is read from the body, which must then be JSON", rt.method, rt.pattern)
+		}
+		path := rt.pattern
+		if others := ix[path]; len(others) > 0 && (others[0].access != rt.access || (others[0].errors == nil) != (rt.errors == nil)) {
+			return nil, fmt.Errorf("routes %s %s and %s %s share a path but not their access or error envelope", others[0].method, path, rt.method, path)
+		}
+		ix[path] = append(ix[path], rt)
+	}
+	return ix, nil
+}
+
+// path returns a row of the request's route path, nil for none.
+func (ix routeIndex) path(r *http.Request) *route {
+	if rows := ix[observe.Route(r.Context())]; len(rows) > 0 {
+		return rows[0]
+	}
+	return nil
+}
+
+// row returns the row the request's method and route path name, nil for none.
+func (ix routeIndex) row(r *http.Request) *route {
+	for _, rt := range ix[observe.Route(r.Context())] {
+		if rt.method == r.Method {
+			return rt
+		}
+	}
+	return nil
 }
 
 // handleHealth is GET /health and GET /: liveness only (no model check).

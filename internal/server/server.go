@@ -37,8 +37,9 @@ type Options struct {
 	// DefaultModel is the id requests without a model (or with "default")
 	// go to; empty: the first model.
 	DefaultModel string
-	// Observe configures the observability layer; its Models resolver is
-	// set by the server. The zero value means observe.DefaultOptions().
+	// Observe configures the observability layer; its Models resolver and
+	// Routes are set by the server. The zero value means
+	// observe.DefaultOptions().
 	Observe *observe.Options
 	// KeepAlive is the SSE keep-alive interval (0: DefaultKeepAlive).
 	KeepAlive time.Duration
@@ -99,7 +100,8 @@ type Server struct {
 	models    *models
 	mux       *http.ServeMux
 	handler   http.Handler
-	routes    []route
+	routes    []route    // the route table (the UI's rows are not in it)
+	index     routeIndex // every row by path, for the guard
 	log       *slog.Logger
 	engineLog *slog.Logger
 	created   int64 // unix seconds, the `created` of /v1/models
@@ -176,20 +178,24 @@ func New(opts Options) (*Server, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		var next engine.Observer = engine.NopObserver{}
-		if metrics != nil {
-			next = metrics.Engine()
-		}
-		stats := newEngineStats(next)
-		eng.SetObserver(stats)
+		stats := newEngineStats(metrics.Engine()) // nil metrics: nil, recorders that do nothing
+		eng.SetStatsSink(stats.record)
 		return eng, stats, nil
 	}
 	reg, err := newModels(opts.Models, opts.DefaultModel, s.log, newEng)
 	if err != nil {
 		return nil, err
 	}
+	// The rows say everything about the routes: the mux, the guard and the
+	// observability layer all read them.
+	s.routes = s.routeTable(metrics.Handler())
+	rows := append(append([]route(nil), s.routes...), uiRoutes(opts.NoUI)...)
+	if s.index, err = newRouteIndex(rows); err != nil {
+		reg.close()
+		return nil, err
+	}
 	oo.Models = reg
-	addAnthropicErrorWriters(&oo)
+	oo.Routes = observeFacts(rows)
 	oo.Guard = s.guard(oo.Guard)
 	obs, err := observe.New(oo)
 	if err != nil {
@@ -200,15 +206,10 @@ func New(opts Options) (*Server, error) {
 	s.models = reg
 	s.mux = http.NewServeMux()
 	s.responses = newResponseStore(opts.ResponsesMaxStored, opts.ResponsesMaxBytes)
-	s.routes = s.routeTable()
-	for _, rt := range s.routes {
-		s.mux.Handle(rt.method+" "+rt.pattern, rt.handler)
-	}
-	// The web UI is housekeeping like /docs, outside the route table and the
-	// OpenAPI document.
-	if !opts.NoUI {
-		s.mux.Handle("GET "+ui.Prefix, ui.Handler())
-		s.mux.Handle("GET "+ui.Prefix+"/", ui.Handler())
+	for _, rt := range rows {
+		if rt.handler != nil {
+			s.mux.Handle(rt.method+" "+rt.pattern, rt.handler)
+		}
 	}
 	s.handler = obs.Handler(s.mux)
 	return s, nil

@@ -3,17 +3,107 @@ package server
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"mistralrs/internal/engine"
+	"mistralrs/internal/observe"
 )
 
-// engineStats sits between one engine and the shared engine metrics: it
-// forwards every report and keeps what the periodic throughput line needs
-// (mistral.rs's IntervalLogger, one per engine).
+// engineMetricTable maps the engine's reports onto its Prometheus families:
+// each row names a family and says how it reads an engine.Stats. It is here
+// because the server is the one package that knows both sides: observe
+// defines the families (name, type, label, HELP text: engineFamilyDefs in
+// internal/observe/enginemetrics.go) and must not import the engine, and the
+// engine must not import observe or Prometheus (docs/architecture.md).
+// A new engine metric is a field in engine.Stats, a row here and its
+// definition in observe.
+var engineMetricTable = []metricRow{
+	counterRow("mistralrs_tokens_processed_total", func(s *engine.Stats) int { return s.Tokens }),
+	counterRow("mistralrs_prefix_cache_lookups_total", func(s *engine.Stats) int { return s.PrefixLookups }),
+	counterRow("mistralrs_prefix_cache_hits_total", func(s *engine.Stats) int { return s.PrefixHits }),
+	counterRow("mistralrs_prefix_cache_evictions_total", func(s *engine.Stats) int { return s.PrefixEvictions }),
+	counterRow("mistralrs_paged_preemptions_total", func(s *engine.Stats) int { return s.Preemptions }),
+	labelledRow("mistralrs_sequences_completed_total", finishes(false)),
+	labelledRow("mistralrs_sequences_rejected_total", finishes(true)),
+	counterRow("mistralrs_speculative_drafts_total", func(s *engine.Stats) int { return s.SpecDrafts }),
+	counterRow("mistralrs_speculative_draft_tokens_proposed_total", func(s *engine.Stats) int { return s.SpecProposed }),
+	counterRow("mistralrs_speculative_draft_tokens_accepted_total", func(s *engine.Stats) int { return s.SpecAccepted }),
+	labelledRow("mistralrs_speculative_draft_tokens_accepted_per_pos_total", acceptedPerPos),
+	counterRow("mistralrs_speculative_staged_drops_total", func(s *engine.Stats) int { return s.SpecStagedDrops }),
+	gaugeRow("mistralrs_sequences_running", engine.LevelQueues, func(s *engine.Stats) int { return s.Running }),
+	gaugeRow("mistralrs_sequences_waiting", engine.LevelQueues, func(s *engine.Stats) int { return s.Waiting }),
+	gaugeRow("mistralrs_kv_cache_blocks_used", engine.LevelKV, func(s *engine.Stats) int { return s.KVBlocksUsed }),
+	gaugeRow("mistralrs_kv_cache_blocks_total", engine.LevelKV, func(s *engine.Stats) int { return s.KVBlocksTotal }),
+	gaugeRow("mistralrs_requests_pending_admission", engine.LevelPending, func(s *engine.Stats) int { return s.PendingAdmission }),
+	gaugeRow("mistralrs_sequences_capacity", engine.LevelCapacity, func(s *engine.Stats) int { return s.Capacity }),
+}
+
+// A metricRow is a family's name and the binding of that family of m to
+// its reader of a report.
+type metricRow struct {
+	name string
+	bind func(m *observe.EngineMetrics) func(*engine.Stats)
+}
+
+// counterRow adds what read counts (counts in a Stats are since the
+// previous report).
+func counterRow(name string, read func(*engine.Stats) int) metricRow {
+	return metricRow{name, func(m *observe.EngineMetrics) func(*engine.Stats) {
+		add := m.Counter(name)
+		return func(s *engine.Stats) { add(read(s)) }
+	}}
+}
+
+// gaugeRow sets the gauge to what read returns, from the reports that
+// measured level: several engines share the gauges, and a report leaves
+// alone what its engine did not measure.
+func gaugeRow(name string, level engine.Levels, read func(*engine.Stats) int) metricRow {
+	return metricRow{name, func(m *observe.EngineMetrics) func(*engine.Stats) {
+		set := m.Gauge(name)
+		return func(s *engine.Stats) {
+			if s.Measured&level != 0 {
+				set(read(s))
+			}
+		}
+	}}
+}
+
+// labelledRow hands read the adder of the family's series by label value.
+func labelledRow(name string, read func(s *engine.Stats, add func(v string, n int))) metricRow {
+	return metricRow{name, func(m *observe.EngineMetrics) func(*engine.Stats) {
+		add := m.Labelled(name)
+		return func(s *engine.Stats) { read(s, add) }
+	}}
+}
+
+// finishes reads the completed sequences by reason, or the rejected ones.
+func finishes(rejected bool) func(*engine.Stats, func(string, int)) {
+	return func(s *engine.Stats, add func(string, int)) {
+		for _, f := range s.Finished {
+			if f.Rejected == rejected {
+				add(f.Reason, 1)
+			}
+		}
+	}
+}
+
+// acceptedPerPos reads the accepted drafts by position, leaving out those
+// without any.
+func acceptedPerPos(s *engine.Stats, add func(string, int)) {
+	for i, n := range s.SpecAcceptedPerPos {
+		if n > 0 {
+			add(strconv.Itoa(i), n)
+		}
+	}
+}
+
+// engineStats is one engine's StatsSink (mistral.rs's IntervalLogger, one per
+// engine): it keeps what the periodic throughput line needs and records
+// every report in the engine metrics all engines share.
 type engineStats struct {
-	next engine.Observer
+	metrics []func(*engine.Stats) // engineMetricTable's rows, bound; none when metrics are disabled
 
 	tokens  atomic.Int64 // processed in the current interval
 	lookups atomic.Int64 // cumulative
@@ -25,51 +115,34 @@ type engineStats struct {
 	specDrafts, specProposed, specAccepted atomic.Int64
 }
 
-func newEngineStats(next engine.Observer) *engineStats {
-	if next == nil {
-		next = engine.NopObserver{}
+// newEngineStats makes a sink recording in m (nil: metrics disabled).
+func newEngineStats(m *observe.EngineMetrics) *engineStats {
+	s := &engineStats{}
+	for _, row := range engineMetricTable {
+		rec := row.bind(m) // a misspelt family panics here, metrics enabled or not
+		if m != nil {
+			s.metrics = append(s.metrics, rec)
+		}
 	}
-	return &engineStats{next: next}
+	return s
 }
 
-func (s *engineStats) TokensProcessed(n int) {
-	s.tokens.Add(int64(n))
-	s.next.TokensProcessed(n)
+// record is the engine's StatsSink.
+func (s *engineStats) record(st engine.Stats) {
+	s.tokens.Add(int64(st.Tokens))
+	s.lookups.Add(int64(st.PrefixLookups))
+	s.hits.Add(int64(st.PrefixHits))
+	if st.Measured&engine.LevelQueues != 0 {
+		s.running.Store(int64(st.Running))
+		s.waiting.Store(int64(st.Waiting))
+	}
+	s.specDrafts.Add(int64(st.SpecDrafts))
+	s.specProposed.Add(int64(st.SpecProposed))
+	s.specAccepted.Add(int64(st.SpecAccepted))
+	for _, rec := range s.metrics {
+		rec(&st)
+	}
 }
-
-func (s *engineStats) PrefixCacheLookup() {
-	s.lookups.Add(1)
-	s.next.PrefixCacheLookup()
-}
-
-func (s *engineStats) PrefixCacheHit() {
-	s.hits.Add(1)
-	s.next.PrefixCacheHit()
-}
-
-func (s *engineStats) PrefixCacheEvictions(n int) { s.next.PrefixCacheEvictions(n) }
-
-func (s *engineStats) SchedulerState(running, waiting int) {
-	s.running.Store(int64(running))
-	s.waiting.Store(int64(waiting))
-	s.next.SchedulerState(running, waiting)
-}
-
-func (s *engineStats) SequenceCompleted(reason string) { s.next.SequenceCompleted(reason) }
-func (s *engineStats) SequenceRejected(reason string)  { s.next.SequenceRejected(reason) }
-func (s *engineStats) KVCacheBlocks(used, total int)   { s.next.KVCacheBlocks(used, total) }
-func (s *engineStats) Preempted()                      { s.next.Preempted() }
-func (s *engineStats) PendingAdmission(n int)          { s.next.PendingAdmission(n) }
-func (s *engineStats) Capacity(n int)                  { s.next.Capacity(n) }
-
-func (s *engineStats) SpeculativeStats(drafts, proposed, accepted int, perPos []int) {
-	s.specDrafts.Add(int64(drafts))
-	s.specProposed.Add(int64(proposed))
-	s.specAccepted.Add(int64(accepted))
-	s.next.SpeculativeStats(drafts, proposed, accepted, perPos)
-}
-
-func (s *engineStats) SpeculativeStagedDrops(n int) { s.next.SpeculativeStagedDrops(n) }
 
 // intervalLine returns the throughput line for the interval just ended and
 // starts the next one. Like mistral.rs it says nothing for an interval
