@@ -1,121 +1,73 @@
-package model
+package model_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/model"
+	"mistralrs/internal/model/modeltest"
 )
 
-// edit describes a change to a fixture: metadata (nil value: delete; new keys are added) and
-// tensors (nil: delete).
-type edit struct {
-	kv      map[string]any
-	tensors map[string]*gguf.TensorInfo
-}
-
-// rewrite copies f with the edit applied and opens the copy.
-func rewrite(t *testing.T, f *gguf.File, e edit) *gguf.File {
-	t.Helper()
-	w := gguf.NewWriter()
-	for _, kv := range f.KV {
-		v, ok := e.kv[kv.Key]
-		switch {
-		case !ok:
-			w.AddKV(kv.Key, kv.Value)
-		case v != nil:
-			w.AddKV(kv.Key, v)
-		}
-	}
-	for k, v := range e.kv {
-		if _, ok := f.Get(k); !ok && v != nil {
-			w.AddKV(k, v)
-		}
-	}
-	for i := range f.Tensors {
-		ti := &f.Tensors[i]
-		if repl, ok := e.tensors[ti.Name]; ok {
-			if repl == nil {
-				continue
-			}
-			ti = repl
-		}
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, ti.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := filepath.Join(t.TempDir(), "bad.gguf")
-	if err := w.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	out, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { out.Close() })
-	return out
-}
-
 func TestLoadErrors(t *testing.T) {
-	cfg := fixtureConfigs()["llama"]
+	cfg := modeltest.FixtureConfigs()["llama"]
 	cfg.Type = kernels.Q8_0
-	f := buildFixture(t, cfg)
-	if _, err := Load(f); err != nil {
+	f := modeltest.BuildFixture(t, cfg)
+	if _, err := model.Load(f); err != nil {
 		t.Fatal(err)
 	}
 	q2 := kernels.Q2_K
 	cases := []struct {
 		name string
-		e    edit
+		e    modeltest.Edit
 		want []string // substrings of the error
 	}{
-		{"missing tensor", edit{tensors: map[string]*gguf.TensorInfo{"blk.1.ffn_up.weight": nil}},
+		{"missing tensor", modeltest.Edit{Tensors: map[string]*gguf.TensorInfo{"blk.1.ffn_up.weight": nil}},
 			[]string{"bad.gguf", "missing tensor blk.1.ffn_up.weight"}},
-		{"missing embeddings", edit{tensors: map[string]*gguf.TensorInfo{"token_embd.weight": nil}},
+		{"missing embeddings", modeltest.Edit{Tensors: map[string]*gguf.TensorInfo{"token_embd.weight": nil}},
 			[]string{"missing tensor token_embd.weight"}},
-		{"wrong shape", edit{tensors: map[string]*gguf.TensorInfo{"blk.0.attn_k.weight": {
+		{"wrong shape", modeltest.Edit{Tensors: map[string]*gguf.TensorInfo{"blk.0.attn_k.weight": {
 			Name: "blk.0.attn_k.weight", Type: kernels.F32, Dims: []uint64{256, 128}, Data: make([]byte, 256*128*4)}}},
 			[]string{"blk.0.attn_k.weight", "[256 128]", "[256 64]"}},
-		{"wrong norm shape", edit{tensors: map[string]*gguf.TensorInfo{"blk.1.ffn_norm.weight": {
+		{"wrong norm shape", modeltest.Edit{Tensors: map[string]*gguf.TensorInfo{"blk.1.ffn_norm.weight": {
 			Name: "blk.1.ffn_norm.weight", Type: kernels.F32, Dims: []uint64{255}, Data: make([]byte, 255*4)}}},
 			[]string{"blk.1.ffn_norm.weight", "[255]", "[256]"}},
-		{"unsupported type", edit{tensors: map[string]*gguf.TensorInfo{"blk.0.attn_q.weight": {
+		{"unsupported type", modeltest.Edit{Tensors: map[string]*gguf.TensorInfo{"blk.0.attn_q.weight": {
 			Name: "blk.0.attn_q.weight", Type: q2, Dims: []uint64{256, 256}, Data: make([]byte, q2.RowSize(256)*256)}}},
 			[]string{"blk.0.attn_q.weight", "Q2_K"}},
-		{"unsupported arch", edit{kv: map[string]any{"general.architecture": "gpt2"}},
+		{"unsupported arch", modeltest.Edit{KV: map[string]any{"general.architecture": "gpt2"}},
 			[]string{"gpt2", "gemma3, llama, phi3, qwen2, qwen2moe, qwen3, qwen3moe"}},
-		{"no arch", edit{kv: map[string]any{"general.architecture": nil}},
+		{"no arch", modeltest.Edit{KV: map[string]any{"general.architecture": nil}},
 			[]string{"general.architecture"}},
-		{"missing key", edit{kv: map[string]any{"llama.embedding_length": nil}},
+		{"missing key", modeltest.Edit{KV: map[string]any{"llama.embedding_length": nil}},
 			[]string{"bad.gguf", "llama.embedding_length"}},
-		{"missing eps", edit{kv: map[string]any{"llama.attention.layer_norm_rms_epsilon": nil}},
+		{"missing eps", modeltest.Edit{KV: map[string]any{"llama.attention.layer_norm_rms_epsilon": nil}},
 			[]string{"llama.attention.layer_norm_rms_epsilon"}},
-		{"key type", edit{kv: map[string]any{"llama.block_count": "two"}},
+		{"key type", modeltest.Edit{KV: map[string]any{"llama.block_count": "two"}},
 			[]string{"llama.block_count"}},
-		{"too many layers", edit{kv: map[string]any{"llama.block_count": uint32(1 << 30)}},
+		{"too many layers", modeltest.Edit{KV: map[string]any{"llama.block_count": uint32(1 << 30)}},
 			[]string{"llama.block_count 1073741824 is more than 4096"}},
-		{"gqa", edit{kv: map[string]any{"llama.attention.head_count_kv": uint32(3)}},
+		{"gqa", modeltest.Edit{KV: map[string]any{"llama.attention.head_count_kv": uint32(3)}},
 			[]string{"head_count_kv 3"}},
-		{"embedding not a multiple of heads", edit{kv: map[string]any{"llama.embedding_length": uint32(65), "llama.attention.key_length": nil}},
+		{"embedding not a multiple of heads", modeltest.Edit{KV: map[string]any{"llama.embedding_length": uint32(65), "llama.attention.key_length": nil}},
 			[]string{"embedding_length 65", "head_count"}},
-		{"zero context", edit{kv: map[string]any{"llama.context_length": uint32(0)}},
+		{"zero context", modeltest.Edit{KV: map[string]any{"llama.context_length": uint32(0)}},
 			[]string{"bad.gguf", "context_length 0"}},
-		{"pooling type", edit{kv: map[string]any{"llama.pooling_type": uint32(9)}},
+		{"pooling type", modeltest.Edit{KV: map[string]any{"llama.pooling_type": uint32(9)}},
 			[]string{"pooling_type 9"}},
-		{"moe without used count", edit{kv: map[string]any{"llama.expert_count": uint32(8)}},
+		{"moe without used count", modeltest.Edit{KV: map[string]any{"llama.expert_count": uint32(8)}},
 			[]string{"missing metadata key llama.expert_used_count"}},
-		{"moe without experts", edit{kv: map[string]any{"llama.expert_count": uint32(8), "llama.expert_used_count": uint32(2)}},
+		{"moe without experts", modeltest.Edit{KV: map[string]any{"llama.expert_count": uint32(8), "llama.expert_used_count": uint32(2)}},
 			[]string{"missing tensor blk.0.ffn_gate_inp.weight"}},
-		{"moe used > count", edit{kv: map[string]any{"llama.expert_count": uint32(2), "llama.expert_used_count": uint32(3)}},
+		{"moe used > count", modeltest.Edit{KV: map[string]any{"llama.expert_count": uint32(2), "llama.expert_used_count": uint32(3)}},
 			[]string{"llama.expert_used_count 3 must be between 1 and expert_count 2"}},
-		{"rope scaling", edit{kv: map[string]any{"llama.rope.scaling.type": "longrope"}},
+		{"rope scaling", modeltest.Edit{KV: map[string]any{"llama.rope.scaling.type": "longrope"}},
 			[]string{"longrope"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Load(rewrite(t, f, c.e))
+			_, err := model.Load(modeltest.Rewrite(t, f, c.e))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -129,10 +81,10 @@ func TestLoadErrors(t *testing.T) {
 	}
 
 	// qwen2 requires the q/k/v biases that llama may leave out.
-	cfg = fixtureConfigs()["qwen2"]
+	cfg = modeltest.FixtureConfigs()["qwen2"]
 	cfg.Type = kernels.F16
-	f = buildFixture(t, cfg)
-	_, err := Load(rewrite(t, f, edit{tensors: map[string]*gguf.TensorInfo{"blk.0.attn_v.bias": nil}}))
+	f = modeltest.BuildFixture(t, cfg)
+	_, err := model.Load(modeltest.Rewrite(t, f, modeltest.Edit{Tensors: map[string]*gguf.TensorInfo{"blk.0.attn_v.bias": nil}}))
 	if err == nil || !strings.Contains(err.Error(), "blk.0.attn_v.bias") {
 		t.Errorf("qwen2 without attn_v.bias: %v", err)
 	}

@@ -7,6 +7,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,30 +29,19 @@ type Batch = nn.Batch
 // SeqInput is the part of a batch that belongs to one sequence.
 type SeqInput = nn.SeqInput
 
-// Arch is what the registry knows of an architecture.
-type Arch struct {
-	// Neox: rotary embeddings pair (x[i], x[i+d/2]).
-	Neox bool
-	// Config, if set, reads the architecture's own metadata keys.
-	Config func(r *nn.KeyReader, c *Config) error
-	// MoE: the architecture has experts (expert_count is refused otherwise).
-	MoE bool
-	// New loads the weights.
-	New func(f *gguf.File, c *Config) (nn.Network, error)
-	// Random, if set, writes a random-weight model of the architecture
-	// (BuildRandom; the llama family's is BuildRandom's own).
-	Random func(cfg RandomConfig, w *gguf.Writer) error
-}
+// archs is the registry by general.architecture: each architecture
+// package declares its entries.
+var archs = registry(append(slices.Clone(llama.Archs), gemma3.Arch, phi3.Arch))
 
-// archs is the registry by general.architecture.
-var archs = map[string]Arch{
-	"llama":    {Neox: llama.Neox("llama"), MoE: true, Config: llama.Config, New: llama.New}, // MoE: mixtral
-	"qwen2":    {Neox: llama.Neox("qwen2"), New: llama.New},
-	"qwen3":    {Neox: llama.Neox("qwen3"), New: llama.New},
-	"phi3":     {Neox: true, New: phi3.New, Random: randomPhi3},
-	"gemma3":   {Neox: gemma3.Neox, Config: gemma3.ReadConfig, New: gemma3.New, Random: randomGemma3},
-	"qwen2moe": {Neox: true, MoE: true, Config: llama.Qwen2MoEConfig, New: llama.New},
-	"qwen3moe": {Neox: llama.Neox("qwen3moe"), MoE: true, Config: llama.Qwen3MoEConfig, New: llama.New, Random: randomQwen3MoE},
+func registry(list []nn.Arch) map[string]nn.Arch {
+	m := make(map[string]nn.Arch, len(list))
+	for _, a := range list {
+		if _, dup := m[a.Name]; dup {
+			panic("model: architecture " + a.Name + " registered twice")
+		}
+		m[a.Name] = a
+	}
+	return m
 }
 
 // SupportedArchitectures lists the values of general.architecture that Load accepts.
@@ -117,6 +107,18 @@ func Load(f *gguf.File) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// Network is the architecture's weights (tests look at how they are
+// wired).
+func (m *Model) Network() nn.Network { return m.net }
+
+// LastStep tells how the last Forward laid out its batch: the tokens it
+// ran and the most queries one attention group held.
+func (m *Model) LastStep() (tokens, largestGroup int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.T, m.st.LargestGroup()
 }
 
 // Forward runs the model over the batch: it appends the new tokens' keys and

@@ -17,6 +17,9 @@ import (
 // Neox: gemma3 rotates the pairs (x[i], x[i+d/2]).
 const Neox = true
 
+// Arch is gemma3's registry entry.
+var Arch = nn.Arch{Name: "gemma3", Neox: Neox, Config: ReadConfig, New: New, Random: Random}
+
 // DefaultPattern is llama.cpp's sliding-window pattern when a file has no
 // attention.sliding_window_pattern key: every sixth layer (il % 6 == 5) is
 // global, the others slide.
@@ -29,11 +32,10 @@ const DefaultRopeBaseSWA = 1e4
 // Model is the weights of a gemma3 decoder. Fields are tagged with their
 // GGUF tensor names and shapes (see nn.Load). Norm gains are used as
 // stored: llama.cpp's converter already wrote 1 + w of the checkpoint.
+// The output is tied to the embedding in Google's models.
 type Model struct {
-	TokEmbd    *kernels.Matrix `gguf:"token_embd.weight" dims:"embd,vocab"`
-	OutputNorm []float32       `gguf:"output_norm.weight" dims:"embd"`
-	Output     *kernels.Matrix `gguf:"output.weight,optional" dims:"embd,vocab"` // TokEmbd when tied (always, in Google's models)
-	Layers     []Layer         `gguf:"blk"`
+	nn.Embeddings
+	Layers []Layer `gguf:"blk"`
 
 	embScale  float32 // sqrt(n_embd)
 	attnScale float32 // of q·k
@@ -58,7 +60,7 @@ type Attention struct {
 	O        *kernels.Matrix `gguf:"attn_output.weight" dims:"o,embd"`
 	QNorm    []float32       `gguf:"attn_q_norm.weight" dims:"hd"`
 	KNorm    []float32       `gguf:"attn_k_norm.weight" dims:"hd"`
-	PostNorm []float32       `gguf:"post_attention_norm.weight" dims:"embd"`
+	PostNorm []float32       `gguf:"post_attention_norm.weight" dims:"embd" rand:"gain=0.3"`
 }
 
 // MLP is norm(down(gelu_tanh(gate·x) ⊙ up·x)).
@@ -67,7 +69,7 @@ type MLP struct {
 	Gate     *kernels.Matrix `gguf:"ffn_gate.weight" dims:"embd,ff"`
 	Up       *kernels.Matrix `gguf:"ffn_up.weight" dims:"embd,ff"`
 	Down     *kernels.Matrix `gguf:"ffn_down.weight" dims:"ff,embd"`
-	PostNorm []float32       `gguf:"post_ffw_norm.weight" dims:"embd"`
+	PostNorm []float32       `gguf:"post_ffw_norm.weight" dims:"embd" rand:"gain=3"`
 }
 
 // ReadConfig reads gemma3's own metadata keys: the sliding window, which
@@ -126,10 +128,6 @@ func New(f *gguf.File, c *nn.Config) (nn.Network, error) {
 	m := &Model{}
 	if err := nn.Load(f, c, m); err != nil {
 		return nil, err
-	}
-	if m.Output == nil {
-		m.Output = m.TokEmbd
-		c.TiedOutput = true
 	}
 	m.embScale = float32(math.Sqrt(float64(c.Embd)))
 	m.attnScale = AttnScale(c)

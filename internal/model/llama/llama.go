@@ -24,21 +24,14 @@ type Model struct {
 // Head is what a dense and a mixture-of-experts model share besides their
 // blocks: the embedding, the final norm and output, the rope.
 type Head struct {
-	TokEmbd    *kernels.Matrix `gguf:"token_embd.weight" dims:"embd,vocab"`
-	OutputNorm []float32       `gguf:"output_norm.weight" dims:"embd"`
-	Output     *kernels.Matrix `gguf:"output.weight,optional" dims:"embd,vocab"` // TokEmbd when tied
-	RopeFreqs  []float32       `gguf:"rope_freqs.weight,optional" dims:"rope/2"` // llama3-style frequency divisors
+	nn.Embeddings
+	RopeFreqs []float32 `gguf:"rope_freqs.weight,optional" dims:"rope/2"` // llama3-style frequency divisors
 
 	rope *nn.Rope
 }
 
-// finish ties the output to the embedding when the file has none and
-// prepares the rope.
+// finish prepares the rope.
 func (h *Head) finish(c *nn.Config) {
-	if h.Output == nil {
-		h.Output = h.TokEmbd
-		c.TiedOutput = true
-	}
 	h.rope = nn.NewRope(c.Rope(h.RopeFreqs))
 }
 
@@ -57,10 +50,10 @@ type Attention struct {
 	K     *kernels.Matrix `gguf:"attn_k.weight" dims:"embd,k"`
 	V     *kernels.Matrix `gguf:"attn_v.weight" dims:"embd,v"`
 	O     *kernels.Matrix `gguf:"attn_output.weight" dims:"o,embd"`
-	QBias []float32       `gguf:"attn_q.bias,optional" dims:"q"`
-	KBias []float32       `gguf:"attn_k.bias,optional" dims:"k"`
-	VBias []float32       `gguf:"attn_v.bias,optional" dims:"v"`
-	OBias []float32       `gguf:"attn_output.bias,optional" dims:"embd"`
+	QBias []float32       `gguf:"attn_q.bias,optional" dims:"q" rand:"bound=0.5"`
+	KBias []float32       `gguf:"attn_k.bias,optional" dims:"k" rand:"bound=0.5"`
+	VBias []float32       `gguf:"attn_v.bias,optional" dims:"v" rand:"bound=0.5"`
+	OBias []float32       `gguf:"attn_output.bias,optional" dims:"embd" rand:"bound=0.5"`
 	QNorm []float32       `gguf:"attn_q_norm.weight,optional" dims:"hd"`
 	KNorm []float32       `gguf:"attn_k_norm.weight,optional" dims:"hd"`
 }
@@ -120,25 +113,43 @@ func Qwen2MoEConfig(r *nn.KeyReader, c *nn.Config) error {
 // renormalised).
 func Qwen3MoEConfig(r *nn.KeyReader, c *nn.Config) error { return nn.ReadExperts(r, c, -1, true) }
 
+// Archs are the registry entries of the architectures this package
+// covers. Mixtral is stored as llama (with expert_count).
+var Archs = []nn.Arch{
+	{Name: "llama", Neox: Neox("llama"), MoE: true, Config: Config, New: New, Random: Random},
+	{Name: "qwen2", Neox: Neox("qwen2"), New: New, Random: Random},
+	{Name: "qwen3", Neox: Neox("qwen3"), New: New, Random: Random},
+	{Name: "qwen2moe", Neox: Neox("qwen2moe"), MoE: true, Config: Qwen2MoEConfig, New: New, Random: Random},
+	{Name: "qwen3moe", Neox: Neox("qwen3moe"), MoE: true, Config: Qwen3MoEConfig, New: New, Random: RandomQwen3MoE},
+}
+
 // Neox reports the rope pairing of arch. GGUF llama q/k weights are
 // permuted by the converter so that the consecutive-pair ("normal")
 // rotation applies; qwen's are not.
 func Neox(arch string) bool { return arch != "llama" }
 
+// required lists the optional tensors that architecture arch has (all
+// but the llama ones).
+func required(arch string) []string {
+	biases := []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"}
+	switch arch {
+	case "qwen2":
+		return biases
+	case "qwen2moe": // and the shared expert
+		return append(biases, "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight")
+	case "qwen3", "qwen3moe":
+		return []string{"attn_q_norm.weight", "attn_k_norm.weight"}
+	}
+	return nil
+}
+
 // New loads the weights of c.Arch from f.
 func New(f *gguf.File, c *nn.Config) (nn.Network, error) {
-	var required []string
-	switch c.Arch {
-	case "qwen2", "qwen2moe":
-		required = []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"}
-	case "qwen3", "qwen3moe":
-		required = []string{"attn_q_norm.weight", "attn_k_norm.weight"}
-	}
 	if c.Experts > 0 {
-		return newMoE(f, c, required)
+		return newMoE(f, c)
 	}
 	m := &Model{}
-	if err := nn.Load(f, c, m, required...); err != nil {
+	if err := nn.Load(f, c, m, required(c.Arch)...); err != nil {
 		return nil, err
 	}
 	for i := range m.Layers {
@@ -192,13 +203,10 @@ func (p *MLP) Forward(s *nn.Step) {
 }
 
 // newMoE loads a mixtral, qwen2moe or qwen3moe file.
-func newMoE(f *gguf.File, c *nn.Config, required []string) (nn.Network, error) {
+func newMoE(f *gguf.File, c *nn.Config) (nn.Network, error) {
 	m := &MoEModel{}
 	shared := c.Arch == "qwen2moe"
-	if shared {
-		required = append(required, "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight")
-	}
-	if err := nn.Load(f, c, m, required...); err != nil {
+	if err := nn.Load(f, c, m, required(c.Arch)...); err != nil {
 		return nil, err
 	}
 	for i := range m.Layers {

@@ -2,8 +2,11 @@
 // internal/model are made of: the hyper-parameters read from GGUF metadata,
 // the tagged-struct weight loader, the per-step scratch (Step) with its
 // batched attention over the KV cache interface, RMSNorm, rotary
-// embeddings and the gated MLPs. An architecture package holds only its
-// weights and a Forward that strings these together.
+// embeddings and the gated MLPs; the registry entry type (Arch) and the
+// random-weight writer that reads the same tags as the loader
+// (WriteRandom). An architecture package holds its weights, a Forward that
+// strings these blocks together, its registry entry and its random
+// builder.
 package nn
 
 import (

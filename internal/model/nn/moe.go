@@ -20,7 +20,7 @@ import (
 // whose width is Config.FF. Expert matrices are stored as 3-D tensors, one
 // matrix per index of the last dimension.
 type MoE struct {
-	Router *kernels.Matrix   `gguf:"ffn_gate_inp.weight" dims:"embd,experts"`
+	Router *kernels.Matrix   `gguf:"ffn_gate_inp.weight" dims:"embd,experts" rand:"f32"`
 	Gate   []*kernels.Matrix `gguf:"ffn_gate_exps.weight" dims:"embd,expff,experts"`
 	Up     []*kernels.Matrix `gguf:"ffn_up_exps.weight" dims:"embd,expff,experts"`
 	Down   []*kernels.Matrix `gguf:"ffn_down_exps.weight" dims:"expff,embd,experts"`
@@ -73,7 +73,7 @@ func (p *MoEFFN) Forward(s *Step) {
 // SharedExpert is qwen2moe's always-on expert, scaled per token by a
 // sigmoid gate; all its tensors are absent in the other architectures.
 type SharedExpert struct {
-	SharedGateInp []float32       `gguf:"ffn_gate_inp_shexp.weight,optional" dims:"embd"`
+	SharedGateInp []float32       `gguf:"ffn_gate_inp_shexp.weight,optional" dims:"embd" rand:"unit"`
 	SharedGate    *kernels.Matrix `gguf:"ffn_gate_shexp.weight,optional" dims:"embd,ff"`
 	SharedUp      *kernels.Matrix `gguf:"ffn_up_shexp.weight,optional" dims:"embd,ff"`
 	SharedDown    *kernels.Matrix `gguf:"ffn_down_shexp.weight,optional" dims:"ff,embd"`

@@ -13,8 +13,8 @@ import (
 // Load fills the tagged fields of the struct *v from f's tensors, those of
 // its untagged struct fields (sub-layers), and those of each element of a
 // slice field tagged `gguf:"blk"` (the blocks) with the prefix "blk.N.". A field's tag is its tensor name
-// (",optional": may be absent, left nil) and `dims` its expected shape in
-// GGML order by symbolic name (see Dim). Field types: *kernels.Matrix (a
+// (",optional": may be absent, left nil; ",tied": see Embeddings) and `dims` its expected shape in
+// GGML order by symbolic name (see Dim); `rand` is for WriteRandom. Field types: *kernels.Matrix (a
 // matrix viewing the mapped data), []float32 (a vector, dequantized),
 // []*kernels.Matrix (a 3-D tensor: one matrix per index of the last
 // dimension, as experts are stored). required names optional tensors that
@@ -24,7 +24,32 @@ func Load(f *gguf.File, c *Config, v any, required ...string) error {
 	for _, name := range required {
 		l.required[name] = true
 	}
-	return l.load(reflect.ValueOf(v).Elem(), "")
+	if err := l.load(reflect.ValueOf(v).Elem(), ""); err != nil {
+		return err
+	}
+	if e, ok := v.(interface{ tie(*Config) }); ok {
+		e.tie(c)
+	}
+	return nil
+}
+
+// Embeddings is the token embedding and the output end of a decoder: the
+// final norm and the output matrix, which is the embedding matrix itself
+// (tied) when the file has no output.weight. Architectures embed it first
+// in their weights, so that tying is declared here only: the loader ties,
+// WriteRandom leaves out the tensors tagged ",tied" when
+// RandomConfig.Tied.
+type Embeddings struct {
+	TokEmbd    *kernels.Matrix `gguf:"token_embd.weight" dims:"embd,vocab" rand:"bound=1"`
+	OutputNorm []float32       `gguf:"output_norm.weight" dims:"embd"`
+	Output     *kernels.Matrix `gguf:"output.weight,tied" dims:"embd,vocab"`
+}
+
+func (e *Embeddings) tie(c *Config) {
+	if e.Output == nil {
+		e.Output = e.TokEmbd
+		c.TiedOutput = true
+	}
 }
 
 type loader struct {
@@ -63,7 +88,7 @@ func (l *loader) load(v reflect.Value, prefix string) error {
 			continue
 		}
 		base, opts, _ := strings.Cut(tag, ",")
-		optional := opts == "optional" && !l.required[base]
+		optional := (opts == "optional" || opts == "tied") && !l.required[base]
 		name := prefix + base
 		ti, ok := l.f.Tensor(name)
 		if !ok {
@@ -72,7 +97,7 @@ func (l *loader) load(v reflect.Value, prefix string) error {
 			}
 			return fmt.Errorf("%s: missing tensor %s (architecture %s)", l.f.Path, name, l.cfg.Arch)
 		}
-		want, err := l.dims(field.Tag.Get("dims"))
+		want, err := tagDims(l.cfg, field.Tag.Get("dims"))
 		if err != nil {
 			return fmt.Errorf("%s: tensor %s: %v", l.f.Path, name, err)
 		}
@@ -143,11 +168,11 @@ func (l *loader) packed(name string, mats ...*kernels.Matrix) {
 	}
 }
 
-// dims resolves a dims tag such as "embd,q" to sizes.
-func (l *loader) dims(tag string) ([]uint64, error) {
+// tagDims resolves a dims tag such as "embd,q" to sizes.
+func tagDims(c *Config, tag string) ([]uint64, error) {
 	var out []uint64
 	for _, sym := range strings.Split(tag, ",") {
-		n, err := Dim(l.cfg, sym)
+		n, err := Dim(c, sym)
 		if err != nil {
 			return nil, err
 		}

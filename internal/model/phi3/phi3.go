@@ -34,12 +34,13 @@ import (
 	"mistralrs/internal/model/nn"
 )
 
+// Arch is phi3's registry entry.
+var Arch = nn.Arch{Name: "phi3", Neox: true, New: New, Random: Random}
+
 // Model is the weights of a phi3 decoder, tagged with their GGUF tensor
 // names and shapes (see nn.Load).
 type Model struct {
-	TokEmbd    *kernels.Matrix `gguf:"token_embd.weight" dims:"embd,vocab"`
-	OutputNorm []float32       `gguf:"output_norm.weight" dims:"embd"`
-	Output     *kernels.Matrix `gguf:"output.weight,optional" dims:"embd,vocab"` // TokEmbd when tied
+	nn.Embeddings
 	// LongRoPE frequency divisors, one per rotated pair (both or neither).
 	RopeLong  []float32 `gguf:"rope_factors_long.weight,optional" dims:"rope/2"`
 	RopeShort []float32 `gguf:"rope_factors_short.weight,optional" dims:"rope/2"`
@@ -117,10 +118,6 @@ func New(f *gguf.File, c *nn.Config) (nn.Network, error) {
 		af = x
 	}
 	m.attnFactor = float32(af)
-	if m.Output == nil {
-		m.Output = m.TokEmbd
-		c.TiedOutput = true
-	}
 	factors := m.RopeShort
 	if c.ContextLen > c.RopeOrigCtx {
 		factors = m.RopeLong

@@ -1,4 +1,4 @@
-package model
+package llama_test
 
 import (
 	"encoding/json"
@@ -14,7 +14,9 @@ import (
 
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/model"
 	"mistralrs/internal/model/llama"
+	"mistralrs/internal/model/modeltest"
 	"mistralrs/internal/testutil"
 )
 
@@ -60,14 +62,14 @@ func TestQwen3MoEReferenceArchs(t *testing.T) {
 				t.Fatalf("reference.json has no %s", name)
 			}
 			margins := parseFloats(t, r.MarginRaw)
-			m := openModel(t, filepath.Join(dir, r.File))
+			m := modeltest.OpenModel(t, filepath.Join(dir, r.File))
 			if c := m.Config; c.Experts != 4 || c.ExpertUsed != 2 || c.ExpertFF != 64 || !c.ExpertNorm || !c.RopeNeox {
 				t.Fatalf("config %+v", c)
 			}
-			want := readF32(t, filepath.Join(dir, r.Logprobs))
-			gen, logits := greedy(t, m, pool, ref.PromptTokens, len(r.Greedy))
-			got := logSoftmax(logits)
-			d := maxAbsDiff(t, got, want)
+			want := modeltest.ReadF32(t, filepath.Join(dir, r.Logprobs))
+			gen, logits := modeltest.Greedy(t, m, pool, ref.PromptTokens, len(r.Greedy))
+			got := modeltest.LogSoftmax(logits)
+			d := modeltest.MaxAbsDiff(t, got, want)
 			same := 0
 			for same < len(gen) && gen[same] == r.Greedy[same] {
 				same++
@@ -116,16 +118,16 @@ func TestQwen3MoEReferenceArchs(t *testing.T) {
 			// renormalisation, 3.95 with one expert): so must this test.
 			for _, mut := range []struct {
 				name string
-				set  func(c *Config)
+				set  func(c *model.Config)
 			}{
-				{"weights not renormalised", func(c *Config) { c.ExpertNorm = false }},
-				{"one expert instead of two", func(c *Config) { c.ExpertUsed = 1 }},
+				{"weights not renormalised", func(c *model.Config) { c.ExpertNorm = false }},
+				{"one expert instead of two", func(c *model.Config) { c.ExpertUsed = 1 }},
 			} {
 				was := m.Config
 				mut.set(&m.Config)
-				_, logits := greedy(t, m, pool, ref.PromptTokens, 1)
+				_, logits := modeltest.Greedy(t, m, pool, ref.PromptTokens, 1)
 				m.Config = was
-				d := maxAbsDiff(t, logSoftmax(logits), want)
+				d := modeltest.MaxAbsDiff(t, modeltest.LogSoftmax(logits), want)
 				t.Logf("%s: max |logprob diff| %.3g", mut.name, d)
 				if d < 0.1 {
 					t.Errorf("%s: logprobs still within %.3g of llama.cpp's", mut.name, d)
@@ -159,34 +161,34 @@ func parseFloats(t *testing.T, v any) []float64 {
 
 // moeFixture is a small qwen3moe of 4 experts, 2 used. Rows are multiples
 // of 256 where the weight type needs it.
-var moeFixture = RandomConfig{Arch: "qwen3moe", Layers: 2, Embd: 256, FF: 512, Heads: 4, KVHeads: 2, HeadDim: 64,
+var moeFixture = model.RandomConfig{Arch: "qwen3moe", Layers: 2, Embd: 256, FF: 512, Heads: 4, KVHeads: 2, HeadDim: 64,
 	Vocab: 96, RopeBase: 1e6, RMSEps: 1e-6, Experts: 4, ExpertUsed: 2, ExpertFF: 256, Seed: 19}
 
 // moeRef is the float64 forward pass of a mixture-of-experts model:
-// refModel's decoder with, in each block, the experts (top used of the
+// modeltest.Ref's decoder with, in each block, the experts (top used of the
 // softmax over the router, weights renormalised when norm) and, when the
 // file has one (qwen2moe), the shared expert behind its sigmoid gate. It
 // returns every position's logits and the smallest gap between the
 // used-th and the next expert probability of any routing decision.
-func moeRef(t testing.TB, r *refModel, tokens []int32, used int, norm bool) ([][]float64, float64) {
-	c := r.cfg
+func moeRef(t testing.TB, r *modeltest.Ref, tokens []int32, used int, norm bool) ([][]float64, float64) {
+	c := r.Cfg
 	E, X, XF := c.Embd, c.Experts, c.ExpertFF
 	gap := math.Inf(1)
-	logits := r.forward(t, tokens, func(p string) func(h []float64) []float64 {
-		router := r.tensor(t, p+"ffn_gate_inp.weight")
-		wg, wu, wd := r.tensor(t, p+"ffn_gate_exps.weight"), r.tensor(t, p+"ffn_up_exps.weight"), r.tensor(t, p+"ffn_down_exps.weight")
-		shInp, shG, shU, shD := r.maybe(p+"ffn_gate_inp_shexp.weight"), r.maybe(p+"ffn_gate_shexp.weight"), r.maybe(p+"ffn_up_shexp.weight"), r.maybe(p+"ffn_down_shexp.weight")
+	logits := r.Forward(t, tokens, func(p string) func(h []float64) []float64 {
+		router := r.Tensor(t, p+"ffn_gate_inp.weight")
+		wg, wu, wd := r.Tensor(t, p+"ffn_gate_exps.weight"), r.Tensor(t, p+"ffn_up_exps.weight"), r.Tensor(t, p+"ffn_down_exps.weight")
+		shInp, shG, shU, shD := r.Maybe(p+"ffn_gate_inp_shexp.weight"), r.Maybe(p+"ffn_gate_shexp.weight"), r.Maybe(p+"ffn_up_shexp.weight"), r.Maybe(p+"ffn_down_shexp.weight")
 		// mlp is down(silu(gate·h) ⊙ up·h) of width n.
 		mlp := func(g, u, d []float64, n int, h []float64) []float64 {
-			gg, uu := refMatVec(g, h, n), refMatVec(u, h, n)
+			gg, uu := modeltest.MatVec(g, h, n), modeltest.MatVec(u, h, n)
 			for j := range gg {
 				gg[j] = gg[j] / (1 + math.Exp(-gg[j])) * uu[j]
 			}
-			return refMatVec(d, gg, E)
+			return modeltest.MatVec(d, gg, E)
 		}
 		return func(h []float64) []float64 {
 			out := make([]float64, E)
-			prob := refMatVec(router, h, X)
+			prob := modeltest.MatVec(router, h, X)
 			mx := slices.Max(prob)
 			var sum float64
 			for e := range prob {
@@ -244,21 +246,21 @@ func TestQwen3MoEMatchesReference(t *testing.T) {
 			// Tied output only in F32: it changes the random weights, and the
 			// routing of this seed then has a near tie (gap 1.4e-3), fine for
 			// F32 but not for quantized activations.
-			if tied && typ != kernels.F32 || (testing.Short() || raceEnabled) && typ == kernels.Q4_K {
+			if tied && typ != kernels.F32 || (testing.Short() || modeltest.RaceEnabled) && typ == kernels.Q4_K {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/tied=%v", typ, tied), func(t *testing.T) {
 				cfg := moeFixture
 				cfg.Type, cfg.Tied = typ, tied
-				m, f := loadFixture(t, cfg)
-				if _, ok := m.net.(*llama.MoEModel); !ok {
-					t.Fatalf("loaded as %T", m.net)
+				m, f := modeltest.LoadFixture(t, cfg)
+				if _, ok := m.Network().(*llama.MoEModel); !ok {
+					t.Fatalf("loaded as %T", m.Network())
 				}
 				if m.Config.TiedOutput != tied {
 					t.Errorf("TiedOutput %v", m.Config.TiedOutput)
 				}
-				ref := &refModel{cfg: cfg.withDefaults(), f: f, neox: true}
-				want, gap := moeRef(t, ref, fixtureTokens, 2, true)
+				ref := &modeltest.Ref{Cfg: cfg.WithDefaults(), F: f, Neox: true}
+				want, gap := moeRef(t, ref, modeltest.FixtureTokens, 2, true)
 				t.Logf("smallest gap between the 2nd and 3rd expert probability: %.3g", gap)
 				// Quantized weights move the router's input a little: a
 				// near tie would route differently from the oracle.
@@ -266,21 +268,21 @@ func TestQwen3MoEMatchesReference(t *testing.T) {
 					t.Fatalf("the fixture has a near tie between experts (gap %.3g): choose another seed", gap)
 				}
 				V := m.Config.Vocab
-				tol := tolerance(typ)
-				cache := newContiguous(m.Config, 0)
+				tol := modeltest.Tolerance(typ)
+				cache := modeltest.NewContiguous(m.Config, 0)
 				const prefill = 6
 				all := make([]float32, prefill*V)
-				err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens[:prefill], Cache: cache, AllLogits: all}}})
+				err := m.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{{Tokens: modeltest.FixtureTokens[:prefill], Cache: cache, AllLogits: all}}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := make([][]float32, len(fixtureTokens))
+				got := make([][]float32, len(modeltest.FixtureTokens))
 				for i := range prefill {
 					got[i] = all[i*V : (i+1)*V]
 				}
-				for pos := prefill; pos < len(fixtureTokens); pos++ {
+				for pos := prefill; pos < len(modeltest.FixtureTokens); pos++ {
 					got[pos] = make([]float32, V)
-					err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens[pos : pos+1], Pos: pos, Cache: cache, Logits: got[pos]}}})
+					err := m.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{{Tokens: modeltest.FixtureTokens[pos : pos+1], Pos: pos, Cache: cache, Logits: got[pos]}}})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -289,7 +291,7 @@ func TestQwen3MoEMatchesReference(t *testing.T) {
 				worst := func(want [][]float64) float64 {
 					var w float64
 					for pos := range got {
-						d, s := maxDiff(got[pos], want[pos])
+						d, s := modeltest.MaxDiff(got[pos], want[pos])
 						w = math.Max(w, d/math.Max(s, 1))
 					}
 					return w
@@ -309,7 +311,7 @@ func TestQwen3MoEMatchesReference(t *testing.T) {
 					used int
 					norm bool
 				}{{"weights not renormalised", 2, false}, {"one expert", 1, true}} {
-					bad, _ := moeRef(t, ref, fixtureTokens, mut.used, mut.norm)
+					bad, _ := moeRef(t, ref, modeltest.FixtureTokens, mut.used, mut.norm)
 					if w := worst(bad); w <= 2*tol {
 						t.Errorf("%s: the model is within %.3g of a wrong oracle", mut.name, w)
 					}
@@ -342,7 +344,7 @@ func TestQwen3MoEBatchBits(t *testing.T) {
 		t.Run(typ.String(), func(t *testing.T) {
 			cfg := moeFixture
 			cfg.Type = typ
-			m, _ := loadFixture(t, cfg)
+			m, _ := modeltest.LoadFixture(t, cfg)
 			V := m.Config.Vocab
 			seqs := [][]int32{
 				{1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41},
@@ -352,10 +354,10 @@ func TestQwen3MoEBatchBits(t *testing.T) {
 			// Alone, one token per step: every position's logits.
 			alone := make([][]float32, len(seqs))
 			for i, toks := range seqs {
-				cache := newContiguous(m.Config, 64)
+				cache := modeltest.NewContiguous(m.Config, 64)
 				alone[i] = make([]float32, len(toks)*V)
 				for pos := range toks {
-					err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: toks[pos : pos+1], Pos: pos, Cache: cache, Logits: alone[i][pos*V : (pos+1)*V]}}})
+					err := m.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{{Tokens: toks[pos : pos+1], Pos: pos, Cache: cache, Logits: alone[i][pos*V : (pos+1)*V]}}})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -363,14 +365,14 @@ func TestQwen3MoEBatchBits(t *testing.T) {
 			}
 			// Together, in chunks of these sizes per step (0: idle).
 			steps := [][]int{{5, 1, 4, 1}, {3, 3, 1, 1}, {0, 6, 2, 1}}
-			caches := make([]KVCache, len(seqs))
+			caches := make([]model.KVCache, len(seqs))
 			pos := make([]int, len(seqs))
 			for i := range seqs {
-				caches[i] = newContiguous(m.Config, 64)
+				caches[i] = modeltest.NewContiguous(m.Config, 64)
 			}
 			most := 0
 			for s := range steps[0] {
-				var b Batch
+				var b model.Batch
 				var outs [][]float32
 				for i, toks := range seqs {
 					n := steps[i][s]
@@ -378,15 +380,15 @@ func TestQwen3MoEBatchBits(t *testing.T) {
 						continue
 					}
 					out := make([]float32, n*V)
-					b.Seqs = append(b.Seqs, &SeqInput{Tokens: toks[pos[i] : pos[i]+n], Pos: pos[i], Cache: caches[i], AllLogits: out})
+					b.Seqs = append(b.Seqs, &model.SeqInput{Tokens: toks[pos[i] : pos[i]+n], Pos: pos[i], Cache: caches[i], AllLogits: out})
 					outs = append(outs, out)
 				}
 				if err := m.Forward(pool, &b); err != nil {
 					t.Fatal(err)
 				}
-				most = max(most, m.st.T)
+				most = max(most, modeltest.StepTokens(m))
 				for j, sq := range b.Seqs {
-					i := slices.IndexFunc(caches, func(c KVCache) bool { return c == sq.Cache })
+					i := slices.IndexFunc(caches, func(c model.KVCache) bool { return c == sq.Cache })
 					for k := range sq.Tokens {
 						p := sq.Pos + k
 						for v := range V {
@@ -411,8 +413,8 @@ func TestQwen3MoEBatchBits(t *testing.T) {
 func TestQwen3MoEBadFiles(t *testing.T) {
 	cfg := moeFixture
 	cfg.Type = kernels.F32
-	f := buildFixture(t, cfg)
-	if _, err := Load(f); err != nil {
+	f := modeltest.BuildFixture(t, cfg)
+	if _, err := model.Load(f); err != nil {
 		t.Fatal(err)
 	}
 	gate, _ := f.Tensor("blk.1.ffn_gate_exps.weight")
@@ -424,23 +426,23 @@ func TestQwen3MoEBadFiles(t *testing.T) {
 		Dims: []uint64{uint64(cfg.Embd), uint64(cfg.FF)}, Data: make([]byte, 4*cfg.Embd*cfg.FF)}
 	cases := []struct {
 		name string
-		e    edit
+		e    modeltest.Edit
 		want []string // in the error, besides the file's path
 	}{
-		{"no expert_count", edit{kv: map[string]any{"qwen3moe.expert_count": nil}}, []string{"qwen3moe.expert_count"}},
-		{"expert_count 0", edit{kv: map[string]any{"qwen3moe.expert_count": uint32(0)}}, []string{"qwen3moe.expert_count", "0"}},
-		{"expert_count absurd", edit{kv: map[string]any{"qwen3moe.expert_count": uint32(1 << 30)}}, []string{"qwen3moe.expert_count"}},
-		{"used > count", edit{kv: map[string]any{"qwen3moe.expert_used_count": uint32(5)}}, []string{"qwen3moe.expert_used_count", "5"}},
-		{"no expert width", edit{kv: map[string]any{"qwen3moe.expert_feed_forward_length": nil}}, []string{"expert_feed_forward_length"}},
-		{"count differs from tensors", edit{kv: map[string]any{"qwen3moe.expert_count": uint32(8)}}, []string{"blk.0.ffn_gate_inp.weight", "shape"}},
-		{"missing expert tensor", edit{tensors: map[string]*gguf.TensorInfo{"blk.1.ffn_down_exps.weight": nil}}, []string{"blk.1.ffn_down_exps.weight", "missing"}},
-		{"wrong expert shape", edit{tensors: map[string]*gguf.TensorInfo{"blk.1.ffn_gate_exps.weight": &short}}, []string{"blk.1.ffn_gate_exps.weight", "shape"}},
-		{"shared expert", edit{tensors: map[string]*gguf.TensorInfo{"output.weight": &shexp}}, []string{"blk.0", "shared-expert"}},
+		{"no expert_count", modeltest.Edit{KV: map[string]any{"qwen3moe.expert_count": nil}}, []string{"qwen3moe.expert_count"}},
+		{"expert_count 0", modeltest.Edit{KV: map[string]any{"qwen3moe.expert_count": uint32(0)}}, []string{"qwen3moe.expert_count", "0"}},
+		{"expert_count absurd", modeltest.Edit{KV: map[string]any{"qwen3moe.expert_count": uint32(1 << 30)}}, []string{"qwen3moe.expert_count"}},
+		{"used > count", modeltest.Edit{KV: map[string]any{"qwen3moe.expert_used_count": uint32(5)}}, []string{"qwen3moe.expert_used_count", "5"}},
+		{"no expert width", modeltest.Edit{KV: map[string]any{"qwen3moe.expert_feed_forward_length": nil}}, []string{"expert_feed_forward_length"}},
+		{"count differs from tensors", modeltest.Edit{KV: map[string]any{"qwen3moe.expert_count": uint32(8)}}, []string{"blk.0.ffn_gate_inp.weight", "shape"}},
+		{"missing expert tensor", modeltest.Edit{Tensors: map[string]*gguf.TensorInfo{"blk.1.ffn_down_exps.weight": nil}}, []string{"blk.1.ffn_down_exps.weight", "missing"}},
+		{"wrong expert shape", modeltest.Edit{Tensors: map[string]*gguf.TensorInfo{"blk.1.ffn_gate_exps.weight": &short}}, []string{"blk.1.ffn_gate_exps.weight", "shape"}},
+		{"shared expert", modeltest.Edit{Tensors: map[string]*gguf.TensorInfo{"output.weight": &shexp}}, []string{"blk.0", "shared-expert"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			bad := rewrite(t, f, c.e)
-			_, err := Load(bad)
+			bad := modeltest.Rewrite(t, f, c.e)
+			_, err := model.Load(bad)
 			if err == nil {
 				t.Fatal("loaded")
 			}
@@ -463,11 +465,11 @@ func TestQwen3MoEBadFiles(t *testing.T) {
 // parameters (an MLP of width 2×768), both Q8_0.
 var moeBenchConfigs = []struct {
 	name string
-	cfg  RandomConfig
+	cfg  model.RandomConfig
 }{
-	{"qwen3moe-8x768-top2", RandomConfig{Arch: "qwen3moe", Layers: 12, Embd: 768, FF: 1536, Heads: 12, KVHeads: 4, HeadDim: 64,
+	{"qwen3moe-8x768-top2", model.RandomConfig{Arch: "qwen3moe", Layers: 12, Embd: 768, FF: 1536, Heads: 12, KVHeads: 4, HeadDim: 64,
 		Vocab: 4096, Experts: 8, ExpertUsed: 2, ExpertFF: 768, Type: kernels.Q8_0, Seed: 5}},
-	{"llama-dense-ff1536", RandomConfig{Arch: "llama", Layers: 12, Embd: 768, FF: 1536, Heads: 12, KVHeads: 4, HeadDim: 64,
+	{"llama-dense-ff1536", model.RandomConfig{Arch: "llama", Layers: 12, Embd: 768, FF: 1536, Heads: 12, KVHeads: 4, HeadDim: 64,
 		Vocab: 4096, Type: kernels.Q8_0, Seed: 5}},
 }
 
@@ -477,24 +479,24 @@ var moeBenchConfigs = []struct {
 // sequences together (tg8x16).
 var moePhases = []struct {
 	name string
-	run  func(tb testing.TB, m *Model, pool *kernels.Pool) (int, time.Duration)
+	run  func(tb testing.TB, m *model.Model, pool *kernels.Pool) (int, time.Duration)
 }{
-	{"pp64", func(tb testing.TB, m *Model, pool *kernels.Pool) (int, time.Duration) {
+	{"pp64", func(tb testing.TB, m *model.Model, pool *kernels.Pool) (int, time.Duration) {
 		prompt := benchPrompt(m)
-		cache := newContiguous(m.Config, 128)
+		cache := modeltest.NewContiguous(m.Config, 128)
 		t0 := time.Now()
-		benchForward(tb, m, pool, &Batch{Seqs: []*SeqInput{{Tokens: prompt, Cache: cache, Logits: make([]float32, m.Config.Vocab)}}})
+		benchForward(tb, m, pool, &model.Batch{Seqs: []*model.SeqInput{{Tokens: prompt, Cache: cache, Logits: make([]float32, m.Config.Vocab)}}})
 		return len(prompt), time.Since(t0)
 	}},
-	{"tg32", func(tb testing.TB, m *Model, pool *kernels.Pool) (int, time.Duration) {
+	{"tg32", func(tb testing.TB, m *model.Model, pool *kernels.Pool) (int, time.Duration) {
 		return benchDecode(tb, m, pool, 1, 32)
 	}},
-	{"tg8x16", func(tb testing.TB, m *Model, pool *kernels.Pool) (int, time.Duration) {
+	{"tg8x16", func(tb testing.TB, m *model.Model, pool *kernels.Pool) (int, time.Duration) {
 		return benchDecode(tb, m, pool, 8, 16)
 	}},
 }
 
-func benchPrompt(m *Model) []int32 {
+func benchPrompt(m *model.Model) []int32 {
 	prompt := make([]int32, 64)
 	for i := range prompt {
 		prompt[i] = int32((i*37 + 11) % m.Config.Vocab)
@@ -502,7 +504,7 @@ func benchPrompt(m *Model) []int32 {
 	return prompt
 }
 
-func benchForward(tb testing.TB, m *Model, pool *kernels.Pool, b *Batch) {
+func benchForward(tb testing.TB, m *model.Model, pool *kernels.Pool, b *model.Batch) {
 	if err := m.Forward(pool, b); err != nil {
 		tb.Fatal(err)
 	}
@@ -510,19 +512,19 @@ func benchForward(tb testing.TB, m *Model, pool *kernels.Pool, b *Batch) {
 
 // benchDecode prefills seqs sequences (not timed) and decodes steps greedy
 // tokens for each of them together.
-func benchDecode(tb testing.TB, m *Model, pool *kernels.Pool, seqs, steps int) (int, time.Duration) {
+func benchDecode(tb testing.TB, m *model.Model, pool *kernels.Pool, seqs, steps int) (int, time.Duration) {
 	prompt := benchPrompt(m)
-	var batch Batch
+	var batch model.Batch
 	for s := range seqs {
-		cache := newContiguous(m.Config, 128)
+		cache := modeltest.NewContiguous(m.Config, 128)
 		logits := make([]float32, m.Config.Vocab)
-		benchForward(tb, m, pool, &Batch{Seqs: []*SeqInput{{Tokens: prompt[s:], Cache: cache, Logits: logits}}})
-		batch.Seqs = append(batch.Seqs, &SeqInput{Tokens: []int32{0}, Pos: len(prompt) - s, Cache: cache, Logits: logits})
+		benchForward(tb, m, pool, &model.Batch{Seqs: []*model.SeqInput{{Tokens: prompt[s:], Cache: cache, Logits: logits}}})
+		batch.Seqs = append(batch.Seqs, &model.SeqInput{Tokens: []int32{0}, Pos: len(prompt) - s, Cache: cache, Logits: logits})
 	}
 	t0 := time.Now()
 	for range steps {
 		for _, seq := range batch.Seqs {
-			seq.Tokens[0] = argmax(seq.Logits)
+			seq.Tokens[0] = modeltest.Argmax(seq.Logits)
 		}
 		benchForward(tb, m, pool, &batch)
 		for _, seq := range batch.Seqs {
@@ -539,7 +541,7 @@ func BenchmarkMoE(b *testing.B) {
 	pool := kernels.NewPool(2)
 	defer pool.Close()
 	for _, bc := range moeBenchConfigs {
-		m, _ := loadFixture(b, bc.cfg)
+		m, _ := modeltest.LoadFixture(b, bc.cfg)
 		for _, ph := range moePhases {
 			b.Run(bc.name+"/"+ph.name, func(b *testing.B) {
 				tokens, took := 0, time.Duration(0)
@@ -560,9 +562,9 @@ func BenchmarkMoE(b *testing.B) {
 func BenchmarkMoEVersusDense(b *testing.B) {
 	pool := kernels.NewPool(2)
 	defer pool.Close()
-	var models [2]*Model
+	var models [2]*model.Model
 	for i, bc := range moeBenchConfigs {
-		models[i], _ = loadFixture(b, bc.cfg)
+		models[i], _ = modeltest.LoadFixture(b, bc.cfg)
 	}
 	for _, ph := range moePhases {
 		b.Run(ph.name, func(b *testing.B) {
@@ -579,3 +581,7 @@ func BenchmarkMoEVersusDense(b *testing.B) {
 		})
 	}
 }
+
+// TestDecodeAllocs checks that a steady-state qwen3moe decode step does not
+// allocate in the model code.
+func TestDecodeAllocs(t *testing.T) { modeltest.DecodeAllocs(t, moeFixture) }

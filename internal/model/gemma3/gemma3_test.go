@@ -1,4 +1,4 @@
-package model
+package gemma3_test
 
 import (
 	"encoding/json"
@@ -12,16 +12,28 @@ import (
 
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/model"
 	"mistralrs/internal/model/gemma3"
+	"mistralrs/internal/model/modeltest"
 	"mistralrs/internal/model/nn"
 	"mistralrs/internal/testutil"
 )
 
+func TestMain(m *testing.M) { os.Exit(modeltest.Main(m)) }
+
+// TestReferencesOnEveryPath runs this package's reference tests on every
+// instruction-set path the CPU has (modeltest.ReferencesOnEveryPath).
+func TestReferencesOnEveryPath(t *testing.T) {
+	modeltest.ReferencesOnEveryPath(t, "TestGemma3ReferenceArchs")
+}
+
+func TestPathChild(t *testing.T) { modeltest.PathChild(t) }
+
 // gemma3Fixtures are random gemma3 models whose prompts (gemma3Tokens, 20
 // tokens) run past their sliding windows. Row lengths are multiples of 256
 // where K-quants should apply.
-func gemma3Fixtures() map[string]RandomConfig {
-	return map[string]RandomConfig{
+func gemma3Fixtures() map[string]model.RandomConfig {
+	return map[string]model.RandomConfig{
 		// period 2: layers 0 and 2 slide, 1 and 3 are global
 		"gemma3": {Arch: "gemma3", Layers: 4, Embd: 256, FF: 512, Heads: 4, KVHeads: 2, HeadDim: 64, Vocab: 96,
 			RopeBase: 1e6, RMSEps: 1e-6, SlidingWindow: 4, SlidingPattern: 2, Seed: 21},
@@ -42,7 +54,7 @@ var gemma3Tokens = []int32{2, 17, 5, 33, 60, 2, 9, 41, 12, 0, 7, 7, 50, 3, 28, 6
 // come from the fixture's RandomConfig, not from Load; the mistake fields
 // reproduce errors the tests must catch.
 type gemma3Ref struct {
-	cfg     RandomConfig // with defaults
+	cfg     model.RandomConfig // with defaults
 	f       *gguf.File
 	sliding []bool // per layer; nil: from cfg.SlidingPattern
 
@@ -81,11 +93,11 @@ func gemma3GELU(x float64) float64 {
 // logits returns the logits of every position of tokens.
 func (r *gemma3Ref) logits(t testing.TB, tokens []int32) [][]float64 {
 	c := r.cfg
-	ref := &refModel{cfg: c, f: r.f}
+	ref := &modeltest.Ref{Cfg: c, F: r.f}
 	E, hd, V, H, KVH := c.Embd, c.HeadDim, c.Vocab, c.Heads, c.KVHeads
 	eps := float64(c.RMSEps)
 	T := len(tokens)
-	emb := ref.tensor(t, "token_embd.weight")
+	emb := ref.Tensor(t, "token_embd.weight")
 	x := make([][]float64, T)
 	for i, tok := range tokens {
 		x[i] = make([]float64, E)
@@ -103,7 +115,7 @@ func (r *gemma3Ref) logits(t testing.TB, tokens []int32) [][]float64 {
 	}
 	for l := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
-		w := func(name string) []float64 { return ref.tensor(t, p+name) }
+		w := func(name string) []float64 { return ref.Tensor(t, p+name) }
 		wq, wk, wv, wo := w("attn_q.weight"), w("attn_k.weight"), w("attn_v.weight"), w("attn_output.weight")
 		an, qn, kn, pan := w("attn_norm.weight"), w("attn_q_norm.weight"), w("attn_k_norm.weight"), w("post_attention_norm.weight")
 		fn, wg, wu, wd, pfn := w("ffn_norm.weight"), w("ffn_gate.weight"), w("ffn_up.weight"), w("ffn_down.weight"), w("post_ffw_norm.weight")
@@ -121,16 +133,16 @@ func (r *gemma3Ref) logits(t testing.TB, tokens []int32) [][]float64 {
 		}
 		Q, K, Vv := make([][]float64, T), make([][]float64, T), make([][]float64, T)
 		for i := range T {
-			h := refRMSNorm(x[i], an, eps)
-			Q[i], K[i], Vv[i] = refMatVec(wq, h, H*hd), refMatVec(wk, h, KVH*hd), refMatVec(wv, h, KVH*hd)
+			h := modeltest.RMSNorm(x[i], an, eps)
+			Q[i], K[i], Vv[i] = modeltest.MatVec(wq, h, H*hd), modeltest.MatVec(wk, h, KVH*hd), modeltest.MatVec(wv, h, KVH*hd)
 			for hh := range H {
 				head := Q[i][hh*hd : (hh+1)*hd]
-				copy(head, refRMSNorm(head, qn, eps))
+				copy(head, modeltest.RMSNorm(head, qn, eps))
 				gemma3Rope(head, i, base, scale)
 			}
 			for hh := range KVH {
 				head := K[i][hh*hd : (hh+1)*hd]
-				copy(head, refRMSNorm(head, kn, eps))
+				copy(head, modeltest.RMSNorm(head, kn, eps))
 				gemma3Rope(head, i, base, scale)
 			}
 		}
@@ -161,37 +173,37 @@ func (r *gemma3Ref) logits(t testing.TB, tokens []int32) [][]float64 {
 					}
 				}
 			}
-			o := refRMSNorm(refMatVec(wo, att, E), pan, eps)
+			o := modeltest.RMSNorm(modeltest.MatVec(wo, att, E), pan, eps)
 			for d := range E {
 				x[i][d] += o[d]
 			}
-			h := refRMSNorm(x[i], fn, eps)
-			gg, uu := refMatVec(wg, h, c.FF), refMatVec(wu, h, c.FF)
+			h := modeltest.RMSNorm(x[i], fn, eps)
+			gg, uu := modeltest.MatVec(wg, h, c.FF), modeltest.MatVec(wu, h, c.FF)
 			for d := range gg {
 				gg[d] = gemma3GELU(gg[d]) * uu[d]
 			}
-			dn := refRMSNorm(refMatVec(wd, gg, E), pfn, eps)
+			dn := modeltest.RMSNorm(modeltest.MatVec(wd, gg, E), pfn, eps)
 			for d := range E {
 				x[i][d] += dn[d]
 			}
 		}
 	}
-	on := ref.tensor(t, "output_norm.weight")
+	on := ref.Tensor(t, "output_norm.weight")
 	logits := make([][]float64, T)
 	for i := range T {
-		logits[i] = refMatVec(emb, refRMSNorm(x[i], on, eps), V)
+		logits[i] = modeltest.MatVec(emb, modeltest.RMSNorm(x[i], on, eps), V)
 	}
 	return logits
 }
 
 // gemma3Logits runs m over tokens: a prefill of the first n, then one
 // token at a time; it returns every position's logits.
-func gemma3Logits(t *testing.T, m *Model, p *kernels.Pool, tokens []int32, n int) [][]float32 {
+func gemma3Logits(t *testing.T, m *model.Model, p *kernels.Pool, tokens []int32, n int) [][]float32 {
 	t.Helper()
 	V := m.Config.Vocab
-	cache := newContiguous(m.Config, len(tokens))
+	cache := modeltest.NewContiguous(m.Config, len(tokens))
 	all := make([]float32, n*V)
-	if err := m.Forward(p, &Batch{Seqs: []*SeqInput{{Tokens: tokens[:n], Cache: cache, AllLogits: all}}}); err != nil {
+	if err := m.Forward(p, &model.Batch{Seqs: []*model.SeqInput{{Tokens: tokens[:n], Cache: cache, AllLogits: all}}}); err != nil {
 		t.Fatal(err)
 	}
 	var out [][]float32
@@ -200,7 +212,7 @@ func gemma3Logits(t *testing.T, m *Model, p *kernels.Pool, tokens []int32, n int
 	}
 	for pos := n; pos < len(tokens); pos++ {
 		last := make([]float32, V)
-		if err := m.Forward(p, &Batch{Seqs: []*SeqInput{{Tokens: tokens[pos : pos+1], Pos: pos, Cache: cache, Logits: last}}}); err != nil {
+		if err := m.Forward(p, &model.Batch{Seqs: []*model.SeqInput{{Tokens: tokens[pos : pos+1], Pos: pos, Cache: cache, Logits: last}}}); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, last)
@@ -212,7 +224,7 @@ func gemma3Logits(t *testing.T, m *Model, p *kernels.Pool, tokens []int32, n int
 func gemma3WorstDiff(got [][]float32, want [][]float64) float64 {
 	var worst float64
 	for i := range want {
-		d, s := maxDiff(got[i], want[i])
+		d, s := modeltest.MaxDiff(got[i], want[i])
 		worst = math.Max(worst, d/math.Max(s, 1))
 	}
 	return worst
@@ -224,7 +236,7 @@ func gemma3WorstDiff(got [][]float32, want [][]float64) float64 {
 // logits more than in llama: measured up to 0.08 (Q8_0, 7 layers). In
 // float, 62 layers add up rounding: measured 7e-6.
 func gemma3Tolerance(typ kernels.Type, layers int) float64 {
-	tol := tolerance(typ)
+	tol := modeltest.Tolerance(typ)
 	if tol > 1e-5 {
 		return 3 * tol
 	}
@@ -244,7 +256,7 @@ func TestGemma3MatchesReference(t *testing.T) {
 	defer pool.Close()
 	for name, cfg := range gemma3Fixtures() {
 		for _, typ := range []kernels.Type{kernels.F32, kernels.F16, kernels.Q8_0, kernels.Q4_K} {
-			if (testing.Short() || raceEnabled) && typ != kernels.F32 && typ != kernels.Q4_K {
+			if (testing.Short() || modeltest.RaceEnabled) && typ != kernels.F32 && typ != kernels.Q4_K {
 				continue
 			}
 			if cfg.Layers > 8 && typ != kernels.F32 && typ != kernels.F16 {
@@ -252,8 +264,8 @@ func TestGemma3MatchesReference(t *testing.T) {
 			}
 			t.Run(name+"/"+typ.String(), func(t *testing.T) {
 				cfg.Type = typ
-				m, f := loadFixture(t, cfg)
-				ref := &gemma3Ref{cfg: cfg.withDefaults(), f: f}
+				m, f := modeltest.LoadFixture(t, cfg)
+				ref := &gemma3Ref{cfg: cfg.WithDefaults(), f: f}
 				want := ref.logits(t, gemma3Tokens)
 				got := gemma3Logits(t, m, pool, gemma3Tokens, 11)
 				tol := gemma3Tolerance(typ, cfg.Layers)
@@ -294,18 +306,18 @@ func TestGemma3MatchesReference(t *testing.T) {
 func TestGemma3Config(t *testing.T) {
 	cfg := gemma3Fixtures()["gemma3"]
 	cfg.Type = kernels.F32
-	m, f := loadFixture(t, cfg)
+	m, f := modeltest.LoadFixture(t, cfg)
 	c := m.Config
 	if !slices.Equal(c.SlidingLayers, []bool{true, false, true, false}) || c.SlidingWindow != 4 || c.RopeBaseSWA != 1e4 ||
 		c.RopeBase != 1e6 || !c.RopeNeox || !c.TiedOutput || c.RopeScaling != "none" || c.HeadDim != 64 {
 		t.Errorf("config %+v", c)
 	}
-	if g := m.net.(*gemma3.Model); g.Output != g.TokEmbd {
+	if g := m.Network().(*gemma3.Model); g.Output != g.TokEmbd {
 		t.Error("output not tied to the embeddings")
 	}
 	rc := gemma3Fixtures()["gemma3-ropescale"]
 	rc.Type = kernels.F32
-	m, _ = loadFixture(t, rc)
+	m, _ = modeltest.LoadFixture(t, rc)
 	c = m.Config
 	if !slices.Equal(c.SlidingLayers, []bool{true, true, true, true, true, false, true}) || c.SlidingWindow != 5 ||
 		c.RopeBaseSWA != 5e3 || c.RopeScaling != "linear" || c.RopeScale != 8 {
@@ -330,8 +342,8 @@ func TestGemma3Config(t *testing.T) {
 		{[]bool{false, true, true, false}, []bool{false, true, true, false}},
 		{nil, []bool{true, true, true, true}}, // llama.cpp's 6, with 4 layers
 	} {
-		g := rewrite(t, f, edit{kv: map[string]any{key: tc.pattern}})
-		m, err := Load(g)
+		g := modeltest.Rewrite(t, f, modeltest.Edit{KV: map[string]any{key: tc.pattern}})
+		m, err := model.Load(g)
 		if err != nil {
 			t.Fatalf("pattern %v: %v", tc.pattern, err)
 		}
@@ -355,11 +367,11 @@ func TestGemma3Config(t *testing.T) {
 		{"softcapping", map[string]any{"gemma3.final_logit_softcapping": float32(30)}, []string{"final_logit_softcapping", "not supported"}},
 		{"missing post norm", nil, []string{"missing tensor blk.1.post_ffw_norm.weight"}},
 	} {
-		e := edit{kv: tc.kv}
+		e := modeltest.Edit{KV: tc.kv}
 		if tc.kv == nil {
-			e.tensors = map[string]*gguf.TensorInfo{"blk.1.post_ffw_norm.weight": nil}
+			e.Tensors = map[string]*gguf.TensorInfo{"blk.1.post_ffw_norm.weight": nil}
 		}
-		_, err := Load(rewrite(t, f, e))
+		_, err := model.Load(modeltest.Rewrite(t, f, e))
 		if err == nil {
 			t.Errorf("%s: loaded", tc.name)
 			continue
@@ -377,16 +389,16 @@ func TestGemma3Config(t *testing.T) {
 func TestGemma3LayerPattern(t *testing.T) {
 	cfg := gemma3Fixtures()["gemma3"]
 	cfg.Type = kernels.F32
-	f := buildFixture(t, cfg)
+	f := modeltest.BuildFixture(t, cfg)
 	sliding := []bool{false, true, true, false}
-	g := rewrite(t, f, edit{kv: map[string]any{"gemma3.attention.sliding_window_pattern": sliding}})
-	m, err := Load(g)
+	g := modeltest.Rewrite(t, f, modeltest.Edit{KV: map[string]any{"gemma3.attention.sliding_window_pattern": sliding}})
+	m, err := model.Load(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := gemma3Logits(t, m, nil, gemma3Tokens, 7)
-	ref := &gemma3Ref{cfg: cfg.withDefaults(), f: g, sliding: sliding}
-	if d := gemma3WorstDiff(got, ref.logits(t, gemma3Tokens)); d > tolerance(kernels.F32) {
+	ref := &gemma3Ref{cfg: cfg.WithDefaults(), f: g, sliding: sliding}
+	if d := gemma3WorstDiff(got, ref.logits(t, gemma3Tokens)); d > modeltest.Tolerance(kernels.F32) {
 		t.Errorf("logits differ from the reference by %.3g (relative)", d)
 	}
 	ref.sliding = nil // period 2: other layers slide
@@ -402,19 +414,19 @@ func TestGemma3LayerPattern(t *testing.T) {
 func TestGemma3BatchMatchesSingle(t *testing.T) {
 	pool := kernels.NewPool(2)
 	defer pool.Close()
-	runs := []seqRun{
-		{tokens: []int32{1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49, 53, 57}, steps: []int{9, 1, 1, 4}},
-		{tokens: []int32{2, 4, 6, 8, 10, 12, 14, 16, 18}, steps: []int{3, 2, 1, 3}},
-		{tokens: []int32{3, 6, 9, 12, 15, 18, 21}, steps: []int{0, 5, 1, 1}},
+	runs := []modeltest.SeqRun{
+		{Tokens: []int32{1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49, 53, 57}, Steps: []int{9, 1, 1, 4}},
+		{Tokens: []int32{2, 4, 6, 8, 10, 12, 14, 16, 18}, Steps: []int{3, 2, 1, 3}},
+		{Tokens: []int32{3, 6, 9, 12, 15, 18, 21}, Steps: []int{0, 5, 1, 1}},
 	}
 	for _, typ := range []kernels.Type{kernels.F32, kernels.Q4_K} {
 		for _, name := range []string{"gemma3", "gemma3-ropescale"} {
 			t.Run(name+"/"+typ.String(), func(t *testing.T) {
 				cfg := gemma3Fixtures()[name]
 				cfg.Type = typ
-				m, _ := loadFixture(t, cfg)
-				alone := runBatched(t, m, pool, runs, false)
-				batched := runBatched(t, m, pool, runs, true)
+				m, _ := modeltest.LoadFixture(t, cfg)
+				alone := modeltest.RunBatched(t, m, pool, runs, false)
+				batched := modeltest.RunBatched(t, m, pool, runs, true)
 				// With the assembly kernels a row's MatMul has the same bits
 				// in any batch. The pure-Go ones (-tags purego, other
 				// architectures) differ in the last bits, which flip the
@@ -440,11 +452,11 @@ func TestGemma3BatchMatchesSingle(t *testing.T) {
 				}
 				defer func(was int) { nn.AttnGroupMax = was }(nn.AttnGroupMax)
 				nn.AttnGroupMax = 1
-				single := runBatched(t, m, pool, runs, true)
+				single := modeltest.RunBatched(t, m, pool, runs, true)
 				for _, size := range []int{4, 6, 16} {
 					nn.AttnGroupMax = size
-					grouped := runBatched(t, m, pool, runs, true)
-					if most := m.st.LargestGroup(); most < 4 {
+					grouped := modeltest.RunBatched(t, m, pool, runs, true)
+					if most := modeltest.LargestGroup(m); most < 4 {
 						t.Fatalf("groups of %d: the largest group of the last step has %d queries", size, most)
 					}
 					for i := range runs {
@@ -494,21 +506,21 @@ func TestGemma3ReferenceArchs(t *testing.T) {
 			if !ok {
 				t.Fatalf("reference.json has no %s", name)
 			}
-			m := openModel(t, filepath.Join(dir, r.File))
+			m := modeltest.OpenModel(t, filepath.Join(dir, r.File))
 			c := m.Config
 			if !slices.Equal(c.SlidingLayers, []bool{true, true, true, true, true, false}) || c.SlidingWindow != 8 || c.RopeBaseSWA != 1e4 {
 				t.Errorf("config %+v", c)
 			}
-			gen, logits := greedy(t, m, pool, ref.PromptTokens, len(r.Greedy))
-			got := logSoftmax(logits)
+			gen, logits := modeltest.Greedy(t, m, pool, ref.PromptTokens, len(r.Greedy))
+			got := modeltest.LogSoftmax(logits)
 			firsts[name] = got
-			d := maxAbsDiff(t, got, readF32(t, filepath.Join(dir, r.LogprobsFile)))
+			d := modeltest.MaxAbsDiff(t, got, modeltest.ReadF32(t, filepath.Join(dir, r.LogprobsFile)))
 			t.Logf("max |logprob diff| vs llama.cpp: %.3g (tolerance 2e-2)", d)
 			if d > 2e-2 {
 				t.Errorf("max |logprob diff| %.3g exceeds 2e-2", d)
 			}
-			if top := int32(r.Top10[0][0]); argmax(logits) != top {
-				t.Errorf("top-1 %d, reference %d", argmax(logits), top)
+			if top := int32(r.Top10[0][0]); modeltest.Argmax(logits) != top {
+				t.Errorf("top-1 %d, reference %d", modeltest.Argmax(logits), top)
 			}
 			if !slices.Equal(gen, r.Greedy) {
 				t.Errorf("greedy tokens\n got %v\nwant %v", gen, r.Greedy)
@@ -527,3 +539,7 @@ func TestGemma3ReferenceArchs(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeAllocs checks that a steady-state gemma3 decode step does not
+// allocate in the model code.
+func TestDecodeAllocs(t *testing.T) { modeltest.DecodeAllocs(t, gemma3Fixtures()["gemma3"]) }

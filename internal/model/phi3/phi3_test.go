@@ -1,10 +1,11 @@
-package model
+package phi3_test
 
 import (
 	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,20 +13,32 @@ import (
 
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/model"
+	"mistralrs/internal/model/modeltest"
 	"mistralrs/internal/model/nn"
 )
+
+func TestMain(m *testing.M) { os.Exit(modeltest.Main(m)) }
+
+// TestReferencesOnEveryPath runs this package's reference tests on every
+// instruction-set path the CPU has (modeltest.ReferencesOnEveryPath).
+func TestReferencesOnEveryPath(t *testing.T) {
+	modeltest.ReferencesOnEveryPath(t, "TestPhi3Reference")
+}
+
+func TestPathChild(t *testing.T) { modeltest.PathChild(t) }
 
 // TestPhi3Reference compares with llama.cpp on shared/.../phi3-f32.gguf:
 // all 512 first-step log-probabilities within 1e-4, the same top-10 order
 // and the same 32 greedy ids.
 func TestPhi3Reference(t *testing.T) {
-	dir, prompt, ref, want := xrefLoad(t, "phi3-f32")
-	m := openModel(t, filepath.Join(dir, ref.File))
+	dir, prompt, ref, want := modeltest.XrefLoad(t, "phi3-f32")
+	m := modeltest.OpenModel(t, filepath.Join(dir, ref.File))
 	pool := kernels.NewPool(2)
 	defer pool.Close()
-	gen, first := greedy(t, m, pool, prompt, len(ref.Greedy))
-	lp := logSoftmax(first)
-	d := maxAbsDiff(t, lp, want)
+	gen, first := modeltest.Greedy(t, m, pool, prompt, len(ref.Greedy))
+	lp := modeltest.LogSoftmax(first)
+	d := modeltest.MaxAbsDiff(t, lp, want)
 	t.Logf("max |Δlogprob| vs llama.cpp %.3g (tolerance 1e-4)", d)
 	if d > 1e-4 {
 		t.Errorf("max |Δlogprob| %.3g exceeds 1e-4", d)
@@ -49,15 +62,15 @@ func TestPhi3Reference(t *testing.T) {
 		}
 	}
 	if !slices.Equal(gen, ref.Greedy) {
-		t.Errorf("greedy ids (first %d equal)\n got %v\nwant %v", xrefSameGreedy(gen, ref.Greedy), gen, ref.Greedy)
+		t.Errorf("greedy ids (first %d equal)\n got %v\nwant %v", modeltest.XrefSameGreedy(gen, ref.Greedy), gen, ref.Greedy)
 	}
 }
 
 // phi3Configs are the phi3 fixtures: rows of 256 so that K-quants apply
 // everywhere; a sliding window (written, ignored as llama.cpp does) shorter
 // than the test prompts.
-func phi3Configs() map[string]RandomConfig {
-	return map[string]RandomConfig{
+func phi3Configs() map[string]model.RandomConfig {
+	return map[string]model.RandomConfig{
 		"phi3": {Arch: "phi3", Layers: 2, Embd: 256, FF: 256, Heads: 4, KVHeads: 2, Vocab: 96, SlidingWindow: 3, Seed: 11},
 		// Phi-4-mini's partial rotary (3/4 of each head) with LongRoPE
 		// factors: context 8192 over an original 2048 selects the long
@@ -75,8 +88,8 @@ func phi3Configs() map[string]RandomConfig {
 // RopeDim dims of each head with LongRoPE factors (long when the context
 // exceeds the original) and the attention factor on the rotated dims. It
 // returns the logits of every position.
-func refPhi3(t *testing.T, cfg RandomConfig, r *refModel, tokens []int32) [][]float64 {
-	c := cfg.withDefaults()
+func refPhi3(t *testing.T, cfg model.RandomConfig, r *modeltest.Ref, tokens []int32) [][]float64 {
+	c := cfg.WithDefaults()
 	E, hd, V, F := c.Embd, c.HeadDim, c.Vocab, c.FF
 	qd, kvd := c.Heads*hd, c.KVHeads*hd
 	rd, orig := c.RopeDim, c.OrigCtx
@@ -90,10 +103,10 @@ func refPhi3(t *testing.T, cfg RandomConfig, r *refModel, tokens []int32) [][]fl
 	af := 1.0
 	if c.RopeFreqs {
 		if c.ContextLen > orig {
-			factors = r.tensor(t, "rope_factors_long.weight")
+			factors = r.Tensor(t, "rope_factors_long.weight")
 			af = math.Sqrt(1 + math.Log(float64(c.ContextLen)/float64(orig))/math.Log(float64(orig)))
 		} else {
-			factors = r.tensor(t, "rope_factors_short.weight")
+			factors = r.Tensor(t, "rope_factors_short.weight")
 		}
 	}
 	rope := func(h []float64, pos int) {
@@ -109,19 +122,19 @@ func refPhi3(t *testing.T, cfg RandomConfig, r *refModel, tokens []int32) [][]fl
 	}
 	eps := float64(c.RMSEps)
 	T := len(tokens)
-	emb := r.tensor(t, "token_embd.weight")
+	emb := r.Tensor(t, "token_embd.weight")
 	x := make([][]float64, T)
 	for i, tok := range tokens {
 		x[i] = slices.Clone(emb[int(tok)*E : (int(tok)+1)*E])
 	}
 	for l := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
-		wqkv, wo := r.tensor(t, p+"attn_qkv.weight"), r.tensor(t, p+"attn_output.weight")
-		an, fn := r.tensor(t, p+"attn_norm.weight"), r.tensor(t, p+"ffn_norm.weight")
-		wup, wd := r.tensor(t, p+"ffn_up.weight"), r.tensor(t, p+"ffn_down.weight")
+		wqkv, wo := r.Tensor(t, p+"attn_qkv.weight"), r.Tensor(t, p+"attn_output.weight")
+		an, fn := r.Tensor(t, p+"attn_norm.weight"), r.Tensor(t, p+"ffn_norm.weight")
+		wup, wd := r.Tensor(t, p+"ffn_up.weight"), r.Tensor(t, p+"ffn_down.weight")
 		Q, K, Vv := make([][]float64, T), make([][]float64, T), make([][]float64, T)
 		for i := range T {
-			qkv := refMatVec(wqkv, refRMSNorm(x[i], an, eps), qd+2*kvd)
+			qkv := modeltest.MatVec(wqkv, modeltest.RMSNorm(x[i], an, eps), qd+2*kvd)
 			Q[i], K[i], Vv[i] = qkv[:qd], qkv[qd:qd+kvd], qkv[qd+kvd:]
 			for h := range c.Heads {
 				rope(Q[i][h*hd:(h+1)*hd], i)
@@ -155,30 +168,30 @@ func refPhi3(t *testing.T, cfg RandomConfig, r *refModel, tokens []int32) [][]fl
 					}
 				}
 			}
-			o := refMatVec(wo, att, E)
+			o := modeltest.MatVec(wo, att, E)
 			for d := range E {
 				x[i][d] += o[d]
 			}
-			gu := refMatVec(wup, refRMSNorm(x[i], fn, eps), 2*F)
+			gu := modeltest.MatVec(wup, modeltest.RMSNorm(x[i], fn, eps), 2*F)
 			act := make([]float64, F)
 			for d := range act {
 				g := gu[d]
 				act[d] = g / (1 + math.Exp(-g)) * gu[F+d]
 			}
-			dn := refMatVec(wd, act, E)
+			dn := modeltest.MatVec(wd, act, E)
 			for d := range E {
 				x[i][d] += dn[d]
 			}
 		}
 	}
-	on := r.tensor(t, "output_norm.weight")
-	out := r.maybe("output.weight")
+	on := r.Tensor(t, "output_norm.weight")
+	out := r.Maybe("output.weight")
 	if out == nil {
 		out = emb
 	}
 	logits := make([][]float64, T)
 	for i := range T {
-		logits[i] = refMatVec(out, refRMSNorm(x[i], on, eps), V)
+		logits[i] = modeltest.MatVec(out, modeltest.RMSNorm(x[i], on, eps), V)
 	}
 	return logits
 }
@@ -190,31 +203,31 @@ func TestPhi3MatchesReference(t *testing.T) {
 	defer pool.Close()
 	for name, cfg := range phi3Configs() {
 		for _, typ := range []kernels.Type{kernels.F32, kernels.F16, kernels.Q8_0, kernels.Q4_K, kernels.Q6_K} {
-			if (testing.Short() || raceEnabled) && typ != kernels.F32 && typ != kernels.Q4_K {
+			if (testing.Short() || modeltest.RaceEnabled) && typ != kernels.F32 && typ != kernels.Q4_K {
 				continue
 			}
 			t.Run(name+"/"+typ.String(), func(t *testing.T) {
 				cfg.Type = typ
-				m, f := loadFixture(t, cfg)
+				m, f := modeltest.LoadFixture(t, cfg)
 				if rd := cmp.Or(cfg.RopeDim, cfg.Embd/cfg.Heads); m.Config.Arch != "phi3" || m.Config.RopeDim != rd {
 					t.Fatalf("loaded %s with rope dims %d, want phi3 with %d", m.Config.Arch, m.Config.RopeDim, rd)
 				}
-				want := refPhi3(t, cfg, &refModel{cfg: cfg.withDefaults(), f: f, neox: true}, fixtureTokens)
+				want := refPhi3(t, cfg, &modeltest.Ref{Cfg: cfg.WithDefaults(), F: f, Neox: true}, modeltest.FixtureTokens)
 				V := m.Config.Vocab
-				tol := tolerance(typ)
+				tol := modeltest.Tolerance(typ)
 				var worst float64
 				check := func(what string, pos int, got []float32) {
 					t.Helper()
-					d, s := maxDiff(got, want[pos])
+					d, s := modeltest.MaxDiff(got, want[pos])
 					worst = math.Max(worst, d/math.Max(s, 1))
 					if d > tol*math.Max(s, 1) {
 						t.Errorf("%s at position %d: max |diff| %.3g (max |logit| %.3g), tolerance %.3g", what, pos, d, s, tol*math.Max(s, 1))
 					}
 				}
-				cache := newContiguous(m.Config, 64)
+				cache := modeltest.NewContiguous(m.Config, 64)
 				const prefill = 6
 				all := make([]float32, prefill*V)
-				err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens[:prefill], Cache: cache, AllLogits: all}}})
+				err := m.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{{Tokens: modeltest.FixtureTokens[:prefill], Cache: cache, AllLogits: all}}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -222,8 +235,8 @@ func TestPhi3MatchesReference(t *testing.T) {
 					check("prefill", i, all[i*V:(i+1)*V])
 				}
 				last := make([]float32, V)
-				for pos := prefill; pos < len(fixtureTokens); pos++ {
-					err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens[pos : pos+1], Pos: pos, Cache: cache, Logits: last}}})
+				for pos := prefill; pos < len(modeltest.FixtureTokens); pos++ {
+					err := m.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{{Tokens: modeltest.FixtureTokens[pos : pos+1], Pos: pos, Cache: cache, Logits: last}}})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -243,10 +256,10 @@ func TestPhi3MatchesReference(t *testing.T) {
 func TestPhi3BatchBits(t *testing.T) {
 	pool := kernels.NewPool(2)
 	defer pool.Close()
-	runs := []seqRun{
-		{tokens: []int32{1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49}, steps: []int{7, 1, 1, 4}},
-		{tokens: []int32{2, 4, 6, 8, 10, 12, 14}, steps: []int{3, 2, 1, 1}},
-		{tokens: []int32{3, 6, 9, 12, 15, 18}, steps: []int{0, 0, 1, 5}},
+	runs := []modeltest.SeqRun{
+		{Tokens: []int32{1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49}, Steps: []int{7, 1, 1, 4}},
+		{Tokens: []int32{2, 4, 6, 8, 10, 12, 14}, Steps: []int{3, 2, 1, 1}},
+		{Tokens: []int32{3, 6, 9, 12, 15, 18}, Steps: []int{0, 0, 1, 5}},
 	}
 	compare := func(t *testing.T, what string, a, b [][][]float32, tol float64) {
 		t.Helper()
@@ -266,20 +279,20 @@ func TestPhi3BatchBits(t *testing.T) {
 			t.Run(name+"/"+typ.String(), func(t *testing.T) {
 				cfg := phi3Configs()[name]
 				cfg.Type = typ
-				m, _ := loadFixture(t, cfg)
+				m, _ := modeltest.LoadFixture(t, cfg)
 				defer func(was int) { nn.AttnGroupMax = was }(nn.AttnGroupMax)
 				nn.AttnGroupMax = 1
-				alone := runBatched(t, m, pool, runs, false)
-				batched := runBatched(t, m, pool, runs, true)
+				alone := modeltest.RunBatched(t, m, pool, runs, false)
+				batched := modeltest.RunBatched(t, m, pool, runs, true)
 				var tol float64 // bits
 				if !phi3RowInvariant(typ) {
-					tol = tolerance(typ)
+					tol = modeltest.Tolerance(typ)
 					t.Logf("%s kernels are not row-invariant here: batched within %.3g of alone", typ, tol)
 				}
 				compare(t, "alone vs batched", alone, batched, tol)
 				nn.AttnGroupMax = 16
-				grouped := runBatched(t, m, pool, runs, true)
-				if most := m.st.LargestGroup(); most < 4 {
+				grouped := modeltest.RunBatched(t, m, pool, runs, true)
+				if most := modeltest.LargestGroup(m); most < 4 {
 					t.Fatalf("the largest attention group of the last step has %d queries", most)
 				}
 				compare(t, "query by query vs grouped", batched, grouped, 0)
@@ -325,23 +338,29 @@ func phi3RowInvariant(typ kernels.Type) bool {
 // TestPhi3LoadErrors: fused and separate projections are exclusive, the
 // rope factors come in pairs, and a bad attention factor is named.
 func TestPhi3LoadErrors(t *testing.T) {
-	f := buildFixture(t, phi3Configs()["phi3-partial-long"])
-	drop := func(name string) edit { return edit{tensors: map[string]*gguf.TensorInfo{name: nil}} }
+	f := modeltest.BuildFixture(t, phi3Configs()["phi3-partial-long"])
+	drop := func(name string) modeltest.Edit {
+		return modeltest.Edit{Tensors: map[string]*gguf.TensorInfo{name: nil}}
+	}
 	for _, c := range []struct {
 		name string
-		e    edit
+		e    modeltest.Edit
 		msg  string
 	}{
 		{"no qkv", drop("blk.1.attn_qkv.weight"), "blk.1: need either attn_qkv.weight"},
 		{"one factor tensor", drop("rope_factors_short.weight"), "only one of rope_factors_long.weight"},
 		{"no ffn_up", drop("blk.0.ffn_up.weight"), "missing tensor blk.0.ffn_up.weight"},
-		{"attn factor", edit{kv: map[string]any{"phi3.rope.scaling.attn_factor": float32(-1)}}, "phi3.rope.scaling.attn_factor = -1 is not a positive number"},
+		{"attn factor", modeltest.Edit{KV: map[string]any{"phi3.rope.scaling.attn_factor": float32(-1)}}, "phi3.rope.scaling.attn_factor = -1 is not a positive number"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Load(rewrite(t, f, c.e))
+			_, err := model.Load(modeltest.Rewrite(t, f, c.e))
 			if err == nil || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("error %v, want one containing %q", err, c.msg)
 			}
 		})
 	}
 }
+
+// TestDecodeAllocs checks that a steady-state phi3 decode step does not
+// allocate in the model code.
+func TestDecodeAllocs(t *testing.T) { modeltest.DecodeAllocs(t, phi3Configs()["phi3-partial-long"]) }

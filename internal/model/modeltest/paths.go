@@ -1,4 +1,4 @@
-package model
+package modeltest
 
 import (
 	"os"
@@ -9,18 +9,17 @@ import (
 	"mistralrs/internal/kernels"
 )
 
-// pathChildEnv marks a child process of TestReferencesOnEveryPath.
+// pathChildEnv marks a child process of ReferencesOnEveryPath.
 const pathChildEnv = "MISTRALRS_MODEL_PATH_CHILD"
 
-// referenceTests are the tests against llama.cpp's outputs and the
-// real-model references (../shared/testdata): they skip without it.
-const referenceTests = "^(TestPathChild|TestReferenceModels|TestStories260K|TestLlamaKQuantReference|TestGemma3ReferenceArchs|TestPhi3Reference|TestQwen3MoEReferenceArchs)$"
-
-// TestReferencesOnEveryPath runs the reference tests again in a child
-// process under MISTRALRS_CPU=<path> for every instruction-set path the
-// CPU has (the default path runs them in this process): every kernel path
-// meets llama.cpp's outputs within the same tolerances.
-func TestReferencesOnEveryPath(t *testing.T) {
+// ReferencesOnEveryPath runs a package's reference tests (tests, a -run
+// pattern: those against llama.cpp's outputs and the real-model references
+// of ../shared/testdata, which skip without it) again in a child process
+// under MISTRALRS_CPU=<path> for every instruction-set path the CPU has
+// (the default path runs them in the test's own process): every kernel
+// path meets llama.cpp's outputs within the same tolerances. The package's
+// TestPathChild calls PathChild.
+func ReferencesOnEveryPath(t *testing.T, tests string) {
 	if os.Getenv(pathChildEnv) != "" {
 		t.Skip("in a child of TestReferencesOnEveryPath")
 	}
@@ -29,7 +28,7 @@ func TestReferencesOnEveryPath(t *testing.T) {
 	}
 	for _, path := range kernels.Paths() {
 		t.Run(path, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.count=1", "-test.v", "-test.run", referenceTests)
+			cmd := exec.Command(os.Args[0], "-test.count=1", "-test.v", "-test.run", "^(TestPathChild|"+tests+")$")
 			cmd.Env = append(os.Environ(), "MISTRALRS_CPU="+path, "MISTRALRS_NOASM=", pathChildEnv+"=1")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
@@ -48,9 +47,9 @@ func TestReferencesOnEveryPath(t *testing.T) {
 	}
 }
 
-// TestPathChild, in a child of TestReferencesOnEveryPath, checks that the
-// kernels run the path asked for.
-func TestPathChild(t *testing.T) {
+// PathChild, in a child of ReferencesOnEveryPath, checks that the kernels
+// run the path asked for.
+func PathChild(t *testing.T) {
 	if os.Getenv(pathChildEnv) == "" {
 		t.Skip("run by TestReferencesOnEveryPath in a child process")
 	}

@@ -1,4 +1,4 @@
-package model
+package llama_test
 
 import (
 	"fmt"
@@ -7,7 +7,9 @@ import (
 
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/model"
 	"mistralrs/internal/model/llama"
+	"mistralrs/internal/model/modeltest"
 )
 
 // routing is a way of routing tokens to experts: how many are used and
@@ -23,10 +25,10 @@ type routing struct {
 // or not) and the routing mistakes the oracle must tell apart.
 var moeFamilies = []struct {
 	name     string
-	cfg      RandomConfig
+	cfg      model.RandomConfig
 	neox     bool
 	norm     bool
-	config   func(c Config) bool
+	config   func(c model.Config) bool
 	mistakes []routing // wrong routings the oracle must tell apart
 	check    func(t *testing.T, f *gguf.File)
 }{
@@ -34,10 +36,10 @@ var moeFamilies = []struct {
 		// mixtral: the llama layout (NORM rope, no q/k norms) with
 		// llama.expert_count experts of width FF in place of the MLP.
 		name: "mixtral",
-		cfg: RandomConfig{Arch: "llama", Layers: 2, Embd: 256, FF: 256, Heads: 4, KVHeads: 2, Vocab: 64,
+		cfg: model.RandomConfig{Arch: "llama", Layers: 2, Embd: 256, FF: 256, Heads: 4, KVHeads: 2, Vocab: 64,
 			Experts: 4, ExpertUsed: 2, Seed: 29},
 		norm: true,
-		config: func(c Config) bool {
+		config: func(c model.Config) bool {
 			return c.Arch == "llama" && c.Experts == 4 && c.ExpertUsed == 2 && c.ExpertFF == 256 && c.ExpertNorm && !c.RopeNeox
 		},
 		mistakes: []routing{{"weights not renormalised", 2, false}, {"one expert", 1, true}},
@@ -47,10 +49,10 @@ var moeFamilies = []struct {
 		// experts (2 used, weights not renormalised) and a shared expert of
 		// width FF behind a sigmoid gate.
 		name: "qwen2moe",
-		cfg: RandomConfig{Arch: "qwen2moe", Layers: 2, Embd: 256, FF: 256, Heads: 4, KVHeads: 2, Vocab: 64,
+		cfg: model.RandomConfig{Arch: "qwen2moe", Layers: 2, Embd: 256, FF: 256, Heads: 4, KVHeads: 2, Vocab: 64,
 			Experts: 4, ExpertUsed: 2, ExpertFF: 256, Seed: 29},
 		neox: true,
-		config: func(c Config) bool {
+		config: func(c model.Config) bool {
 			return c.Arch == "qwen2moe" && c.Experts == 4 && c.ExpertUsed == 2 && c.ExpertFF == 256 && c.FF == 256 && !c.ExpertNorm && c.RopeNeox
 		},
 		mistakes: []routing{{"renormalised weights", 2, true}},
@@ -75,9 +77,9 @@ func TestLlamaMoEMatchesReference(t *testing.T) {
 			t.Run(fam.name+"/"+typ.String(), func(t *testing.T) {
 				cfg := fam.cfg
 				cfg.Type = typ
-				m, f := loadFixture(t, cfg)
-				if _, ok := m.net.(*llama.MoEModel); !ok {
-					t.Fatalf("loaded as %T", m.net)
+				m, f := modeltest.LoadFixture(t, cfg)
+				if _, ok := m.Network().(*llama.MoEModel); !ok {
+					t.Fatalf("loaded as %T", m.Network())
 				}
 				c := m.Config
 				if !fam.config(c) {
@@ -86,29 +88,29 @@ func TestLlamaMoEMatchesReference(t *testing.T) {
 				if fam.check != nil {
 					fam.check(t, f)
 				}
-				rc := cfg.withDefaults()
+				rc := cfg.WithDefaults()
 				if rc.ExpertFF == 0 {
 					rc.ExpertFF = rc.FF // mixtral's experts have the width FF
 				}
-				ref := &refModel{cfg: rc, f: f, neox: fam.neox}
-				want, gap := moeRef(t, ref, fixtureTokens, 2, fam.norm)
+				ref := &modeltest.Ref{Cfg: rc, F: f, Neox: fam.neox}
+				want, gap := moeRef(t, ref, modeltest.FixtureTokens, 2, fam.norm)
 				if minGap := map[bool]float64{true: 1e-4, false: 1e-2}[typ == kernels.F32]; gap < minGap {
 					t.Fatalf("the fixture has a near tie between experts (gap %.3g): choose another seed", gap)
 				}
 				V := c.Vocab
-				all := make([]float32, len(fixtureTokens)*V)
-				if err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens, Cache: newContiguous(c, 0), AllLogits: all}}}); err != nil {
+				all := make([]float32, len(modeltest.FixtureTokens)*V)
+				if err := m.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{{Tokens: modeltest.FixtureTokens, Cache: modeltest.NewContiguous(c, 0), AllLogits: all}}}); err != nil {
 					t.Fatal(err)
 				}
 				worst := func(want [][]float64) float64 {
 					var w float64
-					for pos := range fixtureTokens {
-						d, s := maxDiff(all[pos*V:(pos+1)*V], want[pos])
+					for pos := range modeltest.FixtureTokens {
+						d, s := modeltest.MaxDiff(all[pos*V:(pos+1)*V], want[pos])
 						w = math.Max(w, d/math.Max(s, 1))
 					}
 					return w
 				}
-				tol := tolerance(typ)
+				tol := modeltest.Tolerance(typ)
 				w := worst(want)
 				t.Logf("max |diff|/max(1,max |logit|) = %.3g (tolerance %.3g), smallest routing gap %.3g", w, tol, gap)
 				if w > tol {
@@ -116,20 +118,20 @@ func TestLlamaMoEMatchesReference(t *testing.T) {
 				}
 				if typ == kernels.F32 {
 					for _, mut := range fam.mistakes {
-						if bad, _ := moeRef(t, ref, fixtureTokens, mut.used, mut.norm); worst(bad) <= 2*tol {
+						if bad, _ := moeRef(t, ref, modeltest.FixtureTokens, mut.used, mut.norm); worst(bad) <= 2*tol {
 							t.Errorf("%s: the model is within %.3g of a wrong oracle", mut.name, worst(bad))
 						}
 					}
 				}
 				// Decoding token by token after a prefill gives the same last logits.
-				cache := newContiguous(c, 0)
+				cache := modeltest.NewContiguous(c, 0)
 				last := make([]float32, V)
-				n := len(fixtureTokens)
-				if err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens[:n-3], Cache: cache}}}); err != nil {
+				n := len(modeltest.FixtureTokens)
+				if err := m.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{{Tokens: modeltest.FixtureTokens[:n-3], Cache: cache}}}); err != nil {
 					t.Fatal(err)
 				}
 				for pos := n - 3; pos < n; pos++ {
-					if err := m.Forward(pool, &Batch{Seqs: []*SeqInput{{Tokens: fixtureTokens[pos : pos+1], Pos: pos, Cache: cache, Logits: last}}}); err != nil {
+					if err := m.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{{Tokens: modeltest.FixtureTokens[pos : pos+1], Pos: pos, Cache: cache, Logits: last}}}); err != nil {
 						t.Fatal(err)
 					}
 				}
