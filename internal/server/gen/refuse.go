@@ -20,38 +20,58 @@ type Unsupported struct {
 }
 
 // Refuse answers the first field of body, in name order, that table
-// refuses and the body sets. A body that is not a JSON object refuses
-// nothing (DecodeJSON has answered it).
+// refuses and the body sets. Names match as encoding/json matches a
+// struct's fields (case-insensitively), and the last of repeated members
+// counts, as in the decoded request. A body that is not a JSON object
+// refuses nothing (DecodeJSON has answered it). The body is scanned, not
+// decoded: a request that names none of the fields costs no allocation.
 func Refuse(body []byte, table []Unsupported) error {
-	// BodyJSON, not json.RawMessage: the values (the prompt among them)
-	// stay in the body instead of being copied.
-	var top map[string]BodyJSON
-	if json.Unmarshal(body, &top) != nil {
-		return nil
-	}
-	keys := make([]string, 0, len(top))
-	for k := range top {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		u := lookupUnsupported(table, k)
-		if u == nil || passes(bytes.TrimSpace(top[k]), u.Pass) {
+	var set map[string]*Unsupported // the refused fields the body sets, by name as sent
+	for m := (members{data: body}); m.next(); {
+		name, u := refusedBy(table, m.key)
+		if u == nil {
 			continue
 		}
-		return BadRequest(k, "%s is not supported by this server: %s", k, u.Why)
-	}
-	return nil
-}
-
-func lookupUnsupported(table []Unsupported, k string) *Unsupported {
-	for i := range table {
-		u := &table[i]
-		if u.Name == k || u.Prefix && strings.HasPrefix(k, u.Name) {
-			return u
+		if set == nil {
+			set = map[string]*Unsupported{}
+		}
+		for k := range set {
+			if strings.EqualFold(k, name) {
+				delete(set, k) // a later member of the same field replaces it
+			}
+		}
+		if !passes(bytes.TrimSpace(m.val), u.Pass) {
+			set[name] = u
 		}
 	}
-	return nil
+	if len(set) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(set))
+	for k := range set {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return BadRequest(names[0], "%s is not supported by this server: %s", names[0], set[names[0]].Why)
+}
+
+// refusedBy is the table's entry for the raw member name key (quoted), and
+// the name; nil when the table does not refuse it.
+func refusedBy(table []Unsupported, key []byte) (string, *Unsupported) {
+	raw := key[1 : len(key)-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		var s string
+		_ = json.Unmarshal(key, &s)
+		raw = []byte(s)
+	}
+	for i := range table {
+		u := &table[i]
+		n := []byte(u.Name)
+		if bytes.EqualFold(raw, n) || u.Prefix && len(raw) >= len(n) && bytes.EqualFold(raw[:len(n)], n) {
+			return string(raw), u
+		}
+	}
+	return "", nil
 }
 
 func passes(v []byte, pass []string) bool {
@@ -68,3 +88,94 @@ func passes(v []byte, pass []string) bool {
 
 // ReasoningOff are the reasoning_effort values that ask for nothing.
 var ReasoningOff = []string{`"off"`, `"none"`}
+
+// members walks the members of the JSON object data (nothing when data
+// is not an object), trusting data to be valid JSON (DecodeJSON has read
+// it): key is a member's raw name with its quotes, val its raw value.
+type members struct {
+	data     []byte
+	i        int
+	started  bool
+	key, val []byte
+}
+
+func (m *members) next() bool {
+	d := m.data
+	i := skipSpace(d, m.i)
+	if !m.started {
+		m.started = true
+		if i >= len(d) || d[i] != '{' {
+			return false
+		}
+		i++
+	} else {
+		if i >= len(d) || d[i] != ',' {
+			return false
+		}
+		i++
+	}
+	i = skipSpace(d, i)
+	if i >= len(d) || d[i] != '"' {
+		return false // '}' or not valid
+	}
+	end := skipString(d, i)
+	m.key = d[i:end]
+	i = skipSpace(d, end)
+	if i >= len(d) || d[i] != ':' {
+		return false
+	}
+	start := skipSpace(d, i+1)
+	m.i = skipValue(d, start)
+	m.val = d[start:m.i]
+	return true
+}
+
+func skipSpace(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at d[i] ('"').
+func skipString(d []byte, i int) int {
+	for i++; i < len(d); i++ {
+		switch d[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(d)
+}
+
+// skipValue returns the index after the value that starts at d[i].
+func skipValue(d []byte, i int) int {
+	if i >= len(d) {
+		return i
+	}
+	switch d[i] {
+	case '"':
+		return skipString(d, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(d); i++ {
+			switch d[i] {
+			case '"':
+				i = skipString(d, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(d)
+	}
+	for i < len(d) && d[i] != ',' && d[i] != '}' && d[i] != ']' && d[i] != ' ' && d[i] != '\t' && d[i] != '\n' && d[i] != '\r' {
+		i++
+	}
+	return i
+}

@@ -38,3 +38,35 @@ func TestRefuse(t *testing.T) {
 		}
 	}
 }
+
+func TestRefuseMatchesDecoding(t *testing.T) {
+	table := []Unsupported{{Name: "adapter", Why: "no adapters"}, {Name: "dry_", Prefix: true, Why: "no DRY"}}
+	for _, c := range []struct {
+		body, param string
+	}{
+		{`{"ADAPTER":"x"}`, "ADAPTER"},                                       // as encoding/json matches fields
+		{`{"ad\u0061pter":"x"}`, "adapter"},                                  // escaped name
+		{`{"adapter":"x","adapter":null}`, ""},                               // the last member counts
+		{`{"Dry_Base":1}`, "Dry_Base"},                                       // prefix, any case
+		{` { "messages" : [{"content":"\"adapter\": 1, }{"}] , "n":1 }`, ""}, // names inside values are values
+		{`{"a":{"adapter":1},"b":[1,{"dry_x":2}],"adapter":"y"}`, "adapter"},
+	} {
+		err := Refuse([]byte(c.body), table)
+		var re *Error
+		switch {
+		case c.param == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.body, err)
+		case c.param != "" && (!errors.As(err, &re) || re.Param != c.param):
+			t.Errorf("%s: %v, want a 400 naming %s", c.body, err, c.param)
+		}
+	}
+}
+
+func BenchmarkRefuse(b *testing.B) {
+	body := []byte(`{"messages":[{"role":"user","content":"abc"}],"max_tokens":4,"temperature":0,"ignore_eos":true}`)
+	table := []Unsupported{{Name: "adapter"}, {Name: "dry_", Prefix: true}}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Refuse(body, table)
+	}
+}
