@@ -120,27 +120,7 @@ type Server struct {
 
 // New loads every model and builds the handler.
 func New(opts Options) (*Server, error) {
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = DefaultKeepAlive
-	}
-	if opts.ThroughputInterval <= 0 {
-		opts.ThroughputInterval = DefaultThroughputInterval
-	}
-	// Connection limits and the drain time left at 0 take the defaults of
-	// config's table.
-	def := config.Default().Server
-	if opts.ShutdownTimeout <= 0 {
-		opts.ShutdownTimeout = time.Duration(def.ShutdownTimeoutSecs) * time.Second
-	}
-	if opts.MaxConnections == 0 {
-		opts.MaxConnections = def.MaxConnections
-	}
-	if opts.IdleTimeout == 0 {
-		opts.IdleTimeout = time.Duration(def.IdleTimeoutSecs) * time.Second
-	}
-	if opts.BodyTimeout == 0 {
-		opts.BodyTimeout = time.Duration(def.BodyTimeoutSecs) * time.Second
-	}
+	opts = withDefaults(opts)
 	s := &Server{opts: opts, log: opts.Logger, engineLog: opts.EngineLogger, created: time.Now().Unix()}
 	s.drain, s.stopDrain = context.WithCancel(context.Background())
 	if s.log == nil {
@@ -157,22 +137,66 @@ func New(opts Options) (*Server, error) {
 	if err := oo.Validate(); err != nil {
 		return nil, err // before the models load
 	}
-
 	// The registry is made first, so the engines report to it from the
 	// start; the HTTP layer, which needs the served models, comes after them.
-	var metrics *observe.Metrics
-	if oo.Metrics {
-		metrics = oo.Registry
-		if metrics == nil {
-			metrics = observe.NewMetrics()
-		}
-		oo.Registry = metrics
+	metrics := metricsRegistry(&oo)
+	reg, err := newModels(opts.Models, opts.DefaultModel, s.log, engineFactory(opts.Engine, metrics))
+	if err != nil {
+		return nil, err
 	}
-	engOpts := opts.Engine
+	if err := s.mount(reg, oo, metrics); err != nil {
+		reg.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// withDefaults fills the options left at zero: the server's own timings,
+// and config's table for the connection limits and the drain time.
+func withDefaults(opts Options) Options {
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.ThroughputInterval <= 0 {
+		opts.ThroughputInterval = DefaultThroughputInterval
+	}
+	def := config.Default().Server
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = time.Duration(def.ShutdownTimeoutSecs) * time.Second
+	}
+	if opts.MaxConnections == 0 {
+		opts.MaxConnections = def.MaxConnections
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = time.Duration(def.IdleTimeoutSecs) * time.Second
+	}
+	if opts.BodyTimeout == 0 {
+		opts.BodyTimeout = time.Duration(def.BodyTimeoutSecs) * time.Second
+	}
+	return opts
+}
+
+// metricsRegistry is oo's registry (made when oo asks for metrics without
+// one), or nil when metrics are off.
+func metricsRegistry(oo *observe.Options) *observe.Metrics {
+	if !oo.Metrics {
+		return nil
+	}
+	if oo.Registry == nil {
+		oo.Registry = observe.NewMetrics()
+	}
+	return oo.Registry
+}
+
+// engineFactory builds each served model's engine with engOpts (config's
+// defaults when zero) and the model's own speculative settings, reporting
+// its stats to metrics (nil: recorders that do nothing) and the throughput
+// line.
+func engineFactory(engOpts engine.Options, metrics *observe.Metrics) newEngineFunc {
 	if engOpts == (engine.Options{}) {
 		engOpts = config.DefaultEngineOptions()
 	}
-	newEng := func(spec *ModelSpec, m, draft *loader.Model) (*engine.Engine, *engineStats, error) {
+	return func(spec *ModelSpec, m, draft *loader.Model) (*engine.Engine, *engineStats, error) {
 		eo := engOpts
 		if spec.Spec != nil {
 			eo.SpecTokens, eo.SpecNgram = spec.Spec.Tokens, spec.Spec.Ngram
@@ -182,37 +206,34 @@ func New(opts Options) (*Server, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		stats := newEngineStats(metrics.Engine()) // nil metrics: nil, recorders that do nothing
+		stats := newEngineStats(metrics.Engine())
 		eng.SetStatsSink(stats.record)
 		return eng, stats, nil
 	}
-	reg, err := newModels(opts.Models, opts.DefaultModel, s.log, newEng)
-	if err != nil {
-		return nil, err
-	}
-	// The dialects, over the generation seam.
+}
+
+// mount makes the dialects over the generation seam and the route rows,
+// which say everything about the routes: the mux, the guard and the
+// observability layer all read them.
+func (s *Server) mount(reg *models, oo observe.Options, metrics *observe.Metrics) error {
+	opts := &s.opts
 	s.base = &gen.Base{Models: reg, PayloadLog: opts.PayloadLog, KeepAlive: opts.KeepAlive, Seed: opts.Seed,
 		Log: s.log, Canceled: s.canceledMessage}
 	s.openai = openai.New(s.base)
 	s.anthropic = anthropic.New(s.base)
 	s.responses = responses.New(s.base, opts.ResponsesMaxStored, opts.ResponsesMaxBytes)
-	// The rows say everything about the routes: the mux, the guard and the
-	// observability layer all read them.
 	s.routes = s.routeTable(metrics.Handler())
 	rows := append(append([]route(nil), s.routes...), uiRoutes(opts.NoUI)...)
+	var err error
 	if s.index, err = newRouteIndex(rows); err != nil {
-		reg.close()
-		return nil, err
+		return err
 	}
 	oo.Models = reg
 	oo.Routes = observeFacts(rows)
 	oo.Guard = s.guard(oo.Guard)
-	obs, err := observe.New(oo)
-	if err != nil {
-		reg.close()
-		return nil, err
+	if s.obs, err = observe.New(oo); err != nil {
+		return err
 	}
-	s.obs = obs
 	s.models = reg
 	s.mux = http.NewServeMux()
 	for _, rt := range rows {
@@ -220,8 +241,8 @@ func New(opts Options) (*Server, error) {
 			s.mux.Handle(rt.method+" "+rt.pattern, rt.handler)
 		}
 	}
-	s.handler = obs.Handler(s.mux)
-	return s, nil
+	s.handler = s.obs.Handler(s.mux)
+	return nil
 }
 
 // Handler is the whole server: routes inside the observability layer.
