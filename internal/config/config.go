@@ -69,6 +69,7 @@ type ServerConfig struct {
 	AllowedHosts           OriginList    `toml:"allowed_hosts"`         // Host header names; empty: any (loopback names on a loopback --host)
 	APIKey                 string        `toml:"api_key"`               // required key; "": none. Never printed.
 	APIKeyMetrics          bool          `toml:"api_key_metrics"`       // the key also guards /metrics
+	MaxEmbeddingInputs     int           `toml:"max_embedding_inputs"`  // inputs of one /v1/embeddings request; at least 1
 	KeepAliveInterval      time.Duration `toml:"-"`                     // KEEP_ALIVE_INTERVAL (ms) only, as in mistral.rs
 }
 
@@ -82,6 +83,8 @@ type RuntimeConfig struct {
 	ChatTemplate                string `toml:"chat_template"`
 	JinjaExplicit               string `toml:"jinja_explicit"`
 	Threads                     int    `toml:"threads"` // ours; 0: one per core
+	// ours: the most embedding tokens in a step that also generates
+	EmbeddingTokensBesideGeneration int `toml:"embedding_tokens_beside_generation"`
 
 	// Speculative decoding of the first model (SpeculativeFor); a [[models]]
 	// entry's own keys override them for that entry.
@@ -351,6 +354,9 @@ func (c *Config) validateServer() error {
 	if s.ShutdownTimeoutSecs < 1 || s.ShutdownTimeoutSecs > 1<<30 {
 		return c.bad("server.shutdown_timeout_secs", s.ShutdownTimeoutSecs, "must be between 1 and %d", 1<<30)
 	}
+	if s.MaxEmbeddingInputs < 1 || s.MaxEmbeddingInputs > 1<<30 {
+		return c.bad("server.max_embedding_inputs", s.MaxEmbeddingInputs, "must be between 1 and %d", 1<<30)
+	}
 	if s.KeepAliveInterval <= 0 {
 		return c.bad("KEEP_ALIVE_INTERVAL", s.KeepAliveInterval, "must be positive")
 	}
@@ -393,6 +399,7 @@ func (c *Config) validateRuntime() error {
 		{"runtime.max_seqs", r.MaxSeqs, 1},
 		{"runtime.max_num_batched_tokens", r.MaxNumBatchedTokens, 1},
 		{"runtime.max_decode_steps_before_prefill", r.MaxDecodeStepsBeforePrefill, 1},
+		{"runtime.embedding_tokens_beside_generation", r.EmbeddingTokensBesideGeneration, 1},
 		{"runtime.prefix_cache_n", r.PrefixCacheN, 0},
 		{"runtime.threads", r.Threads, 0},
 	} {

@@ -80,6 +80,8 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.Server.APIKey }},
 	{Key: "server.api_key_metrics", Flag: "api-key-metrics", Default: false, Usage: "with an API key, also require it on GET /metrics",
 		field: func(c *Config) any { return &c.Server.APIKeyMetrics }},
+	{Key: "server.max_embedding_inputs", Flag: "max-embedding-inputs", Default: 2048, Usage: "most inputs one /v1/embeddings request may hold (OpenAI's limit); more get 422",
+		field: func(c *Config) any { return &c.Server.MaxEmbeddingInputs }},
 	{Env: "KEEP_ALIVE_INTERVAL", Default: 10 * time.Second, Usage: "SSE keep-alive comment interval, in milliseconds",
 		field: func(c *Config) any { return &c.Server.KeepAliveInterval }},
 
@@ -90,6 +92,8 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.Runtime.MaxNumBatchedTokens }},
 	{Key: "runtime.max_decode_steps_before_prefill", Flag: "max-decode-steps-before-prefill", Default: 8, Usage: "decode steps before waiting prompts are prefilled",
 		field: func(c *Config) any { return &c.Runtime.MaxDecodeStepsBeforePrefill }},
+	{Key: "runtime.embedding_tokens_beside_generation", Flag: "embedding-tokens-beside-generation", Default: 64, Usage: "most embedding tokens in an engine step that also generates: generation goes first, and embeddings alone use all of --max-num-batched-tokens",
+		field: func(c *Config) any { return &c.Runtime.EmbeddingTokensBesideGeneration }},
 	{Key: "runtime.no_kv_cache", Flag: "no-kv-cache", Default: false, Usage: "recompute every step without a KV cache (also disables the prefix cache)",
 		field: func(c *Config) any { return &c.Runtime.NoKVCache }},
 	{Key: "runtime.prefix_cache_n", Flag: "prefix-cache-n", Default: 16, Usage: "finished sequences kept for prefix reuse (0 disables the prefix cache)",

@@ -8,11 +8,17 @@ import (
 
 // Embeddings. A sequence that embeds computes its prompt like any other
 // (batched, in chunks, with preemption) but samples nothing: each step
-// hands it the final hidden states of the tokens it computed, which it
-// pools as the model's pooling type says (mean, first token, last token),
-// and its last step ends it with the L2-normalised vector. It counts as
-// completed with reason length, as mistral.rs marks embeddings
-// Done(Length(0)).
+// hands it the final hidden states of the tokens it computed (the runner's
+// scratch for the step), which it pools as the model's pooling type says
+// (mean, first token, last token), and its last step ends it with the
+// L2-normalised vector. It counts as completed with reason length, as
+// mistral.rs marks embeddings Done(Length(0)).
+//
+// Generation goes first: the scheduler gives embeddings what the step's
+// token budget has left after every generating sequence, at most
+// EmbeddingTokensBesideGeneration of it in a step that generates, and
+// preempts an embedding before any generation. So one request of many long
+// inputs delays a chat by a few tokens per step, not by the whole request.
 
 // Embed returns the embedding of each prompt. The prompts enter the engine
 // together, so they are computed in the same steps as far as the token

@@ -23,6 +23,10 @@ type runner struct {
 	sampleFn func(lo, hi int)
 	staged   []*seq // sequences asked for guesses this step
 	embedded []*seq // embeddings this step completed
+	// hidden is the step's final hidden states of its embedding runs, one
+	// after the other: scratch for one step (at most the token budget's),
+	// not one per input, and dropped once a step has no embedding.
+	hidden []float32
 
 	// broken is set when a model file changed under its memory map (a
 	// *gguf.ChangedError): every sequence, and every later one, fails with
@@ -80,6 +84,7 @@ func (r *runner) run() {
 		if len(s.running) == 0 && len(s.waiting) == 0 {
 			r.report()
 			s.deliver()
+			r.hidden = nil
 			<-e.wake
 			continue
 		}
@@ -149,6 +154,7 @@ func (r *runner) step() {
 		return
 	}
 
+	hidden, E := r.growHidden(sch.Runs), e.net.Config.Embd
 	r.inputs = slices.Grow(r.inputs[:0], len(sch.Runs))[:len(sch.Runs)]
 	r.inPtrs = r.inPtrs[:0]
 	for i, run := range sch.Runs {
@@ -166,10 +172,7 @@ func (r *runner) step() {
 		} else if sq.embed != nil {
 			// An embedding: every token's final hidden state, no logits.
 			in.Tokens = sq.tokens[run.Pos : run.Pos+run.N]
-			if n := run.N * e.net.Config.Embd; cap(sq.hidden) < n {
-				sq.hidden = make([]float32, n)
-			}
-			in.Hidden = sq.hidden[:run.N*e.net.Config.Embd]
+			in.Hidden, hidden = hidden[:run.N*E:run.N*E], hidden[run.N*E:]
 		} else {
 			in.Tokens = sq.tokens[run.Pos : run.Pos+run.N]
 			if run.Sample {
@@ -183,8 +186,8 @@ func (r *runner) step() {
 	}
 	err := e.net.Forward(e.pool, &model.Batch{Seqs: r.inPtrs})
 	t2 := time.Now()
-	clear(r.inputs) // do not keep caches alive through the scratch
 	if err != nil {
+		clear(r.inputs) // do not keep caches alive through the scratch
 		// Like mistral.rs's pipeline error path: the batch fails and the
 		// non-paged prefix cache is dropped.
 		for _, run := range sch.Runs {
@@ -198,7 +201,7 @@ func (r *runner) step() {
 	s.stats.Tokens += sch.Tokens
 
 	r.sampled = r.sampled[:0]
-	for _, run := range sch.Runs {
+	for i, run := range sch.Runs {
 		sq := run.seq
 		sq.n = 0
 		if len(run.Draft) == 0 {
@@ -206,7 +209,7 @@ func (r *runner) step() {
 			sq.computed = s.kv.Commit(sq.kv, sq.tokens, run.Pos+run.N)
 		}
 		if sq.embed != nil {
-			e.poolHidden(sq, sq.hidden, run.Pos, run.N, run.Sample)
+			e.poolHidden(sq, r.inputs[i].Hidden, run.Pos, run.N, run.Sample)
 			if run.Sample {
 				r.embedded = append(r.embedded, sq)
 			}
@@ -220,6 +223,7 @@ func (r *runner) step() {
 			}
 		}
 	}
+	clear(r.inputs) // do not keep caches alive through the scratch
 	// Sampling, detokenizing and stop matching touch only their own
 	// sequence: spread them over the workers.
 	if len(r.sampled) > 1 {
@@ -249,6 +253,27 @@ func (r *runner) step() {
 	st.fwdNanos += int64(t2.Sub(t1))
 	st.schedNanos += int64(t1.Sub(t0))
 	e.mu.Unlock()
+}
+
+// growHidden sizes the hidden-state scratch for the embedding runs of a
+// step, or drops it when the step has none, so that an embeddings request
+// leaves no step-sized buffer behind, and returns it.
+func (r *runner) growHidden(runs []Run) []float32 {
+	n := 0
+	for _, run := range runs {
+		if run.seq.embed != nil {
+			n += run.N
+		}
+	}
+	n *= r.e.net.Config.Embd
+	switch {
+	case n == 0:
+		r.hidden = nil
+	case cap(r.hidden) < n:
+		r.hidden = make([]float32, n)
+	}
+	r.hidden = r.hidden[:n]
+	return r.hidden
 }
 
 // fork starts the other choices of p, whose prompt this step completed,

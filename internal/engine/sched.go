@@ -72,11 +72,13 @@ func newScheduler(o Options, kv kvcache.Manager) *scheduler {
 	return &scheduler{opts: o, kv: kv, sink: discardStats}
 }
 
-// schedule picks this step's batch: first one decode token for every
-// running sequence, then the prompt chunks of sequences being prefilled,
-// then new sequences from the waiting queue, within max-num-batched-tokens
-// and max-seqs. When the paged pool runs out, the youngest running sequence
-// goes back to the waiting queue to be recomputed later.
+// schedule picks this step's batch: generation first (one decode token for
+// every running sequence, then the prompt chunks of sequences being
+// prefilled, then new sequences from the waiting queue), then embeddings
+// (their chunks, then new ones) in what the budget has left, within
+// max-num-batched-tokens and max-seqs. When the paged pool runs out, the
+// youngest running sequence goes back to the waiting queue to be
+// recomputed later.
 func (s *scheduler) schedule() Schedule {
 	o := &s.opts
 	budget := o.MaxNumBatchedTokens
@@ -85,69 +87,13 @@ func (s *scheduler) schedule() Schedule {
 	clear(sch.Runs)
 	sch.Runs, sch.Preempted, sch.Rejected, sch.Tokens, sch.StagedDrops = sch.Runs[:0], sch.Preempted[:0], sch.Rejected[:0], 0, 0
 
-	// Running sequences: decodes before prefill chunks, oldest first. (A
-	// sequence is admitted only with budget left after every running one
-	// got a token, so decodes never outnumber the budget.)
 	s.order = append(s.order[:0], s.running...)
-	for pass := range 2 {
-		for _, sq := range s.order {
-			need := len(sq.tokens) - sq.computed
-			if !sq.running || sq.n > 0 || (need == 1) != (pass == 0) {
-				continue
-			}
-			n := min(need, budget)
-			if n == 0 {
-				break
-			}
-			if k := len(sq.draft); k > 0 {
-				// Staged guesses ride along when the step has room for
-				// them; nobody is preempted for a guess.
-				if 1+k <= budget && s.kv.Reserve(sq.kv, sq.computed+1+k) {
-					s.add(sq, 1+k, &budget)
-					continue
-				}
-				s.dropDraft(sq)
-			}
-			if !s.reserve(sq, sq.computed+n, &budget) {
-				continue
-			}
-			s.add(sq, n, &budget)
-		}
+	s.runRunning(passDecode, &budget)
+	s.runRunning(passPrompt, &budget)
+	if !s.admitWaiting(false, &budget) {
+		s.scheduleEmbeddings(&budget)
 	}
-
-	// New sequences, unless making room just cost a preemption.
-	for i := 0; len(sch.Preempted) == 0 && i < len(s.waiting) && len(s.running) < o.MaxSeqs && budget > 0; {
-		sq := s.waiting[i]
-		if s.admit(sq, &budget) {
-			continue // admit removed it from the waiting queue
-		}
-		if len(s.running) == 0 {
-			// Nothing to wait for: the cache is all free and still too small.
-			s.exhausted(sq)
-			continue
-		}
-		sq.starved++
-		if sq.starved <= o.MaxDecodeStepsBeforePrefill {
-			i++ // let a smaller prompt behind it use the blocks
-			continue
-		}
-		// Starved: nobody passes it any more, and if preempting the running
-		// sequences younger than it frees enough blocks, they go back to
-		// the queue, youngest first.
-		if s.freeable(sq.id) >= s.kv.Need(sq.kv, sq.tokens, budget) {
-			for !s.admit(sq, &budget) {
-				v := s.youngest(sq.id)
-				if v == nil {
-					break
-				}
-				s.preempt(v, &budget)
-			}
-		}
-		if sq.running {
-			continue
-		}
-		break
-	}
+	clear(s.order) // keep no finished sequence alive through the scratch
 
 	for _, sq := range s.running {
 		if len(sq.draft) > 0 && sq.n != 1+len(sq.draft) {
@@ -165,6 +111,113 @@ func (s *scheduler) schedule() Schedule {
 	return *sch
 }
 
+// The passes over the running sequences, in the order they get budget.
+const (
+	passDecode = iota // generation with one token to compute
+	passPrompt        // generation prefilling its prompt
+	passEmbed         // embeddings
+)
+
+// runRunning schedules the running sequences of one pass, oldest first.
+// (A sequence is admitted only with budget left after every running one
+// got a token, so decodes never outnumber the budget.)
+func (s *scheduler) runRunning(pass int, budget *int) {
+	for _, sq := range s.order {
+		need := len(sq.tokens) - sq.computed
+		if !sq.running || sq.n > 0 || runPass(sq, need) != pass {
+			continue
+		}
+		n := min(need, *budget)
+		if n == 0 {
+			break
+		}
+		if k := len(sq.draft); k > 0 {
+			// Staged guesses ride along when the step has room for
+			// them; nobody is preempted for a guess.
+			if 1+k <= *budget && s.kv.Reserve(sq.kv, sq.computed+1+k) {
+				s.add(sq, 1+k, budget)
+				continue
+			}
+			s.dropDraft(sq)
+		}
+		if !s.reserve(sq, sq.computed+n, budget) {
+			continue
+		}
+		s.add(sq, n, budget)
+	}
+}
+
+func runPass(sq *seq, need int) int {
+	switch {
+	case sq.embed != nil:
+		return passEmbed
+	case need == 1:
+		return passDecode
+	}
+	return passPrompt
+}
+
+// scheduleEmbeddings gives embeddings what generation left of the budget,
+// and, in a step that also generates, at most
+// EmbeddingTokensBesideGeneration of it: an embeddings request of many
+// long inputs then slows each generation step by a bounded amount instead
+// of holding it back until every input is computed.
+func (s *scheduler) scheduleEmbeddings(budget *int) {
+	share := *budget
+	if len(s.batch) > 0 {
+		share = min(share, s.opts.EmbeddingTokensBesideGeneration)
+	}
+	left := share
+	s.runRunning(passEmbed, &left)
+	s.admitWaiting(true, &left)
+	*budget -= share - left
+}
+
+// admitWaiting starts waiting sequences of one kind (embeddings or
+// generation) in arrival order, unless making room just cost a preemption.
+// It reports whether it stopped at a starved sequence, which nobody may
+// pass.
+func (s *scheduler) admitWaiting(embed bool, budget *int) (blocked bool) {
+	o := &s.opts
+	for i := 0; len(s.sch.Preempted) == 0 && i < len(s.waiting) && len(s.running) < o.MaxSeqs && *budget > 0; {
+		sq := s.waiting[i]
+		if (sq.embed != nil) != embed {
+			i++
+			continue
+		}
+		if s.admit(sq, budget) {
+			continue // admit removed it from the waiting queue
+		}
+		if len(s.running) == 0 {
+			// Nothing to wait for: the cache is all free and still too small.
+			s.exhausted(sq)
+			continue
+		}
+		sq.starved++
+		if sq.starved <= o.MaxDecodeStepsBeforePrefill {
+			i++ // let a smaller prompt behind it use the blocks
+			continue
+		}
+		// Starved: nobody passes it any more, and if preempting the running
+		// sequences that yield to it frees enough blocks, they go back to
+		// the queue, youngest first.
+		if s.freeable(sq) >= s.kv.Need(sq.kv, sq.tokens, *budget) {
+			for !s.admit(sq, budget) {
+				v := s.victim(sq, true)
+				if v == nil {
+					break
+				}
+				s.preempt(v, budget)
+			}
+		}
+		if sq.running {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
 // dropDraft discards sq's staged guesses (a staged drop).
 func (s *scheduler) dropDraft(sq *seq) {
 	sq.draft, sq.draftQ = sq.draft[:0], sq.draftQ[:0]
@@ -172,12 +225,12 @@ func (s *scheduler) dropDraft(sq *seq) {
 }
 
 // reserve makes room in the cache for sq to hold n positions, preempting
-// the youngest running sequences as needed. It reports false when sq
-// itself had to go.
+// the running sequences that yield to it (victim) as needed. It reports
+// false when sq itself had to go.
 func (s *scheduler) reserve(sq *seq, n int, budget *int) bool {
 	for !s.kv.Reserve(sq.kv, n) {
-		v := s.youngest(0)
-		if v == sq && len(s.running) == 1 {
+		v := s.victim(sq, false)
+		if v == sq && len(s.running) == 1 && sq.embed == nil {
 			// Alone and still out of blocks: it has outgrown the pool.
 			s.reject(sq, FinishLength)
 			s.finish(sq, FinishLength, nil)
@@ -191,14 +244,53 @@ func (s *scheduler) reserve(sq *seq, n int, budget *int) bool {
 	return true
 }
 
-// freeable is the number of blocks free once the running sequences younger
-// than the one with id older are preempted (blocks they share with older
-// ones stay in use).
-func (s *scheduler) freeable(older uint64) int {
+// yields reports whether running sequence v may be preempted to make room
+// for sq: an embedding yields to any generation, and to an older
+// embedding; a generation only to an older generation (and, when sq is
+// running itself, younger means any, sq included: !waiting).
+func yields(v, sq *seq, waiting bool) bool {
+	switch {
+	case v.embed != nil && sq.embed == nil:
+		return true
+	case v.embed == nil && sq.embed != nil:
+		return false
+	}
+	return !waiting || v.id > sq.id
+}
+
+// victim is the running sequence to preempt for sq: embeddings before
+// generation, then the youngest. A waiting sq is never its own victim; a
+// running one may be.
+func (s *scheduler) victim(sq *seq, waiting bool) *seq {
+	var y *seq
+	for _, v := range s.running {
+		if !yields(v, sq, waiting) {
+			continue
+		}
+		if y == nil || preemptsBefore(v, y) {
+			y = v
+		}
+	}
+	return y
+}
+
+// preemptsBefore reports whether a is preempted before b: an embedding
+// before a generation, else the younger.
+func preemptsBefore(a, b *seq) bool {
+	if ae, be := a.embed != nil, b.embed != nil; ae != be {
+		return ae
+	}
+	return a.id > b.id
+}
+
+// freeable is the number of blocks free once the running sequences that
+// yield to the waiting sq are preempted (blocks they share with others
+// stay in use).
+func (s *scheduler) freeable(sq *seq) int {
 	n := s.kv.Usage().BlocksFree
-	for _, sq := range s.running {
-		if sq.id > older {
-			n += s.kv.Reclaimable(sq.kv)
+	for _, v := range s.running {
+		if yields(v, sq, true) {
+			n += s.kv.Reclaimable(v.kv)
 		}
 	}
 	return n
@@ -233,18 +325,6 @@ func (s *scheduler) add(sq *seq, n int, budget *int) {
 	*budget -= n
 	s.sch.Tokens += n
 	s.batch = append(s.batch, sq)
-}
-
-// youngest returns the running sequence that arrived last, if it arrived
-// after the sequence with id older (0: any).
-func (s *scheduler) youngest(older uint64) *seq {
-	var y *seq
-	for _, sq := range s.running {
-		if sq.id > older && (y == nil || sq.id > y.id) {
-			y = sq
-		}
-	}
-	return y
 }
 
 // preempt sends a running sequence back to the waiting queue, in arrival

@@ -24,7 +24,8 @@ func tokensOf(n int) []int32 {
 // schedOptions are small limits for the tests (the real defaults live in
 // internal/config's table).
 func schedOptions(mod func(*Options)) Options {
-	o := Options{MaxSeqs: 32, MaxNumBatchedTokens: 4096, MaxDecodeStepsBeforePrefill: 8, BlockSize: 4, PrefixCacheN: 16}
+	o := Options{MaxSeqs: 32, MaxNumBatchedTokens: 4096, MaxDecodeStepsBeforePrefill: 8, BlockSize: 4, PrefixCacheN: 16,
+		EmbeddingTokensBesideGeneration: 64}
 	if mod != nil {
 		mod(&o)
 	}

@@ -58,8 +58,7 @@ type seq struct {
 	cstate *constrain.State
 	mask   []bool
 
-	embed  []float32 // an embedding sequence's pooled hidden states (embed.go)
-	hidden []float32 // the step's hidden states
+	embed []float32 // an embedding sequence's pooled hidden states (embed.go)
 
 	// Choices (Request.N > 1): the first choice holds the others until its
 	// prompt is computed; then they start from a fork of its cache.
