@@ -78,7 +78,9 @@ func (ts *testSched) step() Schedule {
 		}
 		sq.n = 0
 		sq.computed = s.kv.Commit(sq.kv, sq.tokens, r.Pos+r.N)
-		if r.Sample {
+		if r.Sample && sq.embed != nil {
+			s.finish(sq, FinishLength, nil) // an embedding ends with its prompt
+		} else if r.Sample {
 			sq.tokens = append(sq.tokens, 1)
 			if len(sq.tokens)-sq.promptLen == sq.maxTokens {
 				s.finish(sq, FinishLength, nil)

@@ -43,6 +43,7 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		APIKeyMetrics:   cfg.Server.APIKeyMetrics,
 		NoUI:            cfg.Server.NoUI,
 	}
+	opts.MaxEmbeddingInputs = cfg.Server.MaxEmbeddingInputs
 	if cfg.DemoModel() {
 		spec := ModelSpec{ID: demo.ID, Load: demo.Load}
 		if err := addSpeculative(&spec, cfg, 0); err != nil {

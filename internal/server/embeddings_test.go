@@ -13,8 +13,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/loader"
-	dialect "mistralrs/internal/server/openai"
 )
 
 // embedDirect embeds prompts with the served model's engine directly (one
@@ -315,7 +315,7 @@ func TestEmbeddingsErrors(t *testing.T) {
 		}
 	}
 	// Over the input limit.
-	many := make([]string, dialect.MaxEmbeddingInputs+1)
+	many := make([]string, config.Default().Server.MaxEmbeddingInputs+1)
 	for i := range many {
 		many[i] = "x"
 	}

@@ -72,6 +72,9 @@ type Options struct {
 	// DefaultResponsesMaxStored, DefaultResponsesMaxBytes).
 	ResponsesMaxStored int
 	ResponsesMaxBytes  int64
+	// MaxEmbeddingInputs is the most inputs one embeddings request may
+	// hold; more are refused with a 422 (0: the default of config's table).
+	MaxEmbeddingInputs int
 	// MaxConnections caps the connections open at once; more clients wait
 	// until one closes (0: the default of config's table; negative: no cap).
 	MaxConnections int
@@ -173,6 +176,9 @@ func withDefaults(opts Options) Options {
 	if opts.BodyTimeout == 0 {
 		opts.BodyTimeout = time.Duration(def.BodyTimeoutSecs) * time.Second
 	}
+	if opts.MaxEmbeddingInputs <= 0 {
+		opts.MaxEmbeddingInputs = def.MaxEmbeddingInputs
+	}
 	return opts
 }
 
@@ -219,7 +225,7 @@ func (s *Server) mount(reg *models, oo observe.Options, metrics *observe.Metrics
 	opts := &s.opts
 	s.base = &gen.Base{Models: reg, PayloadLog: opts.PayloadLog, KeepAlive: opts.KeepAlive, Seed: opts.Seed,
 		Log: s.log, Canceled: s.canceledMessage}
-	s.openai = openai.New(s.base)
+	s.openai = openai.New(s.base, opts.MaxEmbeddingInputs)
 	s.anthropic = anthropic.New(s.base)
 	s.responses = responses.New(s.base, opts.ResponsesMaxStored, opts.ResponsesMaxBytes)
 	s.routes = s.routeTable(metrics.Handler())

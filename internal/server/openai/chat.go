@@ -7,11 +7,18 @@ import (
 	"mistralrs/internal/server/gen"
 )
 
-// API serves POST /v1/chat/completions and /v1/completions over the seam.
-type API struct{ b *gen.Base }
+// API serves POST /v1/chat/completions and /v1/completions over the seam,
+// and /v1/embeddings.
+type API struct {
+	b                  *gen.Base
+	maxEmbeddingInputs int // the most inputs of one embeddings request
+}
 
-// New is the OpenAI dialect over b.
-func New(b *gen.Base) *API { return &API{b: b} }
+// New is the OpenAI dialect over b, taking at most maxEmbeddingInputs
+// inputs in one embeddings request (--max-embedding-inputs).
+func New(b *gen.Base, maxEmbeddingInputs int) *API {
+	return &API{b: b, maxEmbeddingInputs: maxEmbeddingInputs}
+}
 
 // handle is the skeleton of both routes: read the body, let prepare turn
 // it into a job, run it with the sink newSink makes.

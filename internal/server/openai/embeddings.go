@@ -19,11 +19,10 @@ import (
 // states, as a model served with kind embedding does; the pooling is the
 // GGUF's pooling_type (mean when absent, cls, last), L2-normalised
 // (engine.Embed). The inputs of one request enter the engine together, as
-// one batch as far as the token budget allows.
-
-// MaxEmbeddingInputs is the most inputs one embeddings request may hold
-// (OpenAI's limit).
-const MaxEmbeddingInputs = 2048
+// one batch as far as the token budget allows, after the generation of
+// the same step (engine.Embed), so that a long request delays no chat. A
+// request holds at most --max-embedding-inputs inputs (OpenAI's 2048 by
+// default); more are a 422, as mistral.rs answers the other invalid inputs.
 
 // embeddingRequest is the body of POST /v1/embeddings.
 type embeddingRequest struct {
@@ -102,7 +101,7 @@ func (a *API) Embeddings(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	inputs, err := parseEmbeddingInput(req.Input)
+	inputs, err := parseEmbeddingInput(req.Input, a.maxEmbeddingInputs)
 	if err != nil {
 		a.writeEmbeddingError(w, r, err)
 		return
@@ -141,9 +140,10 @@ func (a *API) Embeddings(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseEmbeddingInput reads input: a string, an array of strings, an array
-// of token ids, or an array of arrays of token ids. No input, or an empty
-// one, is a 422 (as in mistral.rs); another shape is a 400.
-func parseEmbeddingInput(raw json.RawMessage) ([]embeddingInput, error) {
+// of token ids, or an array of arrays of token ids. No input, an empty
+// one, or more than limit entries, is a 422 (as in mistral.rs); another shape
+// is a 400.
+func parseEmbeddingInput(raw json.RawMessage, limit int) ([]embeddingInput, error) {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
 		return nil, gen.BadRequest("input", "input is required")
@@ -174,8 +174,9 @@ func parseEmbeddingInput(raw json.RawMessage) ([]embeddingInput, error) {
 	if len(out) == 0 {
 		return nil, invalidEmbedding("input", "invalid_input", "input must contain at least one entry.")
 	}
-	if len(out) > MaxEmbeddingInputs {
-		return nil, invalidEmbedding("input", "invalid_input", "input has %d entries; at most %d are allowed per request.", len(out), MaxEmbeddingInputs)
+	if len(out) > limit {
+		return nil, invalidEmbedding("input", "invalid_input",
+			"input has %d entries; at most %d are allowed per request (the server's max_embedding_inputs).", len(out), limit)
 	}
 	for i, in := range out {
 		if (in.isText && in.text == "") || (!in.isText && len(in.tokens) == 0) {
