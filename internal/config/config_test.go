@@ -146,6 +146,9 @@ func TestDefaults(t *testing.T) {
 		"env:KEEP_ALIVE_INTERVAL":                 10 * time.Second,
 		"env:RUST_LOG":                            "",
 		"flag:verbose":                            0,
+
+		"server.max_embedding_inputs":                2048,
+		"runtime.embedding_tokens_beside_generation": 64,
 	}
 	name := func(o *Option) string {
 		switch {
@@ -253,6 +256,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"isq": "",
 	}
 	serve["hf-revision"] = ""
+	serve["max-embedding-inputs"], serve["embedding-tokens-beside-generation"] = "", ""
 	global := map[string]string{"seed": "", "log": "l", "verbose": "v", "token-source": ""}
 	for _, set := range []struct {
 		fs   *pflag.FlagSet
@@ -333,6 +337,9 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"models.hf_revision":                      {`"v2"`, "v2"},
 		"global.token_source":                     {`"none"`, "none"},
 		"models.quantization.isq":                 {`"q4k"`, "q4k"},
+
+		"server.max_embedding_inputs":                {`16`, "16"},
+		"runtime.embedding_tokens_beside_generation": {`8`, "8"},
 	}
 }
 

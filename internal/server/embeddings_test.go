@@ -428,3 +428,30 @@ func TestEmbeddingsObservability(t *testing.T) {
 		t.Errorf("access line %q", line)
 	}
 }
+
+// server.max_embedding_inputs (--max-embedding-inputs) caps the inputs of
+// one request: a TOML file lowers it, and a request over it is a 422
+// naming the cap and the setting; one at it is served.
+func TestEmbeddingsInputCap(t *testing.T) {
+	model := writeTiny(t, t.TempDir(), "tiny.gguf", tinyConfig)
+	cfg := loadTOML(t, fmt.Sprintf("command = \"serve\"\n[server]\nmax_embedding_inputs = 3\n[[models]]\nmodel_id = %q\n", model))
+	opts, _, err := OptionsFromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.MaxEmbeddingInputs != 3 {
+		t.Fatalf("options carry %d inputs, want 3", opts.MaxEmbeddingInputs)
+	}
+	ts := startServer(t, func(o *Options) {
+		o.Models, o.DefaultModel, o.MaxEmbeddingInputs = opts.Models, opts.DefaultModel, opts.MaxEmbeddingInputs
+	})
+	if got := ts.embed(map[string]any{"input": []string{"a", "b", "c"}}); len(got.Data) != 3 {
+		t.Fatalf("3 inputs: %d embeddings", len(got.Data))
+	}
+	resp, data := ts.post("/v1/embeddings", map[string]any{"input": [][]int{{1}, {2}, {3}, {4}}})
+	var e apiError
+	if err := json.Unmarshal(data, &e); err != nil || resp.StatusCode != 422 || e.Error.Param == nil || *e.Error.Param != "input" ||
+		e.Error.Message != "input has 4 entries; at most 3 are allowed per request (the server's max_embedding_inputs)." {
+		t.Errorf("4 inputs: %d %s", resp.StatusCode, data)
+	}
+}
