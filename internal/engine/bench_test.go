@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,4 +198,72 @@ func BenchmarkConstrainedDecode(b *testing.B) {
 			b.ReportMetric(float64(tokens)/decode.Seconds(), "tok/s")
 		})
 	}
+}
+
+// BenchmarkChatBesideEmbeddings measures issue 26's case: a 10-token
+// chat submitted while one embeddings request of 400 inputs of 500 tokens
+// (fewer tokens when the model's context is shorter; MISTRALRS_BENCH_EMBED_INPUTS
+// inputs when set) is being computed. It
+// reports the chat's latency from its submission to its last token alone
+// (chat-alone-ms) and beside the embeddings (chat-ms), and the embeddings
+// request's own time (embed-s).
+//
+//	go test ./internal/engine -run - -bench ChatBesideEmbeddings -benchtime 1x
+//	MISTRALRS_BENCH_MODEL=../shared/testdata/real/stories260K.gguf go test ./internal/engine -run - -bench ChatBesideEmbeddings -benchtime 1x
+func BenchmarkChatBesideEmbeddings(b *testing.B) {
+	m := benchModel(b)
+	o := config.DefaultEngineOptions()
+	o.Threads = benchThreads(b)
+	e, err := engine.New(m, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	var computed atomic.Int64
+	e.SetStatsSink(func(st engine.Stats) { computed.Add(int64(st.Tokens)) })
+	inputs := 400
+	if s := os.Getenv("MISTRALRS_BENCH_EMBED_INPUTS"); s != "" {
+		inputs, _ = strconv.Atoi(s)
+	}
+	inputLen := min(500, e.ContextLength()-1)
+	prompts := make([][]int32, inputs)
+	for i := range prompts {
+		p := make([]int32, inputLen)
+		for j := range p {
+			p[j] = int32(1 + (i*31+j*7)%(e.VocabSize()-1))
+		}
+		prompts[i] = p
+	}
+	chat := func() time.Duration {
+		start := time.Now()
+		_, err := e.Generate(context.Background(), &engine.Request{Prompt: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+			Sampling: greedy(), MaxTokens: 10, IgnoreEOS: true}, func(engine.Output) error { return nil })
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var alone, beside, embed time.Duration
+	for range b.N {
+		alone += chat()
+		computed.Store(0)
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.Embed(context.Background(), prompts)
+			done <- err
+		}()
+		for computed.Load() == 0 { // the embeddings are under way
+			time.Sleep(time.Millisecond)
+		}
+		beside += chat()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		embed += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(alone.Milliseconds())/n, "chat-alone-ms")
+	b.ReportMetric(float64(beside.Milliseconds())/n, "chat-ms")
+	b.ReportMetric(embed.Seconds()/n, "embed-s")
 }
