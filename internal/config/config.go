@@ -83,8 +83,8 @@ type RuntimeConfig struct {
 	ChatTemplate                string `toml:"chat_template"`
 	JinjaExplicit               string `toml:"jinja_explicit"`
 	Threads                     int    `toml:"threads"` // ours; 0: one per core
-	// ours: the most embedding tokens in a step that also generates
-	EmbeddingTokensBesideGeneration int `toml:"embedding_tokens_beside_generation"`
+	// ours: the most embedding tokens in one engine step
+	EmbeddingStepTokens int `toml:"embedding_step_tokens"`
 
 	// Speculative decoding of the first model (SpeculativeFor); a [[models]]
 	// entry's own keys override them for that entry.
@@ -399,7 +399,7 @@ func (c *Config) validateRuntime() error {
 		{"runtime.max_seqs", r.MaxSeqs, 1},
 		{"runtime.max_num_batched_tokens", r.MaxNumBatchedTokens, 1},
 		{"runtime.max_decode_steps_before_prefill", r.MaxDecodeStepsBeforePrefill, 1},
-		{"runtime.embedding_tokens_beside_generation", r.EmbeddingTokensBesideGeneration, 1},
+		{"runtime.embedding_step_tokens", r.EmbeddingStepTokens, 1},
 		{"runtime.prefix_cache_n", r.PrefixCacheN, 0},
 		{"runtime.threads", r.Threads, 0},
 	} {

@@ -147,8 +147,8 @@ func TestDefaults(t *testing.T) {
 		"env:RUST_LOG":                            "",
 		"flag:verbose":                            0,
 
-		"server.max_embedding_inputs":                2048,
-		"runtime.embedding_tokens_beside_generation": 64,
+		"server.max_embedding_inputs":   2048,
+		"runtime.embedding_step_tokens": 64,
 	}
 	name := func(o *Option) string {
 		switch {
@@ -256,7 +256,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"isq": "",
 	}
 	serve["hf-revision"] = ""
-	serve["max-embedding-inputs"], serve["embedding-tokens-beside-generation"] = "", ""
+	serve["max-embedding-inputs"], serve["embedding-step-tokens"] = "", ""
 	global := map[string]string{"seed": "", "log": "l", "verbose": "v", "token-source": ""}
 	for _, set := range []struct {
 		fs   *pflag.FlagSet
@@ -338,8 +338,8 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"global.token_source":                     {`"none"`, "none"},
 		"models.quantization.isq":                 {`"q4k"`, "q4k"},
 
-		"server.max_embedding_inputs":                {`16`, "16"},
-		"runtime.embedding_tokens_beside_generation": {`8`, "8"},
+		"server.max_embedding_inputs":   {`16`, "16"},
+		"runtime.embedding_step_tokens": {`8`, "8"},
 	}
 }
 

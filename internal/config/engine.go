@@ -24,7 +24,7 @@ func (c *Config) EngineOptions() engine.Options {
 		SpecTokens: r.MTPNPredict,
 		SpecNgram:  r.SpecNgram,
 	}
-	o.EmbeddingTokensBesideGeneration = r.EmbeddingTokensBesideGeneration
+	o.EmbeddingStepTokens = r.EmbeddingStepTokens
 	b := p.Budget()
 	o.MemoryMB, o.ContextLen, o.MemoryFraction = b.MemoryMB, b.ContextLen, b.Fraction
 	return o

@@ -16,9 +16,9 @@ import (
 //
 // Generation goes first: the scheduler gives embeddings what the step's
 // token budget has left after every generating sequence, at most
-// EmbeddingTokensBesideGeneration of it in a step that generates, and
-// preempts an embedding before any generation. So one request of many long
-// inputs delays a chat by a few tokens per step, not by the whole request.
+// EmbeddingStepTokens of it, and preempts an embedding before any
+// generation. So one request of many long inputs delays a chat by a few
+// tokens' work per step, not by the whole request.
 
 // Embed returns the embedding of each prompt. The prompts enter the engine
 // together, so they are computed in the same steps as far as the token

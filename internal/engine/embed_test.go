@@ -226,7 +226,7 @@ func TestEmbedDoesNotStarveGeneration(t *testing.T) {
 func TestEmbedMemory(t *testing.T) {
 	const inputs, inputLen, budget = 256, 200, 1024
 	m := f32Model(t, 0)
-	e, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxNumBatchedTokens = budget }))
+	e, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxNumBatchedTokens, o.EmbeddingStepTokens = budget, budget }))
 	prompts := embedPrompts(inputs, inputLen)
 	if _, err := e.Embed(context.Background(), prompts); err != nil { // the model's own scratch grows here
 		t.Fatal(err)

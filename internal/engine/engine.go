@@ -119,11 +119,10 @@ type Options struct {
 	MaxSeqs                     int // sequences scheduled at once (--max-seqs)
 	MaxNumBatchedTokens         int // tokens in one engine step (--max-num-batched-tokens)
 	MaxDecodeStepsBeforePrefill int // steps a waiting prompt that does not fit the KV cache may be passed over (--max-decode-steps-before-prefill)
-	// EmbeddingTokensBesideGeneration caps the embedding tokens of a step
-	// that also generates (--embedding-tokens-beside-generation):
-	// generation is scheduled first, and embeddings alone use the whole
+	// EmbeddingStepTokens caps the embedding tokens of one step
+	// (--embedding-step-tokens); they come after generation, within
 	// MaxNumBatchedTokens.
-	EmbeddingTokensBesideGeneration int
+	EmbeddingStepTokens int
 
 	PagedAttn string // "auto" or "" (on here), "on", "off": contiguous per-sequence caches
 	BlockSize int    // positions per KV block (--pa-block-size)
@@ -170,7 +169,7 @@ func (o *Options) check() error {
 	}{
 		{"max-seqs", o.MaxSeqs}, {"max-num-batched-tokens", o.MaxNumBatchedTokens},
 		{"max-decode-steps-before-prefill", o.MaxDecodeStepsBeforePrefill}, {"pa-block-size", o.BlockSize},
-		{"embedding-tokens-beside-generation", o.EmbeddingTokensBesideGeneration},
+		{"embedding-step-tokens", o.EmbeddingStepTokens},
 	} {
 		if l.v <= 0 {
 			return fmt.Errorf("engine option %s is %d: must be positive", l.name, l.v)

@@ -75,8 +75,8 @@ func newScheduler(o Options, kv kvcache.Manager) *scheduler {
 // schedule picks this step's batch: generation first (one decode token for
 // every running sequence, then the prompt chunks of sequences being
 // prefilled, then new sequences from the waiting queue), then embeddings
-// (their chunks, then new ones) in what the budget has left, within
-// max-num-batched-tokens and max-seqs. When the paged pool runs out, the
+// (their chunks, then new ones) in what the budget has left, up to
+// EmbeddingStepTokens, within max-num-batched-tokens and max-seqs. When the paged pool runs out, the
 // youngest running sequence goes back to the waiting queue to be
 // recomputed later.
 func (s *scheduler) schedule() Schedule {
@@ -158,15 +158,14 @@ func runPass(sq *seq, need int) int {
 }
 
 // scheduleEmbeddings gives embeddings what generation left of the budget,
-// and, in a step that also generates, at most
-// EmbeddingTokensBesideGeneration of it: an embeddings request of many
-// long inputs then slows each generation step by a bounded amount instead
-// of holding it back until every input is computed.
+// at most EmbeddingStepTokens of it: an embeddings request of many long
+// inputs then slows each generation step by a bounded amount instead of
+// holding it back until every input is computed, and a request that
+// arrives waits for at most that much embedding work in the step under
+// way. (On a CPU a step of a few dozen tokens already computes them about
+// as fast per token as a full budget would.)
 func (s *scheduler) scheduleEmbeddings(budget *int) {
-	share := *budget
-	if len(s.batch) > 0 {
-		share = min(share, s.opts.EmbeddingTokensBesideGeneration)
-	}
+	share := min(*budget, s.opts.EmbeddingStepTokens)
 	left := share
 	s.runRunning(passEmbed, &left)
 	s.admitWaiting(true, &left)

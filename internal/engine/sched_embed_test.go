@@ -32,19 +32,22 @@ func (ts *testSched) embedTokens(sch Schedule) int {
 
 // A generation that arrives behind a large embeddings request starts at
 // the next step and decodes a token every step, with at most
-// EmbeddingTokensBesideGeneration embedding tokens beside it; once it is
-// done, the embeddings have the whole budget again (issue 26: one
-// embeddings request of 400 long inputs held a chat back 40 s).
+// EmbeddingStepTokens embedding tokens beside it, as in the steps before
+// and after it (issue 26: one embeddings request of 400 long inputs held a
+// chat back 40 s).
 func TestScheduleEmbeddingsYieldToGeneration(t *testing.T) {
 	const budget, share, inputs, inputLen, maxTokens = 512, 64, 20, 200, 10
 	s := newPagedSched(t, schedOptions(func(o *Options) {
-		o.MaxNumBatchedTokens, o.EmbeddingTokensBesideGeneration = budget, share
+		o.MaxNumBatchedTokens, o.EmbeddingStepTokens = budget, share
 	}), 4096)
 	var embeds []uint64
 	for i := range inputs {
 		embeds = append(embeds, s.addEmbed(tokensOf(inputLen+i)))
 	}
-	gen := s.add(tokensOf(10), maxTokens)
+	if n := s.embedTokens(s.step()); n != share {
+		t.Fatalf("alone, embeddings computed %d tokens, want %d", n, share)
+	}
+	gen := s.add(tokensOf(11)[1:], maxTokens) // no prefix in common with the embeddings' cached blocks
 	for step := 1; step <= maxTokens; step++ {
 		sch := s.step()
 		got := tokens(sch)
@@ -68,11 +71,11 @@ func TestScheduleEmbeddingsYieldToGeneration(t *testing.T) {
 			done++
 		}
 	}
-	if done > maxTokens*share/inputLen {
+	if done > (maxTokens+1)*share/inputLen {
 		t.Fatalf("%d embeddings finished while the generation ran", done)
 	}
-	if n := s.embedTokens(s.step()); n != budget {
-		t.Fatalf("alone, embeddings computed %d tokens, want the budget %d", n, budget)
+	if n := s.embedTokens(s.step()); n != share {
+		t.Fatalf("after the generation, embeddings computed %d tokens, want %d", n, share)
 	}
 	for range 100 {
 		s.step()
@@ -93,7 +96,7 @@ func TestScheduleEmbeddingsYieldToGeneration(t *testing.T) {
 // generation runs to its end while the embedding waits for room.
 func TestScheduleEmbeddingsPreemptedFirst(t *testing.T) {
 	s := newPagedSched(t, schedOptions(func(o *Options) {
-		o.PrefixCacheN, o.EmbeddingTokensBesideGeneration = 0, 4
+		o.PrefixCacheN, o.EmbeddingStepTokens = 0, 4
 	}), 8) // 32 positions
 	emb := s.addEmbed(tokensOf(28)) // 7 blocks, 4 tokens a step beside the generation
 	gen := s.add(tokensOf(4), 20)   // grows to 24 positions, 6 blocks

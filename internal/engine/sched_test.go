@@ -25,7 +25,7 @@ func tokensOf(n int) []int32 {
 // internal/config's table).
 func schedOptions(mod func(*Options)) Options {
 	o := Options{MaxSeqs: 32, MaxNumBatchedTokens: 4096, MaxDecodeStepsBeforePrefill: 8, BlockSize: 4, PrefixCacheN: 16,
-		EmbeddingTokensBesideGeneration: 64}
+		EmbeddingStepTokens: 64}
 	if mod != nil {
 		mod(&o)
 	}

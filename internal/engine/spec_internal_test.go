@@ -63,7 +63,7 @@ func TestSpeculativeCountersScripted(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := Options{MaxSeqs: 4, MaxNumBatchedTokens: 512, MaxDecodeStepsBeforePrefill: 8, BlockSize: 16, MemoryMB: 16, PrefixCacheN: 16,
-		Threads: 1, SpecTokens: 4, EmbeddingTokensBesideGeneration: 64}
+		Threads: 1, SpecTokens: 4, EmbeddingStepTokens: 64}
 	e, err := New(m, o)
 	if err != nil {
 		t.Fatal(err)
