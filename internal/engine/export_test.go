@@ -15,6 +15,15 @@ func (e *Engine) CheckKV() error {
 	return nil
 }
 
+// KVBlocks returns the paged pool's blocks: all of them, those holding
+// memory and those holding a cached prefix (0, 0, 0 when not paged).
+func (e *Engine) KVBlocks() (total, resident, cached int) {
+	if p, ok := e.kv.(*kvcache.Paged); ok {
+		return p.Pool().Total(), p.Pool().Resident(), p.Pool().Cached()
+	}
+	return 0, 0, 0
+}
+
 // StepStats returns the scheduler's step counters: steps, time in steps,
 // time inside Forward and time choosing batches.
 func (e *Engine) StepStats() (steps int64, step, forward, sched time.Duration) {

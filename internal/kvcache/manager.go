@@ -114,7 +114,10 @@ func (s *State) Cache() Cache {
 func (s *State) Committed() int { return s.committed }
 
 // NoPrefix makes the sequence compute every position: Admit takes nothing
-// from the prefix cache (an embedding pools the states of all its tokens).
+// from the prefix cache (an embedding pools the states of all its tokens),
+// and its blocks never enter it, so that they go back to the free blocks
+// when it ends: an embeddings request of many long inputs leaves no cache
+// of them holding memory.
 func (s *State) NoPrefix() { s.noPrefix = true }
 
 // Paged is the Manager over a Pool: sequences hold blocks, full committed
@@ -206,7 +209,7 @@ func (m *Paged) Commit(s *State, tokens []int32, n int) int {
 		panic(fmt.Sprintf("kvcache: committing %d positions of a sequence holding %d", n, s.paged.Len()))
 	}
 	s.committed = n
-	if !m.prefix {
+	if !m.prefix || s.noPrefix {
 		return n
 	}
 	full := n / m.pool.bs
