@@ -82,9 +82,11 @@ package constrain
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math/big"
 	"slices"
@@ -371,6 +373,50 @@ func jsonEqual(a, b *jval) bool {
 	}
 }
 
+// jsEqualBucket is a key that values equal by jsonEqual share: the value
+// itself for strings, booleans and null, the exact number for numbers,
+// the items' keys for arrays, the length for objects; "" for a number
+// jsonEqual finds equal to nothing.
+func jsEqualBucket(v *jval) string {
+	switch v.kind {
+	case jString:
+		return "s" + v.s
+	case jBool:
+		return strconv.FormatBool(v.b)
+	case jNumber:
+		if x := jsRat(v); x != nil {
+			return "d" + jsRatHash(x)
+		}
+		return ""
+	case jArray:
+		k := "["
+		for _, x := range v.arr {
+			k += strconv.Quote(jsEqualBucket(x))
+		}
+		return k
+	case jObject:
+		return "o" + strconv.Itoa(len(v.keys))
+	}
+	return "n"
+}
+
+// jsRatHash is a hash of x's value (its normalised numerator and
+// denominator), in time linear in their size: a number written with a
+// large exponent is never printed in full.
+func jsRatHash(x *big.Rat) string {
+	h := fnv.New64a()
+	var w [8]byte
+	h.Write([]byte{byte(x.Sign() + 1)})
+	for _, part := range []*big.Int{x.Num(), x.Denom()} {
+		for _, word := range part.Bits() {
+			binary.LittleEndian.PutUint64(w[:], uint64(word))
+			h.Write(w[:])
+		}
+		h.Write([]byte{'/'})
+	}
+	return strconv.FormatUint(h.Sum64(), 16)
+}
+
 func jsRat(v *jval) *big.Rat {
 	if v == nil || v.kind != jNumber {
 		return nil
@@ -533,7 +579,7 @@ func (c *jsc) run(f func() int) (g *Grammar, err error) {
 // through alternatives whose rules can all finish. It returns nil when
 // start cannot finish.
 func jsPrune(g *Grammar, start int) *Grammar {
-	prod := make([]bool, len(g.Rules))
+	prod := finiteRules(g.Rules)
 	okAlt := func(a Seq) bool {
 		for _, e := range a {
 			if e.Rule >= 0 && !prod[e.Rule] {
@@ -541,14 +587,6 @@ func jsPrune(g *Grammar, start int) *Grammar {
 			}
 		}
 		return true
-	}
-	for changed := true; changed; {
-		changed = false
-		for i, r := range g.Rules {
-			if !prod[i] && slices.ContainsFunc(r.Alts, okAlt) {
-				prod[i], changed = true, true
-			}
-		}
 	}
 	if !prod[start] {
 		return nil
@@ -988,12 +1026,18 @@ func (c *jsc) enum(s *jval, types int, path string) int {
 	}
 	r := c.fresh("enum")
 	n := 0
-	var seen []*jval
+	// Duplicates are found within buckets of values that may be equal, so
+	// a long enum of distinct values costs linear time.
+	seen := map[string][]*jval{}
 	for _, v := range vals {
-		if jsTypeOf(v)&types == 0 || slices.ContainsFunc(seen, func(x *jval) bool { return jsonEqual(x, v) }) {
+		if jsTypeOf(v)&types == 0 {
 			continue
 		}
-		seen = append(seen, v)
+		k := jsEqualBucket(v)
+		if k != "" && slices.ContainsFunc(seen[k], func(x *jval) bool { return jsonEqual(x, v) }) {
+			continue
+		}
+		seen[k] = append(seen[k], v)
 		c.alt(r, Literal(v.String())...)
 		n++
 	}

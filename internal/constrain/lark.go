@@ -880,7 +880,7 @@ func (p *lkParser) compile() (*Grammar, error) {
 // without needing any other failing definition (the others fail because
 // they need these).
 func (c *lkCompiler) checkProductive() error {
-	prod := fixpoint(c.b.rules, func(e Elem, ok []bool) bool { return e.Rule < 0 || ok[e.Rule] })
+	prod := finiteRules(c.b.rules)
 	var bad []*lkDef
 	user := map[int]*lkDef{}
 	for _, d := range c.p.defs {
