@@ -70,6 +70,7 @@ type ServerConfig struct {
 	APIKey                 string        `toml:"api_key"`               // required key; "": none. Never printed.
 	APIKeyMetrics          bool          `toml:"api_key_metrics"`       // the key also guards /metrics
 	KeepAliveInterval      time.Duration `toml:"-"`                     // KEEP_ALIVE_INTERVAL (ms) only, as in mistral.rs
+	GrammarCacheMB         int           `toml:"grammar_cache_mb"`      // compiled grammars kept, in MiB; at least 1
 }
 
 // RuntimeConfig is the scheduler and prompt handling shared by all models.
@@ -358,6 +359,9 @@ func (c *Config) validateServer() error {
 		if reason := badHost(h); reason != "" {
 			return c.bad("server.allowed_hosts", h, "%s", reason)
 		}
+	}
+	if s.GrammarCacheMB < 1 || s.GrammarCacheMB > 1<<20 {
+		return c.bad("server.grammar_cache_mb", s.GrammarCacheMB, "must be between 1 and %d", 1<<20)
 	}
 	return c.validateServerLimits()
 }

@@ -105,6 +105,7 @@ func TestDefaults(t *testing.T) {
 		"server.disable_request_id_header":        false,
 		"server.disable_metrics":                  false,
 		"server.max_connections":                  1024,
+		"server.grammar_cache_mb":                 256,
 		"server.idle_timeout_secs":                120,
 		"server.body_timeout_secs":                60,
 		"server.shutdown_timeout_secs":            30,
@@ -252,6 +253,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"allowed-origins": "", "allowed-hosts": "", "api-key": "", "api-key-metrics": "",
 		"isq": "",
 	}
+	serve["grammar-cache-mb"] = ""
 	serve["hf-revision"] = ""
 	global := map[string]string{"seed": "", "log": "l", "verbose": "v", "token-source": ""}
 	for _, set := range []struct {
@@ -294,6 +296,7 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"server.disable_request_id_header":        {`true`, "true"},
 		"server.disable_metrics":                  {`true`, "true"},
 		"server.max_connections":                  {`0`, "0"},
+		"server.grammar_cache_mb":                 {`64`, "64"},
 		"server.idle_timeout_secs":                {`5`, "5"},
 		"server.body_timeout_secs":                {`0`, "0"},
 		"server.shutdown_timeout_secs":            {`5`, "5"},

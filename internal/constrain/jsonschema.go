@@ -97,7 +97,7 @@ import (
 // MaxSchemaGrammar is the most elements (Grammar.Size) a grammar compiled
 // from a JSON schema may have, about 40 bytes each: a larger schema is
 // refused with "schema too large" before it can take much memory.
-const MaxSchemaGrammar = 200_000
+const MaxSchemaGrammar = MaxGrammarSize
 
 const (
 	jsMaxDepth     = 200   // nesting of schemas (and of the JSON document)

@@ -60,11 +60,13 @@ import (
 // runtime expands rules depth first), templates, %declare, %override,
 // %extend and other directives, regex features RE2 lacks (lookaround,
 // backreferences), regex flags but i m s u, counted repetitions past
-// MaxRepeat or MaxExpansion. Lark's lexer semantics (longest match,
-// priorities, terminal collisions) do not apply: the grammar is one
-// context-free grammar over bytes, with all the sentences Lark's parser
-// would accept, and possibly some its lexer would split otherwise.
-func FromLark(src string) (*Grammar, error) {
+// MaxRepeat or MaxExpansion, grammars of more than MaxGrammarSize
+// elements. Lark's lexer semantics (longest match, priorities, terminal
+// collisions) do not apply: the grammar is one context-free grammar over
+// bytes, with all the sentences Lark's parser would accept, and possibly
+// some its lexer would split otherwise.
+func FromLark(src string) (g *Grammar, err error) {
+	defer catchTooLarge(&err)
 	p := &lkParser{src: src, byName: map[string]*lkDef{}}
 	if err := p.parse(); err != nil {
 		return nil, err
