@@ -279,3 +279,50 @@ func BenchmarkCompileLarge(b *testing.B) {
 		})
 	}
 }
+
+// Matchers stay correct while their caches are dropped and measured from
+// other goroutines (run with -race).
+func TestDropCachesConcurrent(t *testing.T) {
+	v := mtVocab(smallVocab...)
+	g, err := FromJSONSchema([]byte(testEnum(200, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool)
+	for w := range 4 {
+		go func() {
+			mask := make([]bool, v.Size())
+			ok := true
+			for i := range 200 {
+				m, err := g.Matcher(v)
+				if err != nil {
+					ok = false
+					break
+				}
+				st, adv := m.AdvanceBytes(m.Start(), fmt.Appendf(nil, `"value-0-%d`, (i*7+w)%200))
+				if !adv {
+					ok = false
+					break
+				}
+				m.Allowed(st, mask)
+				if end, adv := m.AdvanceBytes(st, []byte(`"`)); !adv || !end.Complete() {
+					ok = false
+					break
+				}
+			}
+			done <- ok
+		}()
+	}
+	go func() {
+		for range 200 {
+			g.DropCaches()
+			_ = g.Bytes()
+		}
+		done <- true
+	}()
+	for range 5 {
+		if !<-done {
+			t.Error("a matcher failed while its caches were dropped")
+		}
+	}
+}
