@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"mistralrs/internal/config"
 )
 
 // enumChat is a chat request answering with one token of a string enum of
@@ -101,5 +103,48 @@ func BenchmarkGrammarCacheMemory(b *testing.B) {
 		}
 		b.ReportMetric(float64(heap1-heap0)/(1<<20), "heap-MiB")
 		b.ReportMetric(float64(rss1-rss0)/(1<<20), "rss-MiB")
+	}
+}
+
+// server.grammar_cache_mb reaches the grammar cache: a grammar over it is
+// a 400 naming the parameter; and a grammar past the matcher's limits is
+// a 400 naming the grammar and the limit.
+func TestGrammarCacheSetting(t *testing.T) {
+	cfg := config.Default()
+	if opts, _, err := OptionsFromConfig(cfg); err != nil || opts.GrammarCacheBytes != 256<<20 {
+		t.Errorf("default: %d bytes, %v", opts.GrammarCacheBytes, err)
+	}
+	cfg.Server.GrammarCacheMB = 1
+	opts, _, err := OptionsFromConfig(cfg)
+	if err != nil || opts.GrammarCacheBytes != 1<<20 {
+		t.Fatalf("1 MiB: %d bytes, %v", opts.GrammarCacheBytes, err)
+	}
+	ts := startServer(t, func(o *Options) { o.GrammarCacheBytes = opts.GrammarCacheBytes })
+	type apiError struct {
+		Error struct {
+			Message string  `json:"message"`
+			Param   *string `json:"param"`
+		} `json:"error"`
+	}
+	check := func(what string, body []byte, param, inMsg string) {
+		t.Helper()
+		resp, out := ts.post("/v1/chat/completions", body)
+		var e apiError
+		if resp.StatusCode != 400 || json.Unmarshal(out, &e) != nil || e.Error.Param == nil || *e.Error.Param != param ||
+			!strings.Contains(e.Error.Message, inMsg) {
+			t.Errorf("%s: %d %s, want a 400 naming %s and %q", what, resp.StatusCode, out, param, inMsg)
+		}
+	}
+	check("an enum over 1 MiB", enumChat(2000, 0), "response_format", "--grammar-cache-mb")
+	alts := make([]string, 20_000)
+	for i := range alts {
+		alts[i] = fmt.Sprintf(`"a%d"`, i)
+	}
+	lark, _ := json.Marshal(map[string]any{"model": "tiny", "max_tokens": 1,
+		"messages": []map[string]any{{"role": "user", "content": "pick"}},
+		"grammar":  map[string]any{"type": "lark", "value": "start: " + strings.Join(alts, " | ")}})
+	check("20,000 Lark alternatives", lark, "grammar.value", "MaxStacks")
+	if resp, out := ts.post("/v1/chat/completions", enumChat(20, 0)); resp.StatusCode != 200 {
+		t.Errorf("a small enum: %d %s", resp.StatusCode, out)
 	}
 }
