@@ -66,6 +66,13 @@ func TestJSONSchemaDocsRootIDAndSiblings(t *testing.T) {
 			no:     []string{`{"a":false}`, `true`},
 		},
 		{
+			name:   "siblings merged with a document whose root is a reference",
+			schema: `{"type":"object","$ref":"d"}`,
+			doc:    `{"$ref":"#/$defs/R","$defs":{"R":{"properties":{"a":{"const":1}},"required":["a"],"additionalProperties":false}}}`,
+			yes:    []string{`{"a":1}`},
+			no:     []string{`{"a":2}`, `{}`},
+		},
+		{
 			name:   "a pointer into a document",
 			schema: `{"$ref":"d#/$defs/A"}`,
 			doc:    `{"$defs":{"A":{"type":"array","items":{"$ref":"#/$defs/B"}},"B":{"const":"b"}}}`,
