@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"mistralrs/internal/smallfile"
 )
 
 // Config is everything a serve run needs to know before it starts.
@@ -577,6 +579,10 @@ func checkTemplate(bad badFunc, key, path string, jsonOK bool) error {
 	}
 	if st.IsDir() {
 		return bad(key, path, "is a directory, not a file")
+	}
+	// The loader reads the file whole: refuse now what it would refuse then.
+	if p := smallfile.Problem(smallfile.Check(path, smallfile.ChatTemplateLimit(path))); p != "" {
+		return bad(key, path, "%s", p)
 	}
 	return nil
 }
