@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"mistralrs/internal/smallfile"
 )
 
 // Config is everything a serve run needs to know before it starts.
@@ -71,6 +73,7 @@ type ServerConfig struct {
 	APIKeyMetrics          bool          `toml:"api_key_metrics"`       // the key also guards /metrics
 	MaxEmbeddingInputs     int           `toml:"max_embedding_inputs"`  // inputs of one /v1/embeddings request; at least 1
 	KeepAliveInterval      time.Duration `toml:"-"`                     // KEEP_ALIVE_INTERVAL (ms) only, as in mistral.rs
+	GrammarCacheMB         int           `toml:"grammar_cache_mb"`      // compiled grammars kept, in MiB; at least 1
 }
 
 // RuntimeConfig is the scheduler and prompt handling shared by all models.
@@ -365,6 +368,9 @@ func (c *Config) validateServer() error {
 			return c.bad("server.allowed_hosts", h, "%s", reason)
 		}
 	}
+	if s.GrammarCacheMB < 1 || s.GrammarCacheMB > 1<<20 {
+		return c.bad("server.grammar_cache_mb", s.GrammarCacheMB, "must be between 1 and %d", 1<<20)
+	}
 	return c.validateServerLimits()
 }
 
@@ -580,6 +586,10 @@ func checkTemplate(bad badFunc, key, path string, jsonOK bool) error {
 	}
 	if st.IsDir() {
 		return bad(key, path, "is a directory, not a file")
+	}
+	// The loader reads the file whole: refuse now what it would refuse then.
+	if p := smallfile.Problem(smallfile.Check(path, smallfile.ChatTemplateLimit(path))); p != "" {
+		return bad(key, path, "%s", p)
 	}
 	return nil
 }

@@ -105,6 +105,7 @@ func TestDefaults(t *testing.T) {
 		"server.disable_request_id_header":        false,
 		"server.disable_metrics":                  false,
 		"server.max_connections":                  1024,
+		"server.grammar_cache_mb":                 256,
 		"server.idle_timeout_secs":                120,
 		"server.body_timeout_secs":                60,
 		"server.shutdown_timeout_secs":            30,
@@ -255,6 +256,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"allowed-origins": "", "allowed-hosts": "", "api-key": "", "api-key-metrics": "",
 		"isq": "",
 	}
+	serve["grammar-cache-mb"] = ""
 	serve["hf-revision"] = ""
 	serve["max-embedding-inputs"], serve["embedding-step-tokens"] = "", ""
 	global := map[string]string{"seed": "", "log": "l", "verbose": "v", "token-source": ""}
@@ -298,6 +300,7 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"server.disable_request_id_header":        {`true`, "true"},
 		"server.disable_metrics":                  {`true`, "true"},
 		"server.max_connections":                  {`0`, "0"},
+		"server.grammar_cache_mb":                 {`64`, "64"},
 		"server.idle_timeout_secs":                {`5`, "5"},
 		"server.body_timeout_secs":                {`0`, "0"},
 		"server.shutdown_timeout_secs":            {`5`, "5"},
@@ -508,6 +511,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--threads", "-2"}, "invalid value -2 for --threads: must not be negative"},
 		{[]string{"--max-connections", "-1"}, "invalid value -1 for --max-connections: must not be negative"},
 		{[]string{"--body-timeout-secs", "-1"}, "invalid value -1 for --body-timeout-secs: must not be negative"},
+		{[]string{"--grammar-cache-mb", "0"}, "invalid value 0 for --grammar-cache-mb: must be between 1 and 1048576"},
 		{[]string{"--shutdown-timeout-secs", "0"}, "invalid value 0 for --shutdown-timeout-secs: must be between 1 and 1073741824"},
 		{[]string{"--threads", "5000"}, "invalid value 5000 for --threads: must be at most 4096"},
 		{[]string{"--paged-attn", "maybe"}, `invalid value "maybe" for --paged-attn: must be "auto", "on" or "off"`},
@@ -728,6 +732,7 @@ func TestTOMLErrors(t *testing.T) {
 		{"[runtime]\nthreads = -1\n" + m, "runtime.threads = -1: must not be negative"},
 		{"[server]\nidle_timeout_secs = -1\n" + m, "server.idle_timeout_secs = -1: must not be negative"},
 		{"[server]\nmax_connections = -5\n" + m, "server.max_connections = -5: must not be negative"},
+		{"[server]\ngrammar_cache_mb = 2000000\n" + m, "server.grammar_cache_mb = 2000000: must be between 1 and 1048576"},
 		{"[runtime]\nchat_template = \"x.txt\"\n" + m, `runtime.chat_template = "x.txt": must be a .jinja file or a tokenizer_config .json file`},
 		{"[runtime]\nchat_template = \"/nonexistent/x.jinja\"\n" + m, `runtime.chat_template = "/nonexistent/x.jinja": cannot read the file: no such file or directory`},
 		{fmt.Sprintf("[runtime]\nchat_template = %q\n", dir+"/d.jinja") + m, "cannot read the file"},

@@ -80,6 +80,8 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.Server.APIKey }},
 	{Key: "server.api_key_metrics", Flag: "api-key-metrics", Default: false, Usage: "with an API key, also require it on GET /metrics",
 		field: func(c *Config) any { return &c.Server.APIKeyMetrics }},
+	{Key: "server.grammar_cache_mb", Flag: "grammar-cache-mb", Default: 256, Usage: "MiB of compiled grammars (response_format schemas, grammar, forced tool calls) kept for reuse with their mask caches, least recently used dropped first; a grammar that alone needs more is refused (400)",
+		field: func(c *Config) any { return &c.Server.GrammarCacheMB }},
 	{Key: "server.max_embedding_inputs", Flag: "max-embedding-inputs", Default: 2048, Usage: "most inputs one /v1/embeddings request may hold (OpenAI's limit); more get 422",
 		field: func(c *Config) any { return &c.Server.MaxEmbeddingInputs }},
 	{Env: "KEEP_ALIVE_INTERVAL", Default: 10 * time.Second, Usage: "SSE keep-alive comment interval, in milliseconds",

@@ -18,6 +18,7 @@ import (
 
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/hub"
+	"mistralrs/internal/smallfile"
 )
 
 // ModelSource is a model's GGUF files found on local disk. ResolveModel
@@ -154,19 +155,24 @@ func hfSnapshot(hub, id, revision string) (dir, rev string, err error) {
 			}
 			return dir, revision, nil
 		}
-		b, err := os.ReadFile(filepath.Join(repo, "refs", filepath.FromSlash(revision)))
+		rev, err = readRef(filepath.Join(repo, "refs", filepath.FromSlash(revision)))
+		if smallfile.Refused(err) {
+			return "", "", err
+		}
 		if err != nil {
 			return "", "", notCached("no refs/" + revision)
 		}
-		rev = strings.TrimSpace(string(b))
 		dir = filepath.Join(repo, "snapshots", rev)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return "", "", notCached("refs/" + revision + " points to " + rev + " but " + dir + " is missing")
 		}
 		return dir, rev, nil
 	}
-	if b, err := os.ReadFile(filepath.Join(repo, "refs", "main")); err == nil {
-		rev = strings.TrimSpace(string(b))
+	rev, err = readRef(filepath.Join(repo, "refs", "main"))
+	if smallfile.Refused(err) {
+		return "", "", err
+	}
+	if err == nil {
 		dir = filepath.Join(repo, "snapshots", rev)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return "", "", notCached("refs/main points to " + rev + " but " + dir + " is missing")
@@ -486,4 +492,17 @@ func checkTokenSource(src string) (shown string, err error) {
 		shown = src[:i+1] + "…"
 	}
 	return shown, hub.CheckTokenSource(src)
+}
+
+// readRef reads a ref of the Hugging Face cache (refs/main): the commit a
+// branch or tag points to; "" with the error when it cannot be read.
+func readRef(path string) (string, error) {
+	b, err := smallfile.Read(path, smallfile.Ref)
+	if smallfile.Refused(err) {
+		return "", fmt.Errorf("the Hugging Face cache's ref %w", err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
 }

@@ -3,12 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"mistralrs/internal/smallfile"
 )
 
 // Warning is a problem in a config file that does not stop the server: a key
@@ -31,7 +32,10 @@ func LoadTOML(path string) (*Config, []Warning, error) {
 	if !strings.EqualFold(filepath.Ext(path), ".toml") {
 		return nil, nil, errNotTOML
 	}
-	data, err := os.ReadFile(path)
+	data, err := smallfile.Read(path, smallfile.Config)
+	if smallfile.Refused(err) {
+		return nil, nil, fmt.Errorf("config file %w", err)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

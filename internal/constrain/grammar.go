@@ -13,6 +13,7 @@ package constrain
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 )
 
 // Grammar is a context-free grammar over bytes. Rules[Start] is the start
@@ -22,9 +23,14 @@ import (
 // sequence). Left recursion is not allowed (the matcher expands rules
 // depth-first): compilers of this package never produce it, and Validate
 // refuses it.
+//
+// A Grammar must not change once it is used: Prepare, Matcher and Bytes
+// keep what they derive from it (see runtime.go).
 type Grammar struct {
 	Rules []Rule
 	Start int
+
+	rt atomic.Pointer[grammarRuntime]
 }
 
 // Rule is one nonterminal: its name (for messages) and its alternatives.
@@ -128,12 +134,11 @@ func (b *Builder) Star(elems ...Elem) int {
 
 // Grammar finishes the grammar with start rule start and checks it.
 func (b *Builder) Grammar(start int) (*Grammar, error) {
-	g := b.g
-	g.Start = start
+	g := &Grammar{Rules: b.g.Rules, Start: start}
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	return &g, nil
+	return g, nil
 }
 
 // Size is the number of elements of the grammar (its memory, roughly).
@@ -164,7 +169,7 @@ func (g *Grammar) Validate() error {
 		}
 	}
 	// Productive rules: those that derive some finite string.
-	prod := fixpoint(g.Rules, func(e Elem, ok []bool) bool { return e.Rule < 0 || ok[e.Rule] })
+	prod := finiteRules(g.Rules)
 	if !prod[g.Start] {
 		return fmt.Errorf("grammar: rule %s can never finish (every alternative recurses forever or it has none)", g.Rules[g.Start].Name)
 	}
@@ -180,40 +185,79 @@ func (g *Grammar) nullable() []bool { return nullable(g.Rules) }
 
 // nullable reports which rules can match the empty string.
 func nullable(rules []Rule) []bool {
-	return fixpoint(rules, func(e Elem, ok []bool) bool { return e.Rule >= 0 && ok[e.Rule] })
+	return fixpoint(rules, func(ByteSet) bool { return false })
 }
 
 // productiveRules reports which rules derive some finite string (an empty
 // byte set deriving nothing).
 func productiveRules(rules []Rule) []bool {
-	return fixpoint(rules, func(e Elem, ok []bool) bool {
-		if e.Rule < 0 {
-			return e.Set != ByteSet{}
-		}
-		return ok[e.Rule]
-	})
+	return fixpoint(rules, func(s ByteSet) bool { return s != ByteSet{} })
 }
 
-// fixpoint marks the rules with an alternative whose every element
-// satisfies elem (given the rules marked so far), until nothing changes:
-// the least fixpoint behind nullability and productivity.
-func fixpoint(rules []Rule, elem func(e Elem, ok []bool) bool) []bool {
+// finiteRules reports which rules derive some finite string, every byte
+// set counting as a byte.
+func finiteRules(rules []Rule) []bool {
+	return fixpoint(rules, func(ByteSet) bool { return true })
+}
+
+// fixpoint marks the rules with an alternative whose byte sets all pass
+// set and whose references are all to marked rules: the least fixpoint
+// behind nullability and productivity. It runs in time linear in the
+// grammar's size (each alternative counts its references to rules not yet
+// marked; marking a rule decrements the counts of the alternatives that
+// refer to it), so a long chain of rules costs no more than its length.
+func fixpoint(rules []Rule, set func(ByteSet) bool) []bool {
 	ok := make([]bool, len(rules))
-	for changed := true; changed; {
-		changed = false
-		for i, r := range rules {
-			if ok[i] {
-				continue
-			}
-		alts:
-			for _, a := range r.Alts {
-				for _, e := range a {
-					if !elem(e, ok) {
-						continue alts
-					}
+	// Alternatives are numbered in order; owner[a] is a's rule, left[a]
+	// its references to unmarked rules (-1: it has a byte set that fails).
+	var owner, left []int32
+	// users[first[r]:first[r+1]] are the alternatives referring to r, one
+	// entry per reference.
+	first := make([]int32, len(rules)+1)
+	for _, r := range rules {
+		for _, a := range r.Alts {
+			for _, e := range a {
+				if e.Rule >= 0 {
+					first[e.Rule+1]++
 				}
-				ok[i], changed = true, true
-				break
+			}
+		}
+	}
+	for r := range rules {
+		first[r+1] += first[r]
+	}
+	users := make([]int32, first[len(rules)])
+	fill := append([]int32(nil), first[:len(rules)]...)
+	var queue []int32
+	for ri, r := range rules {
+		for _, a := range r.Alts {
+			id := int32(len(owner))
+			n := int32(0)
+			for _, e := range a {
+				switch {
+				case e.Rule >= 0:
+					users[fill[e.Rule]] = id
+					fill[e.Rule]++
+					n++
+				case !set(e.Set):
+					n = -1 << 30
+				}
+			}
+			owner, left = append(owner, int32(ri)), append(left, n)
+			if n == 0 && !ok[ri] {
+				ok[ri] = true
+				queue = append(queue, int32(ri))
+			}
+		}
+	}
+	for len(queue) > 0 {
+		r := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		for _, a := range users[first[r]:first[r+1]] {
+			left[a]--
+			if o := owner[a]; left[a] == 0 && !ok[o] {
+				ok[o] = true
+				queue = append(queue, o)
 			}
 		}
 	}

@@ -57,7 +57,9 @@ package constrain
 // $ref / anyOf / oneOf are merged into one schema (types intersected,
 // required united, properties merged, bounds tightened; conflicting
 // patterns or formats are refused). $ref takes local JSON pointers ("#",
-// "#/$defs/x", "#/definitions/x", "#/properties/…"); recursive references
+// "#/$defs/x", "#/definitions/x", "#/properties/…"; with FromJSONSchemaDocs
+// also the key of a document, each resolving its own references against
+// its own root); recursive references
 // work as long as each cycle goes through some JSON text (a $ref cycle
 // that consumes nothing is refused). enum and const accept any JSON value,
 // emitted compact; the other keywords beside them only filter by type.
@@ -82,10 +84,13 @@ package constrain
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"maps"
 	"math/big"
 	"slices"
 	"strconv"
@@ -95,7 +100,7 @@ import (
 // MaxSchemaGrammar is the most elements (Grammar.Size) a grammar compiled
 // from a JSON schema may have, about 40 bytes each: a larger schema is
 // refused with "schema too large" before it can take much memory.
-const MaxSchemaGrammar = 200_000
+const MaxSchemaGrammar = MaxGrammarSize
 
 const (
 	jsMaxDepth     = 200   // nesting of schemas (and of the JSON document)
@@ -110,16 +115,22 @@ const (
 // is empty and Msg names the problem (invalid JSON, a bad value of a
 // keyword, which it names, a missing $ref target, a pattern that does not
 // compile, a schema too large, no value possible). Path is the JSON
-// pointer of the subschema ("" for the root).
+// pointer of the subschema ("" for the root); Doc is the key of the
+// document of FromJSONSchemaDocs it is in ("" for the schema itself), and
+// Path is then from that document's root.
 type SchemaError struct {
 	Keyword string
 	Path    string
 	Msg     string
+	Doc     string
 }
 
 func (e *SchemaError) Error() string {
 	var b strings.Builder
 	b.WriteString("json schema")
+	if e.Doc != "" {
+		fmt.Fprintf(&b, " %q", e.Doc)
+	}
 	if e.Path != "" {
 		b.WriteString(" at ")
 		b.WriteString(e.Path)
@@ -161,6 +172,72 @@ func FromJSONSchema(schema []byte) (*Grammar, error) {
 		}
 		return c.schema(root, "")
 	})
+}
+
+// FromJSONSchemaDocs compiles schema as FromJSONSchema does, given more
+// documents that its $refs may name by key: "key" is that document's root,
+// "key#/pointer" a schema inside it. A document is a schema resource of its
+// own, as if it had come from its own URL: the references inside it ("#",
+// "#/$defs/x", "#/definitions/x", its root $id followed by a fragment)
+// resolve against its own root, wherever it is used. This is how a schema
+// embeds schemas written on their own (a tool's parameters inside the
+// wrapper of a call) without their references changing meaning. A
+// SchemaError inside a document names its key in Doc.
+func FromJSONSchemaDocs(schema []byte, docs map[string][]byte) (*Grammar, error) {
+	root, err := jsParse(schema)
+	if err != nil {
+		return nil, &SchemaError{Msg: "invalid JSON: " + err.Error()}
+	}
+	c := newJSC(root)
+	if err := c.addDocs(docs); err != nil {
+		return nil, err
+	}
+	return c.run(func() int {
+		if id := root.get("$id"); id != nil && id.kind != jString {
+			c.fail("$id", "", "must be a string")
+		}
+		return c.schema(root, "")
+	})
+}
+
+// addDocs parses the documents (in key order, so that the first error is
+// always the same one) and notes, for each $ref string in them, the
+// document it belongs to: a $ref keeps its string node through merges, so
+// a merged schema still resolves each reference in its own document.
+func (c *jsc) addDocs(docs map[string][]byte) error {
+	keys := slices.Sorted(maps.Keys(docs))
+	c.docs = make(map[string]*jval, len(docs))
+	c.docOf = map[*jval]string{}
+	for _, k := range keys {
+		if k == "" || strings.Contains(k, "#") {
+			return &SchemaError{Doc: k, Msg: "a document's key must be non-empty, without '#'"}
+		}
+		root, err := jsParse(docs[k])
+		if err != nil {
+			return &SchemaError{Doc: k, Msg: "invalid JSON: " + err.Error()}
+		}
+		if id := root.get("$id"); id != nil && id.kind != jString {
+			return &SchemaError{Doc: k, Msg: `keyword "$id": must be a string`}
+		}
+		c.docs[k] = root
+		jsRefStrings(root, func(ref *jval) { c.docOf[ref] = k })
+	}
+	return nil
+}
+
+// jsRefStrings calls f with the value of every "$ref" member in v that is
+// a string. Values that are data (an enum's) are visited too; they are
+// never resolved, so noting them is harmless.
+func jsRefStrings(v *jval, f func(*jval)) {
+	for _, x := range v.arr {
+		jsRefStrings(x, f)
+	}
+	for i, k := range v.keys {
+		if k == "$ref" && v.vals[i].kind == jString {
+			f(v.vals[i])
+		}
+		jsRefStrings(v.vals[i], f)
+	}
 }
 
 // ---- an ordered JSON tree (object keys keep their order) ----
@@ -371,6 +448,50 @@ func jsonEqual(a, b *jval) bool {
 	}
 }
 
+// jsEqualBucket is a key that values equal by jsonEqual share: the value
+// itself for strings, booleans and null, the exact number for numbers,
+// the items' keys for arrays, the length for objects; "" for a number
+// jsonEqual finds equal to nothing.
+func jsEqualBucket(v *jval) string {
+	switch v.kind {
+	case jString:
+		return "s" + v.s
+	case jBool:
+		return strconv.FormatBool(v.b)
+	case jNumber:
+		if x := jsRat(v); x != nil {
+			return "d" + jsRatHash(x)
+		}
+		return ""
+	case jArray:
+		k := "["
+		for _, x := range v.arr {
+			k += strconv.Quote(jsEqualBucket(x))
+		}
+		return k
+	case jObject:
+		return "o" + strconv.Itoa(len(v.keys))
+	}
+	return "n"
+}
+
+// jsRatHash is a hash of x's value (its normalised numerator and
+// denominator), in time linear in their size: a number written with a
+// large exponent is never printed in full.
+func jsRatHash(x *big.Rat) string {
+	h := fnv.New64a()
+	var w [8]byte
+	h.Write([]byte{byte(x.Sign() + 1)})
+	for _, part := range []*big.Int{x.Num(), x.Denom()} {
+		for _, word := range part.Bits() {
+			binary.LittleEndian.PutUint64(w[:], uint64(word))
+			h.Write(w[:])
+		}
+		h.Write([]byte{'/'})
+	}
+	return strconv.FormatUint(h.Sum64(), 16)
+}
+
 func jsRat(v *jval) *big.Rat {
 	if v == nil || v.kind != jNumber {
 		return nil
@@ -438,6 +559,11 @@ type jsc struct {
 	depth  int
 	merges int
 	work   [2]int // automata work left: subset constructions, minimisation
+
+	// The documents of FromJSONSchemaDocs: their roots by key, and the key
+	// of the document each of their $ref strings is in.
+	docs  map[string]*jval
+	docOf map[*jval]string
 }
 
 func newJSC(root *jval) *jsc {
@@ -533,7 +659,7 @@ func (c *jsc) run(f func() int) (g *Grammar, err error) {
 // through alternatives whose rules can all finish. It returns nil when
 // start cannot finish.
 func jsPrune(g *Grammar, start int) *Grammar {
-	prod := make([]bool, len(g.Rules))
+	prod := finiteRules(g.Rules)
 	okAlt := func(a Seq) bool {
 		for _, e := range a {
 			if e.Rule >= 0 && !prod[e.Rule] {
@@ -541,14 +667,6 @@ func jsPrune(g *Grammar, start int) *Grammar {
 			}
 		}
 		return true
-	}
-	for changed := true; changed; {
-		changed = false
-		for i, r := range g.Rules {
-			if !prod[i] && slices.ContainsFunc(r.Alts, okAlt) {
-				prod[i], changed = true, true
-			}
-		}
 	}
 	if !prod[start] {
 		return nil
@@ -788,14 +906,18 @@ func (c *jsc) schema(s *jval, path string) int {
 		}
 		// The target merged with the siblings, once per (target,
 		// siblings): a recursive target may come back with the same ones.
-		key := "merge:" + ref.String() + "|" + s.without("$ref").String()
+		key := "merge:" + c.refKey(ref) + "|" + s.without("$ref").String()
 		if r, ok := c.refs[key]; ok {
 			return r
 		}
-		target := c.resolve(ref, path)
+		target, doc, frag := c.resolve(ref, path)
 		r := c.fresh("ref+")
 		c.refs[key] = r
-		if body := c.schema(c.merge(target, s.without("$ref"), path), path); body >= 0 {
+		if doc != c.docOf[ref] {
+			path = frag
+		}
+		body := c.inDoc(doc, func() int { return c.schema(c.merge(target, s.without("$ref"), path), path) })
+		if body >= 0 {
 			c.alt(r, Ref(body))
 		}
 		return r
@@ -844,26 +966,66 @@ func (c *jsc) ref(v *jval, path string) int {
 	if v.kind != jString {
 		c.fail("$ref", path, "must be a string")
 	}
-	if r, ok := c.refs[v.s]; ok {
+	key := c.refKey(v)
+	if r, ok := c.refs[key]; ok {
 		return r
 	}
-	target := c.resolve(v, path)
+	target, doc, frag := c.resolve(v, path)
 	r := c.fresh("ref:" + v.s)
-	c.refs[v.s] = r
-	if body := c.schema(target, strings.TrimPrefix(v.s, "#")); body >= 0 {
+	c.refs[key] = r
+	at := strings.TrimPrefix(v.s, "#")
+	if doc != "" {
+		at = frag
+	}
+	if body := c.inDoc(doc, func() int { return c.schema(target, at) }); body >= 0 {
 		c.alt(r, Ref(body))
 	}
 	return r
 }
 
-// resolve finds the schema a local $ref points to.
-func (c *jsc) resolve(v *jval, path string) *jval {
+// refKey names a $ref's target among the compiled ones: the same string
+// means different schemas in different documents.
+func (c *jsc) refKey(v *jval) string {
+	if doc := c.docOf[v]; doc != "" {
+		return doc + "#" + v.s
+	}
+	return v.s
+}
+
+// inDoc compiles with f a schema of document doc: an error from inside it
+// that names no document names doc.
+func (c *jsc) inDoc(doc string, f func() int) int {
+	if doc == "" {
+		return f()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if se, ok := r.(*SchemaError); ok && se.Doc == "" {
+				se.Doc = doc
+			}
+			panic(r)
+		}
+	}()
+	return f()
+}
+
+// resolve finds the schema a local $ref points to, in the document of the
+// $ref or, for a reference to another document (FromJSONSchemaDocs), in
+// that one; it returns the document's key and the pointer within it.
+func (c *jsc) resolve(v *jval, path string) (*jval, string, string) {
 	if v.kind != jString {
 		c.fail("$ref", path, "must be a string")
 	}
+	doc := c.docOf[v]
+	root := c.root
+	if doc != "" {
+		root = c.docs[doc]
+	}
 	ref := v.s
-	if id := c.root.get("$id"); id != nil && strings.HasPrefix(ref, id.s+"#") {
+	if id := root.get("$id"); id != nil && strings.HasPrefix(ref, id.s+"#") {
 		ref = ref[len(id.s):]
+	} else if base, frag, _ := strings.Cut(ref, "#"); c.docs[base] != nil {
+		doc, root, ref = base, c.docs[base], "#"+frag
 	}
 	if !strings.HasPrefix(ref, "#") {
 		c.unsupported("$ref", path, "%q: only local references (#, #/$defs/…) are supported", v.s)
@@ -875,9 +1037,9 @@ func (c *jsc) resolve(v *jval, path string) *jval {
 			c.fail("$ref", path, "%q: %v", v.s, err)
 		}
 	}
-	node := c.root
+	node := root
 	if frag == "" {
-		return node
+		return node, doc, ""
 	}
 	if !strings.HasPrefix(frag, "/") {
 		c.unsupported("$ref", path, "%q: anchors are not supported, use a JSON pointer", v.s)
@@ -898,7 +1060,7 @@ func (c *jsc) resolve(v *jval, path string) *jval {
 		}
 		node = next
 	}
-	return node
+	return node, doc, frag
 }
 
 func jsUnescapeFragment(s string) (string, error) {
@@ -988,12 +1150,18 @@ func (c *jsc) enum(s *jval, types int, path string) int {
 	}
 	r := c.fresh("enum")
 	n := 0
-	var seen []*jval
+	// Duplicates are found within buckets of values that may be equal, so
+	// a long enum of distinct values costs linear time.
+	seen := map[string][]*jval{}
 	for _, v := range vals {
-		if jsTypeOf(v)&types == 0 || slices.ContainsFunc(seen, func(x *jval) bool { return jsonEqual(x, v) }) {
+		if jsTypeOf(v)&types == 0 {
 			continue
 		}
-		seen = append(seen, v)
+		k := jsEqualBucket(v)
+		if k != "" && slices.ContainsFunc(seen[k], func(x *jval) bool { return jsonEqual(x, v) }) {
+			continue
+		}
+		seen[k] = append(seen[k], v)
 		c.alt(r, Literal(v.String())...)
 		n++
 	}

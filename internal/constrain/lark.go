@@ -60,11 +60,13 @@ import (
 // runtime expands rules depth first), templates, %declare, %override,
 // %extend and other directives, regex features RE2 lacks (lookaround,
 // backreferences), regex flags but i m s u, counted repetitions past
-// MaxRepeat or MaxExpansion. Lark's lexer semantics (longest match,
-// priorities, terminal collisions) do not apply: the grammar is one
-// context-free grammar over bytes, with all the sentences Lark's parser
-// would accept, and possibly some its lexer would split otherwise.
-func FromLark(src string) (*Grammar, error) {
+// MaxRepeat or MaxExpansion, grammars of more than MaxGrammarSize
+// elements. Lark's lexer semantics (longest match, priorities, terminal
+// collisions) do not apply: the grammar is one context-free grammar over
+// bytes, with all the sentences Lark's parser would accept, and possibly
+// some its lexer would split otherwise.
+func FromLark(src string) (g *Grammar, err error) {
+	defer catchTooLarge(&err)
 	p := &lkParser{src: src, byName: map[string]*lkDef{}}
 	if err := p.parse(); err != nil {
 		return nil, err
@@ -880,7 +882,7 @@ func (p *lkParser) compile() (*Grammar, error) {
 // without needing any other failing definition (the others fail because
 // they need these).
 func (c *lkCompiler) checkProductive() error {
-	prod := fixpoint(c.b.rules, func(e Elem, ok []bool) bool { return e.Rule < 0 || ok[e.Rule] })
+	prod := finiteRules(c.b.rules)
 	var bad []*lkDef
 	user := map[int]*lkDef{}
 	for _, d := range c.p.defs {

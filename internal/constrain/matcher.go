@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -86,7 +87,22 @@ type pelem struct {
 // (64 MiB of automaton, 32 MiB of masks) and dropped when full; States stay
 // valid across that, since they keep their own stacks.
 type Matcher struct {
-	v     *Vocab
+	*program
+	v *Vocab
+
+	start  *State
+	budget budgets
+
+	mu sync.Mutex
+	c  *cache
+	// held is the Matcher's memory (Bytes), updated after each use.
+	held atomic.Int64
+}
+
+// program is the part of a Matcher that depends on the grammar alone,
+// built once per Grammar (Grammar.Prepare) and shared by its Matchers: the
+// grammar flattened into positions, and the byte classes.
+type program struct {
 	elems []pelem
 	alts  [][]int32 // per rule, the positions where its alternatives start
 
@@ -94,12 +110,6 @@ type Matcher struct {
 	classBytes []ByteSet
 	classRep   []byte
 	nclass     int32
-
-	start  *State
-	budget budgets
-
-	mu sync.Mutex
-	c  *cache
 }
 
 // node is one frame of a persistent stack: the grammar position to match
@@ -130,25 +140,44 @@ func (st *State) Complete() bool { return st.complete }
 // generation must stop.
 func (st *State) Final() bool { return st.complete && len(st.tops) == 0 }
 
-// NewMatcher prepares g to run over v. It validates g, drops the
-// alternatives that can never finish (an empty byte set, a rule with no
-// finite derivation) and fails when nothing is left.
+// NewMatcher prepares g to run over v: a Matcher of its own, with empty
+// caches (Grammar.Matcher shares one per vocabulary). It fails as Prepare
+// does.
 func NewMatcher(g *Grammar, v *Vocab) (*Matcher, error) {
 	if g == nil || v == nil {
 		return nil, errors.New("constrain: nil grammar or vocabulary")
 	}
+	p, err := g.program()
+	if err != nil {
+		return nil, err
+	}
+	m := &Matcher{program: p, v: v,
+		budget: budgets{cache: defaultCacheBudget, mask: defaultMaskBudget, walk: defaultWalkBudget}}
+	m.c = m.newCache(1)
+	d, err := m.startSet()
+	if err != nil {
+		return nil, err
+	}
+	m.start = m.materialize(d)
+	m.noteBytes()
+	return m, nil
+}
+
+// newProgram validates g, drops the alternatives that can never finish
+// (an empty byte set, a rule with no finite derivation), flattens the rest
+// and checks that the start rule expands within the matcher's limits.
+func newProgram(g *Grammar) (*program, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Matcher{v: v,
-		budget: budgets{cache: defaultCacheBudget, mask: defaultMaskBudget, walk: defaultWalkBudget}}
 	prod := productiveRules(g.Rules)
 	if !prod[g.Start] {
 		return nil, fmt.Errorf("grammar: rule %s matches nothing", g.Rules[g.Start].Name)
 	}
+	p := &program{}
 	// Position 0 calls the start rule; 1 ends it.
-	m.elems = append(m.elems, pelem{kind: kRef, rule: int32(g.Start)}, pelem{kind: kEnd})
-	m.alts = make([][]int32, len(g.Rules))
+	p.elems = append(p.elems, pelem{kind: kRef, rule: int32(g.Start)}, pelem{kind: kEnd})
+	p.alts = make([][]int32, len(g.Rules))
 	var sets []ByteSet
 	for r, rule := range g.Rules {
 	alts:
@@ -158,30 +187,48 @@ func NewMatcher(g *Grammar, v *Vocab) (*Matcher, error) {
 					continue alts
 				}
 			}
-			m.alts[r] = append(m.alts[r], int32(len(m.elems)))
+			p.alts[r] = append(p.alts[r], int32(len(p.elems)))
 			for _, e := range a {
 				if e.Rule < 0 {
-					m.elems = append(m.elems, pelem{kind: kByte, set: e.Set, rule: -1})
+					p.elems = append(p.elems, pelem{kind: kByte, set: e.Set, rule: -1})
 					sets = append(sets, e.Set)
 				} else {
-					m.elems = append(m.elems, pelem{kind: kRef, rule: int32(e.Rule)})
+					p.elems = append(p.elems, pelem{kind: kRef, rule: int32(e.Rule)})
 				}
 			}
-			m.elems = append(m.elems, pelem{kind: kEnd})
+			p.elems = append(p.elems, pelem{kind: kEnd})
 		}
 	}
-	m.classes(sets)
-	m.c = m.newCache(1)
+	p.classes(sets)
+	probe := &Matcher{program: p}
+	probe.c = probe.newCache(1)
+	if _, err := probe.startSet(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// startSet expands the start rule into the set of the start state; it
+// fails, naming the limit, when that takes more stacks or deeper ones than
+// a state may hold.
+func (m *Matcher) startSet() (int32, error) {
 	c := m.c
 	c.begin()
 	m.expand(0, -1)
 	slices.Sort(c.out)
+	stacks := len(c.out)
 	d := c.internSet(c.out, c.outComplete, false, c.overflow)
-	if d == deadID {
-		return nil, errors.New("grammar: the start rule matches nothing within the matcher's limits")
+	switch {
+	case d != deadID:
+		return d, nil
+	case stacks >= MaxStacks:
+		return deadID, fmt.Errorf("grammar: more than %d alternatives are open at the start, "+
+			"past the matcher's limit of %d at once (MaxStacks): group alternatives that share a beginning", MaxStacks, MaxStacks)
+	case c.overflow:
+		return deadID, fmt.Errorf("grammar: the start rule nests rules more than %d deep before its first byte, "+
+			"past the matcher's limit (MaxStackDepth)", MaxStackDepth)
 	}
-	m.start = m.materialize(d)
-	return m, nil
+	return deadID, errors.New("grammar: the start rule matches nothing within the matcher's limits")
 }
 
 func elemProductive(e Elem, prod []bool) bool {
@@ -192,7 +239,7 @@ func elemProductive(e Elem, prod []bool) bool {
 }
 
 // classes partitions the bytes into classes that every set treats alike.
-func (m *Matcher) classes(sets []ByteSet) {
+func (m *program) classes(sets []ByteSet) {
 	slices.SortFunc(sets, func(a, b ByteSet) int {
 		for w := range a {
 			if a[w] != b[w] {
@@ -254,6 +301,7 @@ func (m *Matcher) Allowed(st *State, mask []bool) {
 	m.mu.Lock()
 	m.prepare()
 	bits := m.mask(m.stateID(st))
+	m.noteBytes()
 	m.mu.Unlock()
 	fillMask(mask, bits)
 }
@@ -276,6 +324,7 @@ func (m *Matcher) AdvanceBytes(st *State, b []byte) (*State, bool) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.noteBytes()
 	c := m.prepare()
 	d := m.stateID(st)
 	nc := m.nclass

@@ -21,6 +21,12 @@ const (
 	// item's separator plus one). A repetition's item is compiled once and
 	// referred to, so the cost does not multiply with the item's size.
 	MaxExpansion = 100_000
+	// MaxGrammarSize is the most elements (Grammar.Size) a grammar compiled
+	// from a regular expression, a Lark grammar or a JSON schema may have
+	// (about 80 bytes each once prepared for matching): a larger one is
+	// refused as it is built, before it takes much memory or time (compiling
+	// and preparing 200,000 elements takes a few hundred milliseconds).
+	MaxGrammarSize = 200_000
 )
 
 // FromRegex compiles a regular expression into a grammar whose sentences
@@ -43,11 +49,13 @@ const (
 // ends anyway. Anywhere else, and \b or \B anywhere, is an error naming the
 // assertion.
 //
-// Limits: counted repetitions up to MaxRepeat (RE2's own limit) and
-// MaxExpansion grammar elements of expanded repetitions in all. A pattern
+// Limits: counted repetitions up to MaxRepeat (RE2's own limit),
+// MaxExpansion grammar elements of expanded repetitions in all, and
+// MaxGrammarSize elements in the whole grammar. A pattern
 // that matches no string at all (an empty class such as [^\x00-\x{10FFFF}])
 // is an error.
-func FromRegex(pattern string) (*Grammar, error) {
+func FromRegex(pattern string) (g *Grammar, err error) {
+	defer catchTooLarge(&err)
 	b := newRxBuilder()
 	start := b.rule("regex")
 	seq, ok, err := b.regex(pattern, "regex")
@@ -72,6 +80,20 @@ type rxBuilder struct {
 	utf8     map[string]Elem
 	expanded int
 	never    int // a rule with no alternatives (matches nothing), or -1
+	size     int // elements so far, as Grammar.Size counts them
+}
+
+// rxTooLarge is the panic of a builder whose grammar outgrows
+// MaxGrammarSize; catchTooLarge turns it into the compiler's error.
+type rxTooLarge struct{}
+
+func catchTooLarge(err *error) {
+	if r := recover(); r != nil {
+		if _, ok := r.(rxTooLarge); !ok {
+			panic(r)
+		}
+		*err = fmt.Errorf("grammar too large: over %d elements (MaxGrammarSize)", MaxGrammarSize)
+	}
 }
 
 type rxClass struct {
@@ -94,6 +116,9 @@ func (b *rxBuilder) fresh(prefix string) int {
 
 // alt adds an alternative to rule r (a copy of elems).
 func (b *rxBuilder) alt(r int, elems ...Elem) {
+	if b.size += len(elems) + 1; b.size > MaxGrammarSize {
+		panic(rxTooLarge{})
+	}
 	b.rules[r].Alts = append(b.rules[r].Alts, append(Seq{}, elems...))
 }
 
@@ -449,6 +474,9 @@ func (b *rxBuilder) compileRegex(re *syntax.Regexp, prefix string) (Seq, bool, e
 // simple case folds when fold is set); ok is false when a rune cannot be
 // encoded (a surrogate).
 func (b *rxBuilder) literal(prefix string, rs []rune, fold bool) (Seq, bool, error) {
+	if b.size+len(rs) > MaxGrammarSize {
+		panic(rxTooLarge{})
+	}
 	var out Seq
 	for _, r := range rs {
 		if !utf8.ValidRune(r) {

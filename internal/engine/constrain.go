@@ -19,20 +19,14 @@ import (
 // grammar is never kept.
 
 // constraints holds what structured output shares across requests: the
-// vocabulary as bytes (built on the first constrained request) and the
-// matchers of recent grammars.
+// vocabulary as bytes, built on the first constrained request. The
+// matchers live with their grammars (constrain.Grammar.Matcher): the
+// engine keeps none, so a grammar the server's cache drops is freed once
+// its requests end.
 type constraints struct {
 	once  sync.Once
 	vocab *constrain.Vocab
-
-	mu       sync.Mutex
-	matchers map[*constrain.Grammar]*constrain.Matcher
-	order    []*constrain.Grammar // oldest first
 }
-
-// maxMatchers bounds the matchers kept for reuse (a server caches its
-// compiled grammars, so the same grammar comes back as the same pointer).
-const maxMatchers = 64
 
 // matcher returns the matcher of g over the engine's vocabulary.
 func (e *Engine) matcher(g *constrain.Grammar) (*constrain.Matcher, error) {
@@ -46,25 +40,7 @@ func (e *Engine) matcher(g *constrain.Grammar) (*constrain.Matcher, error) {
 		}
 		c.vocab = constrain.NewVocab(toks)
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if m, ok := c.matchers[g]; ok {
-		return m, nil
-	}
-	m, err := constrain.NewMatcher(g, c.vocab)
-	if err != nil {
-		return nil, err
-	}
-	if c.matchers == nil {
-		c.matchers = map[*constrain.Grammar]*constrain.Matcher{}
-	}
-	if len(c.order) >= maxMatchers {
-		delete(c.matchers, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.matchers[g] = m
-	c.order = append(c.order, g)
-	return m, nil
+	return g.Matcher(c.vocab)
 }
 
 // constrainLogits masks sq's logits by grammar state st. It reports false

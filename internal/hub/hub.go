@@ -34,6 +34,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"mistralrs/internal/smallfile"
 )
 
 // DefaultEndpoint is the Hub; HF_ENDPOINT replaces it (a mirror).
@@ -242,7 +244,9 @@ func cachedCommit(repoDir, revision string) string {
 		}
 		return ""
 	}
-	b, err := os.ReadFile(filepath.Join(repoDir, "refs", filepath.FromSlash(revision)))
+	// A ref that cannot be read (or is no small file) is no commit: the Hub
+	// is asked, and writeRef replaces it.
+	b, err := smallfile.Read(filepath.Join(repoDir, "refs", filepath.FromSlash(revision)), smallfile.Ref)
 	if err != nil {
 		return ""
 	}
@@ -330,7 +334,7 @@ func ggufHint(siblings []string) string {
 // writeRef records that revision points to commit, atomically.
 func writeRef(repoDir, revision, commit string) error {
 	p := filepath.Join(repoDir, "refs", filepath.FromSlash(revision))
-	if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == commit {
+	if b, err := smallfile.Read(p, smallfile.Ref); err == nil && strings.TrimSpace(string(b)) == commit {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -383,8 +387,15 @@ func (c *Client) modelInfo(ctx context.Context, repo, revision string) (*modelIn
 	if resp.StatusCode != http.StatusOK {
 		return nil, c.statusError(resp, repo, revision, "")
 	}
+	body, err := smallfile.ReadAll(resp.Body, smallfile.HubJSON)
+	if smallfile.Refused(err) {
+		return nil, &Error{Repo: repo, Revision: revision, Msg: "the Hub's model info is " + err.Error()}
+	}
+	if err != nil {
+		return nil, &Error{Repo: repo, Revision: revision, Msg: "cannot read the Hub's model info", Err: err}
+	}
 	var inf modelInfo
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&inf); err != nil {
+	if err := json.Unmarshal(body, &inf); err != nil {
 		return nil, &Error{Repo: repo, Revision: revision, Msg: "the Hub's model info does not parse", Err: err}
 	}
 	return &inf, nil

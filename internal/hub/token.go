@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"mistralrs/internal/smallfile"
 )
 
 // DefaultTokenSource is mistral.rs's default --token-source.
@@ -44,7 +46,7 @@ func Token(src string, getenv func(string) string) (token, from string, err erro
 		return "", "", err
 	}
 	readFile := func(p string) (string, error) {
-		b, err := os.ReadFile(p)
+		b, err := smallfile.Read(p, smallfile.Token)
 		if err != nil {
 			return "", err
 		}
@@ -65,6 +67,9 @@ func Token(src string, getenv func(string) string) (token, from string, err erro
 	case strings.HasPrefix(src, "path:"):
 		p := strings.TrimPrefix(src, "path:")
 		t, err := readFile(p)
+		if smallfile.Refused(err) { // its message starts with p
+			return "", "", fmt.Errorf("token source path:%w", err)
+		}
 		if err != nil {
 			return "", "", fmt.Errorf("token source path:%s: %w", p, err)
 		}

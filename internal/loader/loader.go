@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"mistralrs/internal/chat"
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/model"
+	"mistralrs/internal/smallfile"
 	"mistralrs/internal/tokenizer"
 )
 
@@ -179,7 +179,7 @@ func newTemplate(src string, tok *tokenizer.Tokenizer) (*chat.Template, error) {
 // readChatTemplate reads a .jinja file as is, or the "chat_template" field of
 // a Hugging Face tokenizer_config.json.
 func readChatTemplate(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := smallfile.Read(path, smallfile.ChatTemplateLimit(path))
 	if err != nil {
 		return "", fmt.Errorf("chat template: %w", err)
 	}

@@ -403,11 +403,19 @@ func TestAnthropicToolUse(t *testing.T) {
 	if none.StopReason != anthropic.StopReasonEndTurn || len(none.Content) != 1 || none.Content[0].Text != toolCallText {
 		t.Errorf("tool_choice none: %s", none.RawJSON())
 	}
-	// any and a named tool read the answer for calls.
+	// any and a named tool force a call (issue 26), auto reads the answer
+	// for calls. A forced call is written byte by byte in the template's
+	// bare JSON format, not as the tool-call token: its input is pinned
+	// (city "Paris") and it is given the tokens it takes.
 	for _, choice := range []anthropic.ToolChoiceUnionParam{{OfAny: &anthropic.ToolChoiceAnyParam{}}, anthropic.ToolChoiceParamOfTool("get_weather"),
 		{OfAuto: &anthropic.ToolChoiceAutoParam{}}} {
 		p := params()
 		p.ToolChoice = choice
+		if choice.OfAuto == nil {
+			p.MaxTokens = 100
+			p.Tools = []anthropic.ToolUnionParam{anthropic.ToolUnionParamOfTool(anthropic.ToolInputSchemaParam{
+				Properties: map[string]any{"city": map[string]any{"enum": []string{"Paris"}}}, Required: []string{"city"}}, "get_weather")}
+		}
 		r, err := client.Messages.New(ctx, p, bias(toolCallToken), repeat)
 		if err != nil {
 			t.Fatal(err)

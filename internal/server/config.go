@@ -42,6 +42,8 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		APIKey:          cfg.Server.APIKey,
 		APIKeyMetrics:   cfg.Server.APIKeyMetrics,
 		NoUI:            cfg.Server.NoUI,
+
+		GrammarCacheBytes: int64(cfg.Server.GrammarCacheMB) << 20,
 	}
 	opts.MaxEmbeddingInputs = cfg.Server.MaxEmbeddingInputs
 	if cfg.DemoModel() {

@@ -125,7 +125,7 @@ func tinySpec(t testing.TB, id string, cfg mdl.RandomConfig, opts loader.Options
 
 // testServer is a real server on 127.0.0.1 with captured logs.
 type testServer struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *Server
 	url    string
 	log    *logBuf
@@ -137,7 +137,7 @@ type testServer struct {
 type testOpt func(*Options)
 
 // startServer starts the server with one tiny model "tiny" unless opts set models.
-func startServer(t *testing.T, opts ...testOpt) *testServer {
+func startServer(t testing.TB, opts ...testOpt) *testServer {
 	t.Helper()
 	logs := &logBuf{}
 	filter, err := observe.ParseFilter("warn,mistralrs=debug")

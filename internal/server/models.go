@@ -149,7 +149,7 @@ func (e *modelEntry) generative() bool { return e.spec.Kind != KindEmbedding }
 
 // refuseGeneration is the error a generation request to the model gets: nil
 // for a generative model; for an embedding-only one a 400 that names the
-// model and its kind. newJob calls it, so every route that generates through
+// model and its kind. gen.Base.Prepare calls it, so every route that generates through
 // a job refuses such a model.
 func (e *modelEntry) refuseGeneration() error {
 	if e.generative() {

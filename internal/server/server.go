@@ -93,6 +93,9 @@ type Options struct {
 	// /metrics too. Never logged.
 	APIKey        string
 	APIKeyMetrics bool
+	// GrammarCacheBytes bounds the compiled grammars kept for reuse, with
+	// their matchers' caches (0: gen.DefaultGrammarBudget).
+	GrammarCacheBytes int64
 	// NoUI leaves out the web UI (package ui) at /ui and under it (--no-ui):
 	// those paths answer 404.
 	NoUI bool
@@ -225,6 +228,7 @@ func (s *Server) mount(reg *models, oo observe.Options, metrics *observe.Metrics
 	opts := &s.opts
 	s.base = &gen.Base{Models: reg, PayloadLog: opts.PayloadLog, KeepAlive: opts.KeepAlive, Seed: opts.Seed,
 		Log: s.log, Canceled: s.canceledMessage}
+	s.base.SetGrammarBudget(opts.GrammarCacheBytes)
 	s.openai = openai.New(s.base, opts.MaxEmbeddingInputs)
 	s.anthropic = anthropic.New(s.base)
 	s.responses = responses.New(s.base, opts.ResponsesMaxStored, opts.ResponsesMaxBytes)

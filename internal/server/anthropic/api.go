@@ -51,9 +51,8 @@ func (a *API) prepare(r *http.Request, body []byte) (*gen.Job, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	// No ToolDefs: Anthropic's tool_choice is not enforced by a grammar
-	// ("any" and "tool" read the answer for calls as "auto" does).
-	j, err := a.b.Prepare(r.Context(), &gen.Request{Model: p.model, Settings: g, Render: p.render, Tools: p.tools})
+	j, err := a.b.Prepare(r.Context(), &gen.Request{Model: p.model, Settings: g, Render: p.render, Tools: p.tools,
+		ToolDefs: p.toolDefs, ToolChoice: p.toolChoice})
 	if err != nil {
 		return nil, false, err
 	}

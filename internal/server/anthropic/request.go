@@ -71,6 +71,10 @@ type parsed struct {
 	msgs  []chat.Message
 	opts  chat.Options
 	tools *chat.ToolParser // nil: the answer is not read for tool calls
+	// toolDefs and toolChoice are the tools and tool_choice in the chat
+	// form, which gen.Prepare enforces: "any" or a named tool forces a call.
+	toolDefs   []json.RawMessage
+	toolChoice json.RawMessage
 	// grammar is the structured-output constraint (response_format,
 	// grammar), nil for free text.
 	grammar *constrain.Grammar
@@ -125,8 +129,11 @@ func (p *parsed) templateOptions() error {
 	p.opts = chat.Options{AddGenerationPrompt: true}
 	if mode != "none" && len(tools) > 0 {
 		// tool_choice "none" leaves the tools out of the prompt, as mistral.rs does.
-		p.opts.Tools = tools
+		for _, t := range tools {
+			p.opts.Tools = append(p.opts.Tools, t)
+		}
 		p.tools = chat.NewToolParser(names)
+		p.toolDefs, p.toolChoice = tools, chatToolChoice(req.ToolChoice, mode)
 	}
 	on, err := thinking(req.Thinking, req.EnableThinking)
 	if err != nil {
@@ -173,7 +180,7 @@ func (p *parsed) render(m *loader.Model, ctxLen int) ([]int32, error) {
 // form the chat templates take ({"type": "function", "function": {name,
 // description, parameters}}), with their names. Server tools (web search,
 // code execution, …) are refused.
-func clientTools(raw []json.RawMessage) ([]any, []string, error) {
+func clientTools(raw []json.RawMessage) ([]json.RawMessage, []string, error) {
 	type function struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description,omitempty"`
@@ -183,8 +190,9 @@ func clientTools(raw []json.RawMessage) ([]any, []string, error) {
 		Type     string   `json:"type"`
 		Function function `json:"function"`
 	}
-	var tools []any
+	var tools []json.RawMessage
 	var names []string
+	seen := make(map[string]string, len(raw))
 	for i, r := range raw {
 		param := fmt.Sprintf("tools[%d]", i)
 		var t struct {
@@ -206,20 +214,40 @@ func clientTools(raw []json.RawMessage) ([]any, []string, error) {
 		if len(schema) == 0 || schema[0] != '{' {
 			return nil, nil, gen.BadRequest(param+".input_schema", "%s.input_schema must be a JSON Schema object", param)
 		}
+		if err := gen.CheckTool(param, t.Name, "input_schema", schema, seen); err != nil {
+			return nil, nil, err
+		}
 		b, err := json.Marshal(tool{Type: "function", Function: function{Name: t.Name, Description: t.Description, Parameters: schema}})
 		if err != nil {
 			return nil, nil, gen.BadRequest(param+".input_schema", "%s.input_schema: %v", param, err)
 		}
-		tools = append(tools, json.RawMessage(b))
+		tools = append(tools, b)
 		names = append(names, t.Name)
 	}
 	return tools, names, nil
 }
 
+// chatToolChoice is a checked tool_choice of type mode in the chat form:
+// "any" is "required", a named tool a named function.
+func chatToolChoice(raw json.RawMessage, mode string) json.RawMessage {
+	switch mode {
+	case "any":
+		return json.RawMessage(`"required"`)
+	case "tool":
+		var tc struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(raw, &tc)
+		b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": tc.Name}})
+		return b
+	}
+	return json.RawMessage(`"auto"`)
+}
+
 // toolChoice checks tool_choice ({"type": "auto"|"any"|"none"} or
 // {"type": "tool", "name": …}) and returns its type ("auto" when absent).
-// As with OpenAI's tool_choice, the model is not forced to call a tool:
-// "any" and "tool" read the answer for calls as "auto" does.
+// "any" and "tool" force one call, as OpenAI's "required" and named
+// function do (chatToolChoice).
 func toolChoice(raw json.RawMessage, names []string) (string, error) {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {

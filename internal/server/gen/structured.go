@@ -1,10 +1,10 @@
 package gen
 
 import (
+	"container/list"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 
 	"mistralrs/internal/constrain"
@@ -14,19 +14,58 @@ import (
 // json_schema) or mistral.rs's grammar field (regex, json_schema, lark)
 // compiles into a constrain.Grammar that the engine enforces while
 // decoding. Compiled grammars are cached by their source, so a repeated
-// schema compiles once and the engine reuses its matcher.
+// schema compiles once and the engine reuses its matcher (which the
+// grammar keeps, with its caches of masks and automaton states).
+//
+// The cache is bounded in bytes (--grammar-cache-mb): what its grammars
+// hold by constrain.Grammar.Bytes, matchers included, measured again on
+// every lookup since matchers grow as requests use them. The least
+// recently used grammars are dropped first; the engine keeps no grammar,
+// so a dropped one is freed when its running requests end. A grammar that
+// alone needs more than the budget once prepared is refused.
 
-// maxCachedGrammars bounds the compiled grammars kept for reuse.
-const maxCachedGrammars = 256
+// DefaultGrammarBudget is the grammar cache's budget when none is set:
+// room for a dozen of the largest grammars the compilers accept
+// (constrain.MaxGrammarSize elements, about 16 MiB prepared, plus their
+// mask caches) or hundreds of ordinary schemas with theirs, small beside
+// the memory of the model they constrain.
+const DefaultGrammarBudget = 256 << 20
+
+// maxCachedGrammars bounds the entries (each lookup measures them all).
+const maxCachedGrammars = 1024
 
 type grammarCache struct {
-	mu    sync.Mutex
-	m     map[[32]byte]*constrain.Grammar
-	order [][32]byte // oldest first
+	mu     sync.Mutex
+	budget int64 // 0: DefaultGrammarBudget
+	m      map[[32]byte]*list.Element
+	lru    list.List // of *grammarEntry, most recently used first
+}
+
+type grammarEntry struct {
+	key [32]byte
+	g   *constrain.Grammar
+}
+
+// SetGrammarBudget bounds the compiled grammars kept for reuse to n bytes
+// (0: DefaultGrammarBudget).
+func (b *Base) SetGrammarBudget(n int64) {
+	b.grammars.mu.Lock()
+	defer b.grammars.mu.Unlock()
+	b.grammars.budget = n
+}
+
+func (c *grammarCache) limit() int64 {
+	if c.budget > 0 {
+		return c.budget
+	}
+	return DefaultGrammarBudget
 }
 
 // compile returns the cached grammar of (kind, src), compiling it with fn
-// the first time.
+// the first time and preparing it for matching (constrain.Grammar.Prepare:
+// a start rule past the matcher's limits is the request's error). A
+// grammar that needs more than the budget is an error; the caller names
+// the parameter.
 func (c *grammarCache) compile(kind string, src []byte, fn func() (*constrain.Grammar, error)) (*constrain.Grammar, error) {
 	h := sha256.New()
 	h.Write([]byte(kind))
@@ -34,31 +73,90 @@ func (c *grammarCache) compile(kind string, src []byte, fn func() (*constrain.Gr
 	h.Write(src)
 	var key [32]byte
 	copy(key[:], h.Sum(nil))
-	c.mu.Lock()
-	if g, ok := c.m[key]; ok {
-		c.mu.Unlock()
+	if g := c.lookup(key); g != nil {
 		return g, nil
 	}
-	c.mu.Unlock()
 	g, err := fn()
 	if err != nil {
 		return nil, err
 	}
+	if err := g.Prepare(); err != nil {
+		return nil, err
+	}
+	return c.insert(key, g)
+}
+
+// lookup is the cached grammar of key, or nil.
+func (c *grammarCache) lookup(key [32]byte) *constrain.Grammar {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok {
+		c.mu.Unlock()
+		return nil
+	}
+	c.lru.MoveToFront(e)
+	over := c.trim()
+	c.mu.Unlock()
+	dropCaches(over)
+	return e.Value.(*grammarEntry).g
+}
+
+// insert caches g under key, unless it alone needs more than the budget
+// (or another request cached the same source meanwhile: that one is kept).
+func (c *grammarCache) insert(key [32]byte, g *constrain.Grammar) (*constrain.Grammar, error) {
+	c.mu.Lock()
+	if n, budget := g.Bytes(), c.limit(); n > budget {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("the compiled grammar needs %s, more than the grammar cache's budget of %s (--grammar-cache-mb)",
+			mib(n), mib(budget))
+	}
 	if c.m == nil {
-		c.m = map[[32]byte]*constrain.Grammar{}
+		c.m = map[[32]byte]*list.Element{}
 	}
-	if prev, ok := c.m[key]; ok {
-		return prev, nil
+	if e, ok := c.m[key]; ok {
+		c.lru.MoveToFront(e)
+		g = e.Value.(*grammarEntry).g
+	} else {
+		c.m[key] = c.lru.PushFront(&grammarEntry{key: key, g: g})
 	}
-	if len(c.order) >= maxCachedGrammars {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.m[key] = g
-	c.order = append(c.order, key)
+	over := c.trim()
+	c.mu.Unlock()
+	dropCaches(over)
 	return g, nil
+}
+
+// trim drops the least recently used grammars until the rest fit the
+// budget and the count. The most recent one stays; trim returns it when it
+// alone is over, for its matchers' caches to be emptied (dropCaches, out
+// of the lock: a matcher may be busy with a mask) and refill as it is used.
+func (c *grammarCache) trim() *constrain.Grammar {
+	budget := c.limit()
+	var total int64
+	for e := c.lru.Front(); e != nil; e = e.Next() {
+		total += e.Value.(*grammarEntry).g.Bytes()
+	}
+	for c.lru.Len() > 1 && (total > budget || c.lru.Len() > maxCachedGrammars) {
+		e := c.lru.Back()
+		ge := e.Value.(*grammarEntry)
+		total -= ge.g.Bytes()
+		c.lru.Remove(e)
+		delete(c.m, ge.key)
+	}
+	if total > budget {
+		return c.lru.Front().Value.(*grammarEntry).g
+	}
+	return nil
+}
+
+func dropCaches(g *constrain.Grammar) {
+	if g != nil {
+		g.DropCaches()
+	}
+}
+
+// mib is n bytes in MiB, for messages.
+func mib(n int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // schemaError turns a compile error into a 400 naming the parameter; the
@@ -182,86 +280,4 @@ func (b *Base) Constraint(param string, responseFormat, grammar json.RawMessage)
 		return rf, nil
 	}
 	return gf, nil
-}
-
-// ToolCallGrammar is the constraint of tool_choice "required" (one call of
-// any offered function) or a named function: one call in the model's own
-// format (read from its chat template: Hermes/Qwen tags, Mistral's
-// [TOOL_CALLS] list, else a bare JSON object as Llama 3 writes), whose
-// arguments follow the function's parameter schema. nil for other modes.
-func (b *Base) ToolCallGrammar(tmplSrc string, tools []json.RawMessage, choice json.RawMessage) (*constrain.Grammar, error) {
-	mode, err := toolChoiceMode(choice)
-	if err != nil || (mode != "required" && mode != "function") {
-		return nil, err
-	}
-	var named string
-	if mode == "function" {
-		var fn struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		}
-		_ = json.Unmarshal(choice, &fn)
-		named = fn.Function.Name
-	}
-	var calls []json.RawMessage
-	for i, raw := range tools {
-		var t struct {
-			Function struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		}
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, BadRequest(fmt.Sprintf("tools[%d]", i), "tools[%d] must be an object (%s)", i, JSONProblem(err))
-		}
-		if named != "" && t.Function.Name != named {
-			continue
-		}
-		params := t.Function.Parameters
-		if IsNull(params) {
-			params = json.RawMessage(`{"type":"object"}`)
-		}
-		name, _ := json.Marshal(t.Function.Name)
-		calls = append(calls, json.RawMessage(fmt.Sprintf(
-			`{"type":"object","properties":{"name":{"const":%s},"arguments":%s},"required":["name","arguments"],"additionalProperties":false}`,
-			name, params)))
-	}
-	schema := calls[0]
-	if len(calls) > 1 {
-		list, _ := json.Marshal(calls)
-		schema = json.RawMessage(`{"anyOf":` + string(list) + `}`)
-	}
-	prefix, suffix := "", ""
-	switch {
-	case strings.Contains(tmplSrc, "<tool_call>"):
-		prefix, suffix = "<tool_call>\n", "\n</tool_call>"
-	case strings.Contains(tmplSrc, "[TOOL_CALLS]"):
-		prefix, suffix = "[TOOL_CALLS][", "]"
-	}
-	key := append([]byte(prefix+"\x00"+suffix+"\x00"), schema...)
-	g, err := b.grammars.compile("tool_call", key, func() (*constrain.Grammar, error) {
-		g, err := constrain.FromJSONSchema(schema)
-		if err != nil {
-			return nil, err
-		}
-		return constrain.Wrap(prefix, g, suffix), nil
-	})
-	if err != nil {
-		return nil, schemaError("tools", err)
-	}
-	return g, nil
-}
-
-// toolChoiceMode is tool_choice's mode: "auto" (absent), "none",
-// "required" or "function" (already checked by toolChoice).
-func toolChoiceMode(raw json.RawMessage) (string, error) {
-	if IsNull(raw) {
-		return "auto", nil
-	}
-	var mode string
-	if json.Unmarshal(raw, &mode) == nil {
-		return mode, nil
-	}
-	return "function", nil
 }

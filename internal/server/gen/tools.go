@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"mistralrs/internal/chat"
 )
@@ -21,11 +23,13 @@ import (
 // tool_choice "none").
 func ToolsParser(tools []json.RawMessage, choice json.RawMessage) (*chat.ToolParser, error) {
 	names := make([]string, 0, len(tools))
+	seen := make(map[string]string, len(tools))
 	for i, raw := range tools {
 		var t struct {
 			Type     string `json:"type"`
 			Function *struct {
-				Name string `json:"name"`
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
 			} `json:"function"`
 		}
 		if err := json.Unmarshal(raw, &t); err != nil {
@@ -37,6 +41,9 @@ func ToolsParser(tools []json.RawMessage, choice json.RawMessage) (*chat.ToolPar
 		if t.Function == nil || strings.TrimSpace(t.Function.Name) == "" {
 			return nil, BadRequest(fmt.Sprintf("tools[%d].function.name", i), "tools[%d].function.name is required", i)
 		}
+		if err := CheckTool(fmt.Sprintf("tools[%d]", i), t.Function.Name, "parameters", t.Function.Parameters, seen); err != nil {
+			return nil, err
+		}
 		names = append(names, t.Function.Name)
 	}
 	mode, err := toolChoice(choice, names)
@@ -47,6 +54,56 @@ func ToolsParser(tools []json.RawMessage, choice json.RawMessage) (*chat.ToolPar
 		return nil, nil
 	}
 	return chat.NewToolParser(names), nil
+}
+
+// CheckTool refuses a tool that a call could not name or carry: a name an
+// earlier tool has (seen: the names so far and their tools, which it
+// extends), and a parameter schema (schemaField: its field, as the dialect
+// names it) that is not a schema of an object, since a call's arguments are
+// an object. at names the tool ("tools[1]") and is the error's param.
+func CheckTool(at, name, schemaField string, schema json.RawMessage, seen map[string]string) error {
+	if prev, ok := seen[name]; ok {
+		return BadRequest(at, "%s is named %q, as %s is: tool names must be unique", at, name, prev)
+	}
+	seen[name] = at
+	if IsNull(schema) {
+		return nil
+	}
+	var obj struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if b := bytes.TrimSpace(schema); b[0] != '{' || json.Unmarshal(b, &obj) != nil {
+		return BadRequest(at, "%s (%q): %s must be a JSON Schema object, got %s", at, name, schemaField, abbreviate(b))
+	}
+	if IsNull(obj.Type) || typeAdmitsObject(obj.Type) {
+		return nil
+	}
+	return BadRequest(at, "%s (%q): %s must be a schema of type \"object\" (a call's arguments are an object), got type %s",
+		at, name, schemaField, abbreviate(obj.Type))
+}
+
+// typeAdmitsObject reports whether a schema's "type" ("object", or a list
+// holding it) lets the value be an object.
+func typeAdmitsObject(raw json.RawMessage) bool {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return one == "object"
+	}
+	var list []string
+	return json.Unmarshal(raw, &list) == nil && slices.Contains(list, "object")
+}
+
+// abbreviate is a JSON value for a message, cut short when long.
+func abbreviate(b []byte) string {
+	const most = 40
+	if len(b) <= most {
+		return string(b)
+	}
+	n := most
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n]) + "…"
 }
 
 // toolChoice checks tool_choice: "none", "auto", "required", or

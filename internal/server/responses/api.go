@@ -223,7 +223,7 @@ func (a *API) request(req *responsesRequest, m gen.Model) (*gen.Request, *job, e
 	if req.Instructions != nil && *req.Instructions != "" {
 		msgs = append([]chat.Message{{Role: "system", Content: *req.Instructions}}, history...)
 	}
-	return &gen.Request{Model: m, Settings: g, Messages: msgs, Param: "input", Tools: tools,
+	return &gen.Request{Model: m, Settings: g, Messages: msgs, Param: "input", Tools: tools, ToolDefs: chatTools, ToolChoice: choice,
 		Template: gen.TemplateOptions(chatTools, req.ChatTemplateKwargs, req.EnableThinking)}, p, nil
 }
 
