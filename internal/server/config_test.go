@@ -36,6 +36,8 @@ var engineSettings = []struct {
 		func(o engine.Options) any { return o.MaxNumBatchedTokens }},
 	{"runtime.max_decode_steps_before_prefill", func(c *config.Config) { c.Runtime.MaxDecodeStepsBeforePrefill = 2 }, 2,
 		func(o engine.Options) any { return o.MaxDecodeStepsBeforePrefill }},
+	{"runtime.embedding_step_tokens", func(c *config.Config) { c.Runtime.EmbeddingStepTokens = 5 }, 5,
+		func(o engine.Options) any { return o.EmbeddingStepTokens }},
 	{"runtime.no_kv_cache", func(c *config.Config) { c.Runtime.NoKVCache = true }, true,
 		func(o engine.Options) any { return o.NoKVCache }},
 	{"runtime.prefix_cache_n", func(c *config.Config) { c.Runtime.PrefixCacheN = 5 }, 5,
