@@ -244,7 +244,8 @@ func TestEmbedMemory(t *testing.T) {
 	// hidden states of the budget's tokens; and some KV blocks taken again
 	// after the pool dropped their memory (past its warm mark).
 	limit := uint64(inputs*(4*inputLen+4*E+4096) + 4*budget*E + 4<<20)
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > limit {
+	// (The race detector's own allocations do not count.)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > limit && !raceEnabled {
 		t.Errorf("%d inputs of %d tokens allocated %d bytes, want at most %d (one input's hidden states are %d)",
 			inputs, inputLen, alloc, limit, 4*inputLen*E)
 	}
