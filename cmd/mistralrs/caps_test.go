@@ -9,16 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"mistralrs/internal/testutil"
 )
 
 // A config file that never ends (a link to /dev/zero) is refused at once:
 // one line naming the file, exit code 1, instead of memory that grows until
 // the process dies.
 func TestFromConfigEndlessFile(t *testing.T) {
-	conf := filepath.Join(t.TempDir(), "zero.toml")
-	if err := os.Symlink("/dev/zero", conf); err != nil {
-		t.Fatal(err)
-	}
+	conf := testutil.ZeroLink(t, filepath.Join(t.TempDir(), "zero.toml"))
 	// The deadline only keeps a regression from reading until the machine runs
 	// out of memory; the refusal takes no time.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

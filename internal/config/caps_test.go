@@ -8,43 +8,15 @@ import (
 	"testing"
 
 	"mistralrs/internal/smallfile"
+	"mistralrs/internal/testutil"
 )
-
-// sparse makes a file of size bytes (zeros) that takes no room on disk.
-func sparse(t *testing.T, path string, size int64) string {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// zeroLink makes path a link to /dev/zero, a file that never ends.
-func zeroLink(t *testing.T, path string) string {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/dev/zero", path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // A config file over its cap, or one that never ends, is refused by name
 // without being read whole.
 func TestLoadTOMLCapped(t *testing.T) {
 	dir := t.TempDir()
-	big := sparse(t, filepath.Join(dir, "big.toml"), smallfile.Config+1)
-	zero := zeroLink(t, filepath.Join(dir, "zero.toml"))
+	big := testutil.SparseFile(t, filepath.Join(dir, "big.toml"), smallfile.Config+1)
+	zero := testutil.ZeroLink(t, filepath.Join(dir, "zero.toml"))
 	sub := filepath.Join(dir, "d.toml")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -70,11 +42,11 @@ func TestLoadTOMLCapped(t *testing.T) {
 // when the config is checked, before any model loads.
 func TestTemplateCapChecked(t *testing.T) {
 	dir := t.TempDir()
-	bigJinja := sparse(t, filepath.Join(dir, "big.jinja"), smallfile.Template+1)
-	bigJSON := sparse(t, filepath.Join(dir, "big.json"), smallfile.TokenizerConfig+1)
+	bigJinja := testutil.SparseFile(t, filepath.Join(dir, "big.jinja"), smallfile.Template+1)
+	bigJSON := testutil.SparseFile(t, filepath.Join(dir, "big.json"), smallfile.TokenizerConfig+1)
 	// A tokenizer_config.json may be larger than a .jinja template.
-	okJSON := sparse(t, filepath.Join(dir, "ok.json"), smallfile.Template+1)
-	zero := zeroLink(t, filepath.Join(dir, "zero.jinja"))
+	okJSON := testutil.SparseFile(t, filepath.Join(dir, "ok.json"), smallfile.Template+1)
+	zero := testutil.ZeroLink(t, filepath.Join(dir, "zero.jinja"))
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -109,8 +81,8 @@ func TestResolveHFRefCapped(t *testing.T) {
 	hub := filepath.Join(home, "hub")
 	fakeHub(t, hub, "org/Z", strings.Repeat("a", 40), "z.gguf")
 	refs := filepath.Join(hub, "models--org--Z", "refs")
-	zero := zeroLink(t, filepath.Join(refs, "main"))
-	big := sparse(t, filepath.Join(refs, "v1"), smallfile.Ref+1)
+	zero := testutil.ZeroLink(t, filepath.Join(refs, "main"))
+	big := testutil.SparseFile(t, filepath.Join(refs, "v1"), smallfile.Ref+1)
 	env := envOf(map[string]string{"HF_HOME": home})
 	for rev, want := range map[string]string{
 		"main": "the Hugging Face cache's ref " + zero + ": is a character device, not a regular file",

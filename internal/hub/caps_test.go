@@ -11,34 +11,15 @@ import (
 	"time"
 
 	"mistralrs/internal/smallfile"
+	"mistralrs/internal/testutil"
 )
-
-// zeroLink makes path a link to /dev/zero, a file that never ends.
-func zeroLink(t *testing.T, path string) string {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/dev/zero", path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // A token file holds one token: a larger file, or one that never ends, is
 // refused by name (path:FILE) or is no token (the login's file).
 func TestTokenFileCapped(t *testing.T) {
 	dir := t.TempDir()
-	big := filepath.Join(dir, "big")
-	f, err := os.Create(big)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(smallfile.Token + 1); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	zero := zeroLink(t, filepath.Join(dir, "zero"))
+	big := testutil.SparseFile(t, filepath.Join(dir, "big"), smallfile.Token+1)
+	zero := testutil.ZeroLink(t, filepath.Join(dir, "zero"))
 	for src, want := range map[string]string{
 		"path:" + big:  "token source path:" + big + ": larger than 64 KiB",
 		"path:" + zero: "token source path:" + zero + ": is a character device, not a regular file",
@@ -63,7 +44,7 @@ func TestTokenFileCapped(t *testing.T) {
 func TestCachedRefCapped(t *testing.T) {
 	h, r := newHub(t)
 	cache := t.TempDir()
-	ref := zeroLink(t, filepath.Join(cache, RepoFolder(repoID), "refs", "main"))
+	ref := testutil.ZeroLink(t, filepath.Join(cache, RepoFolder(repoID), "refs", "main"))
 	snap, err := client(h, cache).Get(context.Background(), repoID, "", []string{"README.md"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,12 @@
 package loader_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"mistralrs/internal/loader"
 	"mistralrs/internal/smallfile"
+	"mistralrs/internal/testutil"
 )
 
 // A chat template file is read whole: one over its cap (a .jinja template or
@@ -15,24 +15,9 @@ import (
 func TestChatTemplateCapped(t *testing.T) {
 	dir := t.TempDir()
 	path := writeTiny(t, dir, "m.gguf", nil)
-	sparse := func(name string, size int64) string {
-		p := filepath.Join(dir, name)
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if err := f.Truncate(size); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	bigJinja := sparse("big.jinja", smallfile.Template+1)
-	bigJSON := sparse("big.json", smallfile.TokenizerConfig+1)
-	zero := filepath.Join(dir, "zero.jinja")
-	if err := os.Symlink("/dev/zero", zero); err != nil {
-		t.Fatal(err)
-	}
+	bigJinja := testutil.SparseFile(t, filepath.Join(dir, "big.jinja"), smallfile.Template+1)
+	bigJSON := testutil.SparseFile(t, filepath.Join(dir, "big.json"), smallfile.TokenizerConfig+1)
+	zero := testutil.ZeroLink(t, filepath.Join(dir, "zero.jinja"))
 	for tmpl, want := range map[string]string{
 		bigJinja: "chat template: " + bigJinja + ": larger than 1 MiB",
 		bigJSON:  "chat template: " + bigJSON + ": larger than 16 MiB",

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"mistralrs/internal/testutil"
 )
 
 func TestReadWithinCap(t *testing.T) {
@@ -28,7 +30,7 @@ func TestReadWithinCap(t *testing.T) {
 // A sparse file one byte over the cap is refused from its size, unread.
 func TestReadTooLarge(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "big.toml")
-	sparse(t, p, Config+1)
+	testutil.SparseFile(t, p, Config+1)
 	_, err := Read(p, Config)
 	var tl *TooLargeError
 	if !errors.As(err, &tl) || tl.Path != p || err.Error() != p+": larger than 1 MiB" {
@@ -41,10 +43,7 @@ func TestReadTooLarge(t *testing.T) {
 
 // /dev/zero never ends; through a link it is still a device, refused at once.
 func TestReadDevZeroLink(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "zero.toml")
-	if err := os.Symlink("/dev/zero", p); err != nil {
-		t.Fatal(err)
-	}
+	p := testutil.ZeroLink(t, filepath.Join(t.TempDir(), "zero.toml"))
 	for name, err := range map[string]error{"Read": second(Read(p, Config)), "Check": Check(p, Config)} {
 		var nr *NotRegularError
 		if !errors.As(err, &nr) || err.Error() != p+": is a character device, not a regular file" {
@@ -103,19 +102,6 @@ func TestSize(t *testing.T) {
 		if got := Size(n); got != want {
 			t.Errorf("Size(%d) = %q, want %q", n, got, want)
 		}
-	}
-}
-
-// sparse makes a file of size bytes that takes no room on disk.
-func sparse(t *testing.T, path string, size int64) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -43,3 +43,34 @@ func SharedFile(t testing.TB, elem ...string) string {
 	}
 	return p
 }
+
+// SparseFile makes path (and its folder) a file of size bytes that takes no
+// room on disk, for tests of size caps; it returns path.
+func SparseFile(t testing.TB, path string, size int64) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ZeroLink makes path (and its folder) a link to /dev/zero, a file that
+// never ends; it returns path.
+func ZeroLink(t testing.TB, path string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
