@@ -147,11 +147,11 @@ func (r *models) unknownModelError(name string) string {
 // embedding.
 func (e *modelEntry) generative() bool { return e.spec.Kind != KindEmbedding }
 
-// refuseGeneration is the error a generation request to the model gets: nil
+// RefuseGeneration is the error a generation request to the model gets: nil
 // for a generative model; for an embedding-only one a 400 that names the
 // model and its kind. gen.Base.Prepare calls it, so every route that generates through
 // a job refuses such a model.
-func (e *modelEntry) refuseGeneration() error {
+func (e *modelEntry) RefuseGeneration() error {
 	if e.generative() {
 		return nil
 	}
@@ -174,9 +174,6 @@ func (r *models) Lookup(name string) (gen.Model, error) {
 
 // ID is the model's id.
 func (e *modelEntry) ID() string { return e.spec.ID }
-
-// RefuseGeneration is refuseGeneration for the dialects.
-func (e *modelEntry) RefuseGeneration() error { return e.refuseGeneration() }
 
 // Acquire is acquire for the dialects.
 func (e *modelEntry) Acquire(ctx context.Context) (*gen.Loaded, func(), error) {

@@ -350,14 +350,17 @@ func Merge(res []*engine.Result) engine.Result {
 
 // AccessUsage is what the access log shows of a finished generation.
 func AccessUsage(res *engine.Result) observe.Usage {
-	rate := func(n int, d time.Duration) float64 {
-		if d <= 0 {
-			return 0
-		}
-		return float64(n) / d.Seconds()
-	}
 	return observe.Usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens,
-		PrefillTokPerSec: rate(res.PromptTokens, res.PromptTime), DecodeTokPerSec: rate(res.CompletionTokens, res.DecodeTime)}
+		PrefillTokPerSec: PerSecond(res.PromptTokens, res.PromptTime.Seconds()),
+		DecodeTokPerSec:  PerSecond(res.CompletionTokens, res.DecodeTime.Seconds())}
+}
+
+// PerSecond is n tokens over sec seconds, 0 when no time was measured.
+func PerSecond(n int, sec float64) float64 {
+	if sec <= 0 {
+		return 0
+	}
+	return float64(n) / sec
 }
 
 // WriteJSON sends v with status.

@@ -3,7 +3,6 @@ package gen
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
 	"strings"
 )
 
@@ -26,33 +25,35 @@ type Unsupported struct {
 // refuses nothing (DecodeJSON has answered it). The body is scanned, not
 // decoded: a request that names none of the fields costs no allocation.
 func Refuse(body []byte, table []Unsupported) error {
-	var set map[string]*Unsupported // the refused fields the body sets, by name as sent
+	type refusal struct {
+		name string // as sent
+		u    *Unsupported
+	}
+	// By lower-cased name: a later member of the same field replaces it.
+	var set map[string]refusal
 	for m := (members{data: body}); m.next(); {
 		name, u := refusedBy(table, m.key)
-		if u == nil {
-			continue
-		}
-		if set == nil {
-			set = map[string]*Unsupported{}
-		}
-		for k := range set {
-			if strings.EqualFold(k, name) {
-				delete(set, k) // a later member of the same field replaces it
+		switch {
+		case u == nil:
+		case passes(bytes.TrimSpace(m.val), u.Pass):
+			delete(set, strings.ToLower(name))
+		default:
+			if set == nil {
+				set = map[string]refusal{}
 			}
-		}
-		if !passes(bytes.TrimSpace(m.val), u.Pass) {
-			set[name] = u
+			set[strings.ToLower(name)] = refusal{name, u}
 		}
 	}
 	if len(set) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(set))
-	for k := range set {
-		names = append(names, k)
+	first := refusal{}
+	for _, f := range set {
+		if first.u == nil || f.name < first.name {
+			first = f
+		}
 	}
-	sort.Strings(names)
-	return BadRequest(names[0], "%s is not supported by this server: %s", names[0], set[names[0]].Why)
+	return BadRequest(first.name, "%s is not supported by this server: %s", first.name, first.u.Why)
 }
 
 // refusedBy is the table's entry for the raw member name key (quoted), and

@@ -83,21 +83,17 @@ func (b *Base) Run(w http.ResponseWriter, r *http.Request, j *Job, stream bool, 
 	gctx, cancel := genContext(r.Context())
 	defer cancel()
 	results, err := j.Engine.GenerateAll(gctx, j.Req, func(o engine.Output) error { return sink.Output(o, o.Text) })
+	cf, canFail := sink.(CancelFailer)
 	switch {
 	case err != nil:
 		sink.Fail(GenerateError(err))
 	case results[0].FinishReason == engine.FinishCanceled && ClientGone(r):
 		sink.Fail(ErrClientClosed)
-	case results[0].FinishReason == engine.FinishCanceled && canFail(sink):
-		sink.(CancelFailer).Canceled(b.Canceled(), j.end(results, nil))
+	case results[0].FinishReason == engine.FinishCanceled && canFail:
+		cf.Canceled(b.Canceled(), j.end(results, nil))
 	default:
 		_, _ = sink.Finish(j.end(results, nil))
 	}
-}
-
-func canFail(s Sink) bool {
-	_, ok := s.(CancelFailer)
-	return ok
 }
 
 func (b *Base) runStream(w http.ResponseWriter, r *http.Request, j *Job, newSink func(ev *Events) Sink) {
@@ -118,6 +114,7 @@ func (b *Base) runStream(w http.ResponseWriter, r *http.Request, j *Job, newSink
 		}
 		return sink.Output(o, text)
 	})
+	cf, canFail := sink.(CancelFailer)
 	switch {
 	case err != nil:
 		msg := GenerateError(err)
@@ -127,10 +124,10 @@ func (b *Base) runStream(w http.ResponseWriter, r *http.Request, j *Job, newSink
 		return
 	case ev.err != nil || results[0].FinishReason == engine.FinishCanceled && ClientGone(r):
 		return
-	case results[0].FinishReason == engine.FinishCanceled && canFail(sink):
+	case results[0].FinishReason == engine.FinishCanceled && canFail:
 		msg := b.Canceled()
 		st.Error(msg)
-		sink.(CancelFailer).Canceled(msg, j.end(results, held))
+		cf.Canceled(msg, j.end(results, held))
 		return
 	}
 	end := j.end(results, held)

@@ -9,6 +9,7 @@ import (
 	"mistralrs/internal/chat"
 	"mistralrs/internal/engine"
 	"mistralrs/internal/sampler"
+	"mistralrs/internal/server/gen"
 	"mistralrs/internal/tokenizer"
 )
 
@@ -17,19 +18,13 @@ import (
 func usage(res *engine.Result) *usageJSON {
 	prompt, compl := res.PromptTime.Seconds(), res.DecodeTime.Seconds()
 	total := prompt + compl
-	rate := func(n int, sec float64) float64 {
-		if sec <= 0 {
-			return 0
-		}
-		return float64(n) / sec
-	}
 	return &usageJSON{
 		CompletionTokens:       res.CompletionTokens,
 		PromptTokens:           res.PromptTokens,
 		TotalTokens:            res.PromptTokens + res.CompletionTokens,
-		AvgTokPerSec:           rate(res.PromptTokens+res.CompletionTokens, total),
-		AvgPromptTokPerSec:     rate(res.PromptTokens, prompt),
-		AvgComplTokPerSec:      rate(res.CompletionTokens, compl),
+		AvgTokPerSec:           gen.PerSecond(res.PromptTokens+res.CompletionTokens, total),
+		AvgPromptTokPerSec:     gen.PerSecond(res.PromptTokens, prompt),
+		AvgComplTokPerSec:      gen.PerSecond(res.CompletionTokens, compl),
 		TotalTimeSec:           total,
 		TotalPromptTimeSec:     prompt,
 		TotalCompletionTimeSec: compl,
@@ -74,9 +69,14 @@ type Logprobs struct {
 	On  bool
 }
 
+// Wants reports whether o's logprob goes into the answer.
+func (l Logprobs) Wants(o engine.Output) bool {
+	return l.On && o.Logprob != nil && !o.StopToken
+}
+
 // Of is o's entry, or nil.
 func (l Logprobs) Of(o engine.Output) *TokenLogprob {
-	if !l.On || o.Logprob == nil || o.StopToken {
+	if !l.Wants(o) {
 		return nil
 	}
 	e := ChatLogprob(l.tok, o.Logprob)

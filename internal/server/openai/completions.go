@@ -19,7 +19,7 @@ func (a *API) Completions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, false, nil, err
 		}
-		c := &completionAnswer{b: a.b, w: w, r: r, j: j, tok: j.Model.Tok, logprobs: req.Logprobs != nil,
+		c := &completionAnswer{b: a.b, w: w, r: r, j: j, lp: NewLogprobs(j.Model.Tok, req.Logprobs != nil),
 			includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
 		if req.Echo {
 			c.echo = p.text
@@ -158,8 +158,7 @@ type completionAnswer struct {
 	w            http.ResponseWriter
 	r            *http.Request
 	j            *gen.Job
-	tok          *tokenizer.Tokenizer
-	logprobs     bool
+	lp           Logprobs // on: the legacy logprobs object is asked for
 	includeUsage bool
 	echo         string // the prompt text when echo is set
 }
@@ -167,11 +166,6 @@ type completionAnswer struct {
 func (c *completionAnswer) chunk(choices []completionChoiceJSON, u *usageJSON) completionJSON {
 	return completionJSON{ID: c.j.ID, Object: "text_completion", Created: c.j.Created, Model: c.j.Served.ID(),
 		SystemFingerprint: systemFingerprint, Choices: choices, Usage: u}
-}
-
-// wantsLogprob reports whether o's logprob goes into the answer.
-func (c *completionAnswer) wantsLogprob(o engine.Output) bool {
-	return c.logprobs && o.Logprob != nil && !o.StopToken
 }
 
 // completionBody answers in one text_completion body.
@@ -182,7 +176,7 @@ type completionBody struct {
 
 func newCompletionBody(c *completionAnswer) *completionBody {
 	lps := make([]*completionLogprobs, max(c.j.Req.N, 1))
-	if c.logprobs {
+	if c.lp.On {
 		for i := range lps {
 			lps[i] = newCompletionLogprobs(len(c.echo))
 		}
@@ -191,8 +185,8 @@ func newCompletionBody(c *completionAnswer) *completionBody {
 }
 
 func (c *completionBody) Output(o engine.Output, _ string) error {
-	if c.wantsLogprob(o) {
-		c.lps[o.Index].add(c.tok, o.Logprob)
+	if c.lp.Wants(o) {
+		c.lps[o.Index].add(c.lp.tok, o.Logprob)
 	}
 	return nil
 }
@@ -233,9 +227,9 @@ func newCompletionStream(c *completionAnswer, ev *gen.Events) *completionStream 
 func (c *completionStream) Output(o engine.Output, _ string) error {
 	i := o.Index
 	var lp *completionLogprob
-	if c.wantsLogprob(o) {
+	if c.lp.Wants(o) {
 		l := newCompletionLogprobs(c.offset[i])
-		l.add(c.tok, o.Logprob)
+		l.add(c.lp.tok, o.Logprob)
 		lp = &l.lp
 	}
 	text := c.echo[i] + o.Text

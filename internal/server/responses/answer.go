@@ -3,15 +3,12 @@ package responses
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"mistralrs/internal/engine"
 	"mistralrs/internal/observe"
 	"mistralrs/internal/server/gen"
 	"mistralrs/internal/server/openai"
 )
-
-func nowUnix() int64 { return time.Now().Unix() }
 
 // bodySink answers a response in one JSON body.
 type bodySink struct {

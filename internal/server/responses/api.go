@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -89,7 +90,7 @@ func (p *job) finish(status string, res *engine.Result, text string, msg *respMe
 			Function: chat.FunctionCall{Name: fc.Name, Arguments: fc.Arguments}})
 	}
 	if status == respCompleted {
-		now := nowUnix()
+		now := time.Now().Unix()
 		o.CompletedAt = &now
 	}
 	if res != nil {
@@ -337,7 +338,7 @@ func (a *API) runBackground(ctx context.Context, p *job, e *storedResponse) {
 
 // notFound answers an id the store does not hold (never stored, deleted,
 // evicted, or lost in a restart).
-func (a *API) notFound(w http.ResponseWriter, msg string, r *http.Request) {
+func (a *API) notFound(w http.ResponseWriter, r *http.Request, msg string) {
 	_ = a.b.PayloadLog.Error(msg)
 	observe.WriteError(w, r, http.StatusNotFound, observe.APIError{Message: msg})
 }
@@ -347,7 +348,7 @@ func (a *API) Get(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("response_id")
 	e, ok := a.store.get(id)
 	if !ok {
-		a.notFound(w, fmt.Sprintf("Response with ID '%s' not found", id), r)
+		a.notFound(w, r, fmt.Sprintf("Response with ID '%s' not found", id))
 		return
 	}
 	obj, _, _ := a.store.state(e)
@@ -360,7 +361,7 @@ func (a *API) Delete(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("response_id")
 	e, ok := a.store.remove(id)
 	if !ok {
-		a.notFound(w, fmt.Sprintf("Response with ID '%s' not found", id), r)
+		a.notFound(w, r, fmt.Sprintf("Response with ID '%s' not found", id))
 		return
 	}
 	if e.cancel != nil {
@@ -383,7 +384,7 @@ func (a *API) Cancel(w http.ResponseWriter, r *http.Request) {
 	cannot := fmt.Sprintf("Response with ID '%s' not found or cannot be cancelled", id)
 	e, ok := a.store.get(id)
 	if !ok || !e.background {
-		a.notFound(w, cannot, r)
+		a.notFound(w, r, cannot)
 		return
 	}
 	if _, _, running := a.store.state(e); running {
@@ -397,7 +398,7 @@ func (a *API) Cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	obj, _, _ := a.store.state(e)
 	if obj.Status != respCancelled {
-		a.notFound(w, cannot, r)
+		a.notFound(w, r, cannot)
 		return
 	}
 	a.b.Respond(w, obj)
