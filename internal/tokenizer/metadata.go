@@ -540,17 +540,9 @@ func toFloat32s(v any) ([]float32, bool) {
 	case []float32:
 		return x, true
 	case []float64:
-		out := make([]float32, len(x))
-		for i, f := range x {
-			out[i] = float32(f)
-		}
-		return out, true
+		return convert[float32](x), true
 	case []int32:
-		out := make([]float32, len(x))
-		for i, f := range x {
-			out[i] = float32(f)
-		}
-		return out, true
+		return convert[float32](x), true
 	}
 	return nil, false
 }
@@ -560,35 +552,29 @@ func toInt32s(v any) ([]int32, bool) {
 	case []int32:
 		return x, true
 	case []uint32:
-		out := make([]int32, len(x))
-		for i, f := range x {
-			out[i] = int32(f)
-		}
-		return out, true
+		return convert[int32](x), true
 	case []int64:
-		out := make([]int32, len(x))
-		for i, f := range x {
-			out[i] = int32(f)
-		}
-		return out, true
+		return convert[int32](x), true
 	case []int:
-		out := make([]int32, len(x))
-		for i, f := range x {
-			out[i] = int32(f)
-		}
-		return out, true
+		return convert[int32](x), true
 	case []uint8:
-		out := make([]int32, len(x))
-		for i, f := range x {
-			out[i] = int32(f)
-		}
-		return out, true
+		return convert[int32](x), true
 	case []int8:
-		out := make([]int32, len(x))
-		for i, f := range x {
-			out[i] = int32(f)
-		}
-		return out, true
+		return convert[int32](x), true
 	}
 	return nil, false
+}
+
+// number are the element types of the metadata arrays these read.
+type number interface {
+	~int | ~int8 | ~int32 | ~int64 | ~uint8 | ~uint32 | ~float32 | ~float64
+}
+
+// convert is x with each element converted to U.
+func convert[U, T number](x []T) []U {
+	out := make([]U, len(x))
+	for i, v := range x {
+		out[i] = U(v)
+	}
+	return out
 }
