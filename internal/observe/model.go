@@ -82,7 +82,7 @@ func modelLabels(t *routeTable, res ModelResolver) func(http.Handler) http.Handl
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rec, w, r, own := enter(w, r)
-			src := t.model[rec.Route]
+			src := t.byLabel[rec.Route].Model
 			if src.ReadsBody() && rec.model == "" {
 				rec.fallback = ModelUnknown
 				rec.pending = func(body []byte) string { return modelLabel(src, res, body, "") }

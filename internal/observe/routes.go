@@ -34,36 +34,24 @@ type RouteFacts struct {
 
 // routeTable is the facts of a mux's routes, keyed as the layers look them up.
 type routeTable struct {
-	model        map[string]ModelSource // by route label
-	housekeeping map[string]bool        // by route label
-	subtrees     []string               // housekeeping path prefixes, "/ui/"
-	errors       map[string]ErrorWriter // by route label
+	byLabel  map[string]RouteFacts // the first route of each route label
+	subtrees []string              // housekeeping path prefixes, "/ui/"
 }
 
 // newRouteTable indexes routes by label; it refuses routes of one path whose
 // facts differ, which the layers could not tell apart.
 func newRouteTable(routes []RouteFacts) (*routeTable, error) {
-	t := &routeTable{
-		model:        make(map[string]ModelSource, len(routes)),
-		housekeeping: make(map[string]bool, len(routes)),
-		errors:       make(map[string]ErrorWriter),
-	}
-	first := make(map[string]RouteFacts, len(routes))
+	t := &routeTable{byLabel: make(map[string]RouteFacts, len(routes))}
 	for _, rf := range routes {
 		label := patternPath(rf.Pattern)
-		if f, seen := first[label]; seen {
+		if f, seen := t.byLabel[label]; seen {
 			if f.Model != rf.Model || f.Housekeeping != rf.Housekeeping || (f.Errors == nil) != (rf.Errors == nil) {
 				return nil, fmt.Errorf("routes %s %s and %s %s share the route label %s but not their model source, housekeeping or error envelope",
 					f.Method, f.Pattern, rf.Method, rf.Pattern, label)
 			}
 			continue
 		}
-		first[label] = rf
-		t.model[label] = rf.Model
-		t.housekeeping[label] = rf.Housekeeping
-		if rf.Errors != nil {
-			t.errors[label] = rf.Errors
-		}
+		t.byLabel[label] = rf
 		if rf.Housekeeping && isSubtree(label) {
 			t.subtrees = append(t.subtrees, label)
 		}
@@ -90,7 +78,7 @@ func isSubtree(path string) bool {
 // isHousekeeping: every OPTIONS request, the housekeeping routes, and every
 // path in a housekeeping subtree.
 func (t *routeTable) isHousekeeping(method, route, path string) bool {
-	if method == http.MethodOptions || t.housekeeping[route] {
+	if method == http.MethodOptions || t.byLabel[route].Housekeeping {
 		return true
 	}
 	for _, sub := range t.subtrees {
@@ -102,4 +90,4 @@ func (t *routeTable) isHousekeeping(method, route, path string) bool {
 }
 
 // errorWriter returns the envelope of a route label, nil for OpenAI's.
-func (t *routeTable) errorWriter(route string) ErrorWriter { return t.errors[route] }
+func (t *routeTable) errorWriter(route string) ErrorWriter { return t.byLabel[route].Errors }
