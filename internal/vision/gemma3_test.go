@@ -199,7 +199,7 @@ func TestEmbeddingsMatchLlamaCpp(t *testing.T) {
 		if tc.mmproj == "mmproj-f16.gguf" {
 			bound = 5e-3 // the README's bound for the F16 file
 		}
-		t.Logf("%s %s: max |Δ| %.3g", tc.mmproj, tc.image, d)
+		t.Logf("%s %s: max |Δ| %.3g mean %.3g", tc.mmproj, tc.image, d, meanAbsDiff(got, readF32(t, fixture(t, tc.ref))))
 		if d > bound {
 			t.Errorf("%s %s: max |Δ| %.3g from llama.cpp's embeddings, more than %g", tc.mmproj, tc.image, d, bound)
 		}
@@ -250,6 +250,42 @@ func TestAdvanceInSlices(t *testing.T) {
 	}
 }
 
+// TestChunkedUnits: cutting the layers' rows into chunks (as a large
+// projector's are) gives the bits of whole-layer units, and slices of the
+// chunked encoding the bits of one run.
+func TestChunkedUnits(t *testing.T) {
+	p := loadFixture(t, "mmproj-f16.gguf")
+	img := decodeFile(t, fixture(t, "img-square-224.png"))
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	pr, err := p.Prepare(img, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := p.Encode(pr)
+	wholeUnits := len(whole.steps)
+	whole.Advance(pool, math.MaxInt64)
+	saved := unitFLOPs
+	defer func() { unitFLOPs = saved }()
+	unitFLOPs = 2_000_000 // 256 patches in chunks of 16 to 60 rows
+	e := p.Encode(pr)
+	if len(e.steps) < 4*wholeUnits {
+		t.Fatalf("%d units chunked, %d whole", len(e.steps), wholeUnits)
+	}
+	for !e.Advance(pool, 3_000_000) {
+	}
+	if d := maxAbsDiff(t, e.Embeddings(), whole.Embeddings()); d != 0 {
+		t.Fatalf("chunked units differ from whole ones by %g", d)
+	}
+	if got := chunks(10, 1<<40); len(got) != 3 || got[0] != (span{0, 4}) || got[2] != (span{8, 10}) {
+		t.Errorf("chunks(10, huge) = %v, want chunks of 4 rows", got)
+	}
+	unitFLOPs = 1 << 30
+	if got := chunks(256, 1000); len(got) != 1 || got[0] != (span{0, 256}) {
+		t.Errorf("chunks(256, 1000) = %v, want one", got)
+	}
+}
+
 // TestGELUTable derives llama.cpp's GELU table and compares it with the one
 // read out of ggml's CPU library: the README reports one entry with |x| < 10
 // where the float32 evaluation and ggml's build differ.
@@ -290,4 +326,12 @@ func TestPreparedPNGRoundTrip(t *testing.T) {
 	if err != nil || cfg.Width != 224 || cfg.Height != 224 {
 		t.Fatalf("%v %dx%d", err, cfg.Width, cfg.Height)
 	}
+}
+
+func meanAbsDiff(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += math.Abs(float64(a[i]) - float64(b[i]))
+	}
+	return s / float64(len(a))
 }

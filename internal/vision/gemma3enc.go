@@ -7,34 +7,67 @@ import (
 	"mistralrs/internal/kernels"
 )
 
+// unitFLOPs is about the most work one unit of an encoding does: a layer's
+// rows are cut into chunks of about this much, so that the engine can stop
+// between two of them (a real Gemma 3 image is some 4 TFLOPs; a half layer
+// alone would be over 50 GFLOPs). A variable for the tests.
+var unitFLOPs int64 = 1 << 30
+
 // gemma3Run is one image's encoding state: the residual stream of every
-// patch and the scratch of one layer, allocated by the first unit and
-// dropped after the last.
+// patch, the queries, keys and values of the current layer, and a chunk's
+// scratch; allocated by the first unit and dropped after the last.
 type gemma3Run struct {
 	g      *gemma3
 	planes []float32
 	n      int // patches
 
-	x, h, q, k, v, att, ff []float32
-	out                    []float32
+	x, h, q, k, v, att []float32
+	tmp                []float32 // a chunk's patches or FFN activations
+	out                []float32
 }
 
-// units lays the encoding out as the patch embedding, two units per layer
-// (attention, FFN) and the pooling and projection.
+// span is a chunk of patch rows [lo, hi).
+type span struct{ lo, hi int }
+
+// chunks cuts n rows into balanced chunks of a multiple of four rows (so
+// that the products group rows by four as they would over all n) of about
+// unitFLOPs at perRow FLOPs a row.
+func chunks(n int, perRow int64) []span {
+	rows := max(int(unitFLOPs/max(perRow, 1)), 4)
+	count := (n + rows - 1) / rows
+	size := ((n+count-1)/count + 3) &^ 3
+	var out []span
+	for lo := 0; lo < n; lo += size {
+		out = append(out, span{lo, min(lo+size, n)})
+	}
+	return out
+}
+
+// units lays the encoding out as the patch embedding, then per layer the
+// queries, keys and values, the attention with its output projection, and
+// the FFN, each cut into chunks of rows, and last the pooling and the
+// projection.
 func (g *gemma3) units(pr *Prepared) *Encoding {
 	if pr == nil || len(pr.planes) != 3*g.size*g.size {
-		panic(fmt.Sprintf("vision: gemma3: a prepared image of another projector (%d values, want %d)", len(pr.planes), 3*g.size*g.size))
+		// A programming error: the caller paired a projector with another's image.
+		panic(fmt.Sprintf("vision: gemma3: Encode of an image not prepared by this projector (want %d values)", 3*g.size*g.size))
 	}
 	r := &gemma3Run{g: g, planes: pr.planes, n: g.grid * g.grid}
 	n, c, f := int64(r.n), int64(g.width), int64(g.ff)
-	steps := []unit{{flops: 2 * n * c * int64(3*g.patch*g.patch), run: r.patchEmbed}}
+	var steps []unit
+	add := func(perRow int64, run func(p *kernels.Pool, s span)) {
+		for _, s := range chunks(r.n, perRow) {
+			steps = append(steps, unit{flops: perRow * int64(s.hi-s.lo), run: func(p *kernels.Pool) { run(p, s) }})
+		}
+	}
+	add(2*c*int64(3*g.patch*g.patch), r.patchEmbed)
 	for i := range g.layers {
 		l := &g.layers[i]
-		steps = append(steps,
-			unit{flops: 8*n*c*c + 4*n*n*c, run: func(p *kernels.Pool) { r.attention(p, l) }},
-			unit{flops: 4 * n * c * f, run: func(p *kernels.Pool) { r.mlp(p, l) }})
+		add(6*c*c, func(p *kernels.Pool, s span) { r.qkv(p, l, s) })
+		add(2*c*c+4*n*c, func(p *kernels.Pool, s span) { r.attention(p, l, s) })
+		add(4*c*f, func(p *kernels.Pool, s span) { r.mlp(p, l, s) })
 	}
-	steps = append(steps, unit{flops: 2*int64(g.tokens())*c*int64(g.out) + 2*n*c, run: r.project})
+	steps = append(steps, unit{flops: 2*int64(g.tokens())*c*int64(g.out) + 10*n*c, run: r.project})
 	return newEncoding(steps, func() []float32 { return r.out }, r.free)
 }
 
@@ -42,79 +75,101 @@ func (r *gemma3Run) alloc() {
 	nc := r.n * r.g.width
 	r.x, r.h = make([]float32, nc), make([]float32, nc)
 	r.q, r.k, r.v, r.att = make([]float32, nc), make([]float32, nc), make([]float32, nc), make([]float32, nc)
-	r.ff = make([]float32, r.n*max(r.g.ff, 3*r.g.patch*r.g.patch))
+}
+
+// chunk returns a chunk's scratch of n values.
+func (r *gemma3Run) chunk(n int) []float32 {
+	if cap(r.tmp) < n {
+		r.tmp = make([]float32, n)
+	}
+	return r.tmp[:n]
 }
 
 // free drops the scratch (the output stays).
 func (r *gemma3Run) free() {
-	r.x, r.h, r.q, r.k, r.v, r.att, r.ff, r.planes = nil, nil, nil, nil, nil, nil, nil, nil
+	r.x, r.h, r.q, r.k, r.v, r.att, r.tmp, r.planes = nil, nil, nil, nil, nil, nil, nil, nil
 }
 
-// patchEmbed is the stride-patch convolution as a product: each patch's
-// pixels (channel, row, column; rounded to half, as llama.cpp's im2col
-// is) times the half-precision kernel, plus the bias and the position
-// embedding.
-func (r *gemma3Run) patchEmbed(p *kernels.Pool) {
-	r.alloc()
+// rows returns rows s of a matrix of width w.
+func rows(m []float32, s span, w int) []float32 { return m[s.lo*w : s.hi*w] }
+
+// patchEmbed is the stride-patch convolution as a product, for the
+// patches of s: each patch's pixels (channel, row, column; rounded to half,
+// as llama.cpp's im2col is) times the half-precision kernel, plus the bias
+// and the position embedding.
+func (r *gemma3Run) patchEmbed(p *kernels.Pool, s span) {
+	if r.x == nil {
+		r.alloc()
+	}
 	g := r.g
-	ps, s, grid, c := g.patch, g.size, g.grid, g.width
+	ps, size, grid, c := g.patch, g.size, g.grid, g.width
 	kn := 3 * ps * ps
-	cols := r.ff[:r.n*kn]
-	p.For(r.n, func(lo, hi int) {
-		for pi := lo; pi < hi; pi++ {
-			py, px := pi/grid, pi%grid
-			row := cols[pi*kn : (pi+1)*kn]
+	cols := r.chunk((s.hi - s.lo) * kn)
+	p.For(s.hi-s.lo, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			py, px := (s.lo+i)/grid, (s.lo+i)%grid
+			row := cols[i*kn : (i+1)*kn]
 			for ch := range 3 {
 				for ky := range ps {
-					src := r.planes[ch*s*s+(py*ps+ky)*s+px*ps:]
+					src := r.planes[ch*size*size+(py*ps+ky)*size+px*ps:]
 					copy(row[(ch*ps+ky)*ps:(ch*ps+ky+1)*ps], src[:ps])
 				}
 			}
 			roundF16(row)
 		}
 	})
-	kernels.MatMul(p, r.x, g.patchW, cols, r.n)
-	addBias(r.x, g.patchB)
-	for i, v := range g.pos[:r.n*c] {
-		r.x[i] += v
+	x := rows(r.x, s, c)
+	kernels.MatMul(p, x, g.patchW, cols, s.hi-s.lo)
+	addBias(x, g.patchB)
+	addInto(x, rows(g.pos, s, c))
+	if s.hi == r.n {
+		r.planes = nil
 	}
-	r.planes = nil
 }
 
-// attention is a layer's first half: x += out(MHA(LN1(x))), attention over
-// every patch.
-func (r *gemma3Run) attention(p *kernels.Pool, l *vitLayer) {
-	g := r.g
-	layerNorm(p, r.h, r.x, l.ln1W, l.ln1B, g.eps)
-	roundFor(l.q.Type, r.h)
-	kernels.MatMuls(p, r.h, r.n,
-		kernels.Product{Out: r.q, M: l.q}, kernels.Product{Out: r.k, M: l.k}, kernels.Product{Out: r.v, M: l.v})
-	addBias(r.q, l.qB)
-	addBias(r.k, l.kB)
-	addBias(r.v, l.vB)
-	r.mha(p)
-	roundFor(l.o.Type, r.att)
-	kernels.MatMul(p, r.h, l.o, r.att, r.n)
-	addBias(r.h, l.oB)
-	addInto(r.x, r.h)
+// qkv computes the queries, keys and values of rows s: LN1, then the
+// three projections of the normalised rows.
+func (r *gemma3Run) qkv(p *kernels.Pool, l *vitLayer, s span) {
+	c := r.g.width
+	h := rows(r.h, s, c)
+	layerNorm(p, h, rows(r.x, s, c), l.ln1W, l.ln1B, r.g.eps)
+	roundFor(l.q.Type, h)
+	q, k, v := rows(r.q, s, c), rows(r.k, s, c), rows(r.v, s, c)
+	kernels.MatMuls(p, h, s.hi-s.lo,
+		kernels.Product{Out: q, M: l.q}, kernels.Product{Out: k, M: l.k}, kernels.Product{Out: v, M: l.v})
+	addBias(q, l.qB)
+	addBias(k, l.kB)
+	addBias(v, l.vB)
 }
 
-// mha is multi-head attention of every patch over every patch (no mask):
-// softmax(q·kᵀ/√d)·v per head, four queries at a time.
-func (r *gemma3Run) mha(p *kernels.Pool) {
+// attention finishes a layer's first half for rows s, once every row's
+// keys and values are known: x += out(MHA), attention over every patch.
+func (r *gemma3Run) attention(p *kernels.Pool, l *vitLayer, s span) {
+	c := r.g.width
+	r.mha(p, s)
+	att, h := rows(r.att, s, c), rows(r.h, s, c)
+	roundFor(l.o.Type, att)
+	kernels.MatMul(p, h, l.o, att, s.hi-s.lo)
+	addBias(h, l.oB)
+	addInto(rows(r.x, s, c), h)
+}
+
+// mha is multi-head attention of the patches of s over every patch (no
+// mask): softmax(q·kᵀ/√d)·v per head, four queries at a time.
+func (r *gemma3Run) mha(p *kernels.Pool, s span) {
 	c, n := r.g.width, r.n
 	d := c / r.g.heads
 	scale := float32(1 / math.Sqrt(float64(d)))
-	groups := (n + 3) / 4
+	groups := (s.hi - s.lo + 3) / 4
 	p.For(r.g.heads*groups, func(lo, hi int) {
 		var scores, qs, ys [4][]float32
 		for j := range scores {
 			scores[j] = make([]float32, n)
 		}
 		for it := lo; it < hi; it++ {
-			h, i0 := it/groups, (it%groups)*4
+			h, i0 := it/groups, s.lo+(it%groups)*4
 			k, v := r.k[h*d:], r.v[h*d:]
-			if i0+4 <= n {
+			if i0+4 <= s.hi {
 				for j := range 4 {
 					qs[j] = r.q[(i0+j)*c+h*d : (i0+j)*c+(h+1)*d]
 					ys[j] = r.att[(i0+j)*c+h*d : (i0+j)*c+(h+1)*d]
@@ -127,7 +182,7 @@ func (r *gemma3Run) mha(p *kernels.Pool) {
 				kernels.Axpys4(&ys, &scores, v, c)
 				continue
 			}
-			for i := i0; i < n; i++ {
+			for i := i0; i < s.hi; i++ {
 				y := r.att[i*c+h*d : i*c+(h+1)*d]
 				clear(y)
 				kernels.Dots(scores[0], r.q[i*c+h*d:i*c+(h+1)*d], k, c, scale)
@@ -138,22 +193,24 @@ func (r *gemma3Run) mha(p *kernels.Pool) {
 	})
 }
 
-// mlp is a layer's second half: x += down(GELU(up(LN2(x)))).
-func (r *gemma3Run) mlp(p *kernels.Pool, l *vitLayer) {
+// mlp is a layer's second half for rows s: x += down(GELU(up(LN2(x)))).
+func (r *gemma3Run) mlp(p *kernels.Pool, l *vitLayer, s span) {
 	g := r.g
-	layerNorm(p, r.h, r.x, l.ln2W, l.ln2B, g.eps)
-	roundFor(l.up.Type, r.h)
-	ff := r.ff[:r.n*g.ff]
-	kernels.MatMul(p, ff, l.up, r.h, r.n)
-	p.For(r.n, func(lo, hi int) {
-		rows := ff[lo*g.ff : hi*g.ff]
-		addBias(rows, l.upB)
-		geluF16(rows)
-		roundFor(l.down.Type, rows)
+	c, n := g.width, s.hi-s.lo
+	h := rows(r.h, s, c)
+	layerNorm(p, h, rows(r.x, s, c), l.ln2W, l.ln2B, g.eps)
+	roundFor(l.up.Type, h)
+	ff := r.chunk(n * g.ff)
+	kernels.MatMul(p, ff, l.up, h, n)
+	p.For(n, func(lo, hi int) {
+		part := ff[lo*g.ff : hi*g.ff]
+		addBias(part, l.upB)
+		geluF16(part)
+		roundFor(l.down.Type, part)
 	})
-	kernels.MatMul(p, r.h, l.down, ff, r.n)
-	addBias(r.h, l.downB)
-	addInto(r.x, r.h)
+	kernels.MatMul(p, h, l.down, ff, n)
+	addBias(h, l.downB)
+	addInto(rows(r.x, s, c), h)
 }
 
 // project is the head: the final LayerNorm, the average of each pool×pool
