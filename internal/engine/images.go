@@ -310,6 +310,7 @@ func (c *encoderCache) advance(p *kernels.Pool, flops int64, done []*encEntry) [
 		} else {
 			e.rows = rows
 			c.pinned += e.bytes()
+			c.evict() // room for it among what nobody holds
 		}
 		done = append(done, e)
 	}
