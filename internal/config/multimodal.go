@@ -180,7 +180,11 @@ func projectorsIn(dir string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		if isProjectorName(e.Name()) && !e.IsDir() {
+		if !isProjectorName(e.Name()) {
+			continue
+		}
+		// Links are followed; what is no file (a directory, a dangling link) is no projector.
+		if st, err := os.Stat(filepath.Join(dir, e.Name())); err == nil && st.Mode().IsRegular() {
 			out = append(out, e.Name())
 		}
 	}

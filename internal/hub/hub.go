@@ -195,26 +195,25 @@ func (c *Client) GetModel(ctx context.Context, repo, revision string, files []st
 	repoDir := filepath.Join(c.CacheDir, RepoFolder(repo))
 
 	// The cache first: no network when it has what is asked.
+	modelCached := false
 	if commit := cachedCommit(repoDir, revision); commit != "" {
 		snap := &Snapshot{Repo: repo, Revision: revision, Commit: commit, Dir: filepath.Join(repoDir, "snapshots", commit)}
-		if cachedModel(snap, wanted) && cachedProjector(snap, proj) {
+		modelCached = cachedModel(snap, wanted)
+		if modelCached && cachedProjector(snap, proj) {
 			return snap, nil
 		}
 	}
 	if c.Offline {
-		what := strings.Join(wanted, ", ")
-		if proj.File != "" {
-			what = strings.Join(append(append([]string(nil), wanted...), proj.File), ", ")
-		}
-		switch {
-		case what == "":
-			return nil, fail("", "no GGUF model of it is in the Hugging Face cache "+c.CacheDir+", and HF_HUB_OFFLINE is set, so nothing is downloaded", nil)
-		case proj.Required && proj.File == "":
-			what += " and a vision projector (*mmproj*.gguf)"
-		}
-		return nil, fail(what, "not in the Hugging Face cache "+c.CacheDir+", and HF_HUB_OFFLINE is set, so nothing is downloaded", nil)
+		return nil, c.offlineError(fail, wanted, proj, modelCached)
 	}
+	return c.fromHub(ctx, repo, revision, wanted, proj, fail)
+}
 
+// fromHub is GetModel's network part: the Hub's file list at revision,
+// the model's files (chosen when wanted is empty) and its projector,
+// downloaded where missing, and the ref.
+func (c *Client) fromHub(ctx context.Context, repo, revision string, wanted []string, proj Projector, fail func(file, msg string, err error) error) (*Snapshot, error) {
+	repoDir := filepath.Join(c.CacheDir, RepoFolder(repo))
 	inf, err := c.modelInfo(ctx, repo, revision)
 	if err != nil {
 		return nil, err
@@ -263,6 +262,21 @@ func (c *Client) GetModel(ctx context.Context, repo, revision string, files []st
 		}
 	}
 	return snap, nil
+}
+
+// offlineError says what the cache lacks when nothing may be downloaded:
+// the model (its files, or any model Choose accepts), else its projector.
+func (c *Client) offlineError(fail func(file, msg string, err error) error, wanted []string, proj Projector, modelCached bool) error {
+	const why = ", and HF_HUB_OFFLINE is set, so nothing is downloaded"
+	switch {
+	case !modelCached && len(wanted) == 0:
+		return fail("", "no GGUF model of it is in the Hugging Face cache "+c.CacheDir+why, nil)
+	case !modelCached:
+		return fail(strings.Join(wanted, ", "), "not in the Hugging Face cache "+c.CacheDir+why, nil)
+	case proj.File != "":
+		return fail(proj.File, "not in the Hugging Face cache "+c.CacheDir+why, nil)
+	}
+	return fail("", "no vision projector (*mmproj*.gguf) of it is in the Hugging Face cache "+c.CacheDir+why, nil)
 }
 
 // cachedModel sets snap.Files to the wanted files when the snapshot holds
