@@ -398,6 +398,9 @@ func newModels(specs []ModelSpec, defaultID string, log *slog.Logger, newEng new
 		if line := e.spec.speculationLine(); line != "" {
 			log.Info(line)
 		}
+		if e.spec.MMProj != "" {
+			log.Info(fmt.Sprintf("Model %s takes images: vision projector %s, up to %d images per request", e.spec.ID, e.spec.MMProj, e.spec.Images.MaxImages))
+		}
 		if !e.generative() {
 			log.Info(fmt.Sprintf("Model %s is served for embeddings only: chat and completion requests to it are refused", e.spec.ID))
 		}
