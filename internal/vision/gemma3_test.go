@@ -304,7 +304,7 @@ func TestGELUTable(t *testing.T) {
 			continue
 		}
 		want := kernels.FP16ToFP32(binary.LittleEndian.Uint16(b[2*i:]))
-		if got := geluTable[i]; got != want {
+		if got := geluTable()[i]; got != want {
 			diff++
 			t.Logf("x=%g: derived %g, ggml %g", x, got, want)
 		}
