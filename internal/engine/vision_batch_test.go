@@ -354,3 +354,27 @@ func TestVisionBadRequests(t *testing.T) {
 		t.Errorf("Embed with a placeholder id: %v", err)
 	}
 }
+
+// The choices of a request with images share its prompt (computed once,
+// the image encoded once): greedy choices all give llama.cpp's ids.
+func TestVisionChoices(t *testing.T) {
+	f := loadVision(t)
+	e, rec := newEngine(t, f.m, visionOpts(nil))
+	var starts atomic.Int64
+	req := f.request(t, "two-images", encoderSpec{starts: &starts})
+	req.N = 3
+	res, err := e.GenerateAll(context.Background(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if !slices.Equal(r.Tokens, f.cases["two-images"].Greedy) {
+			t.Errorf("choice %d: %v", i, r.Tokens)
+		}
+	}
+	if starts.Load() != 2 {
+		t.Errorf("%d encodings for two images", starts.Load())
+	}
+	checkIdle(t, e, rec)
+	checkEncoderIdle(t, e)
+}
