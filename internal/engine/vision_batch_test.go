@@ -349,6 +349,14 @@ func TestVisionBadRequests(t *testing.T) {
 	if !slices.Equal(res.Tokens, f.cases["square"].Greedy) || !slices.Equal(req.Prompt, before) {
 		t.Errorf("tokens %v; prompt changed: %v", res.Tokens, !slices.Equal(req.Prompt, before))
 	}
+	// An encoder whose embeddings do not fit the image fails the request.
+	req = f.request(t, "square", encoderSpec{})
+	req.Images[0].Encode = func() engine.Encoder { return &refEncoder{rows: make([]float32, 10), units: 1, unit: 1} }
+	req.Images[0].Key[0] ^= 0xff // (not the square's cached embeddings)
+	if _, err := e.Generate(context.Background(), req, nil); err == nil || !strings.Contains(err.Error(), "image encoder gave 10 values") {
+		t.Errorf("short embeddings: %v", err)
+	}
+	checkEncoderIdle(t, e)
 	_, err := e.Embed(context.Background(), [][]int32{{1, -5, 3}})
 	if err == nil || !strings.Contains(err.Error(), "not images") {
 		t.Errorf("Embed with a placeholder id: %v", err)
