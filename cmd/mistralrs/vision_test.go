@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,5 +155,54 @@ func TestRunLoadsProjector(t *testing.T) {
 	}
 	if _, _, err := execute(t, "/exit\n", "from-config", "-f", conf); err == nil || !strings.Contains(err.Error(), `a text model takes no images (kind = "text")`) {
 		t.Errorf("kind text with an mmproj: %v", err)
+	}
+}
+
+// bench adds an image-encode row when the model has a projector: a
+// generated image of the projector's size, or --image; JSON carries it too.
+func TestBenchImageEncode(t *testing.T) {
+	_, text, proj := visionDir(t)
+	out, _, err := execute(t, "", "bench", "-f", text, "-p", "0", "-n", "0", "-r", "2", "-t", "1", "--no-warmup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "| mmproj-f32.gguf (gemma3)") || !strings.Contains(out, "224x224 generated") || !strings.Contains(out, "|     16 |") {
+		t.Errorf("no image row:\n%s", out)
+	}
+	img := testutil.SharedFile(t, "testdata/vision/img-wide-300x180.png")
+	out, _, err = execute(t, "", "bench", "-f", text, "--mmproj", proj, "--image", img, "-p", "4", "-n", "0", "-r", "1", "-t", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []benchResult
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	r := rows[1]
+	if r.Image != "img-wide-300x180.png 300x180" || r.NImageTokens != 16 || r.MMProjType != "gemma3" || r.AvgNs <= 0 || r.AvgTs <= 0 || len(r.SamplesNs) != 1 {
+		t.Errorf("image row %+v", r)
+	}
+	if rows[0].NPrompt != 4 || rows[0].Image != "" {
+		t.Errorf("text row %+v", rows[0])
+	}
+
+	dir := t.TempDir()
+	tiny := filepath.Join(dir, "tiny.gguf")
+	writeModel(t, tiny, 6)
+	bad := filepath.Join(dir, "bad.png")
+	if err := os.WriteFile(bad, []byte("\x89PNG\r\n\x1a\nshort"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "-f", tiny, "--image", img, "-p", "0", "-n", "0"}, "--image needs a vision projector"},
+		{[]string{"bench", "-f", text, "--image", bad, "-p", "0", "-n", "0"}, "--image " + bad + ": "},
+		{[]string{"bench", "-f", text, "--image", filepath.Join(dir, "none.png"), "-p", "0", "-n", "0"}, "none.png"},
+	} {
+		if _, _, err := execute(t, "", c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
 	}
 }
