@@ -44,30 +44,30 @@ type benchFlags struct {
 
 // benchResult carries llama-bench's JSON keys, so scripts read both tools.
 type benchResult struct {
-	ModelFilename string    `json:"model_filename"`
-	ModelType     string    `json:"model_type"`
-	ModelSize     int64     `json:"model_size"`
-	ModelNParams  int64     `json:"model_n_params"`
-	Backends      string    `json:"backends"`
-	NThreads      int       `json:"n_threads"`
-	NPrompt       int       `json:"n_prompt"`
-	NGen          int       `json:"n_gen"`
-	NDepth        int       `json:"n_depth"`
-	TypeK         string    `json:"type_k"`
-	TypeV         string    `json:"type_v"`
-	TestTime      string    `json:"test_time"`
+	ModelFilename string `json:"model_filename"`
+	ModelType     string `json:"model_type"`
+	ModelSize     int64  `json:"model_size"`
+	ModelNParams  int64  `json:"model_n_params"`
+	Backends      string `json:"backends"`
+	NThreads      int    `json:"n_threads"`
+	NPrompt       int    `json:"n_prompt"`
+	NGen          int    `json:"n_gen"`
+	NDepth        int    `json:"n_depth"`
+	TypeK         string `json:"type_k"`
+	TypeV         string `json:"type_v"`
+	TestTime      string `json:"test_time"`
 	// The image-encode test's (ours): the projector, the image, the rows it
 	// encodes into; avg_ns is one encode, avg_ts image rows per second.
-	MMProjFilename string `json:"mmproj_filename,omitempty"`
-	MMProjType     string `json:"mmproj_type,omitempty"`
-	Image          string `json:"image,omitempty"`
-	NImageTokens   int    `json:"n_image_tokens,omitempty"`
-	AvgNs         int64     `json:"avg_ns"`
-	StddevNs      int64     `json:"stddev_ns"`
-	AvgTs         float64   `json:"avg_ts"`
-	StddevTs      float64   `json:"stddev_ts"`
-	SamplesNs     []int64   `json:"samples_ns"`
-	SamplesTs     []float64 `json:"samples_ts"`
+	MMProjFilename string    `json:"mmproj_filename,omitempty"`
+	MMProjType     string    `json:"mmproj_type,omitempty"`
+	Image          string    `json:"image,omitempty"`
+	NImageTokens   int       `json:"n_image_tokens,omitempty"`
+	AvgNs          int64     `json:"avg_ns"`
+	StddevNs       int64     `json:"stddev_ns"`
+	AvgTs          float64   `json:"avg_ts"`
+	StddevTs       float64   `json:"stddev_ts"`
+	SamplesNs      []int64   `json:"samples_ns"`
+	SamplesTs      []float64 `json:"samples_ts"`
 }
 
 func newBenchCmd(g *config.GlobalConfig) *cobra.Command {
