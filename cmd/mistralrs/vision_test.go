@@ -206,3 +206,42 @@ func TestBenchImageEncode(t *testing.T) {
 		}
 	}
 }
+
+// `serve -m ORG/NAME` (auto) downloads the repository's projector next to
+// the chosen GGUF and serves the model multimodal; `bench -m` then times
+// an image with it from the cache.
+func TestServeVisionModelFromHub(t *testing.T) {
+	h, _, home := fakeHub(t)
+	text, err := os.ReadFile(testutil.SharedFile(t, "testdata/vision/text-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f32, err := os.ReadFile(testutil.SharedFile(t, "testdata/vision/mmproj-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.Add("org/Vision-GGUF", map[string][]byte{"vision-F32.gguf": text, "mmproj-vision-f32.gguf": f32, "mmproj-vision-bf16.gguf": []byte("not this one")})
+	port := freePort(t)
+	s := startCommand(t, port, "serve", "--host", "127.0.0.1", "-m", "org/Vision-GGUF", "-p", strconv.Itoa(port), "--threads", "1")
+	if code, body := s.post("/v1/completions", `{"prompt":"hi","max_tokens":2}`); code != 200 {
+		t.Errorf("completions: %d %s", code, body)
+	}
+	out := s.stop(syscall.SIGINT)
+	proj := filepath.Join(home, "hub", "models--org--Vision-GGUF", "snapshots", r.Commit, "mmproj-vision-f32.gguf")
+	for _, want := range []string{
+		"org/Vision-GGUF: vision projector mmproj-vision-f32.gguf (the model's own type, else F16, else the first by name; name another with --mmproj)",
+		"Model org/Vision-GGUF takes images: vision projector " + proj,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	h.Reset()
+	bench, _, err := execute(t, "", "bench", "-m", "org/Vision-GGUF", "-p", "0", "-n", "0", "-r", "1", "-t", "1")
+	if err != nil || !strings.Contains(bench, "mmproj-vision-f32.gguf (gemma3)") {
+		t.Errorf("bench from the cache: %v\n%s", err, bench)
+	}
+	if n := h.Count(""); n != 0 {
+		t.Errorf("%d requests with the model cached", n)
+	}
+}
