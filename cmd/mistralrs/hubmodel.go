@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -54,7 +56,7 @@ func (h *hubModelFlags) apply(cmd *cobra.Command, file, mmproj *string, tokenSou
 		}
 		p, err := config.Projector(m, "", *file)
 		*mmproj = p
-		return err
+		return textOnly(cmd, err)
 	}
 	m.ModelID = h.modelID
 	m.HFRevision = h.revision
@@ -68,9 +70,29 @@ func (h *hubModelFlags) apply(cmd *cobra.Command, file, mmproj *string, tokenSou
 		return err
 	}
 	src, err := config.ResolveModel(m, nil)
+	if several, ok := errors.AsType[*config.SeveralProjectorsError](err); ok {
+		// The model alone, then: its files, without a projector.
+		m.Kind = config.KindText
+		src, err = config.ResolveModel(m, nil)
+		if err == nil {
+			err = textOnly(cmd, several)
+		}
+	}
 	if err != nil {
 		return err
 	}
 	*file, *mmproj = src.Files[0], src.MMProj
+	return nil
+}
+
+// textOnly turns Projector's several-projectors error into a note: run and
+// bench then use the model without images. Other errors stay.
+func textOnly(cmd *cobra.Command, err error) error {
+	several, ok := errors.AsType[*config.SeveralProjectorsError](err)
+	if !ok {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "note: several vision projectors beside %s (%s): none is loaded; name one with --mmproj\n",
+		several.Model, strings.Join(several.Found, ", "))
 	return nil
 }

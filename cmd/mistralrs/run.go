@@ -127,6 +127,9 @@ func runRun(cmd *cobra.Command, g *config.GlobalConfig, f *runFlags) error {
 		return err
 	}
 	defer m.Close()
+	if m.Vision != nil {
+		fmt.Fprintf(stderr, "vision projector %s (%s)\n", m.Vision.Path(), m.Vision.Type())
+	}
 	o := config.DefaultEngineOptions()
 	o.Threads = f.threads
 	eng, err := engine.New(m, o)

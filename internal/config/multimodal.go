@@ -138,12 +138,24 @@ func Projector(m ModelConfig, dir, modelFile string) (string, error) {
 	case len(found) == 1:
 		return filepath.Join(beside, found[0]), nil
 	case len(found) > 1:
-		return "", fmt.Errorf("several vision projectors beside %s: %s; name one with --mmproj (models.format.mmproj), or serve the model as text (`serve text`, kind = \"text\")",
-			modelFile, strings.Join(found, ", "))
+		return "", &SeveralProjectorsError{Model: modelFile, Found: found}
 	case m.Kind == KindMultimodal:
 		return "", fmt.Errorf("a multimodal model needs a vision projector, and no *mmproj*.gguf file is beside %s; name one with --mmproj (models.format.mmproj)", modelFile)
 	}
 	return "", nil
+}
+
+// SeveralProjectorsError is Projector's error when several *mmproj*.gguf
+// files are beside a model and none is named: the commands without a kind
+// (run, bench) load none then, a served model is refused.
+type SeveralProjectorsError struct {
+	Model string   // the model's first file
+	Found []string // the projectors' names, sorted
+}
+
+func (e *SeveralProjectorsError) Error() string {
+	return fmt.Sprintf("several vision projectors beside %s: %s; name one with --mmproj (models.format.mmproj), or serve the model as text (`serve text`, kind = \"text\")",
+		e.Model, strings.Join(e.Found, ", "))
 }
 
 // givenProjector is a named projector file, which must be there.

@@ -227,3 +227,31 @@ func TestFetchProjector(t *testing.T) {
 		t.Errorf("auto on a text repository resolves to %+v %v", src, err)
 	}
 }
+
+// A draft model takes no images: no projector is looked for beside it
+// (several would be an error for a served model) nor fetched with it.
+func TestDraftHasNoProjector(t *testing.T) {
+	dir := t.TempDir()
+	touch(t, dir, "d-Q8_0.gguf", "mmproj-a.gguf", "mmproj-b.gguf")
+	c := Default()
+	c.Runtime.MTPModel = dir
+	c.Models = []ModelConfig{DefaultModel()}
+	c.Models[0].ModelID = "m"
+	src, err := c.ResolveDraft(0)
+	if err != nil || src.MMProj != "" || src.Files[0] != filepath.Join(dir, "d-Q8_0.gguf") {
+		t.Fatalf("draft %+v %v", src, err)
+	}
+
+	h := hubtest.New(t)
+	r := h.Add("org/Draft-GGUF", map[string][]byte{"d-Q8_0.gguf": hubtest.Model(t, 1), "mmproj-d-f16.gguf": []byte("p")})
+	home := t.TempDir()
+	c.Runtime.MTPModel = "org/Draft-GGUF"
+	c.Models[0].ModelID = dir // local: nothing to fetch
+	c.Models[0].Kind = KindText
+	if err := c.Fetch(context.Background(), FetchOptions{Getenv: envOf(map[string]string{"HF_HOME": home, "HF_ENDPOINT": h.URL})}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "hub", "models--org--Draft-GGUF", "snapshots", r.Commit, "mmproj-d-f16.gguf")); err == nil {
+		t.Error("the draft's projector was downloaded")
+	}
+}

@@ -410,7 +410,7 @@ func (c *Config) Fetch(ctx context.Context, o FetchOptions) error {
 		if !isHFModelID(*id) {
 			return nil
 		}
-		m := ModelConfig{ModelID: *id, Device: ModelDevice{HFCache: cache}}
+		m := ModelConfig{Kind: KindText, ModelID: *id, Device: ModelDevice{HFCache: cache}} // a draft takes no images
 		if err := FetchModel(ctx, &m, c.Global.TokenSource, o); err != nil {
 			return err
 		}
