@@ -47,7 +47,7 @@ var pixtralTokens = []string{"[IMG]", "[IMG_BREAK]", "[IMG_END]"}
 // 16x16 patches, 2x2 patch merging, projected to the text width.
 var pixtralProj = struct {
 	ImageSize, Patch, Merge, Embd, FF, Heads, Layers int
-	Seed                                            uint64
+	Seed                                             uint64
 }{ImageSize: 512, Patch: 16, Merge: 2, Embd: 64, FF: 192, Heads: 2, Layers: 3, Seed: 29}
 
 func TestPixtralFixtureReproducible(t *testing.T) {
