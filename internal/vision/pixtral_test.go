@@ -29,6 +29,12 @@ const pixtralData = "testdata/pixtral"
 // mistake moves values by 1e-2 or more (README.md).
 const pixtralEmbdTol = 1e-3
 
+// pixtralEmbdMeanTol bounds the mean |Δ|, which isolated bin flips hardly
+// move (measured 1e-6 to 4e-6): without llama.cpp's half-precision
+// roundings (the convolution's inputs, the GELU table) it is 1.1e-4 and
+// more.
+const pixtralEmbdMeanTol = 2e-5
+
 type pixtralRef struct {
 	Images map[string]struct {
 		File             string  `json:"file"`
@@ -173,7 +179,11 @@ func TestPixtralEmbeddingsMatchLlamaCpp(t *testing.T) {
 			if !(worst <= pixtralEmbdTol) {
 				t.Errorf("max |Δ| %.3g at row %d col %d (ours %g, llama.cpp %g), tolerance %g", worst, at/p.Embd(), at%p.Embd(), got[at], ref[at], pixtralEmbdTol)
 			}
-			t.Logf("%d rows, max |Δ| %.3g", pr.Tokens, worst)
+			mean := meanAbsDiff(got, ref)
+			if !(mean <= pixtralEmbdMeanTol) {
+				t.Errorf("mean |Δ| %.3g, tolerance %g", mean, pixtralEmbdMeanTol)
+			}
+			t.Logf("%d rows, max |Δ| %.3g, mean |Δ| %.3g", pr.Tokens, worst, mean)
 			// The break rows are the mmproj's [IMG_BREAK] embedding.
 			d := p.Embd()
 			tx := pr.w / 32
