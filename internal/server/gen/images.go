@@ -18,17 +18,17 @@ import (
 )
 
 // DefaultMaxImages is the most images one request may carry when
-// ImageOptions.MaxImages is 0.
-const DefaultMaxImages = 16
+// ImageLimits.MaxImages is 0.
+const DefaultMaxImages = 8
 
-// ImageOptions bound the images of a request.
-type ImageOptions struct {
-	Remote RemoteImages
+// ImageLimits bound the images of one request to a model (config's
+// [models.multimodal]); they come with the loaded model (Loaded.Images).
+type ImageLimits struct {
 	// MaxImages is the most images one request may carry (0:
 	// DefaultMaxImages).
 	MaxImages int
 	// MaxEdge caps an image's longer side before the projector's own
-	// sizing (0: the projector's default).
+	// sizing (0: the projector's own).
 	MaxEdge int
 	// MaxPixels refuses, from the header, an image of more pixels (0: the
 	// vision package's default).
@@ -116,7 +116,7 @@ func (b *Base) imageBytes(ctx context.Context, p *ImagePart) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("image URL scheme %q is not supported (data:, or http(s) when remote images are allowed)", u.Scheme)
 	}
-	if !b.Images.Remote.Allow {
+	if !b.RemoteImages.Allow {
 		return nil, errors.New("remote image URLs are not allowed on this server (--allow-remote-images); send the image as a data: URL")
 	}
 	if u.Host == "" {
@@ -128,7 +128,7 @@ func (b *Base) imageBytes(ctx context.Context, p *ImagePart) ([]byte, error) {
 // fetcher is the Base's remote image fetcher, made on first use (its
 // options are set before the server starts).
 func (b *Base) fetcher() *fetcher {
-	b.fetchOnce.Do(func() { b.fetch = newFetcher(b.Images.Remote) })
+	b.fetchOnce.Do(func() { b.fetch = newFetcher(b.RemoteImages) })
 	return b.fetch
 }
 

@@ -33,6 +33,9 @@ type Model interface {
 type Loaded struct {
 	Model  *loader.Model
 	Engine *engine.Engine
+	// Images bound the images of one request to a model with a vision
+	// projector.
+	Images ImageLimits
 }
 
 // Models finds a request's model: a *Error (404) when it is not served.
@@ -51,9 +54,9 @@ type Base struct {
 	// Canceled says why a generation whose client is still connected was
 	// canceled (the server's drain, or its model went away).
 	Canceled func() string
-	// Images bound the images of a request (their count, size and
-	// whether remote URLs are fetched).
-	Images ImageOptions
+	// RemoteImages says whether and how image parts given by http(s) URL
+	// are fetched (data: URLs always are read).
+	RemoteImages RemoteImages
 
 	fetchState
 	grammars grammarCache
