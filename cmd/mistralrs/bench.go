@@ -26,6 +26,7 @@ import (
 type benchFlags struct {
 	file     string
 	isq      string // in-situ quantization type; "": none
+	mmproj   string // vision projector of the image-encode row; "": the one found beside the model, if any
 	hub      hubModelFlags
 	prompts  []int
 	gens     []int
@@ -87,7 +88,7 @@ func newBenchCmd(g *config.GlobalConfig) *cobra.Command {
 				defer stop()
 				return runLoad(ctx, &f.load, f.jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
-			if err := f.hub.apply(cmd, &f.file, g.TokenSource); err != nil {
+			if err := f.hub.apply(cmd, &f.file, &f.mmproj, g.TokenSource); err != nil {
 				return err
 			}
 			return runBench(cmd, f)
@@ -132,7 +133,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	default:
 		return fmt.Errorf("--cache-type %q: want auto or f16", f.kvType)
 	}
-	m, err := loadModelISQ(f.file, "", f.isq, cmd.ErrOrStderr())
+	m, err := loadModelWith(f.file, loader.Options{ISQ: f.isq, MMProj: f.mmproj}, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

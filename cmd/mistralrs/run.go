@@ -36,6 +36,7 @@ type runFlags struct {
 	threads      int
 	system       string
 	isq          string // in-situ quantization type; "": none
+	mmproj       string // vision projector; "": the one found beside the model, if any
 	hub          hubModelFlags
 }
 
@@ -74,27 +75,27 @@ func newRunCmd(g *config.GlobalConfig) *cobra.Command {
 	fl.IntVarP(&f.threads, "threads", "t", d.threads, "threads for the forward pass (0: one per core)")
 	addHubModelFlags(fl, &f.hub)
 	fl.StringVar(&f.isq, "isq", "", "in-situ quantization: quantize the weights at load to q4_0, q4_1, q5_0, q5_1, q8_0, q4k, q5k or q6k")
+	fl.StringVar(&f.mmproj, "mmproj", "", "vision projector (llama.cpp mmproj GGUF) of the model; default: the one *mmproj*.gguf beside it, if any (inside the -m directory or repository unless absolute)")
 	return cmd
 }
 
 // loadModel loads a GGUF file, or the demo model when path is empty, showing
 // load progress on stderr.
 func loadModel(path, chatTemplate string, stderr io.Writer) (*loader.Model, error) {
-	return loadModelISQ(path, chatTemplate, "", stderr)
+	return loadModelWith(path, loader.Options{ChatTemplatePath: chatTemplate}, stderr)
 }
 
-// loadModelISQ is loadModel with in-situ quantization to isq ("": none),
-// its progress and summary on stderr.
-func loadModelISQ(path, chatTemplate, isq string, stderr io.Writer) (*loader.Model, error) {
+// loadModelWith is loadModel with opts (in-situ quantization, a vision
+// projector), the progress and ISQ summary on stderr.
+func loadModelWith(path string, opts loader.Options, stderr io.Writer) (*loader.Model, error) {
 	if path == "" {
-		if isq != "" {
+		if opts.ISQ != "" {
 			return nil, fmt.Errorf("--isq needs a model (-f or -m); the embedded demo model is not quantized")
 		}
 		fmt.Fprintln(stderr, demo.Warning)
 		return demo.Load()
 	}
-	opts := loader.Options{ChatTemplatePath: chatTemplate, ISQ: isq}
-	if isq != "" {
+	if opts.ISQ != "" {
 		opts.ISQStatus = stderr
 	}
 	if fd, ok := stderr.(*os.File); ok && term.IsTerminal(int(fd.Fd())) {
@@ -118,10 +119,10 @@ func runRun(cmd *cobra.Command, g *config.GlobalConfig, f *runFlags) error {
 			return err
 		}
 	}
-	if err := f.hub.apply(cmd, &f.file, g.TokenSource); err != nil {
+	if err := f.hub.apply(cmd, &f.file, &f.mmproj, g.TokenSource); err != nil {
 		return err
 	}
-	m, err := loadModelISQ(f.file, f.chatTemplate, f.isq, stderr)
+	m, err := loadModelWith(f.file, loader.Options{ChatTemplatePath: f.chatTemplate, ISQ: f.isq, MMProj: f.mmproj}, stderr)
 	if err != nil {
 		return err
 	}

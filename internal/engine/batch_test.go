@@ -38,6 +38,8 @@ type recorder struct {
 	maxBlocks   int
 	preempted   int
 	pending     int
+	encHits     int
+	encMisses   int
 	// speculative decoding
 	specDrafts, specProposed, specAccepted, specDrops int
 	specPerPos                                        []int
@@ -67,6 +69,8 @@ func (r *recorder) add(st engine.Stats) {
 	r.hits += st.PrefixHits
 	r.evictions += st.PrefixEvictions
 	r.preempted += st.Preemptions
+	r.encHits += st.EncoderHits
+	r.encMisses += st.EncoderMisses
 	for _, f := range st.Finished {
 		if f.Rejected {
 			r.rejected[f.Reason]++

@@ -46,7 +46,10 @@ func (e *Engine) Embed(ctx context.Context, prompts [][]int32) ([][]float32, err
 			return nil, &RequestError{Reason: RejectOverCapacity, Msg: fmt.Sprintf("input %d has %d tokens, more than the whole KV cache holds", i, len(p))}
 		}
 		for _, t := range p {
-			if t < 0 || t >= vocab {
+			if t < 0 {
+				return nil, &RequestError{Msg: fmt.Sprintf("input %d: token %d is negative: embeddings take text only, not images", i, t)}
+			}
+			if t >= vocab {
 				return nil, &RequestError{Msg: fmt.Sprintf("input %d: token %d outside the vocabulary (size %d)", i, t, vocab)}
 			}
 		}

@@ -68,6 +68,12 @@ type Request struct {
 	// completion count alike, streamed or not. It runs once per sequence, on
 	// the engine's goroutine.
 	ToolCalls func(text string) bool
+	// Images are the prompt's images (sorted, not overlapping, inside
+	// Prompt; else a RequestError): the ids at their positions are
+	// replaced by placeholders in the sequence's copy of the prompt (the
+	// caller's slice is left as it is), their rows come from the encoder
+	// cache (images.go). A request with images does not speculate.
+	Images []Image
 }
 
 // Output is one generated token and the text it made safe to emit.
@@ -153,6 +159,11 @@ type Options struct {
 	// Draft is the draft ("assistant") model, loaded by the caller and
 	// sharing the model's vocabulary; nil: none. The engine does not own it.
 	Draft *loader.Model
+
+	// EncoderCacheBytes is the encoder cache's byte budget: image
+	// embeddings no running sequence holds are kept for later requests
+	// within it (4 bytes per float); 0 turns caching off.
+	EncoderCacheBytes int64
 }
 
 // MaxSpecTokens is the most draft tokens one step may verify.
@@ -184,6 +195,9 @@ func (o *Options) check() error {
 	if o.SpecNgram < 0 {
 		return fmt.Errorf("speculative n-gram size %d is negative", o.SpecNgram)
 	}
+	if o.EncoderCacheBytes < 0 {
+		return fmt.Errorf("encoder cache budget %d bytes is negative", o.EncoderCacheBytes)
+	}
 	return nil
 }
 
@@ -201,6 +215,7 @@ type Engine struct {
 	kv    kvcache.Manager
 	prop  proposer // nil: no speculative decoding
 	cons  constraints
+	enc   *encoderCache // image embeddings (owned by the engine goroutine)
 
 	mu     sync.Mutex
 	sink   StatsSink
@@ -274,7 +289,10 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 	case o.SpecNgram > 0:
 		e.prop = ngramProposer{n: o.SpecNgram}
 	}
-	r := &runner{e: e, sched: newScheduler(o, e.kv)}
+	sch := newScheduler(o, e.kv)
+	sch.enc.embd = cfg.Embd
+	e.enc = sch.enc
+	r := &runner{e: e, sched: sch, flopsPerToken: flopsPerToken(m.Net, paramCount(m.File))}
 	r.sampleFn = r.sampleRange
 	go r.run()
 	return e, nil
@@ -377,6 +395,18 @@ type stepStats struct {
 	schedNanos  int64 // choosing the batch
 	blocksUsed  int
 	blocksTotal int
+}
+
+// paramCount is the number of weights in f (0 without a file).
+func paramCount(f *gguf.File) uint64 {
+	if f == nil {
+		return 0
+	}
+	var n uint64
+	for i := range f.Tensors {
+		n += f.Tensors[i].Elements()
+	}
+	return n
 }
 
 // Tokenizer is the model's tokenizer, which the engine decodes with.

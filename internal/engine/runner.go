@@ -28,6 +28,11 @@ type runner struct {
 	// not one per input, and dropped once a step has no embedding.
 	hidden []float32
 
+	// flopsPerToken is what the text model computes per token: the
+	// encoders get the FLOPs of the tokens a step leaves of its budget.
+	flopsPerToken int64
+	encoded       []*encEntry // encodings this step finished
+
 	// broken is set when a model file changed under its memory map (a
 	// *gguf.ChangedError): every sequence, and every later one, fails with
 	// it until the model is loaded again (a new engine).
@@ -148,6 +153,7 @@ func (r *runner) step() {
 	r.stage()
 	sch := s.schedule()
 	t1 := time.Now()
+	r.encode(len(sch.Runs) > 0)
 	r.report()
 	if len(sch.Runs) == 0 {
 		s.deliver()
@@ -157,6 +163,7 @@ func (r *runner) step() {
 	hidden, E := r.growHidden(sch.Runs), e.net.Config.Embd
 	r.inputs = slices.Grow(r.inputs[:0], len(sch.Runs))[:len(sch.Runs)]
 	r.inPtrs = r.inPtrs[:0]
+	var err error
 	for i, run := range sch.Runs {
 		sq := run.seq
 		in := &r.inputs[i]
@@ -175,6 +182,9 @@ func (r *runner) step() {
 			in.Hidden, hidden = hidden[:run.N*E:run.N*E], hidden[run.N*E:]
 		} else {
 			in.Tokens = sq.tokens[run.Pos : run.Pos+run.N]
+			if in.Embeds, err = sq.embeds(run.Pos, run.N, E); err != nil {
+				break
+			}
 			if run.Sample {
 				if sq.logits == nil {
 					sq.logits = make([]float32, e.net.Config.Vocab)
@@ -184,7 +194,9 @@ func (r *runner) step() {
 		}
 		r.inPtrs = append(r.inPtrs, in)
 	}
-	err := e.net.Forward(e.pool, &model.Batch{Seqs: r.inPtrs})
+	if err == nil {
+		err = e.net.Forward(e.pool, &model.Batch{Seqs: r.inPtrs})
+	}
 	t2 := time.Now()
 	if err != nil {
 		clear(r.inputs) // do not keep caches alive through the scratch
@@ -207,6 +219,7 @@ func (r *runner) step() {
 		if len(run.Draft) == 0 {
 			// (A verifying run commits once its guesses are decided.)
 			sq.computed = s.kv.Commit(sq.kv, sq.tokens, run.Pos+run.N)
+			s.releaseComputed(sq)
 		}
 		if sq.embed != nil {
 			e.poolHidden(sq, r.inputs[i].Hidden, run.Pos, run.N, run.Sample)
@@ -253,6 +266,33 @@ func (r *runner) step() {
 	st.fwdNanos += int64(t2.Sub(t1))
 	st.schedNanos += int64(t1.Sub(t0))
 	e.mu.Unlock()
+}
+
+// encode advances the encodings under way by what the step's token budget
+// left (at least one unit when the step runs nothing else: busy says
+// whether it runs something), and fails the sequences whose encoding gave
+// unusable embeddings.
+func (r *runner) encode(busy bool) {
+	s := r.sched
+	if len(s.enc.inflight) == 0 {
+		return
+	}
+	flops := int64(s.left) * r.flopsPerToken
+	if flops <= 0 && !busy {
+		flops = 1
+	}
+	r.encoded = s.enc.advance(r.e.pool, flops, r.encoded[:0])
+	for _, ent := range r.encoded {
+		if ent.fails == nil {
+			continue
+		}
+		for _, sq := range slices.Clone(s.running) {
+			if sq.holds(ent) {
+				s.finish(sq, FinishError, ent.fails)
+			}
+		}
+	}
+	clear(r.encoded)
 }
 
 // growHidden sizes the hidden-state scratch for the embedding runs of a

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 
 	"mistralrs/internal/kvcache"
@@ -56,6 +57,11 @@ type scheduler struct {
 	opts Options
 	kv   kvcache.Manager
 	sink StatsSink
+	enc  *encoderCache
+	// recompute: the cache keeps nothing once a token's logits are out
+	// (--no-kv-cache), so a sequence holds its images until it ends.
+	recompute bool
+	left      int // the token budget the last decision left (for encoding)
 
 	waiting []*seq // oldest first
 	running []*seq // in admission order
@@ -69,7 +75,8 @@ type scheduler struct {
 }
 
 func newScheduler(o Options, kv kvcache.Manager) *scheduler {
-	return &scheduler{opts: o, kv: kv, sink: discardStats}
+	_, recompute := kv.(*kvcache.Recompute)
+	return &scheduler{opts: o, kv: kv, sink: discardStats, enc: newEncoderCache(o.EncoderCacheBytes), recompute: recompute}
 }
 
 // schedule picks this step's batch: generation first (one decode token for
@@ -94,6 +101,7 @@ func (s *scheduler) schedule() Schedule {
 		s.scheduleEmbeddings(&budget)
 	}
 	clear(s.order) // keep no finished sequence alive through the scratch
+	s.left = max(budget, 0)
 
 	for _, sq := range s.running {
 		if len(sq.draft) > 0 && sq.n != 1+len(sq.draft) {
@@ -128,7 +136,7 @@ func (s *scheduler) runRunning(pass int, budget *int) {
 			continue
 		}
 		n := min(need, *budget)
-		if n == 0 {
+		if n <= 0 {
 			break
 		}
 		if k := len(sq.draft); k > 0 {
@@ -140,10 +148,92 @@ func (s *scheduler) runRunning(pass int, budget *int) {
 			}
 			s.dropDraft(sq)
 		}
+		if n = s.imageChunk(sq, n); n == 0 {
+			continue // waiting for an image's embeddings
+		}
 		if !s.reserve(sq, sq.computed+n, budget) {
 			continue
 		}
 		s.add(sq, n, budget)
+	}
+}
+
+// imageChunk is the number of tokens sq computes in this step, out of n
+// from sq.computed on: it stops before an image whose embeddings are not
+// ready, and never splits a non-causal image (whose positions see the
+// whole image, so the image is computed in one step): a chunk that would
+// end inside one ends before the image instead, or, when the image starts
+// the chunk (or the chunk starts inside it, after a prefix-cache hit),
+// runs to the image's end, past the token budget if need be.
+func (s *scheduler) imageChunk(sq *seq, n int) int {
+	pos := sq.computed
+	for i := range sq.imgs {
+		im := &sq.imgs[i]
+		if im.End() <= pos {
+			continue
+		}
+		if im.Pos >= pos+n {
+			break
+		}
+		if !im.ready() {
+			return max(im.Pos-pos, 0)
+		}
+		if !im.NonCausal || im.End() <= pos+n {
+			continue
+		}
+		if im.Pos > pos {
+			return im.Pos - pos
+		}
+		return im.End() - pos
+	}
+	return n
+}
+
+// acquireImages holds the embeddings of the images sq still has to
+// compute, counting the lookups (Stats.EncoderHits, EncoderMisses). It
+// fails when an encoding cannot start.
+func (s *scheduler) acquireImages(sq *seq) error {
+	for i := range sq.imgs {
+		im := &sq.imgs[i]
+		if im.ent != nil || im.End() <= sq.computed {
+			continue
+		}
+		ent, hit, err := s.enc.acquire(&im.Image)
+		if err != nil {
+			return fmt.Errorf("image %d: %v", i, err)
+		}
+		im.ent = ent
+		if hit {
+			s.stats.EncoderHits++
+		} else {
+			s.stats.EncoderMisses++
+		}
+	}
+	return nil
+}
+
+// releaseComputed lets go of the images sq has computed (a cache that
+// recomputes them keeps them until the end).
+func (s *scheduler) releaseComputed(sq *seq) {
+	if s.recompute {
+		return
+	}
+	for i := range sq.imgs {
+		if im := &sq.imgs[i]; im.ent != nil && im.End() <= sq.computed {
+			s.enc.release(im.ent)
+			im.ent = nil
+		}
+	}
+}
+
+// releaseImages lets go of all of sq's images (preempted or ended): an
+// encoding no other sequence holds is dropped.
+func (s *scheduler) releaseImages(sq *seq) {
+	for i := range sq.imgs {
+		if im := &sq.imgs[i]; im.ent != nil {
+			s.enc.release(im.ent)
+			im.ent = nil
+		}
 	}
 }
 
@@ -315,7 +405,18 @@ func (s *scheduler) admit(sq *seq, budget *int) bool {
 	sq.running = true
 	s.waiting = slices.DeleteFunc(s.waiting, func(w *seq) bool { return w == sq })
 	s.running = append(s.running, sq)
-	s.add(sq, min(len(sq.tokens)-adm.Cached, *budget), budget)
+	if err := s.acquireImages(sq); err != nil {
+		s.finish(sq, FinishError, err)
+		return true
+	}
+	first := min(len(sq.tokens)-adm.Cached, *budget) // what Admit made room for
+	n := s.imageChunk(sq, first)
+	if n > first && !s.kv.Reserve(sq.kv, sq.computed+n) {
+		n = 0 // the image runs in a later step, as a prompt chunk
+	}
+	if n > 0 {
+		s.add(sq, n, budget)
+	}
 	return true
 }
 
@@ -337,6 +438,7 @@ func (s *scheduler) preempt(sq *seq, budget *int) {
 	s.running = slices.DeleteFunc(s.running, func(r *seq) bool { return r == sq })
 	sq.running = false
 	s.kv.Release(sq.kv, sq.tokens, false)
+	s.releaseImages(sq)
 	sq.computed = 0
 	s.enqueue(sq)
 	s.sch.Preempted = append(s.sch.Preempted, sq.id)
@@ -425,6 +527,7 @@ func (s *scheduler) drop(sq *seq, finished bool) {
 	s.waiting = slices.DeleteFunc(s.waiting, func(w *seq) bool { return w == sq })
 	sq.running = false
 	s.kv.Release(sq.kv, sq.tokens, finished)
+	s.releaseImages(sq)
 	sq.logits, sq.allLogits = nil, nil
 	sq.draft, sq.draftQ, sq.ds = nil, nil, nil // the speculative state goes with it
 }

@@ -6,6 +6,7 @@ import (
 
 	"mistralrs/internal/constrain"
 	"mistralrs/internal/kvcache"
+	"mistralrs/internal/model/nn"
 	"mistralrs/internal/sampler"
 	"mistralrs/internal/tokenizer"
 )
@@ -26,9 +27,11 @@ type seq struct {
 	n         int // tokens scheduled in this step
 	running   bool
 	kv        *kvcache.State
-	starved   int  // steps it waited for KV blocks while others ran
-	hit       bool // counted as a prefix-cache hit (once per sequence)
-	cached    int  // prompt tokens taken from the prefix cache at first admission
+	starved   int         // steps it waited for KV blocks while others ran
+	hit       bool        // counted as a prefix-cache hit (once per sequence)
+	cached    int         // prompt tokens taken from the prefix cache at first admission
+	imgs      []seqImage  // the prompt's images (images.go)
+	runs      []nn.Embeds // scratch: this step's runs of image rows
 
 	// Output (output.go).
 	smp    *sampler.Sampler
@@ -78,5 +81,9 @@ func newSeq(req *Request, maxTokens int, kv *kvcache.State) *seq {
 		promptLen: len(req.Prompt),
 	}
 	s.box = &outbox{notify: make(chan struct{}, 1)}
+	for _, im := range req.Images {
+		placeholders(im.Key, s.tokens[im.Pos:im.End()])
+		s.imgs = append(s.imgs, seqImage{Image: im})
+	}
 	return s
 }

@@ -47,6 +47,14 @@ type Stats struct {
 	// verification: the step could not hold it (token budget or KV room),
 	// the sequence was preempted, or the proposer failed.
 	SpecStagedDrops int
+	// EncoderHits and EncoderMisses count the encoder cache's lookups of
+	// image embeddings (images.go). A sequence looks an image up when it is
+	// admitted and still has the image's positions to compute (an image
+	// inside its cached prefix needs no embeddings and is not looked up),
+	// and again when it is admitted after a preemption (it let go of them):
+	// a hit when the cache holds them or another sequence is encoding them,
+	// a miss when an encoding starts.
+	EncoderHits, EncoderMisses int
 	// Finished lists the sequences that ended, once each, and those refused
 	// before they ran.
 	Finished []Finish

@@ -25,11 +25,11 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 	if len(req.Prompt) >= ctxLen {
 		return nil, &RequestError{Msg: fmt.Sprintf("prompt of %d tokens does not fit the context length %d", len(req.Prompt), ctxLen)}
 	}
-	vocab := int32(e.VocabSize())
-	for _, t := range req.Prompt {
-		if t < 0 || t >= vocab {
-			return nil, &RequestError{Msg: fmt.Sprintf("prompt token %d outside the vocabulary (size %d)", t, vocab)}
-		}
+	if err := checkImages(req); err != nil {
+		return nil, &RequestError{Msg: err.Error()}
+	}
+	if err := checkPromptIDs(req, int32(e.VocabSize())); err != nil {
+		return nil, &RequestError{Msg: err.Error()}
 	}
 	maxTokens := ctxLen - len(req.Prompt)
 	if req.MaxTokens > 0 && req.MaxTokens < maxTokens {
@@ -68,7 +68,7 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 			params.Seed = &seed
 		}
 		sq.smp = sampler.New(params)
-		sq.spec = e.prop != nil && !req.NoSpeculation
+		sq.spec = e.prop != nil && !req.NoSpeculation && len(req.Images) == 0
 		if cons != nil {
 			sq.cons, sq.cstate = cons, cons.Start()
 		}

@@ -77,6 +77,9 @@ type Options struct {
 	// changed. ISQStatus, when set, shows the progress and a summary line.
 	ISQ       string
 	ISQStatus io.Writer
+	// MMProj, when set, is the vision projector (a llama.cpp mmproj GGUF)
+	// loaded with the model into Model.Vision.
+	MMProj string
 }
 
 // Load opens a GGUF file (or the first shard of a split model) and builds the

@@ -29,6 +29,10 @@ type Batch = nn.Batch
 // SeqInput is the part of a batch that belongs to one sequence.
 type SeqInput = nn.SeqInput
 
+// Embeds is a run of a sequence's positions whose rows come from outside
+// the vocabulary (an image's embeddings).
+type Embeds = nn.Embeds
+
 // archs is the registry by general.architecture: each architecture
 // package declares its entries.
 var archs = registry(append(slices.Clone(llama.Archs), gemma3.Arch, phi3.Arch))

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/engine"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/server/gen"
@@ -41,9 +42,14 @@ type ModelSpec struct {
 	// [runtime] proposer is the first model's only; nil: Options.Engine's.
 	Spec *SpecOptions
 	// Kind is what the model is served for: KindEmbedding refuses every
-	// generation request; anything else ("", KindText, "auto") generates
-	// and embeds.
+	// generation request; anything else ("", KindText, KindMultimodal,
+	// "auto") generates and embeds.
 	Kind string
+	// MMProj is the vision projector Load loads with the model (a
+	// reload loads it again), for logs; "" for a text model. Images bounds
+	// what one request to it may carry (config's [models.multimodal]).
+	MMProj string
+	Images config.ImageLimits
 }
 
 // Model kinds (ModelSpec.Kind), named as config's models.kind and the
@@ -54,6 +60,9 @@ const (
 	KindText = "text"
 	// KindEmbedding serves /v1/embeddings only.
 	KindEmbedding = "embedding"
+	// KindMultimodal is KindText that also takes images, through the
+	// loaded model's vision projector (loader.Model.Vision).
+	KindMultimodal = "multimodal"
 )
 
 // SpecOptions is one model's speculative decoding (config.Speculative).
@@ -388,6 +397,9 @@ func newModels(specs []ModelSpec, defaultID string, log *slog.Logger, newEng new
 		}
 		if line := e.spec.speculationLine(); line != "" {
 			log.Info(line)
+		}
+		if e.spec.MMProj != "" {
+			log.Info(fmt.Sprintf("Model %s takes images: vision projector %s, up to %d images per request", e.spec.ID, e.spec.MMProj, e.spec.Images.MaxImages))
 		}
 		if !e.generative() {
 			log.Info(fmt.Sprintf("Model %s is served for embeddings only: chat and completion requests to it are refused", e.spec.ID))

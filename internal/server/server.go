@@ -93,6 +93,15 @@ type Options struct {
 	// /metrics too. Never logged.
 	APIKey        string
 	APIKeyMetrics bool
+	// Images given by URL: fetched only when AllowRemoteImages (else only
+	// data URLs and inline base64 images are taken), each at most
+	// RemoteImageMaxBytes and within RemoteImageTimeout, and never from a
+	// loopback, private, link-local or other non-public address unless
+	// AllowPrivateImageHosts (config's server.allow_remote_images, …).
+	AllowRemoteImages      bool
+	RemoteImageMaxBytes    int64
+	RemoteImageTimeout     time.Duration
+	AllowPrivateImageHosts bool
 	// GrammarCacheBytes bounds the compiled grammars kept for reuse, with
 	// their matchers' caches (0: gen.DefaultGrammarBudget).
 	GrammarCacheBytes int64

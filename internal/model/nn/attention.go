@@ -8,7 +8,8 @@ type AttnOpts struct {
 	Scale float32
 	// Window > 0 limits each query to the Window most recent positions,
 	// its own included (gemma3's sliding layers): position p sees p' when
-	// p - p' < Window.
+	// p - p' < Window. It hides only earlier keys: the later keys a
+	// position of a non-causal run sees (Embeds) are never hidden.
 	Window int
 }
 
@@ -122,8 +123,9 @@ func (s *Step) attendChunks(lo, hi int) {
 }
 
 // attendGroup is softmax(scale·q·K) V for each query i of g, over the
-// positions [lo[i], n[i]) it sees: up to its token's own, and no further
-// back than the window. Over the positions all of them see, the queries go
+// positions [lo[i], n[i]) it sees: up to its token's own (to the end of
+// its run inside a non-causal Embeds run, whose keys were all stored by
+// PositionQK before any attention), and no further back than the window. Over the positions all of them see, the queries go
 // four at a time (the last g.n%4 alone) through tiles of keys and values
 // that stay in cache; every query gets the operations it would get alone,
 // in the same order of positions, so the results do not depend on the
@@ -141,9 +143,9 @@ func (s *Step) attendGroup(g *attnGroup, scores, tile []float32) {
 	sLo, sHi := 0, s.ctx
 	for i := range g.n {
 		t, h := g.t[i], g.h[i]
-		n[i] = s.tokPos[t] + 1
+		n[i] = s.tokEnd[t] // past its own position inside a non-causal run
 		if s.attn.Window > 0 {
-			lo[i] = max(0, n[i]-s.attn.Window)
+			lo[i] = max(0, s.tokPos[t]+1-s.attn.Window)
 		}
 		if i < 4*quads {
 			sLo, sHi = max(sLo, lo[i]), min(sHi, n[i])

@@ -27,7 +27,24 @@ type SeqInput struct {
 	// state of every token: after the last layer and the output norm, what
 	// the output matrix would turn into logits (embeddings pool them).
 	Hidden []float32
+	// Embeds are runs of Tokens whose input rows come from outside the
+	// vocabulary (an image's embeddings): sorted, not overlapping, each
+	// inside Tokens. Their tokens are placeholders (any id, negative ones
+	// included) that the rows replace.
+	Embeds []Embeds
 }
+
+// Embeds is a run of a sequence's new positions whose input rows come from
+// outside the vocabulary (an image's embeddings), used as they are: no
+// embedding scale.
+type Embeds struct {
+	Off       int       // index into SeqInput.Tokens of the first row of the run
+	Rows      []float32 // n × Embd
+	NonCausal bool      // every position of the run also sees the run's later positions
+}
+
+// Len is the number of positions the run covers.
+func (e *Embeds) Len(embd int) int { return len(e.Rows) / embd }
 
 // Network is an architecture's forward pass over a prepared step: embed
 // the step's tokens into X, run the blocks, and end with Step.Logits.
@@ -49,6 +66,9 @@ type Step struct {
 
 	b              *Batch
 	tokSeq, tokPos []int
+	// tokEnd is one past the last position token t attends to: its own
+	// position + 1, or the end of its non-causal run.
+	tokEnd []int
 
 	// rotary angles of this step's positions, per Rope used
 	ropes []ropeAngles
@@ -98,10 +118,8 @@ func (s *Step) Prepare(c *Config, p *kernels.Pool, b *Batch) error {
 		case sq.Hidden != nil && len(sq.Hidden) != len(sq.Tokens)*c.Embd:
 			return fmt.Errorf("forward: sequence %d: Hidden has length %d, want %d tokens × %d", i, len(sq.Hidden), len(sq.Tokens), c.Embd)
 		}
-		for _, t := range sq.Tokens {
-			if t < 0 || int(t) >= c.Vocab {
-				return fmt.Errorf("forward: sequence %d: token %d outside the vocabulary (size %d)", i, t, c.Vocab)
-			}
+		if err := checkTokens(c, sq); err != nil {
+			return fmt.Errorf("forward: sequence %d: %v", i, err)
 		}
 		if reflect.TypeOf(sq.Cache).Comparable() {
 			for _, prev := range b.Seqs[:i] {
@@ -134,12 +152,22 @@ func (s *Step) Prepare(c *Config, p *kernels.Pool, b *Batch) error {
 	s.rows = s.rows[:0]
 	s.ropes = s.ropes[:0]
 	for si, sq := range b.Seqs {
+		t0 := t
 		for j := range sq.Tokens {
-			s.tokSeq[t], s.tokPos[t] = si, sq.Pos+j
+			s.tokSeq[t], s.tokPos[t], s.tokEnd[t] = si, sq.Pos+j, sq.Pos+j+1
 			if sq.AllLogits != nil || (sq.Logits != nil && j == len(sq.Tokens)-1) {
 				s.rows = append(s.rows, t)
 			}
 			t++
+		}
+		for _, r := range sq.Embeds {
+			if !r.NonCausal {
+				continue
+			}
+			off, end := r.Off, r.Off+r.Len(c.Embd)
+			for j := off; j < end; j++ {
+				s.tokEnd[t0+j] = sq.Pos + end
+			}
 		}
 	}
 	threads := 1
@@ -147,6 +175,38 @@ func (s *Step) Prepare(c *Config, p *kernels.Pool, b *Batch) error {
 		threads = p.Threads()
 	}
 	s.groupQueries(threads)
+	return nil
+}
+
+// checkTokens checks a sequence's ids and its runs of embedding rows: ids
+// outside the runs must be in the vocabulary; the runs must be sorted, not
+// overlapping, inside Tokens and made of whole rows.
+func checkTokens(c *Config, sq *SeqInput) error {
+	next := 0 // first token not yet checked
+	for k, r := range sq.Embeds {
+		n := r.Len(c.Embd)
+		switch {
+		case len(r.Rows) == 0 || len(r.Rows)%c.Embd != 0:
+			return fmt.Errorf("embedding run %d has %d values, not a positive multiple of the width %d", k, len(r.Rows), c.Embd)
+		case r.Off < next:
+			return fmt.Errorf("embedding run %d at token %d overlaps or precedes the previous run", k, r.Off)
+		case r.Off+n > len(sq.Tokens):
+			return fmt.Errorf("embedding run %d covers tokens [%d, %d) of %d", k, r.Off, r.Off+n, len(sq.Tokens))
+		}
+		if err := checkIDs(c, sq.Tokens[next:r.Off]); err != nil {
+			return err
+		}
+		next = r.Off + n
+	}
+	return checkIDs(c, sq.Tokens[next:])
+}
+
+func checkIDs(c *Config, ids []int32) error {
+	for _, t := range ids {
+		if t < 0 || int(t) >= c.Vocab {
+			return fmt.Errorf("token %d outside the vocabulary (size %d)", t, c.Vocab)
+		}
+	}
 	return nil
 }
 
@@ -180,10 +240,10 @@ func (s *Step) size(T, R, ctx int) {
 	s.HB = grow(s.HB, T*c.FF)
 	s.HB2 = grow(s.HB2, T*c.FF)
 	if cap(s.tokSeq) < T {
-		s.tokSeq, s.tokPos = make([]int, T), make([]int, T)
+		s.tokSeq, s.tokPos, s.tokEnd = make([]int, T), make([]int, T), make([]int, T)
 		s.rows = make([]int, 0, T)
 	}
-	s.tokSeq, s.tokPos = s.tokSeq[:T], s.tokPos[:T]
+	s.tokSeq, s.tokPos, s.tokEnd = s.tokSeq[:T], s.tokPos[:T], s.tokEnd[:T]
 	s.xr = grow(s.xr, R*c.Embd)
 	s.logitBuf = grow(s.logitBuf, R*c.Vocab)
 	s.ctx = ctx
@@ -200,21 +260,37 @@ func (s *Step) Buf(i, n int) []float32 {
 }
 
 // Embed sets X to the embedding rows of the step's tokens, times scale
-// (1 for most models).
+// (1 for most models), and to the rows of the sequences' Embeds runs as
+// they are (gemma3 scales its token embeddings by sqrt(n_embd), not the
+// image rows it is given).
 func (s *Step) Embed(emb *kernels.Matrix, scale float32) {
 	E := s.Cfg.Embd
 	t := 0
 	for _, sq := range s.b.Seqs {
-		for _, tok := range sq.Tokens {
-			row := s.X[t*E : (t+1)*E]
-			emb.Row(int(tok), row)
-			if scale != 1 {
-				for i := range row {
-					row[i] *= scale
-				}
-			}
-			t++
+		j := 0
+		for _, r := range sq.Embeds {
+			s.embedTokens(emb, scale, sq.Tokens[j:r.Off], t+j)
+			copy(s.X[(t+r.Off)*E:], r.Rows)
+			j = r.Off + r.Len(E)
 		}
+		s.embedTokens(emb, scale, sq.Tokens[j:], t+j)
+		t += len(sq.Tokens)
+	}
+}
+
+// embedTokens sets the rows of X from row t on to the embeddings of ids,
+// times scale.
+func (s *Step) embedTokens(emb *kernels.Matrix, scale float32, ids []int32, t int) {
+	E := s.Cfg.Embd
+	for _, tok := range ids {
+		row := s.X[t*E : (t+1)*E]
+		emb.Row(int(tok), row)
+		if scale != 1 {
+			for i := range row {
+				row[i] *= scale
+			}
+		}
+		t++
 	}
 }
 
