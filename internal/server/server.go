@@ -224,7 +224,7 @@ func engineFactory(engOpts engine.Options, metrics *observe.Metrics) newEngineFu
 		if err != nil {
 			return nil, nil, err
 		}
-		stats := newEngineStats(metrics.Engine())
+		stats := newEngineStats(metrics.Engine(), m.Vision != nil)
 		eng.SetStatsSink(stats.record)
 		return eng, stats, nil
 	}
@@ -236,7 +236,9 @@ func engineFactory(engOpts engine.Options, metrics *observe.Metrics) newEngineFu
 func (s *Server) mount(reg *models, oo observe.Options, metrics *observe.Metrics) error {
 	opts := &s.opts
 	s.base = &gen.Base{Models: reg, PayloadLog: opts.PayloadLog, KeepAlive: opts.KeepAlive, Seed: opts.Seed,
-		Log: s.log, Canceled: s.canceledMessage}
+		Log: s.log, Canceled: s.canceledMessage,
+		RemoteImages: gen.RemoteImages{Allow: opts.AllowRemoteImages, MaxBytes: opts.RemoteImageMaxBytes,
+			Timeout: opts.RemoteImageTimeout, AllowPrivate: opts.AllowPrivateImageHosts}}
 	s.base.SetGrammarBudget(opts.GrammarCacheBytes)
 	s.openai = openai.New(s.base, opts.MaxEmbeddingInputs)
 	s.anthropic = anthropic.New(s.base)
