@@ -426,7 +426,15 @@ func (s *ModelSpec) speculationLine() string {
 	return ""
 }
 
-// imageLimits are config's [models.multimodal] bounds as gen takes them.
+// imageLimits are config's [models.multimodal] bounds as gen takes them,
+// the table's defaults for those a spec leaves at 0.
 func imageLimits(l config.ImageLimits) gen.ImageLimits {
+	def := (&config.ModelConfig{}).ImageLimits()
+	if l.MaxImages <= 0 {
+		l.MaxImages = def.MaxImages
+	}
+	if l.MaxPixels <= 0 {
+		l.MaxPixels = def.MaxPixels
+	}
 	return gen.ImageLimits{MaxImages: l.MaxImages, MaxEdge: l.MaxEdge, MaxPixels: l.MaxPixels}
 }

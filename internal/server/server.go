@@ -95,7 +95,7 @@ type Options struct {
 	APIKeyMetrics bool
 	// Images given by URL: fetched only when AllowRemoteImages (else only
 	// data URLs and inline base64 images are taken), each at most
-	// RemoteImageMaxBytes and within RemoteImageTimeout, and never from a
+	// RemoteImageMaxBytes and within RemoteImageTimeout (0: config's defaults), and never from a
 	// loopback, private, link-local or other non-public address unless
 	// AllowPrivateImageHosts (config's server.allow_remote_images, …).
 	AllowRemoteImages      bool
@@ -190,6 +190,12 @@ func withDefaults(opts Options) Options {
 	}
 	if opts.MaxEmbeddingInputs <= 0 {
 		opts.MaxEmbeddingInputs = def.MaxEmbeddingInputs
+	}
+	if opts.RemoteImageMaxBytes <= 0 {
+		opts.RemoteImageMaxBytes = int64(def.RemoteImageMaxMB) << 20
+	}
+	if opts.RemoteImageTimeout <= 0 {
+		opts.RemoteImageTimeout = time.Duration(def.RemoteImageTimeoutSecs) * time.Second
 	}
 	return opts
 }
