@@ -10,8 +10,8 @@ import (
 	"mistralrs/internal/kvcache"
 )
 
-// loraMatrix is a random matrix of type t (F32 or F16) and its values as
-// the kernels see them.
+// loraMatrix is a random matrix of type t and its values as the kernels
+// see them (F32, F16; a quantized type's values are not returned).
 func loraMatrix(t *testing.T, rng *rand.Rand, typ kernels.Type, rows, cols int) (*kernels.Matrix, []float32) {
 	t.Helper()
 	v := make([]float32, rows*cols)
@@ -27,6 +27,9 @@ func loraMatrix(t *testing.T, rng *rand.Rand, typ kernels.Type, rows, cols int) 
 		kernels.F32ToF16s(h, v)
 		kernels.F16ToF32s(v, h)
 		data = unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))
+	default:
+		data = make([]byte, rows*typ.RowSize(cols))
+		kernels.Quantize(typ, v, data)
 	}
 	m, err := kernels.NewMatrix(typ, rows, cols, data)
 	if err != nil {
@@ -35,15 +38,17 @@ func loraMatrix(t *testing.T, rng *rand.Rand, typ kernels.Type, rows, cols int) 
 	return m, v
 }
 
-// refLoRA is row x through w plus the terms of the (pair, factor) list, in
-// float64, with llama.cpp's half-precision roundings of the low-rank
-// products' inputs when roundF16.
-func refLoRA(w []float32, rows, cols int, x []float32, terms []refTerm) []float64 {
+// refLoRA is row x through w (kernels.MatMul: a quantized w quantizes x)
+// plus the terms of the (pair, factor) list in float64 on the float32 x,
+// with llama.cpp's half-precision roundings of the low-rank products'
+// inputs when the pair is F16.
+func refLoRA(w *kernels.Matrix, x []float32, terms []refTerm) []float64 {
+	rows, cols := w.Rows, w.Cols
+	base := make([]float32, rows)
+	kernels.MatMul(nil, base, w, x, 1)
 	out := make([]float64, rows)
-	for r := range rows {
-		for c := range cols {
-			out[r] += float64(w[r*cols+c]) * float64(x[c])
-		}
+	for r, v := range base {
+		out[r] = float64(v)
 	}
 	for _, tm := range terms {
 		xin := x
@@ -82,7 +87,8 @@ type refTerm struct {
 
 // Each sequence of a batch gets its own adapters' terms (none, one, two,
 // the same adapter at other scales, scale 0, sequences of one adapter not
-// adjacent), through MatMul and MatMuls, for F32 and F16 pairs.
+// adjacent), through MatMul and MatMuls, for F32 and F16 pairs, on an F32
+// and a Q4_K weight.
 func TestLoRAProducts(t *testing.T) {
 	for _, typ := range []kernels.Type{kernels.F32, kernels.F16} {
 		t.Run(typ.String(), func(t *testing.T) { testLoRAProducts(t, typ) })
@@ -90,11 +96,11 @@ func TestLoRAProducts(t *testing.T) {
 }
 
 func testLoRAProducts(t *testing.T, typ kernels.Type) {
-	c := &Config{Layers: 1, Embd: 64, Heads: 4, KVHeads: 2, HeadDim: 16, ValueDim: 16, Vocab: 32, RMSEps: 1e-6}
+	c := &Config{Layers: 1, Embd: 256, Heads: 4, KVHeads: 2, HeadDim: 16, ValueDim: 16, Vocab: 32, RMSEps: 1e-6}
 	rng := rand.New(rand.NewPCG(3, 4))
-	const in, out1, out2 = 64, 48, 32
-	w1, w1v := loraMatrix(t, rng, kernels.F32, out1, in)
-	w2, w2v := loraMatrix(t, rng, kernels.F32, out2, in)
+	const in, out1, out2 = 256, 48, 32
+	w1, _ := loraMatrix(t, rng, kernels.F32, out1, in)
+	w2, _ := loraMatrix(t, rng, kernels.Q4_K, out2, in) // the terms go on a quantized product too
 	type pairV struct{ a, b []float32 }
 	mk := func(w *kernels.Matrix, rank int, alpha float32) (LowRank, pairV) {
 		a, av := loraMatrix(t, rng, typ, rank, in)
@@ -143,7 +149,7 @@ func testLoRAProducts(t *testing.T, typ kernels.Type) {
 		for si, sq := range b.Seqs {
 			for range sq.Tokens {
 				for k, w := range []*kernels.Matrix{w1, w2} {
-					wv, got := [][]float32{w1v, w2v}[k], [][]float32{got1, got2}[k]
+					got := [][]float32{got1, got2}[k]
 					var terms []refTerm
 					for _, a := range loras[si] {
 						lr, ok := a.Adapter.Deltas[w]
@@ -153,7 +159,7 @@ func testLoRAProducts(t *testing.T, typ kernels.Type) {
 						v := vals[a.Adapter][w]
 						terms = append(terms, refTerm{a: v.a, b: v.b, rank: lr.Rank, f: float64(a.Scale * lr.Scale), f16: typ == kernels.F16})
 					}
-					want := refLoRA(wv, w.Rows, in, x[row*in:(row+1)*in], terms)
+					want := refLoRA(w, x[row*in:(row+1)*in], terms)
 					for j, v := range want {
 						if d := math.Abs(float64(got[row*w.Rows+j]) - v); d > 1e-4*(1+math.Abs(v)) {
 							t.Fatalf("%s: sequence %d row %d weight %d [%d]: got %v, want %v", how, si, row, k, j, got[row*w.Rows+j], v)
