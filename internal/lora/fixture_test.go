@@ -184,8 +184,6 @@ func TestReferences(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	pool := kernels.NewPool(2)
-	defer pool.Close()
 	for _, name := range names {
 		c := fx.ref.Cases[name]
 		t.Run(name, func(t *testing.T) {
@@ -196,7 +194,7 @@ func TestReferences(t *testing.T) {
 			cache := modeltest.NewContiguous(m.Config, len(prompt)+len(c.Greedy))
 			logits := make([]float32, m.Config.Vocab)
 			in := &model.SeqInput{Tokens: prompt, Cache: cache, Logits: logits, LoRA: act}
-			if err := m.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
+			if err := m.Forward(nil, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
 				t.Fatal(err)
 			}
 			first := modeltest.MaxAbsDiff(t, modeltest.LogSoftmax(logits), want)
@@ -219,7 +217,7 @@ func TestReferences(t *testing.T) {
 					break
 				}
 				in := &model.SeqInput{Tokens: []int32{id}, Pos: cache.Len(), Cache: cache, Logits: logits, LoRA: act}
-				if err := m.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
+				if err := m.Forward(nil, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -243,6 +241,8 @@ func TestMixedBatch(t *testing.T) {
 		{{Adapter: a, Scale: -0.5}}, nil, {{Adapter: a, Scale: 1}}}
 	tokens := [][]int32{{1, 9038, 2501, 263, 931}, {1, 9038, 2501}, {1, 450, 4996}, {1, 9038, 2501, 263}, {1, 17}, {1, 9038}, {1, 263, 931}}
 	steps := 4
+	pool := kernels.NewPool(2)
+	defer pool.Close()
 	run := func(together bool) [][][]float32 {
 		V := m.Config.Vocab
 		out := make([][][]float32, len(loras))
@@ -263,7 +263,7 @@ func TestMixedBatch(t *testing.T) {
 				batch.Seqs = append(batch.Seqs, in)
 			}
 			if together {
-				if err := m.Forward(nil, &batch); err != nil {
+				if err := m.Forward(pool, &batch); err != nil {
 					t.Fatal(err)
 				}
 			} else {

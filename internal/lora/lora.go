@@ -155,6 +155,9 @@ func (r *resolver) resolve(ad *Adapter, pairs []pair) error {
 		ad.Bytes += int64(len(a.Data)+len(b.Data)) + int64(a.PackedSize()+b.PackedSize())
 		ad.Targets = append(ad.Targets, c.p.target)
 	}
+	if r.lim.MaxBytes > 0 && ad.Bytes > r.lim.MaxBytes { // the packed copies some instruction paths make count too
+		return fmt.Errorf("%s: the adapter's tensors take %d bytes in memory, over the limit of %d bytes", r.file, ad.Bytes, r.lim.MaxBytes)
+	}
 	slices.Sort(ad.Targets)
 	return nil
 }

@@ -145,6 +145,20 @@ func TestRefusals(t *testing.T) {
 	if _, err := lora.Load(rewriteGGUF(t, A, withNorm, nil), m, lora.Limits{}); err != nil {
 		t.Errorf("an adapter with a norm tensor: %v", err)
 	}
+	// A folder holding one GGUF file is that adapter; with two, neither.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.gguf"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ad, err := lora.Load(dir, m, lora.Limits{}); err != nil || ad.Format != "gguf" || ad.Rank != 8 || ad.Alpha != 16 || len(ad.Targets) != 8 {
+		t.Errorf("a folder with one adapter file: %+v, %v", ad, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.gguf"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lora.Load(dir, m, lora.Limits{}); err == nil || !strings.Contains(err.Error(), "2 .gguf files") {
+		t.Errorf("a folder with two adapter files: %v", err)
+	}
 	// The limits at the adapter's own size pass.
 	if _, err := lora.Load(B, m, lora.Limits{MaxRank: 4, MaxBytes: 30720}); err != nil {
 		t.Errorf("at the limits: %v", err)

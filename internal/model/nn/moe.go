@@ -249,7 +249,9 @@ func (j *moeJob) plan(s *Step, in []float32) moePlan {
 // route computes the router's probabilities and choices for tokens
 // [lo, hi), one token at a time: a product of one row gives a token the
 // same bits whatever the kernels do for several (the router is F32, whose
-// pure-Go kernels sum four rows in another order than one).
+// pure-Go kernels sum four rows in another order than one). When a
+// sequence adapts the router, the choices wait for the adapters' terms
+// (plan adds them, then routes).
 func (j *moeJob) route(lo, hi int) {
 	c := j.cfg
 	E, K, D := c.Experts, c.ExpertUsed, c.Embd
