@@ -25,7 +25,7 @@ type randomPair struct {
 }
 
 // writeAdapter writes a GGUF LoRA adapter of rank r and alpha for arch.
-func writeAdapter(t *testing.T, arch string, alpha float32, r int, pairs []randomPair) string {
+func writeAdapter(t testing.TB, arch string, alpha float32, r int, pairs []randomPair) string {
 	t.Helper()
 	w := gguf.NewWriter()
 	w.AddKV("general.architecture", arch)

@@ -144,11 +144,15 @@ func (s *Step) addLoRA(out []float32, w *kernels.Matrix, in []float32, logits bo
 			continue
 		}
 		sc := &s.loraBuf
+		p := s.Pool
+		if n*lr.Rank*(w.Cols+w.Rows) < loraSerial {
+			p = nil
+		}
 		sc.ax = grow(sc.ax, n*lr.A.Rows)
-		kernels.MatMul(s.Pool, sc.ax, lr.A, x, n)
+		kernels.MatMul(p, sc.ax, lr.A, x, n)
 		roundInput(lr.B.Type, sc.ax)
 		sc.bx = grow(sc.bx, n*w.Rows)
-		kernels.MatMul(s.Pool, sc.bx, lr.B, sc.ax, n)
+		kernels.MatMul(p, sc.bx, lr.B, sc.ax, n)
 		k := 0
 		for _, sg := range segs {
 			lo, hi := sg.rows(logits)
@@ -160,6 +164,11 @@ func (s *Step) addLoRA(out []float32, w *kernels.Matrix, in []float32, logits bo
 		}
 	}
 }
+
+// loraSerial is the number of multiply-adds of a group's two low-rank
+// products below which they run on the calling goroutine: a decode step's
+// few rows per adapter cost less than waking the pool twice.
+const loraSerial = 1 << 20
 
 func (sg loraSeg) rows(logits bool) (lo, hi int) {
 	if logits {
