@@ -38,7 +38,8 @@ type Adapter struct {
 }
 
 // Load reads source — a llama.cpp GGUF adapter file, a folder holding one,
-// or a PEFT folder (adapter_config.json + adapter_model.safetensors) — and
+// or a PEFT folder (adapter_config.json + adapter_model.safetensors, or
+// one of these two files) — and
 // resolves it against base. Errors are one line naming the file (and the
 // tensor): another architecture, a tensor the base lacks, shapes that
 // differ, a rank or size over the limits, a corrupt file.
@@ -51,6 +52,9 @@ func Load(source string, base *model.Model, lim Limits) (*Adapter, error) {
 		return nil, fmt.Errorf("lora adapter: %v", err)
 	}
 	if !st.IsDir() {
+		if name := filepath.Base(source); name == peftConfig || strings.HasSuffix(name, ".safetensors") {
+			return loadPEFT(filepath.Dir(source), base, lim) // a file of a PEFT folder: the folder
+		}
 		return loadGGUF(source, base, lim)
 	}
 	if _, err := os.Stat(filepath.Join(source, peftConfig)); err == nil {

@@ -195,6 +195,9 @@ func TestPEFTMatchesGGUF(t *testing.T) {
 			if got.Format != "peft" || got.Rank != want.Rank || got.Alpha != want.Alpha || !slices.Equal(got.Targets, want.Targets) || got.Path != dir {
 				t.Fatalf("PEFT adapter %+v, GGUF %+v", got, want)
 			}
+			if byFile, err := lora.Load(filepath.Join(dir, "adapter_model.safetensors"), m, lora.Limits{}); err != nil || !slices.Equal(byFile.Targets, want.Targets) {
+				t.Fatalf("the folder named by its safetensors file: %v", err)
+			}
 			g, w := firstLogits(t, m, fx.ref.Prompt, got), firstLogits(t, m, fx.ref.Prompt, want)
 			for s := range w {
 				if d := maxDiff(g[s], w[s]); d != 0 {
