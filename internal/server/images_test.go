@@ -77,6 +77,7 @@ func TestImagePartsParsing(t *testing.T) {
 		{"chat text-only model", "/v1/chat/completions", chat(img), 400, "messages[1].content[1].image_url", "cannot take images"},
 		{"chat string form", "/v1/chat/completions", chat(`{"type":"image_url","image_url":"` + onePixelPNG + `"}`), 400, "messages[1].content[1].image_url", "cannot take images"},
 		{"chat second image named first", "/v1/chat/completions", chat(img + `,` + img), 400, "messages[1].content[1].image_url", "cannot take images"},
+		{"chat detail original", "/v1/chat/completions", chat(`{"type":"image_url","image_url":{"url":"` + onePixelPNG + `","detail":"original"}}`), 400, "messages[1].content[1].image_url", "cannot take images"},
 		{"chat no image_url", "/v1/chat/completions", chat(`{"type":"image_url"}`), 400, "messages[1].content[1].image_url", "is required"},
 		{"chat no url", "/v1/chat/completions", chat(`{"type":"image_url","image_url":{"detail":"low"}}`), 400, "messages[1].content[1].image_url.url", "is required"},
 		{"chat bad detail", "/v1/chat/completions", chat(`{"type":"image_url","image_url":{"url":"x","detail":"max"}}`), 400, "messages[1].content[1].image_url.detail", `"max" is not one of`},

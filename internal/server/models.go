@@ -287,7 +287,7 @@ func (e *modelEntry) load() (string, error) {
 		var eng *engine.Engine
 		eng, stats, err = e.reg.newEng(&e.spec, m, draft)
 		if err == nil {
-			l = &loadedModel{Loaded: gen.Loaded{Model: m, Engine: eng}, draft: draft}
+			l = &loadedModel{Loaded: gen.Loaded{Model: m, Engine: eng, Images: imageLimits(e.spec.Images)}, draft: draft}
 		} else {
 			_ = m.Close()
 			_ = draft.Close()
@@ -424,4 +424,17 @@ func (s *ModelSpec) speculationLine() string {
 		return fmt.Sprintf("Speculative decoding for %s: prompt lookup (n-grams of up to %d tokens), %d draft tokens per step", s.ID, s.Spec.Ngram, s.Spec.Tokens)
 	}
 	return ""
+}
+
+// imageLimits are config's [models.multimodal] bounds as gen takes them,
+// the table's defaults for those a spec leaves at 0.
+func imageLimits(l config.ImageLimits) gen.ImageLimits {
+	def := (&config.ModelConfig{}).ImageLimits()
+	if l.MaxImages <= 0 {
+		l.MaxImages = def.MaxImages
+	}
+	if l.MaxPixels <= 0 {
+		l.MaxPixels = def.MaxPixels
+	}
+	return gen.ImageLimits{MaxImages: l.MaxImages, MaxEdge: l.MaxEdge, MaxPixels: l.MaxPixels}
 }

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 
 	"mistralrs/internal/chat"
-	"mistralrs/internal/loader"
+	"mistralrs/internal/vision"
 )
 
 // DefaultMaxImages is the most images one request may carry when
@@ -190,22 +190,63 @@ type fetchState struct {
 
 // imageSet is a request's images, prepared for its model's projector.
 type imageSet struct {
+	proj          *vision.Projector
 	images        []*preparedImage
 	before, after string // the projector's marker texts
 }
 
 // preparedImage is one image part decoded and preprocessed.
 type preparedImage struct {
-	part   *ImagePart
-	tokens int // the embedding rows, so prompt positions, it takes
+	part     *ImagePart
+	tokens   int // the embedding rows, so prompt positions, it takes
+	prepared *vision.Prepared
 }
 
-// prepareImages decodes and preprocesses a request's images for m's
-// projector: a 400 naming the part for an image the model cannot see (a
-// text-only model), one too many, or one that cannot be read.
-func (b *Base) prepareImages(ctx context.Context, m *loader.Model, parts Images) (*imageSet, error) {
+// prepareImages decodes and preprocesses a request's images for its
+// model's projector: a 400 naming the part for an image the model cannot
+// see (a text-only model), one too many, or one that cannot be read.
+func (b *Base) prepareImages(ctx context.Context, l *Loaded, parts Images) (*imageSet, error) {
 	if len(parts) == 0 {
 		return nil, nil
 	}
-	return nil, BadRequest(parts[0].Param, "%s: model %q cannot take images: it is served without a vision projector (--mmproj)", parts[0].Param, m.ID)
+	proj := l.Model.Vision
+	if proj == nil {
+		return nil, BadRequest(parts[0].Param, "%s: model %q cannot take images: it is served without a vision projector (--mmproj)", parts[0].Param, l.Model.ID)
+	}
+	limit := l.Images.MaxImages
+	if limit <= 0 {
+		limit = DefaultMaxImages
+	}
+	if len(parts) > limit {
+		p := parts[limit]
+		return nil, BadRequest(p.Param, "%s: too many images: at most %d per request (--max-num-images)", p.Param, limit)
+	}
+	set := &imageSet{proj: proj}
+	set.before, set.after = proj.Markers()
+	for _, p := range parts {
+		im, err := b.prepareImage(ctx, proj, &l.Images, p)
+		if err != nil {
+			return nil, err
+		}
+		set.images = append(set.images, im)
+	}
+	return set, nil
+}
+
+// prepareImage reads, decodes (its size checked from the header first)
+// and preprocesses one image.
+func (b *Base) prepareImage(ctx context.Context, proj *vision.Projector, lim *ImageLimits, p *ImagePart) (*preparedImage, error) {
+	data, err := b.imageBytes(ctx, p)
+	if err != nil {
+		return nil, imageError(p, err)
+	}
+	img, err := vision.Decode(data, vision.Limits{MaxPixels: lim.MaxPixels})
+	if err != nil {
+		return nil, imageError(p, err)
+	}
+	pr, err := proj.Prepare(img, lim.MaxEdge)
+	if err != nil {
+		return nil, imageError(p, err)
+	}
+	return &preparedImage{part: p, tokens: pr.Tokens, prepared: pr}, nil
 }

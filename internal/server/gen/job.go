@@ -228,7 +228,7 @@ func checkBiasVocab(g *Settings, tok *tokenizer.Tokenizer) error {
 // buildPrompt prepares the request's images for l's projector and makes
 // its prompt tokens, the images placed at their markers.
 func (b *Base) buildPrompt(ctx context.Context, l *Loaded, req *Request) (*Prompter, []int32, error) {
-	set, err := b.prepareImages(ctx, l.Model, req.Images)
+	set, err := b.prepareImages(ctx, l, req.Images)
 	if err != nil {
 		return nil, nil, err
 	}

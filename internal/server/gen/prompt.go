@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"mistralrs/internal/chat"
+	"mistralrs/internal/engine"
 	"mistralrs/internal/loader"
 )
 
@@ -18,6 +19,7 @@ type Prompter struct {
 	Model  *loader.Model
 	CtxLen int
 
+	set           *imageSet                 // nil: no images
 	images        map[uint64]*preparedImage // by media marker number
 	before, after string                    // the projector's texts around an image
 	spans         []imageSpan               // where Encode placed images
@@ -31,7 +33,7 @@ type imageSpan struct {
 
 // newPrompter is the prompter of a job's model with its prepared images.
 func newPrompter(m *loader.Model, ctxLen int, set *imageSet) *Prompter {
-	p := &Prompter{Model: m, CtxLen: ctxLen}
+	p := &Prompter{Model: m, CtxLen: ctxLen, set: set}
 	if set != nil && len(set.images) > 0 {
 		p.images = make(map[uint64]*preparedImage, len(set.images))
 		for _, im := range set.images {
@@ -118,7 +120,18 @@ func (p *Prompter) Encode(text string, addSpecial bool) ([]int32, error) {
 	return out, nil
 }
 
-// setImages hands the images the prompter placed to the engine request.
+// setImages hands the images the prompter placed to the engine request:
+// their positions, their encoder-cache keys, and how to encode them on a
+// cache miss.
 func (j *Job) setImages(p *Prompter) {
-	_ = p.spans // the engine's Request.Images (ENGINE's part) takes these
+	if len(p.spans) == 0 {
+		return
+	}
+	proj := p.set.proj
+	j.Req.Images = make([]engine.Image, len(p.spans))
+	for i, s := range p.spans {
+		pr := s.img.prepared
+		j.Req.Images[i] = engine.Image{Pos: s.pos, Len: s.img.tokens, Key: pr.Hash, NonCausal: proj.NonCausal(),
+			Encode: func() engine.Encoder { return proj.Encode(pr) }}
+	}
 }

@@ -1,8 +1,11 @@
 package gen
 
 import (
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,24 +14,33 @@ import (
 	"mistralrs/internal/testutil"
 )
 
-// TestPrompterMatchesMtmd builds the prompts of the vision fixture's cases
-// (../shared/testdata/vision/reference.json) and compares them with the
-// chunks llama.cpp's mtmd made: the same text ids around each image and
-// the image's positions where mtmd put them.
+// TestPrompterMatchesMtmd builds the prompts of the vision fixtures' cases
+// (Gemma 3: ../shared/testdata/vision; Pixtral: internal/vision/testdata)
+// from their images as data URLs, through the projector, and compares them
+// with the chunks llama.cpp's mtmd made: the same text ids around each
+// image, and each image's positions where mtmd put them.
 func TestPrompterMatchesMtmd(t *testing.T) {
-	ref := testutil.SharedFile(t, "testdata", "vision", "reference.json")
-	m, err := loader.Load(testutil.SharedFile(t, "testdata", "vision", "text-f32.gguf"), loader.Options{})
+	gemma := filepath.Dir(testutil.SharedFile(t, "testdata", "vision", "reference.json"))
+	t.Run("gemma3", func(t *testing.T) { checkMtmdPrompts(t, gemma, "text-f32.gguf") })
+	t.Run("pixtral", func(t *testing.T) {
+		checkMtmdPrompts(t, filepath.Join("..", "..", "vision", "testdata", "pixtral"), "text-q8_0.gguf")
+	})
+}
+
+func checkMtmdPrompts(t *testing.T, dir, text string) {
+	m, err := loader.Load(filepath.Join(dir, text), loader.Options{MMProj: filepath.Join(dir, "mmproj-f32.gguf")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	data, err := os.ReadFile(ref)
+	data, err := os.ReadFile(filepath.Join(dir, "reference.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
 		Cases map[string]struct {
-			Prompt string `json:"prompt_string"`
+			Prompt string   `json:"prompt_string"`
+			Images []string `json:"images"`
 			Chunks []struct {
 				Text   []int32 `json:"text"`
 				Tokens int     `json:"image_tokens"`
@@ -38,18 +50,24 @@ func TestPrompterMatchesMtmd(t *testing.T) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
+	b := &Base{}
 	for name, c := range doc.Cases {
 		if c.Chunks == nil {
 			continue
 		}
 		var parts Images
 		text := c.Prompt
-		for strings.Contains(text, "<__media__>") {
-			text = strings.Replace(text, "<__media__>", parts.Add("x", "").Text, 1)
+		for _, file := range c.Images {
+			img, err := os.ReadFile(filepath.Join(dir, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mark := parts.Add(file, "data:image/png;base64,"+base64.StdEncoding.EncodeToString(img)).Text
+			text = strings.Replace(text, "<__media__>", mark, 1)
 		}
-		set := &imageSet{before: "<start_of_image>", after: "<end_of_image>"}
-		for _, p := range parts {
-			set.images = append(set.images, &preparedImage{part: p, tokens: 16})
+		set, err := b.prepareImages(context.Background(), &Loaded{Model: m}, parts)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
 		pr := newPrompter(m, 2048, set)
 		got, err := pr.Encode(text, true)
@@ -69,6 +87,9 @@ func TestPrompterMatchesMtmd(t *testing.T) {
 		var pos []int
 		for i, s := range pr.spans {
 			pos = append(pos, s.pos)
+			if c.Chunks[2*i+1].Tokens != s.img.tokens {
+				t.Errorf("%s: image %d has %d positions, mtmd's %d", name, i, s.img.tokens, c.Chunks[2*i+1].Tokens)
+			}
 			if s.img != set.images[i] {
 				t.Errorf("%s: span %d is not image %d", name, i, i)
 			}

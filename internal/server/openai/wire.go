@@ -187,8 +187,8 @@ func imageURL(raw json.RawMessage, param string) (string, error) {
 	if obj.URL == nil || *obj.URL == "" {
 		return "", gen.BadRequest(param+".url", "%s.url is required", param)
 	}
-	if d := obj.Detail; d != nil && *d != "auto" && *d != "low" && *d != "high" {
-		return "", gen.BadRequest(param+".detail", "%s.detail %q is not one of auto, low, high", param, *d)
+	if d := obj.Detail; d != nil && *d != "auto" && *d != "low" && *d != "high" && *d != "original" {
+		return "", gen.BadRequest(param+".detail", "%s.detail %q is not one of auto, low, high, original", param, *d)
 	}
 	return *obj.URL, nil
 }

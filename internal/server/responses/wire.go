@@ -366,8 +366,8 @@ func inputImage(param string, u, fileID, detail *string, images *gen.Images) (ch
 	if u == nil || *u == "" {
 		return chat.ContentPart{}, gen.BadRequest(param+".image_url", "%s.image_url is required", param)
 	}
-	if d := detail; d != nil && *d != "auto" && *d != "low" && *d != "high" {
-		return chat.ContentPart{}, gen.BadRequest(param+".detail", "%s.detail %q is not one of auto, low, high", param, *d)
+	if d := detail; d != nil && *d != "auto" && *d != "low" && *d != "high" && *d != "original" {
+		return chat.ContentPart{}, gen.BadRequest(param+".detail", "%s.detail %q is not one of auto, low, high, original", param, *d)
 	}
 	return images.Add(param+".image_url", *u), nil
 }

@@ -61,7 +61,18 @@
     try {
       localStorage.setItem(STORE_KEY, JSON.stringify(state));
     } catch (e) {
-      setStatus('could not save the conversation: ' + e.message, true);
+      // Images are what outgrows the browser's storage: keep the text.
+      const hasImages = state.messages.some((m) => m.images);
+      try {
+        if (!hasImages) throw e;
+        const textOnly = Object.assign({}, state, {
+          messages: state.messages.map((m) => Object.assign({}, m, { images: undefined })),
+        });
+        localStorage.setItem(STORE_KEY, JSON.stringify(textOnly));
+        setStatus('images are too large to keep in this browser: a reload shows the text only', true);
+      } catch (e2) {
+        setStatus('could not save the conversation: ' + e2.message, true);
+      }
     }
   }
 
