@@ -271,8 +271,9 @@ func (a *ModelAdapter) limits() (adapters, rank int, bytes int64) {
 
 func optionInt(key string) int { return OptionByKey(key).Default.(int) }
 
-// unsupportedAdapterKeys are mistral.rs's legacy LoRA and X-LoRA settings
-// with the value each has in a; the first set one is refused.
+// unsupported is the first of mistral.rs's legacy LoRA and X-LoRA settings
+// that a sets (its key under [models.adapter], its value, which feature it
+// belongs to); "" when none is. Validate refuses it.
 func (a *ModelAdapter) unsupported() (key string, value any, what string) {
 	for _, u := range []struct {
 		key   string
