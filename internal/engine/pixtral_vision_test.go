@@ -138,7 +138,7 @@ func (f *pixtralFixture) teacherForced(t *testing.T, req *engine.Request, c *pix
 // encoder: greedy ids are llama.cpp's (all steps before a near-tie), the
 // log-probabilities along them and the teacher-forced distributions at
 // every step are within 2e-2 of llama.cpp's (the Gemma 3 fixture's
-// tolerance; measured here: a few 1e-3, README.md), and different images
+// tolerance; measured here: at most 9e-4, README.md), and different images
 // give different answers.
 func TestPixtralVisionReference(t *testing.T) {
 	f := loadPixtralFixture(t)
