@@ -26,6 +26,8 @@ import (
 type benchFlags struct {
 	file     string
 	isq      string // in-situ quantization type; "": none
+	mmproj   string // vision projector of the image-encode row; "": the one found beside the model, if any
+	image    string // image of the image-encode row; "": a generated one of the projector's size
 	hub      hubModelFlags
 	prompts  []int
 	gens     []int
@@ -42,24 +44,30 @@ type benchFlags struct {
 
 // benchResult carries llama-bench's JSON keys, so scripts read both tools.
 type benchResult struct {
-	ModelFilename string    `json:"model_filename"`
-	ModelType     string    `json:"model_type"`
-	ModelSize     int64     `json:"model_size"`
-	ModelNParams  int64     `json:"model_n_params"`
-	Backends      string    `json:"backends"`
-	NThreads      int       `json:"n_threads"`
-	NPrompt       int       `json:"n_prompt"`
-	NGen          int       `json:"n_gen"`
-	NDepth        int       `json:"n_depth"`
-	TypeK         string    `json:"type_k"`
-	TypeV         string    `json:"type_v"`
-	TestTime      string    `json:"test_time"`
-	AvgNs         int64     `json:"avg_ns"`
-	StddevNs      int64     `json:"stddev_ns"`
-	AvgTs         float64   `json:"avg_ts"`
-	StddevTs      float64   `json:"stddev_ts"`
-	SamplesNs     []int64   `json:"samples_ns"`
-	SamplesTs     []float64 `json:"samples_ts"`
+	ModelFilename string `json:"model_filename"`
+	ModelType     string `json:"model_type"`
+	ModelSize     int64  `json:"model_size"`
+	ModelNParams  int64  `json:"model_n_params"`
+	Backends      string `json:"backends"`
+	NThreads      int    `json:"n_threads"`
+	NPrompt       int    `json:"n_prompt"`
+	NGen          int    `json:"n_gen"`
+	NDepth        int    `json:"n_depth"`
+	TypeK         string `json:"type_k"`
+	TypeV         string `json:"type_v"`
+	TestTime      string `json:"test_time"`
+	// The image-encode test's (ours): the projector, the image, the rows it
+	// encodes into; avg_ns is one encode, avg_ts image rows per second.
+	MMProjFilename string    `json:"mmproj_filename,omitempty"`
+	MMProjType     string    `json:"mmproj_type,omitempty"`
+	Image          string    `json:"image,omitempty"`
+	NImageTokens   int       `json:"n_image_tokens,omitempty"`
+	AvgNs          int64     `json:"avg_ns"`
+	StddevNs       int64     `json:"stddev_ns"`
+	AvgTs          float64   `json:"avg_ts"`
+	StddevTs       float64   `json:"stddev_ts"`
+	SamplesNs      []int64   `json:"samples_ns"`
+	SamplesTs      []float64 `json:"samples_ts"`
 }
 
 func newBenchCmd(g *config.GlobalConfig) *cobra.Command {
@@ -77,6 +85,10 @@ func newBenchCmd(g *config.GlobalConfig) *cobra.Command {
 			"column is the best run with over the best run without. The prompt is -p random tokens or\n" +
 			"--prompt TEXT: n-gram acceptance depends on how much the output repeats it. --verify-cost\n" +
 			"times a forward pass of k+1 tokens (a verification of k guesses) against a 1-token decode.\n\n" +
+			"A vision projector (--mmproj, or the one *mmproj*.gguf beside the model) adds an image-encode\n" +
+			"row per thread count: one image (--image FILE, else a generated one of the projector's input\n" +
+			"size) preprocessed once, then encoded whole; ms/image excludes the preprocessing, as\n" +
+			"llama.cpp's \"image slice encoded in N ms\" does. -p 0 -n 0 leaves that row alone.\n\n" +
 			"With --url it load-tests a running server instead, like vLLM's bench serve: --concurrency\n" +
 			"streamed chat requests at a time, reporting TTFT, inter-token and end-to-end latency\n" +
 			"percentiles and token throughput.",
@@ -87,7 +99,7 @@ func newBenchCmd(g *config.GlobalConfig) *cobra.Command {
 				defer stop()
 				return runLoad(ctx, &f.load, f.jsonOut, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
-			if err := f.hub.apply(cmd, &f.file, g.TokenSource); err != nil {
+			if err := f.hub.apply(cmd, &f.file, &f.mmproj, g.TokenSource); err != nil {
 				return err
 			}
 			return runBench(cmd, f)
@@ -97,6 +109,8 @@ func newBenchCmd(g *config.GlobalConfig) *cobra.Command {
 	fl.StringVarP(&f.file, "file", "f", "", "GGUF model file (default: the embedded demo model)")
 	addHubModelFlags(fl, &f.hub)
 	fl.StringVar(&f.isq, "isq", "", "in-situ quantization of the model at load: q4_0, q4_1, q5_0, q5_1, q8_0, q4k, q5k or q6k")
+	fl.StringVar(&f.mmproj, "mmproj", "", "vision projector (llama.cpp mmproj GGUF): adds an image-encode row; default: the one *mmproj*.gguf beside the model, if any")
+	fl.StringVar(&f.image, "image", "", "image of the image-encode row (PNG, JPEG, WebP, GIF; default: a generated one of the projector's input size)")
 	fl.IntSliceVarP(&f.prompts, "n-prompt", "p", []int{512}, "prompt lengths to test (0 skips pp)")
 	fl.IntSliceVarP(&f.gens, "n-gen", "n", []int{128}, "generation lengths to test (0 skips tg)")
 	fl.IntSliceVarP(&f.depths, "n-depth", "d", []int{0}, "tokens already in the cache before each test (its context depth)")
@@ -132,7 +146,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	default:
 		return fmt.Errorf("--cache-type %q: want auto or f16", f.kvType)
 	}
-	m, err := loadModelISQ(f.file, "", f.isq, cmd.ErrOrStderr())
+	m, err := loadModelWith(f.file, loader.Options{ISQ: f.isq, MMProj: f.mmproj}, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -182,14 +196,18 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 			}
 		}
 	}
+	img, err := imageTest(m, f.image)
+	if err != nil {
+		return err
+	}
 	for _, t := range tests {
 		if need := t.depth + max(t.pp, t.tg); need > m.Net.Config.ContextLen {
 			return fmt.Errorf("test of %d tokens at depth %d needs %d positions; the model's context is %d", max(t.pp, t.tg), t.depth, need, m.Net.Config.ContextLen)
 		}
 	}
-	var results []benchResult
+	var results, imageRows []benchResult
 	out := cmd.OutOrStdout()
-	if !f.jsonOut {
+	if !f.jsonOut && len(tests) > 0 {
 		fmt.Fprintf(out, "| %-30s | %10s | %9s | %-10s | %7s | %16s | %20s |\n", "model", "size", "params", "backend", "threads", "test", "t/s")
 		fmt.Fprintf(out, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 30), strings.Repeat("-", 9), strings.Repeat("-", 8), strings.Repeat("-", 10), strings.Repeat("-", 6), strings.Repeat("-", 15), strings.Repeat("-", 19))
 	}
@@ -239,12 +257,36 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 					fmt.Sprintf("%.2f ± %.2f", r.AvgTs, r.StddevTs))
 			}
 		}
+		if img != nil {
+			r, err := img.run(pool, f.reps, f.noWarmup)
+			if err != nil {
+				pool.Close()
+				return err
+			}
+			r.ModelFilename, r.ModelType, r.ModelSize, r.ModelNParams = name, typeName, size, params
+			imageRows = append(imageRows, r)
+		}
 		pool.Close()
 	}
 	if f.jsonOut {
-		return writeJSON(out, results)
+		return writeJSON(out, append(results, imageRows...))
+	}
+	if len(imageRows) > 0 {
+		writeImageTable(out, imageRows)
 	}
 	return nil
+}
+
+// imageTest is the image-encode test of a model with a vision projector;
+// nil without one (an --image then is an error).
+func imageTest(m *loader.Model, file string) (*imageBench, error) {
+	if m.Vision == nil {
+		if file != "" {
+			return nil, fmt.Errorf("--image needs a vision projector: --mmproj FILE, or one *mmproj*.gguf beside the model")
+		}
+		return nil, nil
+	}
+	return newImageBench(m.Vision, file)
 }
 
 func writeJSON(w io.Writer, v any) error {

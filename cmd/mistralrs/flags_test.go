@@ -104,7 +104,7 @@ func TestFlagsMatchOptionTable(t *testing.T) {
 // deliberate change, rewrite them with go test -run TestHelpUnchanged -update-help.
 func TestHelpUnchanged(t *testing.T) {
 	for _, args := range [][]string{
-		{}, {"serve"}, {"serve", "text"}, {"serve", "auto"}, {"serve", "embedding"},
+		{}, {"serve"}, {"serve", "text"}, {"serve", "auto"}, {"serve", "multimodal"}, {"serve", "embedding"},
 		{"run"}, {"from-config"}, {"bench"}, {"tokenize"}, {"gen-model"}, {"quantize"},
 	} {
 		name := "root"

@@ -64,7 +64,7 @@ func runConfig(cmd *cobra.Command, cfg *config.Config, warns []config.Warning) e
 		if err != nil {
 			return err
 		}
-		f.file = src.Files[0]
+		f.file, f.mmproj, f.hub.kind = src.Files[0], src.MMProj, cfg.Models[i].Kind
 		f.chatTemplate = cfg.ChatTemplateFor(i)
 		f.isq = cfg.Models[i].Quantization.ISQ
 	}

@@ -34,6 +34,9 @@ func newServeCmd(g *config.GlobalConfig) *cobra.Command {
 				if cfg.DemoModel() {
 					return fmt.Errorf("serve %s needs a model: -m MODEL_ID or -f FILE.gguf (only the bare `serve` runs the embedded demo model)", kind)
 				}
+				if err := refuseMultimodalFlags(cmd, kind); err != nil {
+					return err
+				}
 				cfg.Models[0].Kind = kind
 			}
 			warns := cfg.ApplyEnv(nil)
@@ -43,11 +46,14 @@ func newServeCmd(g *config.GlobalConfig) *cobra.Command {
 			if cfg.DemoModel() && cfg.Models[0].Quantization.ISQ != "" {
 				return fmt.Errorf("--isq needs a model (-m or -f); the embedded demo model is not quantized")
 			}
+			if cfg.DemoModel() && len(cfg.Models[0].Format.MMProj) > 0 {
+				return fmt.Errorf("--mmproj needs a model (-m or -f); the embedded demo model takes no images")
+			}
 			return serveConfig(cmd, cfg, warns)
 		}
 	}
 	cmd := &cobra.Command{
-		Use:   "serve [-m MODEL_ID] [-f FILE.gguf] | serve [FLAGS] auto|text|embedding -m MODEL_ID",
+		Use:   "serve [-m MODEL_ID] [-f FILE.gguf] | serve [FLAGS] auto|text|multimodal|embedding -m MODEL_ID",
 		Short: "Serve a model over an OpenAI-compatible HTTP API",
 		Long: "Serve a model over an OpenAI-compatible HTTP API (chat and text completions,\n" +
 			"streaming and not, and embeddings), with access logs, request ids and Prometheus metrics.\n" +
@@ -55,17 +61,20 @@ func newServeCmd(g *config.GlobalConfig) *cobra.Command {
 			"into the Hugging Face cache at startup when missing); -f names GGUF files. Without either, the embedded demo\n" +
 			"model is served (stories260K: it writes short children's stories). --mtp-model (a draft model with the\n" +
 			"same vocabulary) or --spec-ngram (prompt lookup) turns on speculative decoding.\n" +
-			"The subcommands name the model's kind, as in mistral.rs: `serve text` (and `serve auto`,\n" +
-			"the same here) is the bare form; `serve embedding` serves the model for /v1/embeddings\n" +
-			"only. They need -m or -f; the flags may come before or after the subcommand.",
+			"The subcommands name the model's kind, as in mistral.rs: `serve auto` is the bare form, multimodal\n" +
+			"when a vision projector is given (--mmproj) or found beside the model (or in its Hugging Face\n" +
+			"repository), else text; `serve multimodal` needs the projector, `serve text` never loads one;\n" +
+			"`serve embedding` serves the model for /v1/embeddings only. They need -m or -f; the flags may\n" +
+			"come before or after the subcommand.",
 		Args: serveArgs,
 		RunE: run(""),
 	}
 	// Persistent: the kind subcommands take every serve flag.
 	config.BindServeFlags(cmd.PersistentFlags(), cfg)
 	for _, k := range []struct{ kind, short string }{
-		{config.KindAuto, "Serve a model by its kind: text here, as every supported architecture generates"},
+		{config.KindAuto, "Serve a model by its kind: multimodal when a vision projector is given or found, else text"},
 		{config.KindText, "Serve a text model: chat, completions and embeddings"},
+		{config.KindMultimodal, "Serve a model with its vision projector (--mmproj, or the one found beside it): text and images"},
 		{config.KindEmbedding, "Serve a model for embeddings only (POST /v1/embeddings; chat and completions are refused)"},
 	} {
 		cmd.AddCommand(&cobra.Command{
@@ -76,6 +85,20 @@ func newServeCmd(g *config.GlobalConfig) *cobra.Command {
 		})
 	}
 	return cmd
+}
+
+// refuseMultimodalFlags: as in mistral.rs, `serve text` and `serve
+// embedding` have no multimodal flag group.
+func refuseMultimodalFlags(cmd *cobra.Command, kind string) error {
+	if kind != config.KindText && kind != config.KindEmbedding {
+		return nil
+	}
+	for _, name := range config.MultimodalFlags() {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s cannot be used with `serve %s`: a %s model takes no images (use `serve multimodal` or `serve auto`)", name, kind, kind)
+		}
+	}
+	return nil
 }
 
 // serveArgs refuses arguments, with a hint for `--spec-ngram 5`: the flag's

@@ -74,6 +74,14 @@ type ServerConfig struct {
 	MaxEmbeddingInputs     int           `toml:"max_embedding_inputs"`  // inputs of one /v1/embeddings request; at least 1
 	KeepAliveInterval      time.Duration `toml:"-"`                     // KEEP_ALIVE_INTERVAL (ms) only, as in mistral.rs
 	GrammarCacheMB         int           `toml:"grammar_cache_mb"`      // compiled grammars kept, in MiB; at least 1
+
+	// Images given by URL (ours; mistral.rs fetches any URL): fetched only
+	// when AllowRemoteImages, within a size and a time limit, and never from
+	// a non-public address unless AllowPrivateImageHosts.
+	AllowRemoteImages      bool `toml:"allow_remote_images"`
+	RemoteImageMaxMB       int  `toml:"remote_image_max_mb"`       // at least 1
+	RemoteImageTimeoutSecs int  `toml:"remote_image_timeout_secs"` // at least 1
+	AllowPrivateImageHosts bool `toml:"allow_private_image_hosts"`
 }
 
 // RuntimeConfig is the scheduler and prompt handling shared by all models.
@@ -88,6 +96,8 @@ type RuntimeConfig struct {
 	Threads                     int    `toml:"threads"` // ours; 0: one per core
 	// ours: the most embedding tokens in one engine step
 	EmbeddingStepTokens int `toml:"embedding_step_tokens"`
+	// ours: each multimodal model's encoder cache, in MiB; 0: none
+	EncoderCacheMB int `toml:"encoder_cache_mb"`
 
 	// Speculative decoding of the first model (SpeculativeFor); a [[models]]
 	// entry's own keys override them for that entry.
@@ -110,14 +120,15 @@ type PagedAttnConfig struct {
 
 // ModelConfig is one [[models]] entry (or the model of `serve -m/-f`).
 type ModelConfig struct {
-	Kind          string      `toml:"kind"` // KindAuto, KindText or KindEmbedding
-	ModelID       string      `toml:"model_id"`
-	ChatTemplate  string      `toml:"chat_template"`  // overrides runtime.chat_template
-	JinjaExplicit string      `toml:"jinja_explicit"` // overrides runtime.jinja_explicit
-	Format        ModelFormat `toml:"format"`
-	Device        ModelDevice `toml:"device"`
-	HFRevision    string      `toml:"hf_revision"` // Hugging Face revision (branch, tag or commit) of an HF model_id; "" means main
-	Quantization  ModelQuant  `toml:"quantization"`
+	Kind          string          `toml:"kind"` // KindAuto, KindText or KindEmbedding
+	ModelID       string          `toml:"model_id"`
+	ChatTemplate  string          `toml:"chat_template"`  // overrides runtime.chat_template
+	JinjaExplicit string          `toml:"jinja_explicit"` // overrides runtime.jinja_explicit
+	Format        ModelFormat     `toml:"format"`
+	Device        ModelDevice     `toml:"device"`
+	HFRevision    string          `toml:"hf_revision"` // Hugging Face revision (branch, tag or commit) of an HF model_id; "" means main
+	Quantization  ModelQuant      `toml:"quantization"`
+	Multimodal    ModelMultimodal `toml:"multimodal"`
 
 	// Speculative decoding of this model (ours: mistral.rs gives only the
 	// first model a proposer, from [runtime]). Unset (""/nil): the first
@@ -127,19 +138,34 @@ type ModelConfig struct {
 	SpecNgram   *int   `toml:"spec_ngram"`
 }
 
-// Model kinds (models.kind; `serve auto|text|embedding`). A text model
-// (auto is text here: every supported architecture generates) serves chat,
-// completions and embeddings; an embedding model serves embeddings only.
+// Model kinds (models.kind; `serve auto|text|multimodal|embedding`). A
+// text model serves chat, completions and embeddings; a multimodal one also
+// takes images, through its vision projector (mmproj); an embedding model
+// serves embeddings only. Auto is multimodal when a projector is given or
+// found (ResolveModel), else text.
 const (
-	KindAuto      = "auto"
-	KindText      = "text"
-	KindEmbedding = "embedding"
+	KindAuto       = "auto"
+	KindText       = "text"
+	KindMultimodal = "multimodal"
+	KindEmbedding  = "embedding"
 )
 
 // ModelFormat is [models.format].
 type ModelFormat struct {
 	Format        string   `toml:"format"` // "", "gguf" ("plain" and "ggml" are refused)
 	QuantizedFile FileList `toml:"quantized_file"`
+	// MMProj is the vision projector: mistral.rs's semicolon-separated
+	// list, of which this server takes one (Validate refuses more).
+	MMProj FileList `toml:"mmproj"`
+}
+
+// ModelMultimodal is [models.multimodal]: what a multimodal model's
+// requests may carry. mistral.rs sizes its device map by them; here they
+// bound each request (the server refuses what exceeds them).
+type ModelMultimodal struct {
+	MaxEdge        int  `toml:"max_edge"`         // cap of an image's longer side before the projector's sizing; 0: the projector's own
+	MaxNumImages   *int `toml:"max_num_images"`   // images in one request; nil in a decoded entry until LoadTOML gives it the default
+	MaxImageLength *int `toml:"max_image_length"` // an image has at most this many pixels squared
 }
 
 // ModelQuant is [models.quantization]: in-situ quantization at load.
@@ -371,6 +397,9 @@ func (c *Config) validateServer() error {
 	if s.GrammarCacheMB < 1 || s.GrammarCacheMB > 1<<20 {
 		return c.bad("server.grammar_cache_mb", s.GrammarCacheMB, "must be between 1 and %d", 1<<20)
 	}
+	if err := c.validateRemoteImages(); err != nil {
+		return err
+	}
 	return c.validateServerLimits()
 }
 
@@ -408,6 +437,7 @@ func (c *Config) validateRuntime() error {
 		{"runtime.embedding_step_tokens", r.EmbeddingStepTokens, 1},
 		{"runtime.prefix_cache_n", r.PrefixCacheN, 0},
 		{"runtime.threads", r.Threads, 0},
+		{"runtime.encoder_cache_mb", r.EncoderCacheMB, 0},
 	} {
 		if p.v < p.min {
 			if p.min == 0 {
@@ -418,6 +448,9 @@ func (c *Config) validateRuntime() error {
 	}
 	if r.Threads > 4096 {
 		return c.bad("runtime.threads", r.Threads, "must be at most 4096")
+	}
+	if r.EncoderCacheMB > 1<<20 {
+		return c.bad("runtime.encoder_cache_mb", r.EncoderCacheMB, "must be at most %d", 1<<20)
 	}
 	if err := checkTemplate(c.bad, "runtime.chat_template", r.ChatTemplate, true); err != nil {
 		return err
@@ -484,11 +517,11 @@ func (c *Config) validateModel(i int, seen map[string]int) error {
 	m := &c.Models[i]
 	k := func(name string) string { return fmt.Sprintf("models[%d].%s", i, name) }
 	switch m.Kind {
-	case KindAuto, KindText, KindEmbedding:
-	case "multimodal", "diffusion", "speech":
-		return c.bad(k("kind"), m.Kind, "not supported by this engine (text and embedding models only)")
+	case KindAuto, KindText, KindMultimodal, KindEmbedding:
+	case "diffusion", "speech":
+		return c.bad(k("kind"), m.Kind, "not supported by this engine (text, multimodal and embedding models only)")
 	default:
-		return c.bad(k("kind"), m.Kind, `must be "auto", "text" or "embedding"`)
+		return c.bad(k("kind"), m.Kind, `must be "auto", "text", "multimodal" or "embedding"`)
 	}
 	if m.ModelID == "" && !(c.origin == originFlags && i == 0) {
 		return c.bad(k("model_id"), nil, "missing; every [[models]] entry needs a model_id")
@@ -512,6 +545,9 @@ func (c *Config) validateModel(i int, seen map[string]int) error {
 		return c.bad(k("quantization.isq"), q, "not a supported ISQ type (q4_0, q4_1, q5_0, q5_1, q8_0, q4k, q5k, q6k)")
 	}
 	if err := c.checkEmbeddingModel(i); err != nil {
+		return err
+	}
+	if err := c.checkMultimodal(i); err != nil {
 		return err
 	}
 	if _, err := m.format(); err != nil {

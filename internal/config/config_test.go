@@ -150,6 +150,16 @@ func TestDefaults(t *testing.T) {
 
 		"server.max_embedding_inputs":   2048,
 		"runtime.embedding_step_tokens": 64,
+
+		"server.allow_remote_images":         false,
+		"server.remote_image_max_mb":         20,
+		"server.remote_image_timeout_secs":   10,
+		"server.allow_private_image_hosts":   false,
+		"runtime.encoder_cache_mb":           256,
+		"models.format.mmproj":               FileList(nil),
+		"models.multimodal.max_edge":         0,
+		"models.multimodal.max_num_images":   intPtr(8),
+		"models.multimodal.max_image_length": intPtr(4096),
 	}
 	name := func(o *Option) string {
 		switch {
@@ -207,6 +217,8 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+func intPtr(v int) *int { return &v }
+
 func isEmptyList(v any) bool {
 	l, ok := v.(FileList)
 	return ok && len(l) == 0
@@ -259,6 +271,10 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 	serve["grammar-cache-mb"] = ""
 	serve["hf-revision"] = ""
 	serve["max-embedding-inputs"], serve["embedding-step-tokens"] = "", ""
+	for _, f := range []string{"allow-remote-images", "remote-image-max-mb", "remote-image-timeout-secs", "allow-private-image-hosts",
+		"encoder-cache-mb", "mmproj", "max-edge", "max-num-images", "max-image-length"} {
+		serve[f] = ""
+	}
 	global := map[string]string{"seed": "", "log": "l", "verbose": "v", "token-source": ""}
 	for _, set := range []struct {
 		fs   *pflag.FlagSet
@@ -343,6 +359,16 @@ func sampleValues(t *testing.T) map[string][2]string {
 
 		"server.max_embedding_inputs":   {`16`, "16"},
 		"runtime.embedding_step_tokens": {`8`, "8"},
+
+		"server.allow_remote_images":         {`true`, "true"},
+		"server.remote_image_max_mb":         {`5`, "5"},
+		"server.remote_image_timeout_secs":   {`3`, "3"},
+		"server.allow_private_image_hosts":   {`true`, "true"},
+		"runtime.encoder_cache_mb":           {`0`, "0"},
+		"models.format.mmproj":               {`"mmproj-f16.gguf"`, "mmproj-f16.gguf"},
+		"models.multimodal.max_edge":         {`1024`, "1024"},
+		"models.multimodal.max_num_images":   {`2`, "2"},
+		"models.multimodal.max_image_length": {`2048`, "2048"},
 	}
 }
 
@@ -750,8 +776,8 @@ func TestTOMLErrors(t *testing.T) {
 		{"[[models]]\nmodel_id = \"a\"\n[[models]]\nmodel_id = \"a\"\n", `models[1].model_id = "a": already used by models[0]; model ids must be unique`},
 		{"[[models]]\nmodel_id = 3\n", `(last key "models.model_id"): incompatible types`},
 		{"models = 3\n", `(last key "models"): incompatible types`},
-		{"[[models]]\nmodel_id = \"a\"\nkind = \"speech\"\n", `models[0].kind = "speech": not supported by this engine (text and embedding models only)`},
-		{"[[models]]\nmodel_id = \"a\"\nkind = \"robot\"\n", `models[0].kind = "robot": must be "auto", "text" or "embedding"`},
+		{"[[models]]\nmodel_id = \"a\"\nkind = \"speech\"\n", `models[0].kind = "speech": not supported by this engine (text, multimodal and embedding models only)`},
+		{"[[models]]\nmodel_id = \"a\"\nkind = \"robot\"\n", `models[0].kind = "robot": must be "auto", "text", "multimodal" or "embedding"`},
 		{"[runtime]\nmtp_model = \"d.gguf\"\n[[models]]\nmodel_id = \"a\"\nkind = \"embedding\"\n",
 			`models[0].kind = "embedding": runtime.mtp_model does not apply, an embedding model generates no tokens to speculate on`},
 		{"[[models]]\nmodel_id = \"a\"\n[[models]]\nmodel_id = \"b\"\nkind = \"embedding\"\nspec_ngram = 3\n",
@@ -811,7 +837,6 @@ model_id = "a"
 dtype = "bf16"
 weird = 1
 [models.format]
-mmproj = "p.gguf"
 quantized_fille = "x.gguf"
 [models.adapter]
 enable_lora = true
@@ -840,7 +865,6 @@ max_seq_len = 4096
 		"models.adapter: not supported by this server; ignored",
 		"models.device.max_seq_len: not supported by this server; ignored",
 		"models.dtype: not supported by this server; ignored",
-		"models.format.mmproj: not supported by this server; ignored",
 		"models.format.quantized_fille: unknown key; ignored (did you mean models.format.quantized_file?)",
 		"models.quantization.imatrix: not supported by this server; ignored",
 		"models.weird: unknown key; ignored",

@@ -25,6 +25,7 @@ func (c *Config) EngineOptions() engine.Options {
 		SpecNgram:  r.SpecNgram,
 	}
 	o.EmbeddingStepTokens = r.EmbeddingStepTokens
+	o.EncoderCacheBytes = int64(r.EncoderCacheMB) << 20
 	b := p.Budget()
 	o.MemoryMB, o.ContextLen, o.MemoryFraction = b.MemoryMB, b.ContextLen, b.Fraction
 	return o

@@ -52,7 +52,7 @@ func TestEngineOptionsMapped(t *testing.T) {
 	// The defaults reach the engine as the table writes them.
 	if o := DefaultEngineOptions(); o.MaxSeqs != 32 || o.MaxNumBatchedTokens != 4096 || o.MaxDecodeStepsBeforePrefill != 8 ||
 		o.BlockSize != 32 || o.PrefixCacheN != 16 || o.MemoryFraction != DefaultMemoryFraction ||
-		o.SpecTokens != 4 || o.SpecNgram != 0 || o.Draft != nil {
+		o.SpecTokens != 4 || o.SpecNgram != 0 || o.Draft != nil || o.EncoderCacheBytes != 256<<20 {
 		t.Errorf("default engine options %+v", o)
 	}
 }

@@ -30,6 +30,7 @@ type ModelSource struct {
 	Files    []string // the model's GGUF files, shards in order; Files[0] is the file to open
 	HFRepo   string   // "org/name" when found in the Hugging Face cache
 	Revision string   // the snapshot's commit when found in the Hugging Face cache
+	MMProj   string   // the vision projector (Projector); "": a text model
 }
 
 // ResolveModel finds the GGUF files of a model entry:
@@ -40,7 +41,9 @@ type ModelSource struct {
 //   - otherwise a Hugging Face id ("org/name") looked up in the local hub
 //     cache (device.hf_cache, $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub),
 //     at the snapshot hf_revision's ref points to (refs/main by default), or
-//     the snapshot of hf_revision when it is a commit.
+//     the snapshot of hf_revision when it is a commit;
+//
+// and its vision projector, as Projector finds it in the same directory.
 //
 // getenv nil means os.Getenv.
 func ResolveModel(m ModelConfig, getenv func(string) string) (*ModelSource, error) {
@@ -60,7 +63,7 @@ func ResolveModel(m ModelConfig, getenv func(string) string) (*ModelSource, erro
 		if err != nil {
 			return nil, err
 		}
-		return &ModelSource{ID: gguf.ModelName(files[0]), Dir: filepath.Dir(files[0]), Files: files}, nil
+		return withProjector(m, "", &ModelSource{ID: gguf.ModelName(files[0]), Dir: filepath.Dir(files[0]), Files: files})
 	}
 
 	if st, err := os.Stat(id); err == nil {
@@ -78,7 +81,7 @@ func ResolveModel(m ModelConfig, getenv func(string) string) (*ModelSource, erro
 		if err != nil {
 			return nil, err
 		}
-		return &ModelSource{ID: id, Dir: dir, Files: files}, nil
+		return withProjector(m, dir, &ModelSource{ID: id, Dir: dir, Files: files})
 	}
 	if looksLikePath(id) {
 		return nil, fmt.Errorf("model %q: no such file or directory", id)
@@ -95,7 +98,17 @@ func ResolveModel(m ModelConfig, getenv func(string) string) (*ModelSource, erro
 	if err != nil {
 		return nil, fmt.Errorf("model %q (Hugging Face cache): %w", id, err)
 	}
-	return &ModelSource{ID: id, Dir: snap, Files: files, HFRepo: id, Revision: rev}, nil
+	return withProjector(m, snap, &ModelSource{ID: id, Dir: snap, Files: files, HFRepo: id, Revision: rev})
+}
+
+// withProjector sets src's vision projector, found as Projector says.
+func withProjector(m ModelConfig, dir string, src *ModelSource) (*ModelSource, error) {
+	p, err := Projector(m, dir, src.Files[0])
+	if err != nil {
+		return nil, err
+	}
+	src.MMProj = p
+	return src, nil
 }
 
 // validHFID: the spelling of a Hugging Face repository id.
@@ -397,7 +410,7 @@ func (c *Config) Fetch(ctx context.Context, o FetchOptions) error {
 		if !isHFModelID(*id) {
 			return nil
 		}
-		m := ModelConfig{ModelID: *id, Device: ModelDevice{HFCache: cache}}
+		m := ModelConfig{Kind: KindText, ModelID: *id, Device: ModelDevice{HFCache: cache}} // a draft takes no images
 		if err := FetchModel(ctx, &m, c.Global.TokenSource, o); err != nil {
 			return err
 		}
@@ -471,7 +484,7 @@ func FetchModel(ctx context.Context, m *ModelConfig, tokenSource string, o Fetch
 	for i, n := range names {
 		files[i] = filepath.ToSlash(n)
 	}
-	snap, err := cl.Get(ctx, m.ModelID, m.HFRevision, files)
+	snap, err := cl.GetModel(ctx, m.ModelID, m.HFRevision, files, hubProjector(m))
 	if err != nil {
 		return err
 	}
@@ -479,9 +492,33 @@ func FetchModel(ctx context.Context, m *ModelConfig, tokenSource string, o Fetch
 		fmt.Fprintf(o.Progress, "%s: using %s (chosen in the order %s; name another with -f)\n",
 			m.ModelID, strings.Join(snap.Files, ";"), strings.Join(hub.Preference, ", "))
 	}
+	if len(m.Format.MMProj) == 0 && snap.MMProj != "" && o.Progress != nil {
+		fmt.Fprintf(o.Progress, "%s: vision projector %s (the model's own type, else F16, else the first by name; name another with --mmproj)\n",
+			m.ModelID, snap.MMProj)
+	}
 	m.HFRevision = snap.Commit
 	m.Format.QuantizedFile = FileList(snap.Files)
+	if snap.MMProj != "" {
+		m.Format.MMProj = FileList{snap.MMProj}
+	}
 	return nil
+}
+
+// hubProjector is the vision projector a Hugging Face model entry fetches
+// with its files: the one it names inside the repository; for auto one if
+// the repository has one; for multimodal one it must have; none for a
+// text or embedding model, or one given as an absolute path (a local file).
+func hubProjector(m *ModelConfig) hub.Projector {
+	switch {
+	case m.Kind == KindText || m.Kind == KindEmbedding:
+		return hub.Projector{}
+	case len(m.Format.MMProj) > 0:
+		if filepath.IsAbs(m.Format.MMProj[0]) {
+			return hub.Projector{}
+		}
+		return hub.Projector{File: filepath.ToSlash(m.Format.MMProj[0])}
+	}
+	return hub.Projector{Choose: true, Required: m.Kind == KindMultimodal}
 }
 
 // checkTokenSource checks a token source's syntax; shown is the value as an

@@ -65,7 +65,7 @@ func (c *Config) ResolveDraft(i int) (*ModelSource, error) {
 	if s.DraftModel == "" {
 		return nil, nil
 	}
-	mc := ModelConfig{Kind: "auto", ModelID: s.DraftModel}
+	mc := ModelConfig{Kind: KindText, ModelID: s.DraftModel} // a draft takes no images: no projector is looked for
 	if i >= 0 && i < len(c.Models) {
 		mc.Device.HFCache = c.Models[i].Device.HFCache
 	}

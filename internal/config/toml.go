@@ -97,6 +97,7 @@ func parseTOML(path string, data []byte) (*Config, []Warning, error) {
 		if q := &c.Models[i].Quantization; q.ISQ == "" {
 			q.ISQ, q.InSituQuant = q.InSituQuant, ""
 		}
+		fillUnsetModelDefaults(&c.Models[i])
 	}
 	warns := undecodedWarnings(md)
 	if c.PagedAttn.CacheType == "f8e4m3" {
@@ -110,6 +111,21 @@ func parseTOML(path string, data []byte) (*Config, []Warning, error) {
 		return nil, warns, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, warns, nil
+}
+
+// fillUnsetModelDefaults gives the optional numbers an entry left out
+// (nil) the table's default, where it has one: an explicit value, even 0,
+// stays for Validate to judge.
+func fillUnsetModelDefaults(m *ModelConfig) {
+	for i := range Options {
+		o := &Options[i]
+		if o.modelField == nil || o.Default == nil {
+			continue
+		}
+		if p, ok := o.modelField(m).(**int); ok && *p == nil {
+			setValue(p, o.Default)
+		}
+	}
 }
 
 // precedenceWarnings says which paged-attention size is ignored when two are
@@ -170,7 +186,6 @@ var unsupportedKeys = map[string]string{
 	"models.dtype":                         "",
 	"models.matformer_config_path":         "",
 	"models.matformer_slice_name":          "",
-	"models.format.mmproj":                 "",
 	"models.format.tok_model_id":           "",
 	"models.format.gqa":                    "",
 	"models.adapter":                       "",
@@ -183,7 +198,6 @@ var unsupportedKeys = map[string]string{
 	"models.device.topology":               "",
 	"models.device.max_seq_len":            "",
 	"models.device.max_batch_size":         "",
-	"models.multimodal":                    "",
 }
 
 // undecodedWarnings turns the keys the decoder did not use into warnings,

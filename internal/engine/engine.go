@@ -74,6 +74,18 @@ type Request struct {
 	// caller's slice is left as it is), their rows come from the encoder
 	// cache (images.go). A request with images does not speculate.
 	Images []Image
+	// LoRA, when set, applies adapters to this request's sequences.
+	LoRA *LoRA
+}
+
+// LoRA is the adapters of a request. Key names the adapters' generations
+// and scales: it salts the prefix cache's hashes, so that the same prompt
+// under two adapters never shares KV. Name is what the engine's statistics
+// report for its running and waiting sequences (the alias a client used).
+type LoRA struct {
+	Name   string
+	Key    string
+	Active []model.Active
 }
 
 // Output is one generated token and the text it made safe to emit.

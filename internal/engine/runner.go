@@ -31,7 +31,8 @@ type runner struct {
 	// flopsPerToken is what the text model computes per token: the
 	// encoders get the FLOPs of the tokens a step leaves of its budget.
 	flopsPerToken int64
-	encoded       []*encEntry // encodings this step finished
+	encoded       []*encEntry // scratch: encodings this step finished
+	encFailed     []*encEntry // encodings that gave unusable embeddings: their sequences fail next step
 
 	// broken is set when a model file changed under its memory map (a
 	// *gguf.ChangedError): every sequence, and every later one, fails with
@@ -150,6 +151,7 @@ func (r *runner) failAll(err error) {
 func (r *runner) step() {
 	e, s := r.e, r.sched
 	t0 := time.Now()
+	r.failEncodings()
 	r.stage()
 	sch := s.schedule()
 	t1 := time.Now()
@@ -270,8 +272,9 @@ func (r *runner) step() {
 
 // encode advances the encodings under way by what the step's token budget
 // left (at least one unit when the step runs nothing else: busy says
-// whether it runs something), and fails the sequences whose encoding gave
-// unusable embeddings.
+// whether it runs something). An encoding that gave unusable embeddings
+// fails its sequences at the start of the next step, outside this one's
+// batch (they cannot have run past the image meanwhile).
 func (r *runner) encode(busy bool) {
 	s := r.sched
 	if len(s.enc.inflight) == 0 {
@@ -283,16 +286,25 @@ func (r *runner) encode(busy bool) {
 	}
 	r.encoded = s.enc.advance(r.e.pool, flops, r.encoded[:0])
 	for _, ent := range r.encoded {
-		if ent.fails == nil {
-			continue
+		if ent.fails != nil {
+			r.encFailed = append(r.encFailed, ent)
 		}
+	}
+	clear(r.encoded)
+}
+
+// failEncodings ends the sequences holding a failed encoding.
+func (r *runner) failEncodings() {
+	s := r.sched
+	for _, ent := range r.encFailed {
 		for _, sq := range slices.Clone(s.running) {
 			if sq.holds(ent) {
 				s.finish(sq, FinishError, ent.fails)
 			}
 		}
 	}
-	clear(r.encoded)
+	clear(r.encFailed)
+	r.encFailed = r.encFailed[:0]
 }
 
 // growHidden sizes the hidden-state scratch for the embedding runs of a

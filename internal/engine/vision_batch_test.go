@@ -349,8 +349,40 @@ func TestVisionBadRequests(t *testing.T) {
 	if !slices.Equal(res.Tokens, f.cases["square"].Greedy) || !slices.Equal(req.Prompt, before) {
 		t.Errorf("tokens %v; prompt changed: %v", res.Tokens, !slices.Equal(req.Prompt, before))
 	}
+	// An encoder whose embeddings do not fit the image fails the request.
+	req = f.request(t, "square", encoderSpec{})
+	req.Images[0].Encode = func() engine.Encoder { return &refEncoder{rows: make([]float32, 10), units: 1, unit: 1} }
+	req.Images[0].Key[0] ^= 0xff // (not the square's cached embeddings)
+	if _, err := e.Generate(context.Background(), req, nil); err == nil || !strings.Contains(err.Error(), "image encoder gave 10 values") {
+		t.Errorf("short embeddings: %v", err)
+	}
+	checkEncoderIdle(t, e)
 	_, err := e.Embed(context.Background(), [][]int32{{1, -5, 3}})
 	if err == nil || !strings.Contains(err.Error(), "not images") {
 		t.Errorf("Embed with a placeholder id: %v", err)
 	}
+}
+
+// The choices of a request with images share its prompt (computed once,
+// the image encoded once): greedy choices all give llama.cpp's ids.
+func TestVisionChoices(t *testing.T) {
+	f := loadVision(t)
+	e, rec := newEngine(t, f.m, visionOpts(nil))
+	var starts atomic.Int64
+	req := f.request(t, "two-images", encoderSpec{starts: &starts})
+	req.N = 3
+	res, err := e.GenerateAll(context.Background(), req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if !slices.Equal(r.Tokens, f.cases["two-images"].Greedy) {
+			t.Errorf("choice %d: %v", i, r.Tokens)
+		}
+	}
+	if starts.Load() != 2 {
+		t.Errorf("%d encodings for two images", starts.Load())
+	}
+	checkIdle(t, e, rec)
+	checkEncoderIdle(t, e)
 }

@@ -73,7 +73,7 @@ func Choose(names []string) ([]string, error) {
 	seen := map[string]bool{}
 	for _, n := range names {
 		base := path.Base(n)
-		if !isGGUF(base) || strings.Contains(strings.ToLower(base), "mmproj") {
+		if !isGGUF(base) || isMMProj(n) {
 			continue
 		}
 		gguf = append(gguf, n)
@@ -149,4 +149,50 @@ func hasWord(s, q string) bool {
 		}
 		i = j + 1
 	}
+}
+
+// ChooseMMProj picks the vision projector to fetch with a model (its
+// chosen files, repo-relative) among a repository's files: of the
+// *mmproj*.gguf files, the one whose name carries the model's own type (an
+// F16 model gets the F16 projector, a Q8_0 one a Q8_0 projector when there
+// is one), else one carrying F16 (the precision projectors are usually
+// published in), else the first by name. "" when the repository has none.
+func ChooseMMProj(names, model []string) string {
+	var cands []string
+	for _, n := range names {
+		if isMMProj(n) {
+			cands = append(cands, n)
+		}
+	}
+	if len(cands) == 0 {
+		return ""
+	}
+	sort.Strings(cands)
+	var prefer []string
+	if len(model) > 0 {
+		if r := quantRank(model[0]); r >= 0 {
+			prefer = append(prefer, Preference[r])
+		}
+	}
+	prefer = append(prefer, "F16")
+	for _, q := range prefer {
+		for _, c := range cands {
+			if carries(c, q) {
+				return c
+			}
+		}
+	}
+	return cands[0]
+}
+
+// isMMProj: llama.cpp's vision projectors are published as *mmproj*.gguf.
+func isMMProj(name string) bool {
+	base := path.Base(name)
+	return isGGUF(base) && strings.Contains(strings.ToLower(base), "mmproj")
+}
+
+// carries reports whether a file's name (or folder) carries type q as a word.
+func carries(name, q string) bool {
+	stem := strings.ToUpper(strings.TrimSuffix(path.Base(name), path.Ext(name)))
+	return hasWord(stem, q) || hasWord(strings.ToUpper(path.Dir(name)), q)
 }

@@ -131,6 +131,7 @@ type Snapshot struct {
 	Commit   string
 	Dir      string   // snapshots/<commit>
 	Files    []string // repo-relative names ("/"-separated), shards in order
+	MMProj   string   // the vision projector fetched with the model (GetModel), repo-relative; "": none
 	Fetched  bool     // something was downloaded
 }
 
@@ -157,13 +158,35 @@ var commitPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
 // network. Otherwise, unless Offline, the Hub's model info gives the commit
 // and the file list, and the missing files are downloaded.
 func (c *Client) Get(ctx context.Context, repo, revision string, files []string) (*Snapshot, error) {
+	return c.GetModel(ctx, repo, revision, files, Projector{})
+}
+
+// Projector says which vision projector (mmproj file) GetModel brings
+// with the model.
+type Projector struct {
+	File     string // a repo-relative name; "" for none, or to choose one
+	Choose   bool   // without File: choose one (ChooseMMProj), if the repository has one
+	Required bool   // with Choose: a repository without one is an error (a multimodal model)
+}
+
+// GetModel is Get with the model's vision projector, named in
+// Snapshot.MMProj. A projector to choose is chosen among those in the
+// cached snapshot when it has one, so that a model cached with its
+// projector starts offline; when the snapshot has none, the Hub is asked
+// only if one is Required (an optional one is looked for when the model
+// itself is downloaded).
+func (c *Client) GetModel(ctx context.Context, repo, revision string, files []string, proj Projector) (*Snapshot, error) {
 	if revision == "" {
 		revision = "main"
 	}
 	fail := func(file, msg string, err error) error {
 		return &Error{Repo: repo, Revision: revision, File: file, Msg: msg, Err: err}
 	}
-	for _, f := range files {
+	named := files
+	if proj.File != "" {
+		named = append(append([]string(nil), files...), proj.File)
+	}
+	for _, f := range named {
 		if !safeRepoPath(f) {
 			return nil, fail(f, "not a file name inside a repository", nil)
 		}
@@ -172,26 +195,25 @@ func (c *Client) Get(ctx context.Context, repo, revision string, files []string)
 	repoDir := filepath.Join(c.CacheDir, RepoFolder(repo))
 
 	// The cache first: no network when it has what is asked.
+	modelCached := false
 	if commit := cachedCommit(repoDir, revision); commit != "" {
 		snap := &Snapshot{Repo: repo, Revision: revision, Commit: commit, Dir: filepath.Join(repoDir, "snapshots", commit)}
-		if len(wanted) > 0 {
-			if missing := missingFiles(snap.Dir, wanted); len(missing) == 0 {
-				snap.Files = wanted
-				return snap, nil
-			}
-		} else if chosen, err := Choose(presentGGUF(snap.Dir)); err == nil {
-			snap.Files = chosen
+		modelCached = cachedModel(snap, wanted)
+		if modelCached && cachedProjector(snap, proj) {
 			return snap, nil
 		}
 	}
 	if c.Offline {
-		what := strings.Join(wanted, ", ")
-		if what == "" {
-			return nil, fail("", "no GGUF model of it is in the Hugging Face cache "+c.CacheDir+", and HF_HUB_OFFLINE is set, so nothing is downloaded", nil)
-		}
-		return nil, fail(what, "not in the Hugging Face cache "+c.CacheDir+", and HF_HUB_OFFLINE is set, so nothing is downloaded", nil)
+		return nil, c.offlineError(fail, wanted, proj, modelCached)
 	}
+	return c.fromHub(ctx, repo, revision, wanted, proj, fail)
+}
 
+// fromHub is GetModel's network part: the Hub's file list at revision,
+// the model's files (chosen when wanted is empty) and its projector,
+// downloaded where missing, and the ref.
+func (c *Client) fromHub(ctx context.Context, repo, revision string, wanted []string, proj Projector, fail func(file, msg string, err error) error) (*Snapshot, error) {
+	repoDir := filepath.Join(c.CacheDir, RepoFolder(repo))
 	inf, err := c.modelInfo(ctx, repo, revision)
 	if err != nil {
 		return nil, err
@@ -220,7 +242,14 @@ func (c *Client) Get(ctx context.Context, repo, revision string, files []string)
 		}
 	}
 	snap := &Snapshot{Repo: repo, Revision: revision, Commit: commit, Dir: filepath.Join(repoDir, "snapshots", commit), Files: wanted}
-	for _, f := range wanted {
+	if snap.MMProj, err = projectorOf(siblings, have, wanted, proj); err != nil {
+		return nil, fail(proj.File, err.Error(), nil)
+	}
+	fetch := wanted
+	if snap.MMProj != "" {
+		fetch = append(append([]string(nil), wanted...), snap.MMProj)
+	}
+	for _, f := range fetch {
 		fetched, err := c.fetchFile(ctx, repo, revision, commit, repoDir, f)
 		if err != nil {
 			return nil, err
@@ -233,6 +262,89 @@ func (c *Client) Get(ctx context.Context, repo, revision string, files []string)
 		}
 	}
 	return snap, nil
+}
+
+// offlineError says what the cache lacks when nothing may be downloaded:
+// the model (its files, or any model Choose accepts), else its projector.
+func (c *Client) offlineError(fail func(file, msg string, err error) error, wanted []string, proj Projector, modelCached bool) error {
+	const why = ", and HF_HUB_OFFLINE is set, so nothing is downloaded"
+	switch {
+	case !modelCached && len(wanted) == 0:
+		return fail("", "no GGUF model of it is in the Hugging Face cache "+c.CacheDir+why, nil)
+	case !modelCached:
+		return fail(strings.Join(wanted, ", "), "not in the Hugging Face cache "+c.CacheDir+why, nil)
+	case proj.File != "":
+		return fail(proj.File, "not in the Hugging Face cache "+c.CacheDir+why, nil)
+	}
+	return fail("", "no vision projector (*mmproj*.gguf) of it is in the Hugging Face cache "+c.CacheDir+why, nil)
+}
+
+// cachedModel sets snap.Files to the wanted files when the snapshot holds
+// them all, or without wanted files to a GGUF model Choose accepts among
+// those it holds; false when it cannot.
+func cachedModel(snap *Snapshot, wanted []string) bool {
+	if len(wanted) > 0 {
+		if missing := missingFiles(snap.Dir, wanted); len(missing) > 0 {
+			return false
+		}
+		snap.Files = wanted
+		return true
+	}
+	chosen, err := Choose(presentGGUF(snap.Dir))
+	if err != nil {
+		return false
+	}
+	snap.Files = chosen
+	return true
+}
+
+// cachedProjector sets snap.MMProj to the projector proj asks for, from
+// the snapshot's files; false when the snapshot lacks one it must have.
+func cachedProjector(snap *Snapshot, proj Projector) bool {
+	switch {
+	case proj.File != "":
+		if len(missingFiles(snap.Dir, []string{proj.File})) > 0 {
+			return false
+		}
+		snap.MMProj = proj.File
+	case proj.Choose:
+		snap.MMProj = ChooseMMProj(presentGGUF(snap.Dir), snap.Files)
+		return snap.MMProj != "" || !proj.Required
+	}
+	return true
+}
+
+// projectorOf is the projector proj asks for among a repository's files
+// (siblings, sorted; have holds them), fetched with the model files.
+func projectorOf(siblings []string, have map[string]bool, model []string, proj Projector) (string, error) {
+	switch {
+	case proj.File != "":
+		if !have[proj.File] {
+			return "", fmt.Errorf("not in the repository%s", mmprojHint(siblings))
+		}
+		return proj.File, nil
+	case proj.Choose:
+		p := ChooseMMProj(siblings, model)
+		if p == "" && proj.Required {
+			return "", fmt.Errorf("the repository has no vision projector (*mmproj*.gguf), which a multimodal model needs: give a local one with an absolute --mmproj path, or serve the model as text")
+		}
+		return p, nil
+	}
+	return "", nil
+}
+
+// mmprojHint lists a repository's projector files for an error message.
+func mmprojHint(siblings []string) string {
+	var g []string
+	for _, s := range siblings {
+		if isMMProj(s) {
+			g = append(g, s)
+		}
+	}
+	if len(g) == 0 {
+		return " (it has no *mmproj*.gguf file)"
+	}
+	return " (mmproj files there: " + strings.Join(g, ", ") + ")"
 }
 
 // cachedCommit is the commit the cache knows for revision: refs/<revision>,

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"mistralrs/internal/model"
 	"mistralrs/internal/smallfile"
 	"mistralrs/internal/tokenizer"
+	"mistralrs/internal/vision"
 )
 
 // Model is everything needed to run one GGUF model. Net's matrices point
@@ -33,14 +35,25 @@ type Model struct {
 	Tok      *tokenizer.Tokenizer
 	Template *chat.Template
 	ISQ      *ISQReport // what in-situ quantization did; nil without Options.ISQ
+	// Vision is the vision projector (Options.MMProj), whose rows have the
+	// text model's width; nil for a text model.
+	Vision *vision.Projector
 }
 
-// Close unmaps the model's file (a no-op for a model parsed from memory).
+// Close unmaps the model's file and its projector's (a no-op for a model
+// parsed from memory).
 func (m *Model) Close() error {
-	if m == nil || m.File == nil {
+	if m == nil {
 		return nil
 	}
-	return m.File.Close()
+	var err error
+	if m.Vision != nil {
+		err = m.Vision.Close()
+	}
+	if m.File != nil {
+		err = errors.Join(err, m.File.Close())
+	}
+	return err
 }
 
 // Identity is a digest of the weights the keys and values come from (path,
@@ -77,6 +90,9 @@ type Options struct {
 	// changed. ISQStatus, when set, shows the progress and a summary line.
 	ISQ       string
 	ISQStatus io.Writer
+	// MMProj, when set, is the vision projector (a llama.cpp mmproj GGUF)
+	// loaded with the model into Model.Vision.
+	MMProj string
 }
 
 // Load opens a GGUF file (or the first shard of a split model) and builds the
@@ -146,10 +162,34 @@ func FromFile(f *gguf.File, opts Options) (m *Model, err error) {
 	if id == "" {
 		id = gguf.ModelName(f.Path)
 	}
+	var proj *vision.Projector
+	if opts.MMProj != "" {
+		if proj, err = loadProjector(opts.MMProj, f.Path, net.Config.Embd); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Progress != nil {
 		prefault(f, opts.Progress)
 	}
-	return &Model{ID: id, Path: f.Path, File: f, Net: net, Tok: tok, Template: tmpl, ISQ: isq}, nil
+	return &Model{ID: id, Path: f.Path, File: f, Net: net, Tok: tok, Template: tmpl, ISQ: isq, Vision: proj}, nil
+}
+
+// loadProjector loads the vision projector at path for the text model at
+// modelPath, whose rows it must match in width.
+func loadProjector(path, modelPath string, embd int) (*vision.Projector, error) {
+	p, err := vision.Load(path)
+	if err != nil {
+		if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
+			return nil, fmt.Errorf("vision projector %s: %w", path, pe.Err)
+		}
+		return nil, fmt.Errorf("vision projector %w", err)
+	}
+	if p.Embd() != embd {
+		p.Close()
+		return nil, fmt.Errorf("vision projector %s gives rows of width %d, but the text model %s has n_embd %d: a projector of another model?",
+			path, p.Embd(), modelPath, embd)
+	}
+	return p, nil
 }
 
 // withPath prefixes err with the model file's path unless the message

@@ -29,6 +29,9 @@ type Batch = nn.Batch
 // SeqInput is the part of a batch that belongs to one sequence.
 type SeqInput = nn.SeqInput
 
+// Active is an adapter applied to a sequence (nn.Active).
+type Active = nn.Active
+
 // Embeds is a run of a sequence's positions whose rows come from outside
 // the vocabulary (an image's embeddings).
 type Embeds = nn.Embeds

@@ -500,7 +500,7 @@ func TestAnthropicErrors(t *testing.T) {
 		{"empty messages (count)", "/v1/messages/count_tokens", `{"messages":[]}`, 400, "invalid_request_error", "at least one message"},
 		{"system role", "/v1/messages", `{"max_tokens":2,"messages":[{"role":"system","content":"x"}]}`, 400, "invalid_request_error", `messages[0].role must be "user" or "assistant"`},
 		{"no content", "/v1/messages", `{"max_tokens":2,"messages":[{"role":"user"}]}`, 400, "invalid_request_error", "messages[0].content is required"},
-		{"image block", "/v1/messages", `{"max_tokens":2,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`, 400, "invalid_request_error", "not supported by a text model"},
+		{"image block", "/v1/messages", `{"max_tokens":2,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`, 400, "invalid_request_error", "messages[0].content[0].source.type"},
 		{"unknown block", "/v1/messages", `{"max_tokens":2,"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"b"}]}]}`, 400, "invalid_request_error", "not supported in a user message"},
 		{"text block without text", "/v1/messages", `{"max_tokens":2,"messages":[{"role":"user","content":[{"type":"text"}]}]}`, 400, "invalid_request_error", "requires text"},
 		{"block of the wrong type", "/v1/messages", `{"max_tokens":2,"messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`, 400, "invalid_request_error", "messages[0].content[0].text"},

@@ -46,6 +46,10 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		GrammarCacheBytes: int64(cfg.Server.GrammarCacheMB) << 20,
 	}
 	opts.MaxEmbeddingInputs = cfg.Server.MaxEmbeddingInputs
+	opts.AllowRemoteImages = cfg.Server.AllowRemoteImages
+	opts.RemoteImageMaxBytes = int64(cfg.Server.RemoteImageMaxMB) << 20
+	opts.RemoteImageTimeout = time.Duration(cfg.Server.RemoteImageTimeoutSecs) * time.Second
+	opts.AllowPrivateImageHosts = cfg.Server.AllowPrivateImageHosts
 	if cfg.DemoModel() {
 		spec := ModelSpec{ID: demo.ID, Load: demo.Load}
 		if err := addSpeculative(&spec, cfg, 0); err != nil {
@@ -62,19 +66,25 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 		// Served under model_id as written (so default_model_id and requests
 		// name it as the file does), else under the file's name.
 		id := src.ID
-		lo := loader.Options{ID: id, ChatTemplatePath: cfg.ChatTemplateFor(i), ISQ: mc.Quantization.ISQ}
+		lo := loader.Options{ID: id, ChatTemplatePath: cfg.ChatTemplateFor(i), ISQ: mc.Quantization.ISQ, MMProj: src.MMProj}
 		if lo.ISQ != "" {
 			lo.ISQStatus = os.Stderr // progress and the summary line
 		}
 		path := src.Files[0]
 		spec := ModelSpec{
-			ID:   id,
-			Path: strings.Join(src.Files, ";"),
-			Load: func() (*loader.Model, error) { return loader.Load(path, lo) },
-			Kind: KindText,
+			ID:     id,
+			Path:   strings.Join(src.Files, ";"),
+			Load:   func() (*loader.Model, error) { return loader.Load(path, lo) },
+			Kind:   KindText,
+			MMProj: src.MMProj,
 		}
-		if mc.Kind == config.KindEmbedding {
+		switch {
+		case mc.Kind == config.KindEmbedding:
 			spec.Kind = KindEmbedding
+		case src.MMProj != "":
+			// auto with a projector found, or multimodal (which has one).
+			spec.Kind = KindMultimodal
+			spec.Images = mc.ImageLimits()
 		}
 		if err := addSpeculative(&spec, cfg, i); err != nil {
 			return Options{}, false, err

@@ -38,6 +38,8 @@ var engineSettings = []struct {
 		func(o engine.Options) any { return o.MaxDecodeStepsBeforePrefill }},
 	{"runtime.embedding_step_tokens", func(c *config.Config) { c.Runtime.EmbeddingStepTokens = 5 }, 5,
 		func(o engine.Options) any { return o.EmbeddingStepTokens }},
+	{"runtime.encoder_cache_mb", func(c *config.Config) { c.Runtime.EncoderCacheMB = 3 }, int64(3 << 20),
+		func(o engine.Options) any { return o.EncoderCacheBytes }},
 	{"runtime.no_kv_cache", func(c *config.Config) { c.Runtime.NoKVCache = true }, true,
 		func(o engine.Options) any { return o.NoKVCache }},
 	{"runtime.prefix_cache_n", func(c *config.Config) { c.Runtime.PrefixCacheN = 5 }, 5,

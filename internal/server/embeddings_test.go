@@ -287,7 +287,7 @@ func TestEmbeddingsErrors(t *testing.T) {
 		{`{"input":["a",""]}`, 422, "input", "invalid_input", "input[1] is empty."},
 		{`{"input":[[1,2],[]]}`, 422, "input", "invalid_input", "input[1] is empty."},
 		{`{"input":[1,2,300]}`, 422, "input", "invalid_input", "input 0: token 300 outside the vocabulary (size 300)"},
-		{`{"input":[[5],[-1]]}`, 422, "input", "invalid_input", "input 1: token -1 outside the vocabulary (size 300)"},
+		{`{"input":[[5],[-1]]}`, 422, "input", "invalid_input", "input 1: token -1 is negative: embeddings take text only, not images"},
 		{`{"model":"ranker","input":"x"}`, 422, "input", "invalid_input", `the model's pooling type "rank" cannot make embeddings`},
 		{`{"input":"x","encoding_format":"hex"}`, 400, "encoding_format", "", `encoding_format must be "float" or "base64", got "hex"`},
 		{`{"model":"tiny"}`, 400, "input", "", "input is required"},

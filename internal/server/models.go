@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/engine"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/server/gen"
@@ -41,9 +42,14 @@ type ModelSpec struct {
 	// [runtime] proposer is the first model's only; nil: Options.Engine's.
 	Spec *SpecOptions
 	// Kind is what the model is served for: KindEmbedding refuses every
-	// generation request; anything else ("", KindText, "auto") generates
-	// and embeds.
+	// generation request; anything else ("", KindText, KindMultimodal,
+	// "auto") generates and embeds.
 	Kind string
+	// MMProj is the vision projector Load loads with the model (a
+	// reload loads it again), for logs; "" for a text model. Images bounds
+	// what one request to it may carry (config's [models.multimodal]).
+	MMProj string
+	Images config.ImageLimits
 }
 
 // Model kinds (ModelSpec.Kind), named as config's models.kind and the
@@ -54,6 +60,9 @@ const (
 	KindText = "text"
 	// KindEmbedding serves /v1/embeddings only.
 	KindEmbedding = "embedding"
+	// KindMultimodal is KindText that also takes images, through the
+	// loaded model's vision projector (loader.Model.Vision).
+	KindMultimodal = "multimodal"
 )
 
 // SpecOptions is one model's speculative decoding (config.Speculative).
@@ -278,7 +287,7 @@ func (e *modelEntry) load() (string, error) {
 		var eng *engine.Engine
 		eng, stats, err = e.reg.newEng(&e.spec, m, draft)
 		if err == nil {
-			l = &loadedModel{Loaded: gen.Loaded{Model: m, Engine: eng}, draft: draft}
+			l = &loadedModel{Loaded: gen.Loaded{Model: m, Engine: eng, Images: imageLimits(e.spec.Images)}, draft: draft}
 		} else {
 			_ = m.Close()
 			_ = draft.Close()
@@ -389,6 +398,9 @@ func newModels(specs []ModelSpec, defaultID string, log *slog.Logger, newEng new
 		if line := e.spec.speculationLine(); line != "" {
 			log.Info(line)
 		}
+		if e.spec.MMProj != "" {
+			log.Info(fmt.Sprintf("Model %s takes images: vision projector %s, up to %d images per request", e.spec.ID, e.spec.MMProj, e.spec.Images.MaxImages))
+		}
 		if !e.generative() {
 			log.Info(fmt.Sprintf("Model %s is served for embeddings only: chat and completion requests to it are refused", e.spec.ID))
 		}
@@ -412,4 +424,17 @@ func (s *ModelSpec) speculationLine() string {
 		return fmt.Sprintf("Speculative decoding for %s: prompt lookup (n-grams of up to %d tokens), %d draft tokens per step", s.ID, s.Spec.Ngram, s.Spec.Tokens)
 	}
 	return ""
+}
+
+// imageLimits are config's [models.multimodal] bounds as gen takes them,
+// the table's defaults for those a spec leaves at 0.
+func imageLimits(l config.ImageLimits) gen.ImageLimits {
+	def := (&config.ModelConfig{}).ImageLimits()
+	if l.MaxImages <= 0 {
+		l.MaxImages = def.MaxImages
+	}
+	if l.MaxPixels <= 0 {
+		l.MaxPixels = def.MaxPixels
+	}
+	return gen.ImageLimits{MaxImages: l.MaxImages, MaxEdge: l.MaxEdge, MaxPixels: l.MaxPixels}
 }

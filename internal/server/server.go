@@ -93,6 +93,15 @@ type Options struct {
 	// /metrics too. Never logged.
 	APIKey        string
 	APIKeyMetrics bool
+	// Images given by URL: fetched only when AllowRemoteImages (else only
+	// data URLs and inline base64 images are taken), each at most
+	// RemoteImageMaxBytes and within RemoteImageTimeout (0: config's defaults), and never from a
+	// loopback, private, link-local or other non-public address unless
+	// AllowPrivateImageHosts (config's server.allow_remote_images, …).
+	AllowRemoteImages      bool
+	RemoteImageMaxBytes    int64
+	RemoteImageTimeout     time.Duration
+	AllowPrivateImageHosts bool
 	// GrammarCacheBytes bounds the compiled grammars kept for reuse, with
 	// their matchers' caches (0: gen.DefaultGrammarBudget).
 	GrammarCacheBytes int64
@@ -182,6 +191,12 @@ func withDefaults(opts Options) Options {
 	if opts.MaxEmbeddingInputs <= 0 {
 		opts.MaxEmbeddingInputs = def.MaxEmbeddingInputs
 	}
+	if opts.RemoteImageMaxBytes <= 0 {
+		opts.RemoteImageMaxBytes = int64(def.RemoteImageMaxMB) << 20
+	}
+	if opts.RemoteImageTimeout <= 0 {
+		opts.RemoteImageTimeout = time.Duration(def.RemoteImageTimeoutSecs) * time.Second
+	}
 	return opts
 }
 
@@ -215,7 +230,7 @@ func engineFactory(engOpts engine.Options, metrics *observe.Metrics) newEngineFu
 		if err != nil {
 			return nil, nil, err
 		}
-		stats := newEngineStats(metrics.Engine())
+		stats := newEngineStats(metrics.Engine(), m.Vision != nil)
 		eng.SetStatsSink(stats.record)
 		return eng, stats, nil
 	}
@@ -227,7 +242,9 @@ func engineFactory(engOpts engine.Options, metrics *observe.Metrics) newEngineFu
 func (s *Server) mount(reg *models, oo observe.Options, metrics *observe.Metrics) error {
 	opts := &s.opts
 	s.base = &gen.Base{Models: reg, PayloadLog: opts.PayloadLog, KeepAlive: opts.KeepAlive, Seed: opts.Seed,
-		Log: s.log, Canceled: s.canceledMessage}
+		Log: s.log, Canceled: s.canceledMessage,
+		RemoteImages: gen.RemoteImages{Allow: opts.AllowRemoteImages, MaxBytes: opts.RemoteImageMaxBytes,
+			Timeout: opts.RemoteImageTimeout, AllowPrivate: opts.AllowPrivateImageHosts}}
 	s.base.SetGrammarBudget(opts.GrammarCacheBytes)
 	s.openai = openai.New(s.base, opts.MaxEmbeddingInputs)
 	s.anthropic = anthropic.New(s.base)

@@ -183,7 +183,7 @@ func TestDraftLoadedWithModel(t *testing.T) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return eng, newEngineStats(nil), nil
+		return eng, newEngineStats(nil, false), nil
 	}
 	log := slog.New(slog.DiscardHandler)
 	reg, err := newModels([]ModelSpec{spec}, "", log, newEng)

@@ -24,6 +24,8 @@ var engineMetricTable = []metricRow{
 	counterRow("mistralrs_prefix_cache_lookups_total", func(s *engine.Stats) int { return s.PrefixLookups }),
 	counterRow("mistralrs_prefix_cache_hits_total", func(s *engine.Stats) int { return s.PrefixHits }),
 	counterRow("mistralrs_prefix_cache_evictions_total", func(s *engine.Stats) int { return s.PrefixEvictions }),
+	counterRow("mistralrs_encoder_cache_hits_total", func(s *engine.Stats) int { return s.EncoderHits }),
+	counterRow("mistralrs_encoder_cache_misses_total", func(s *engine.Stats) int { return s.EncoderMisses }),
 	counterRow("mistralrs_paged_preemptions_total", func(s *engine.Stats) int { return s.Preemptions }),
 	labelledRow("mistralrs_sequences_completed_total", finishes(false)),
 	labelledRow("mistralrs_sequences_rejected_total", finishes(true)),
@@ -113,11 +115,16 @@ type engineStats struct {
 	// Speculative decoding in the current interval: sequences verified and
 	// draft tokens proposed and accepted.
 	specDrafts, specProposed, specAccepted atomic.Int64
+	// The encoder cache's lookups (cumulative), for a model with a vision
+	// projector (multimodal): only its line has the encoder segment.
+	multimodal                 bool
+	encoderHits, encoderMisses atomic.Int64
 }
 
-// newEngineStats makes a sink recording in m (nil: metrics disabled).
-func newEngineStats(m *observe.EngineMetrics) *engineStats {
-	s := &engineStats{}
+// newEngineStats makes a sink recording in m (nil: metrics disabled), for
+// a multimodal model or not.
+func newEngineStats(m *observe.EngineMetrics, multimodal bool) *engineStats {
+	s := &engineStats{multimodal: multimodal}
 	for _, row := range engineMetricTable {
 		rec := row.bind(m) // a misspelt family panics here, metrics enabled or not
 		if m != nil {
@@ -139,6 +146,8 @@ func (s *engineStats) record(st engine.Stats) {
 	s.specDrafts.Add(int64(st.SpecDrafts))
 	s.specProposed.Add(int64(st.SpecProposed))
 	s.specAccepted.Add(int64(st.SpecAccepted))
+	s.encoderHits.Add(int64(st.EncoderHits))
+	s.encoderMisses.Add(int64(st.EncoderMisses))
 	for _, rec := range s.metrics {
 		rec(&st)
 	}
@@ -162,8 +171,22 @@ func (s *engineStats) intervalLine(elapsed time.Duration) (string, bool) {
 		// verification produces).
 		mtp = fmt.Sprintf(", MTP accept %.1f%% (len %.2f)", 100*float64(accepted)/float64(proposed), 1+float64(accepted)/float64(drafts))
 	}
-	return fmt.Sprintf("Throughput (T/s) %.2f, Prefix cache hitrate %.2f%%%s, %d running, %d waiting",
-		float64(tokens)/elapsed.Seconds(), hitrate, mtp, s.running.Load(), s.waiting.Load()), true
+	return fmt.Sprintf("Throughput (T/s) %.2f, Prefix cache hitrate %.2f%%%s%s, %d running, %d waiting",
+		float64(tokens)/elapsed.Seconds(), hitrate, s.encoderSegment(), mtp, s.running.Load(), s.waiting.Load()), true
+}
+
+// encoderSegment is the line's encoder cache hit rate (cumulative, as the
+// prefix cache's), for a multimodal model only.
+func (s *engineStats) encoderSegment() string {
+	if !s.multimodal {
+		return ""
+	}
+	hits, lookups := s.encoderHits.Load(), s.encoderHits.Load()+s.encoderMisses.Load()
+	rate := 0.0
+	if lookups > 0 {
+		rate = 100 * float64(hits) / float64(lookups)
+	}
+	return fmt.Sprintf(", Encoder cache hitrate %.2f%%", rate)
 }
 
 // logThroughput prints each engine's throughput line every interval while

@@ -15,7 +15,7 @@ import (
 // verified guesses: acceptance over the interval and 1 + accepted per
 // verified sequence; an interval without guesses has none.
 func TestThroughputLineMTPSegment(t *testing.T) {
-	s := newEngineStats(nil)
+	s := newEngineStats(nil, false)
 	s.record(engine.Stats{PrefixLookups: 1})
 	s.record(engine.Stats{Tokens: 100})
 	s.record(engine.Stats{SpecDrafts: 4, SpecProposed: 16, SpecAccepted: 6, SpecAcceptedPerPos: []int{3, 2, 1, 0}})
@@ -30,12 +30,34 @@ func TestThroughputLineMTPSegment(t *testing.T) {
 	}
 }
 
+// The line of a multimodal model carries the encoder cache's cumulative
+// hit rate where mistral.rs puts it (after the prefix cache's, before the
+// MTP segment); a text model's has none.
+func TestThroughputLineEncoderSegment(t *testing.T) {
+	s := newEngineStats(nil, true)
+	s.record(engine.Stats{PrefixLookups: 4, PrefixHits: 1, Tokens: 100, EncoderMisses: 1})
+	line, ok := s.intervalLine(time.Second)
+	if want := "Prefix cache hitrate 25.00%, Encoder cache hitrate 0.00%, 0 running"; !ok || !strings.Contains(line, want) {
+		t.Errorf("line %q, want %q", line, want)
+	}
+	s.record(engine.Stats{Tokens: 10, EncoderHits: 3, SpecDrafts: 1, SpecProposed: 2, SpecAccepted: 1})
+	line, _ = s.intervalLine(time.Second)
+	if want := ", Encoder cache hitrate 75.00%, MTP accept 50.0% (len 2.00), "; !strings.Contains(line, want) {
+		t.Errorf("line %q, want %q", line, want)
+	}
+	text := newEngineStats(nil, false)
+	text.record(engine.Stats{PrefixLookups: 1, Tokens: 10, EncoderHits: 1})
+	if line, _ := text.intervalLine(time.Second); strings.Contains(line, "Encoder") {
+		t.Errorf("a text model's line %q has the encoder segment", line)
+	}
+}
+
 // Every engine.Stats field lands in its family through engineMetricTable;
 // a report leaves alone the gauges it did not measure; every engine family
-// but the encoder cache's (no engine reports one) is in the table.
+// is in the table.
 func TestEngineMetricTable(t *testing.T) {
 	m := observe.NewMetrics()
-	s := newEngineStats(m.Engine())
+	s := newEngineStats(m.Engine(), false)
 	// What SetStatsSink, Submit and a step report.
 	s.record(engine.Stats{Measured: engine.LevelCapacity | engine.LevelQueues | engine.LevelKV, Capacity: 8, KVBlocksTotal: 64})
 	s.record(engine.Stats{PrefixLookups: 2})
@@ -43,9 +65,10 @@ func TestEngineMetricTable(t *testing.T) {
 	s.record(engine.Stats{Measured: engine.LevelPending, PendingAdmission: 4})
 	s.record(engine.Stats{Tokens: 17, PrefixHits: 1, PrefixEvictions: 3, Preemptions: 1,
 		SpecDrafts: 2, SpecProposed: 6, SpecAccepted: 3, SpecAcceptedPerPos: []int{2, 1, 0}, SpecStagedDrops: 1,
+		EncoderHits: 2, EncoderMisses: 5,
 		Finished: []engine.Finish{{Reason: "stop"}, {Reason: "stop"}, {Reason: "canceled"}},
 		Measured: engine.LevelQueues | engine.LevelKV, Running: 2, Waiting: 5, KVBlocksUsed: 10, KVBlocksTotal: 64})
-	s.record(engine.Stats{Tokens: 1})
+	s.record(engine.Stats{Tokens: 1, EncoderHits: 1})
 	fams, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +101,8 @@ func TestEngineMetricTable(t *testing.T) {
 		"mistralrs_speculative_draft_tokens_proposed_total":         {"": 6},
 		"mistralrs_speculative_draft_tokens_accepted_total":         {"": 3},
 		"mistralrs_speculative_staged_drops_total":                  {"": 1},
+		"mistralrs_encoder_cache_hits_total":                        {"": 3},
+		"mistralrs_encoder_cache_misses_total":                      {"": 5},
 		"mistralrs_speculative_draft_tokens_accepted_per_pos_total": {"0": 2, "1": 1},
 		"mistralrs_sequences_completed_total":                       {"stop": 2, "canceled": 1, "length": 0},
 		"mistralrs_sequences_rejected_total":                        {"cache_exhausted": 1, "over_total_capacity": 0},
@@ -98,7 +123,7 @@ func TestEngineMetricTable(t *testing.T) {
 	}
 	for _, f := range fams {
 		name := f.GetName()
-		if strings.HasPrefix(name, "mistralrs_encoder_cache_") || f.GetType() == dto.MetricType_HISTOGRAM || !strings.HasPrefix(name, "mistralrs_") {
+		if f.GetType() == dto.MetricType_HISTOGRAM || !strings.HasPrefix(name, "mistralrs_") {
 			continue
 		}
 		if !mapped[name] {

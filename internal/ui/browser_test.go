@@ -520,4 +520,18 @@ func checkMetricsMath(t *testing.T, eval func(string, any)) {
 	if got.Second["specPresent"] != true {
 		t.Errorf("metrics math: speculative decoding not shown once drafts were proposed: %v", got.Second)
 	}
+	// The encoder cache's hit rate: hidden until an image was looked up,
+	// then hits over lookups in the window.
+	var enc struct{ None, First, Second map[string]any }
+	eval(`(() => {
+		const M = window.MistralrsMetrics;
+		const s = (h, m) => M.snapshot(M.parse('mistralrs_encoder_cache_hits_total ' + h + '\nmistralrs_encoder_cache_misses_total ' + m + '\n'));
+		const w = new M.Window(60000);
+		return {none: new M.Window(60000).add(0, s(0, 0)), first: w.add(0, s(1, 3)), second: w.add(2000, s(4, 4))};
+	})()`, &enc)
+	if enc.None["encoderPresent"] != false || enc.First["encoderPresent"] != true {
+		t.Errorf("metrics math: encoder cache shown %v before any image, %v after", enc.None["encoderPresent"], enc.First["encoderPresent"])
+	}
+	near("encoder hit rate, first scrape", enc.First["encoderHitRate"], 1.0/4.0)
+	near("encoder hit rate of the window", enc.Second["encoderHitRate"], 3.0/4.0)
 }

@@ -2,6 +2,7 @@ package vision
 
 import (
 	"math"
+	"sync"
 
 	"mistralrs/internal/kernels"
 )
@@ -9,15 +10,16 @@ import (
 // geluTable is llama.cpp's CPU GELU: the tanh form evaluated once per half
 // value and rounded to half, looked up by the input rounded to half. Its
 // inputs are every half value, so the table is derived here rather than
-// read from anywhere; the fixture's copy of ggml's checks it.
-var geluTable = func() *[1 << 16]float32 {
+// read from anywhere; the fixture's copy of ggml's checks it. Made on first
+// use: a text-only process never pays for it.
+var geluTable = sync.OnceValue(func() *[1 << 16]float32 {
 	var t [1 << 16]float32
 	for i := range t {
 		x := kernels.FP16ToFP32(uint16(i))
 		t[i] = kernels.FP16ToFP32(kernels.FP32ToFP16(geluTanh32(x)))
 	}
 	return &t
-}()
+})
 
 // geluTanh32 is 0.5·x·(1 + tanh(√(2/π)·x·(1 + 0.044715·x²))) evaluated as
 // ggml writes it, each step rounded to float32 (tanh itself correctly
@@ -36,7 +38,7 @@ func geluTanh32(x float32) float32 {
 // geluF16 applies llama.cpp's GELU in place: 0 at or below −10, x at or
 // above 10, the table between.
 func geluF16(x []float32) {
-	t := geluTable
+	t := geluTable()
 	var buf [256]uint16
 	for len(x) > 0 {
 		n := min(len(x), len(buf))

@@ -197,7 +197,11 @@ func TestEmbeddingsMatchLlamaCpp(t *testing.T) {
 		d := maxAbsDiff(t, got, readF32(t, fixture(t, tc.ref)))
 		bound := 3e-4
 		if tc.mmproj == "mmproj-f16.gguf" {
-			bound = 5e-3 // the README's bound for the F16 file
+			// The README's bound for the F16 file. Rounding every product's
+			// input to half makes the output follow the order of the sums:
+			// this encoder with the pure-Go kernels instead of the assembly
+			// moves by 2.0e-3 (mean 3.4e-4), as far as it is from llama.cpp.
+			bound = 5e-3
 		}
 		t.Logf("%s %s: max |Δ| %.3g mean %.3g", tc.mmproj, tc.image, d, meanAbsDiff(got, readF32(t, fixture(t, tc.ref))))
 		if d > bound {
@@ -304,7 +308,7 @@ func TestGELUTable(t *testing.T) {
 			continue
 		}
 		want := kernels.FP16ToFP32(binary.LittleEndian.Uint16(b[2*i:]))
-		if got := geluTable[i]; got != want {
+		if got := geluTable()[i]; got != want {
 			diff++
 			t.Logf("x=%g: derived %g, ggml %g", x, got, want)
 		}

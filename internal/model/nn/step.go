@@ -32,6 +32,9 @@ type SeqInput struct {
 	// inside Tokens. Their tokens are placeholders (any id, negative ones
 	// included) that the rows replace.
 	Embeds []Embeds
+	// LoRA lists the adapters applied to this sequence's products (nil:
+	// the base model alone); see Adapter.
+	LoRA []Active
 }
 
 // Embeds is a run of a sequence's new positions whose input rows come from

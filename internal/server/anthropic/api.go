@@ -51,7 +51,7 @@ func (a *API) prepare(r *http.Request, body []byte) (*gen.Job, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	j, err := a.b.Prepare(r.Context(), &gen.Request{Model: p.model, Settings: g, Render: p.render, Tools: p.tools,
+	j, err := a.b.Prepare(r.Context(), &gen.Request{Model: p.model, Settings: g, Render: p.render, Images: p.images, Tools: p.tools,
 		ToolDefs: p.toolDefs, ToolChoice: p.toolChoice})
 	if err != nil {
 		return nil, false, err
@@ -79,17 +79,12 @@ func (a *API) countTokens(w http.ResponseWriter, r *http.Request, body []byte) e
 	if err != nil {
 		return err
 	}
-	l, release, err := p.model.Acquire(r.Context())
-	if err != nil {
-		return err
-	}
-	defer release()
-	prompt, err := p.render(l.Model, l.Engine.ContextLength())
+	n, err := a.b.CountTokens(r.Context(), &gen.Request{Model: p.model, Render: p.render, Images: p.images})
 	if err != nil {
 		return err
 	}
 	a.b.Respond(w, struct {
 		InputTokens int `json:"input_tokens"`
-	}{len(prompt)})
+	}{n})
 	return nil
 }

@@ -16,7 +16,9 @@ import (
 // an assistant message per assistant turn (text joined, tool_use blocks as
 // tool_calls, thinking as reasoning_content), and for a user turn its text
 // as a user message and each tool_result as a tool message, in order.
-func chatMessages(system, messages gen.BodyJSON) ([]chat.Message, error) {
+// Image blocks become their media markers' text, the images collected in
+// images.
+func chatMessages(system, messages gen.BodyJSON, images *gen.Images) ([]chat.Message, error) {
 	var out []chat.Message
 	if b := bytes.TrimSpace(system); len(b) > 0 && string(b) != "null" {
 		texts, err := systemTexts(b)
@@ -73,7 +75,7 @@ func chatMessages(system, messages gen.BodyJSON) ([]chat.Message, error) {
 			out = append(out, msg)
 			continue
 		}
-		msgs, err := userBlocks(blocks, param+".content", names)
+		msgs, err := userBlocks(blocks, param+".content", names, images)
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +156,7 @@ func assistantBlocks(blocks []blockIn, param string, names map[string]string) (c
 	return msg, nil
 }
 
-func userBlocks(blocks []blockIn, param string, names map[string]string) ([]chat.Message, error) {
+func userBlocks(blocks []blockIn, param string, names map[string]string, images *gen.Images) ([]chat.Message, error) {
 	var out []chat.Message
 	var texts []string
 	flush := func() {
@@ -179,7 +181,7 @@ func userBlocks(blocks []blockIn, param string, names map[string]string) ([]chat
 			if b.ToolUseID == "" {
 				return nil, gen.BadRequest(bp+".tool_use_id", "%s: a tool_result block requires tool_use_id", bp)
 			}
-			content, err := toolResultText(json.RawMessage(b.Content), bp+".content")
+			content, err := toolResultText(json.RawMessage(b.Content), bp+".content", images)
 			if err != nil {
 				return nil, err
 			}
@@ -188,8 +190,14 @@ func userBlocks(blocks []blockIn, param string, names map[string]string) ([]chat
 			setBlockTexts(&m, content)
 			out = append(out, m)
 		case "thinking", "redacted_thinking":
-		case "image", "document":
-			return nil, gen.BadRequest(bp+".type", "%s: content block type %q is not supported by a text model", bp, b.Type)
+		case "image":
+			part, err := imageBlock(b, bp, images)
+			if err != nil {
+				return nil, err
+			}
+			texts = append(texts, part)
+		case "document":
+			return nil, gen.BadRequest(bp+".type", "%s: content block type %q is not supported (documents are not read; text and image blocks are)", bp, b.Type)
 		default:
 			return nil, gen.BadRequest(bp+".type", "%s: content block type %q is not supported in a user message", bp, b.Type)
 		}
@@ -200,7 +208,7 @@ func userBlocks(blocks []blockIn, param string, names map[string]string) ([]chat
 
 // toolResultText is a tool_result's content: a string or text blocks
 // (their texts, to be joined with newlines).
-func toolResultText(raw json.RawMessage, param string) ([]string, error) {
+func toolResultText(raw json.RawMessage, param string, images *gen.Images) ([]string, error) {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
 		return nil, nil
@@ -219,8 +227,16 @@ func toolResultText(raw json.RawMessage, param string) ([]string, error) {
 	texts := make([]string, 0, len(blocks))
 	for i := range blocks {
 		bp := fmt.Sprintf("%s[%d]", param, i)
+		if blocks[i].Type == "image" {
+			part, err := imageBlock(&blocks[i], bp, images)
+			if err != nil {
+				return nil, err
+			}
+			texts = append(texts, part)
+			continue
+		}
 		if blocks[i].Type != "text" {
-			return nil, gen.BadRequest(bp+".type", "%s: content block type %q is not supported by a text model", bp, blocks[i].Type)
+			return nil, gen.BadRequest(bp+".type", "%s: content block type %q is not supported in a tool_result (text and image blocks are)", bp, blocks[i].Type)
 		}
 		t, err := blockText(&blocks[i], bp)
 		if err != nil {
@@ -241,6 +257,47 @@ type blockIn struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   gen.BodyJSON    `json:"content"`
 	Thinking  string          `json:"thinking"`
+	Source    json.RawMessage `json:"source"`
+}
+
+// imageMediaTypes are the media types an image block's base64 source may
+// name (Anthropic's list).
+var imageMediaTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
+
+// imageBlock records an image block's image (its source: base64 data with
+// a media type, or a URL) and returns the text standing for it.
+func imageBlock(b *blockIn, param string, images *gen.Images) (string, error) {
+	sp := param + ".source"
+	var src struct {
+		Type      string  `json:"type"`
+		MediaType string  `json:"media_type"`
+		Data      *string `json:"data"`
+		URL       *string `json:"url"`
+	}
+	if s := bytes.TrimSpace(b.Source); len(s) == 0 || string(s) == "null" {
+		return "", gen.BadRequest(sp, "%s is required in an image block", sp)
+	}
+	if err := json.Unmarshal(b.Source, &src); err != nil {
+		return "", gen.BadRequest(sp, "%s must be an object {type, media_type, data} or {type, url} (%s)", sp, gen.JSONProblem(err))
+	}
+	switch src.Type {
+	case "base64":
+		if !imageMediaTypes[src.MediaType] {
+			return "", gen.BadRequest(sp+".media_type", "%s.media_type %q is not one of image/jpeg, image/png, image/gif, image/webp", sp, src.MediaType)
+		}
+		if src.Data == nil || *src.Data == "" {
+			return "", gen.BadRequest(sp+".data", "%s.data is required (the image, base64-encoded)", sp)
+		}
+		return images.Add(sp, "data:"+src.MediaType+";base64,"+*src.Data).Text, nil
+	case "url":
+		if src.URL == nil || *src.URL == "" {
+			return "", gen.BadRequest(sp+".url", "%s.url is required", sp)
+		}
+		return images.Add(sp, *src.URL).Text, nil
+	case "file":
+		return "", gen.BadRequest(sp+".type", "%s.type \"file\" is not supported: this server stores no files (send base64 or url)", sp)
+	}
+	return "", gen.BadRequest(sp+".type", "%s.type %q is not supported (base64 or url)", sp, src.Type)
 }
 
 // contentBlocks decodes a content field that is an array of blocks.

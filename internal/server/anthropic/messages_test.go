@@ -31,7 +31,7 @@ func TestAnthropicRender(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &req); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := chatMessages(req.System, req.Messages)
+	msgs, err := chatMessages(req.System, req.Messages, new(gen.Images))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"mistralrs/internal/chat"
 	"mistralrs/internal/constrain"
-	"mistralrs/internal/loader"
 	"mistralrs/internal/server/gen"
 )
 
@@ -66,11 +65,12 @@ var unsupported = []gen.Unsupported{
 
 // parsed is a checked Anthropic request, ready for the template.
 type parsed struct {
-	req   request
-	model gen.Model
-	msgs  []chat.Message
-	opts  chat.Options
-	tools *chat.ToolParser // nil: the answer is not read for tool calls
+	req    request
+	model  gen.Model
+	msgs   []chat.Message
+	images gen.Images
+	opts   chat.Options
+	tools  *chat.ToolParser // nil: the answer is not read for tool calls
 	// toolDefs and toolChoice are the tools and tool_choice in the chat
 	// form, which gen.Prepare enforces: "any" or a named tool forces a call.
 	toolDefs   []json.RawMessage
@@ -105,7 +105,7 @@ func (a *API) parse(body []byte, generate bool) (*parsed, error) {
 	if p.grammar, err = a.b.Constraint("response_format", req.ResponseFormat, req.Grammar); err != nil {
 		return nil, err
 	}
-	if p.msgs, err = chatMessages(req.System, req.Messages); err != nil {
+	if p.msgs, err = chatMessages(req.System, req.Messages, &p.images); err != nil {
 		return nil, err
 	}
 	if err := p.templateOptions(); err != nil {
@@ -168,12 +168,12 @@ func (p *parsed) settings(seed *uint64) (*gen.Settings, error) {
 // render applies the model's chat template and tokenizes the prompt. The
 // texts of several blocks are joined only once the conversation is known
 // to fit the context (a join copies them).
-func (p *parsed) render(m *loader.Model, ctxLen int) ([]int32, error) {
-	if err := gen.CheckTextBytes(m.Tok, ctxLen, gen.MessagesBytes(p.msgs)); err != nil {
+func (p *parsed) render(pr *gen.Prompter) ([]int32, error) {
+	if err := gen.CheckTextBytes(pr.Model.Tok, pr.CtxLen, gen.MessagesBytes(p.msgs)); err != nil {
 		return nil, err
 	}
 	joinBlockTexts(p.msgs)
-	return gen.RenderPrompt(m, ctxLen, p.msgs, p.opts, "messages")
+	return pr.Render(p.msgs, p.opts, "messages")
 }
 
 // clientTools checks the client tools and returns them in the OpenAI

@@ -3,7 +3,6 @@ package gen
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -34,6 +33,9 @@ type Model interface {
 type Loaded struct {
 	Model  *loader.Model
 	Engine *engine.Engine
+	// Images bound the images of one request to a model with a vision
+	// projector.
+	Images ImageLimits
 }
 
 // Models finds a request's model: a *Error (404) when it is not served.
@@ -52,7 +54,11 @@ type Base struct {
 	// Canceled says why a generation whose client is still connected was
 	// canceled (the server's drain, or its model went away).
 	Canceled func() string
+	// RemoteImages says whether and how image parts given by http(s) URL
+	// are fetched (data: URLs always are read).
+	RemoteImages RemoteImages
 
+	fetchState
 	grammars grammarCache
 	seq      atomic.Uint64
 }
@@ -62,16 +68,19 @@ type Base struct {
 type Request struct {
 	Model    Model
 	Settings *Settings
-	// The prompt, one of: Render (the dialect's own rendering), Messages
-	// (through the chat template with Template; a template's
-	// raise_exception is a 400 naming Param), Text (a raw prompt, special
-	// token texts recognised) or Tokens.
-	Render   func(m *loader.Model, ctxLen int) ([]int32, error)
+	// The prompt, one of: Render (the dialect's own rendering through the
+	// Prompter), Messages (through the chat template with Template; a
+	// template's raise_exception is a 400 naming Param), Text (a raw
+	// prompt, special token texts recognised) or Tokens.
+	Render   func(p *Prompter) ([]int32, error)
 	Messages []chat.Message
 	Template chat.Options
 	Param    string
 	Text     *string
 	Tokens   []int32
+	// Images are the images the messages' media markers stand for
+	// (Images.Add made both).
+	Images Images
 	// Continuation: the answer continues the prompt's text (completions).
 	Continuation bool
 	// Tools reads the answer for tool calls (nil: it is plain text).
@@ -120,26 +129,27 @@ func (b *Base) Prepare(ctx context.Context, req *Request) (*Job, error) {
 		return nil, err
 	}
 	j.Tools = req.Tools
-	if err := b.prepare(j, req); err != nil {
+	if err := b.prepare(ctx, j, req); err != nil {
 		j.release()
 		return nil, err
 	}
 	return j, nil
 }
 
-func (b *Base) prepare(j *Job, req *Request) error {
+func (b *Base) prepare(ctx context.Context, j *Job, req *Request) error {
 	if req.Tools != nil && req.ToolDefs != nil {
 		if err := b.forceToolCall(j, req); err != nil {
 			return err
 		}
 	}
-	prompt, err := j.prompt(req)
+	pr, prompt, err := b.buildPrompt(ctx, j.Loaded, req)
 	if err != nil {
 		return err
 	}
 	if err := j.setPrompt(prompt); err != nil {
 		return err
 	}
+	j.setImages(pr)
 	j.Req.Continuation = req.Continuation
 	if req.Tools != nil {
 		j.Req.ToolCalls = j.readToolCalls
@@ -215,18 +225,38 @@ func checkBiasVocab(g *Settings, tok *tokenizer.Tokenizer) error {
 	return nil
 }
 
-// prompt makes the request's prompt tokens.
-func (j *Job) prompt(req *Request) ([]int32, error) {
-	ctxLen := j.Engine.ContextLength()
+// buildPrompt prepares the request's images for l's projector and makes
+// its prompt tokens, the images placed at their markers.
+func (b *Base) buildPrompt(ctx context.Context, l *Loaded, req *Request) (*Prompter, []int32, error) {
+	set, err := b.prepareImages(ctx, l, req.Images)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := newPrompter(l.Model, l.Engine.ContextLength(), set)
+	var tokens []int32
 	switch {
 	case req.Render != nil:
-		return req.Render(j.Model, ctxLen)
+		tokens, err = req.Render(p)
 	case req.Text != nil:
-		return EncodePrompt(j.Model.Tok, ctxLen, *req.Text, true)
+		tokens, err = p.Encode(*req.Text, true)
 	case req.Messages != nil:
-		return RenderPrompt(j.Model, ctxLen, req.Messages, req.Template, req.Param)
+		tokens, err = p.Render(req.Messages, req.Template, req.Param)
+	default:
+		tokens = req.Tokens
 	}
-	return req.Tokens, nil
+	return p, tokens, err
+}
+
+// CountTokens is the number of prompt positions req would take on its
+// model, image positions included (Anthropic's count_tokens).
+func (b *Base) CountTokens(ctx context.Context, req *Request) (int, error) {
+	l, release, err := req.Model.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	_, tokens, err := b.buildPrompt(ctx, l, req)
+	return len(tokens), err
 }
 
 // setPrompt checks that the prompt fits the model.
@@ -298,25 +328,6 @@ func TemplateOptions(tools []json.RawMessage, kwargs map[string]json.RawMessage,
 		}
 	}
 	return opts
-}
-
-// RenderPrompt applies m's chat template to msgs and tokenizes the text; a
-// conversation that cannot fit ctxLen tokens is refused as soon as that is
-// certain, and a template's own raise_exception is a 400 naming param.
-func RenderPrompt(m *loader.Model, ctxLen int, msgs []chat.Message, opts chat.Options, param string) ([]int32, error) {
-	if err := CheckTextBytes(m.Tok, ctxLen, MessagesBytes(msgs)); err != nil {
-		return nil, err
-	}
-	text, err := m.Template.RenderOptions(msgs, opts)
-	if err != nil {
-		var ce *chat.Error
-		if errors.As(err, &ce) && ce.Raised {
-			return nil, BadRequest(param, "%s", err.Error())
-		}
-		return nil, err
-	}
-	// The template writes BOS itself where the model wants it.
-	return EncodePrompt(m.Tok, ctxLen, text, false)
 }
 
 // MessagesBytes is the text the messages carry, all of which a chat

@@ -77,7 +77,8 @@ func (a *API) prepareChat(r *http.Request, body []byte) (*chatRequest, *gen.Job,
 	if err != nil {
 		return nil, nil, err
 	}
-	msgs, raw, isRaw, err := req.messages()
+	var images gen.Images
+	msgs, raw, isRaw, err := req.messages(&images)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,7 +91,7 @@ func (a *API) prepareChat(r *http.Request, body []byte) (*chatRequest, *gen.Job,
 	}
 	gr := &gen.Request{Model: m, Settings: g, Messages: msgs, Param: "messages",
 		Template: gen.TemplateOptions(req.Tools, req.ChatTemplateKwargs, req.EnableThinking),
-		Tools:    tools, ToolDefs: req.Tools, ToolChoice: req.ToolChoice}
+		Tools:    tools, ToolDefs: req.Tools, ToolChoice: req.ToolChoice, Images: images}
 	if isRaw {
 		gr.Messages, gr.Text = nil, &raw
 	}

@@ -139,6 +139,24 @@ func (a *API) Embeddings(w http.ResponseWriter, r *http.Request) {
 	a.b.Respond(w, resp)
 }
 
+// objectInput finds an object in input (as multimodal embedding APIs send
+// an image: {"image": …} or an image_url part), naming where it is.
+func objectInput(b []byte) (string, bool) {
+	if b[0] == '{' {
+		return "input", true
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(b, &items) != nil {
+		return "", false
+	}
+	for i, it := range items {
+		if len(it) > 0 && it[0] == '{' {
+			return fmt.Sprintf("input[%d]", i), true
+		}
+	}
+	return "", false
+}
+
 // parseEmbeddingInput reads input: a string, an array of strings, an array
 // of token ids, or an array of arrays of token ids. No input, an empty
 // one, or more than limit entries, is a 422 (as in mistral.rs); another shape
@@ -169,6 +187,9 @@ func parseEmbeddingInput(raw json.RawMessage, limit int) ([]embeddingInput, erro
 			out = append(out, embeddingInput{tokens: t})
 		}
 	default:
+		if param, ok := objectInput(b); ok {
+			return nil, gen.BadRequest(param, "%s: image and other object inputs cannot be embedded here; input must be a string, an array of strings, an array of token ids (integers), or an array of arrays of token ids", param)
+		}
 		return nil, gen.BadRequest("input", "input must be a string, an array of strings, an array of token ids (integers), or an array of arrays of token ids")
 	}
 	if len(out) == 0 {

@@ -61,7 +61,9 @@ type toolCall struct {
 
 // messages parses the messages field: an array of messages, or (mistral.rs
 // extension) a string used as the raw prompt, without the chat template.
-func (r *chatRequest) messages() (msgs []chat.Message, raw string, isRaw bool, err error) {
+// Image parts become their media markers' text, the images collected in
+// images.
+func (r *chatRequest) messages(images *gen.Images) (msgs []chat.Message, raw string, isRaw bool, err error) {
 	b := bytes.TrimSpace(r.Messages)
 	if len(b) == 0 || string(b) == "null" {
 		return nil, "", false, gen.BadRequest("messages", "messages is required")
@@ -98,7 +100,11 @@ func (r *chatRequest) messages() (msgs []chat.Message, raw string, isRaw bool, e
 			return nil, "", false, gen.BadRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content is required (only an assistant message with tool_calls may omit it)", i)
 		}
 		cm := chat.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, ReasoningContent: m.ReasoningContent}
-		if err := setContent(&cm, m.Content); err != nil {
+		if err := setContent(&cm, m.Content, fmt.Sprintf("messages[%d].content", i), images); err != nil {
+			var re *gen.Error
+			if errors.As(err, &re) {
+				return nil, "", false, err
+			}
 			return nil, "", false, gen.BadRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content: %s", i, gen.JSONProblem(err))
 		}
 		for _, tc := range m.ToolCalls {
@@ -110,14 +116,15 @@ func (r *chatRequest) messages() (msgs []chat.Message, raw string, isRaw bool, e
 	return msgs, "", false, nil
 }
 
-// setContent accepts a string, null (assistant tool calls) or an array of
-// content parts; only text parts carry anything for a text model.
 // chatRoles are the message roles a chat request may use: OpenAI's, and
 // Llama 3's ipython (tool output) that its templates know.
 var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true,
 	"tool": true, "function": true, "ipython": true}
 
-func setContent(m *chat.Message, raw gen.BodyJSON) error {
+// setContent accepts a string, null (assistant tool calls) or an array of
+// content parts: text, and image_url parts (param names the content, for
+// the errors of its images).
+func setContent(m *chat.Message, raw gen.BodyJSON, param string, images *gen.Images) error {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
 		return nil
@@ -126,23 +133,64 @@ func setContent(m *chat.Message, raw gen.BodyJSON) error {
 		return json.Unmarshal(b, &m.Content)
 	}
 	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
+		Type     string          `json:"type"`
+		Text     *string         `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
 	}
 	if err := json.Unmarshal(b, &parts); err != nil {
 		return errors.New("must be a string or an array of content parts")
 	}
 	m.Parts = []chat.ContentPart{}
 	for j, p := range parts {
-		if p.Type != "text" {
-			return fmt.Errorf("content part type %q is not supported by a text model", p.Type)
+		switch p.Type {
+		case "text":
+			if p.Text == nil {
+				return fmt.Errorf("content[%d] is a text part without text", j)
+			}
+			m.Parts = append(m.Parts, chat.ContentPart{Type: p.Type, Text: *p.Text})
+		case "image_url":
+			ip := fmt.Sprintf("%s[%d].image_url", param, j)
+			u, err := imageURL(p.ImageURL, ip)
+			if err != nil {
+				return err
+			}
+			m.Parts = append(m.Parts, images.Add(ip, u))
+		default:
+			return gen.BadRequest(fmt.Sprintf("%s[%d].type", param, j), "%s[%d]: content part type %q is not supported (text and image_url are)", param, j, p.Type)
 		}
-		if p.Text == nil {
-			return fmt.Errorf("content[%d] is a text part without text", j)
-		}
-		m.Parts = append(m.Parts, chat.ContentPart{Type: p.Type, Text: *p.Text})
 	}
 	return nil
+}
+
+// imageURL is an image_url part's URL: {"url": …, "detail": …} or, as some
+// clients send it, the URL string itself. detail is accepted and has no
+// effect: each projector sizes images its own way.
+func imageURL(raw json.RawMessage, param string) (string, error) {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || string(b) == "null" {
+		return "", gen.BadRequest(param, "%s is required in an image_url part", param)
+	}
+	if b[0] == '"' {
+		var u string
+		if err := json.Unmarshal(b, &u); err != nil || u == "" {
+			return "", gen.BadRequest(param, "%s must be a non-empty URL", param)
+		}
+		return u, nil
+	}
+	var obj struct {
+		URL    *string `json:"url"`
+		Detail *string `json:"detail"`
+	}
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return "", gen.BadRequest(param, "%s must be an object {url, detail} or a URL string (%s)", param, gen.JSONProblem(err))
+	}
+	if obj.URL == nil || *obj.URL == "" {
+		return "", gen.BadRequest(param+".url", "%s.url is required", param)
+	}
+	if d := obj.Detail; d != nil && *d != "auto" && *d != "low" && *d != "high" && *d != "original" {
+		return "", gen.BadRequest(param+".detail", "%s.detail %q is not one of auto, low, high, original", param, *d)
+	}
+	return *obj.URL, nil
 }
 
 // Response shapes.

@@ -57,6 +57,7 @@ type job struct {
 	store      bool
 	logprobs   bool
 	history    []chat.Message // earlier turns (previous_response_id) and this input, without the instructions
+	images     gen.Images     // the images of history, which its media markers stand for
 	base       responseObject // the request's echo fields
 }
 
@@ -102,7 +103,7 @@ func (p *job) finish(status string, res *engine.Result, text string, msg *respMe
 		}
 	}
 	msgs := make([]chat.Message, 0, len(p.history)+1)
-	msgs = append(append(msgs, p.history...), assistant)
+	msgs = append(append(msgs, storedImages(p.history, p.images)...), assistant)
 	return o, msgs
 }
 
@@ -201,7 +202,8 @@ func (a *API) request(req *responsesRequest, m gen.Model) (*gen.Request, *job, e
 	if g.Grammar, err = a.b.Constraint(param, format, req.Grammar); err != nil {
 		return nil, nil, err
 	}
-	history, err := a.history(req)
+	var images gen.Images
+	history, err := a.history(req, &images)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -218,32 +220,87 @@ func (a *API) request(req *responsesRequest, m gen.Model) (*gen.Request, *job, e
 		return nil, nil, err
 	}
 	p := &job{id: "resp_" + uuid.New().String(), stream: req.Stream, background: req.Background,
-		store: req.Store == nil || *req.Store, logprobs: logprobs, history: history}
+		store: req.Store == nil || *req.Store, logprobs: logprobs, history: history, images: images}
 	p.base = echo(req, p, m.ID(), toolsEcho, top)
 	msgs := history
 	if req.Instructions != nil && *req.Instructions != "" {
 		msgs = append([]chat.Message{{Role: "system", Content: *req.Instructions}}, history...)
 	}
-	return &gen.Request{Model: m, Settings: g, Messages: msgs, Param: "input", Tools: tools, ToolDefs: chatTools, ToolChoice: choice,
+	return &gen.Request{Model: m, Settings: g, Messages: msgs, Param: "input", Images: images, Tools: tools, ToolDefs: chatTools, ToolChoice: choice,
 		Template: gen.TemplateOptions(chatTools, req.ChatTemplateKwargs, req.EnableThinking)}, p, nil
 }
 
 // history is the conversation of previous_response_id followed by this
-// request's input.
-func (a *API) history(req *responsesRequest) ([]chat.Message, error) {
-	input, err := respInput(req.Input)
-	if err != nil {
-		return nil, err
-	}
+// request's input, with their images in images.
+func (a *API) history(req *responsesRequest, images *gen.Images) ([]chat.Message, error) {
 	var history []chat.Message
 	if req.PreviousResponseID != nil && *req.PreviousResponseID != "" {
 		prev, err := a.previousConversation(*req.PreviousResponseID)
 		if err != nil {
 			return nil, err
 		}
-		history = append(history, prev...)
+		history = append(history, withImages(prev, images)...)
+	}
+	input, err := respInput(req.Input, images)
+	if err != nil {
+		return nil, err
 	}
 	return append(history, input...), nil
+}
+
+// storedImage is the part type of an image in a stored conversation, whose
+// text is the image's URL: media markers are a request's own, so a stored
+// conversation keeps the images themselves.
+const storedImage = "input_image"
+
+// storedImages is msgs with each media marker part back as its image.
+func storedImages(msgs []chat.Message, images gen.Images) []chat.Message {
+	if len(images) == 0 {
+		return msgs
+	}
+	byMarker := make(map[string]string, len(images))
+	for _, im := range images {
+		byMarker[im.Marker()] = im.URL
+	}
+	return mapParts(msgs, func(p chat.ContentPart) chat.ContentPart {
+		if u, ok := byMarker[p.Text]; ok && p.Type == "text" {
+			return chat.ContentPart{Type: storedImage, Text: u}
+		}
+		return p
+	})
+}
+
+// withImages is a stored conversation with its images as media markers of
+// this request, collected in images (named by previous_response_id).
+func withImages(msgs []chat.Message, images *gen.Images) []chat.Message {
+	return mapParts(msgs, func(p chat.ContentPart) chat.ContentPart {
+		if p.Type == storedImage {
+			return images.Add("previous_response_id", p.Text)
+		}
+		return p
+	})
+}
+
+// mapParts is msgs with f applied to every content part (copied where a
+// part changes).
+func mapParts(msgs []chat.Message, f func(chat.ContentPart) chat.ContentPart) []chat.Message {
+	out := msgs
+	for i, m := range msgs {
+		for j, p := range m.Parts {
+			q := f(p)
+			if q == p {
+				continue
+			}
+			if &out[0] == &msgs[0] {
+				out = append([]chat.Message(nil), msgs...)
+			}
+			if &out[i].Parts[0] == &msgs[i].Parts[0] {
+				out[i].Parts = append([]chat.ContentPart(nil), m.Parts...)
+			}
+			out[i].Parts[j] = q
+		}
+	}
+	return out
 }
 
 // echo is the response object's copy of the request's settings.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -240,8 +239,10 @@ type respInputItem struct {
 	Output    json.RawMessage `json:"output"`
 }
 
-// respInput turns the input (a string, or a list of items) into messages.
-func respInput(raw gen.BodyJSON) ([]chat.Message, error) {
+// respInput turns the input (a string, or a list of items) into messages;
+// input_image parts become their media markers' text, the images
+// collected in images.
+func respInput(raw gen.BodyJSON, images *gen.Images) ([]chat.Message, error) {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
 		return nil, gen.BadRequest("input", "input is required")
@@ -280,8 +281,8 @@ func respInput(raw gen.BodyJSON) ([]chat.Message, error) {
 				return nil, gen.BadRequest(at(".role"), "%s: role %q is not supported (user, assistant, system or developer)", at(""), role)
 			}
 			m := chat.Message{Role: role}
-			if err := respContent(&m, it.Content); err != nil {
-				return nil, gen.BadRequest(at(".content"), "%s.content: %s", at(""), gen.JSONProblem(err))
+			if err := respContent(&m, it.Content, at(".content"), images); err != nil {
+				return nil, err
 			}
 			msgs = append(msgs, m)
 		case "function_call":
@@ -302,8 +303,8 @@ func respInput(raw gen.BodyJSON) ([]chat.Message, error) {
 				return nil, gen.BadRequest(at(".call_id"), "%s: a function_call_output item needs call_id", at(""))
 			}
 			m := chat.Message{Role: "tool", ToolCallID: it.CallID, Name: names[it.CallID]}
-			if err := respContent(&m, gen.BodyJSON(it.Output)); err != nil {
-				return nil, gen.BadRequest(at(".output"), "%s.output: %s", at(""), gen.JSONProblem(err))
+			if err := respContent(&m, gen.BodyJSON(it.Output), at(".output"), images); err != nil {
+				return nil, err
 			}
 			msgs = append(msgs, m)
 		default:
@@ -313,33 +314,62 @@ func respInput(raw gen.BodyJSON) ([]chat.Message, error) {
 	return msgs, nil
 }
 
-// respContent accepts a string or a list of text parts (input_text,
-// output_text, text); a text model takes nothing else.
-func respContent(m *chat.Message, raw gen.BodyJSON) error {
+// respContent accepts a string or a list of parts: text (input_text,
+// output_text, text) and input_image (param names the content).
+func respContent(m *chat.Message, raw gen.BodyJSON, param string, images *gen.Images) error {
 	b := bytes.TrimSpace(raw)
 	if len(b) == 0 || string(b) == "null" {
-		return errors.New("content is required")
+		return gen.BadRequest(param, "%s: content is required", param)
 	}
 	if b[0] == '"' {
-		return json.Unmarshal(b, &m.Content)
+		if err := json.Unmarshal(b, &m.Content); err != nil {
+			return gen.BadRequest(param, "%s: %s", param, gen.JSONProblem(err))
+		}
+		return nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string  `json:"type"`
+		Text     string  `json:"text"`
+		ImageURL *string `json:"image_url"`
+		FileID   *string `json:"file_id"`
+		Detail   *string `json:"detail"`
 	}
 	if err := json.Unmarshal(b, &parts); err != nil {
-		return errors.New("must be a string or an array of content parts")
+		return gen.BadRequest(param, "%s: must be a string or an array of content parts", param)
 	}
 	m.Parts = []chat.ContentPart{}
-	for _, p := range parts {
+	for j, p := range parts {
+		pp := fmt.Sprintf("%s[%d]", param, j)
 		switch p.Type {
 		case "input_text", "output_text", "text":
 			m.Parts = append(m.Parts, chat.ContentPart{Type: "text", Text: p.Text})
+		case "input_image":
+			part, err := inputImage(pp, p.ImageURL, p.FileID, p.Detail, images)
+			if err != nil {
+				return err
+			}
+			m.Parts = append(m.Parts, part)
 		default:
-			return fmt.Errorf("content part type %q is not supported by a text model", p.Type)
+			return gen.BadRequest(pp+".type", "%s: content part type %q is not supported (input_text, output_text and input_image are)", pp, p.Type)
 		}
 	}
 	return nil
+}
+
+// inputImage records an input_image part's image: its image_url (a data:
+// URL, or http(s) when remote images are allowed); a file_id is refused,
+// as this server stores no files. detail is accepted and has no effect.
+func inputImage(param string, u, fileID, detail *string, images *gen.Images) (chat.ContentPart, error) {
+	if fileID != nil && *fileID != "" {
+		return chat.ContentPart{}, gen.BadRequest(param+".file_id", "%s.file_id is not supported: this server stores no files (send image_url)", param)
+	}
+	if u == nil || *u == "" {
+		return chat.ContentPart{}, gen.BadRequest(param+".image_url", "%s.image_url is required", param)
+	}
+	if d := detail; d != nil && *d != "auto" && *d != "low" && *d != "high" && *d != "original" {
+		return chat.ContentPart{}, gen.BadRequest(param+".detail", "%s.detail %q is not one of auto, low, high, original", param, *d)
+	}
+	return images.Add(param+".image_url", *u), nil
 }
 
 // respTools turns Responses function tools ({"type": "function", "name":

@@ -1,5 +1,7 @@
 // The chat page: model picker, streamed chat completions with stop,
-// settings, a conversation kept in localStorage, and the metrics panel.
+// images attached to a message (file picker, paste, drag and drop; sent
+// as image_url data URLs), settings, a conversation kept in localStorage,
+// and the metrics panel.
 //
 // Every URL is relative to the page's <base> (the server sets it to the
 // directory of /ui/), so the page works under any base path a proxy adds.
@@ -17,6 +19,7 @@
     model: $('model'), status: $('status'), newChat: $('new-chat'),
     transcript: $('transcript'), empty: $('empty'),
     composer: $('composer'), prompt: $('prompt'), send: $('send'), stop: $('stop'),
+    attach: $('attach'), imageFile: $('image-file'), attachments: $('attachments'),
     system: $('system'), temperature: $('temperature'), topP: $('top-p'), maxTokens: $('max-tokens'),
     apiKey: $('api-key'), extra: $('extra'), extraError: $('extra-error'),
     metricsState: $('metrics-state'),
@@ -24,6 +27,7 @@
 
   const state = loadState();
   let inflight = null; // {controller, reply, body}
+  let attached = []; // data URLs of the images for the next message
 
   // ---- storage ----
 
@@ -39,6 +43,10 @@
     s.messages = s.messages.filter((m) => m && typeof m === 'object' &&
       (m.role === 'user' || m.role === 'assistant') && typeof m.content === 'string');
     for (const m of s.messages) {
+      if (m.images !== undefined) {
+        m.images = Array.isArray(m.images) ? m.images.filter(isImageURL) : [];
+        if (m.images.length === 0) delete m.images;
+      }
       if (m.pending) { // the page was closed while this answer streamed
         delete m.pending;
         m.meta = (m.meta ? m.meta + ' · ' : '') + 'interrupted';
@@ -53,8 +61,32 @@
     try {
       localStorage.setItem(STORE_KEY, JSON.stringify(state));
     } catch (e) {
-      setStatus('could not save the conversation: ' + e.message, true);
+      // Images are what outgrows the browser's storage: keep the text.
+      const hasImages = state.messages.some((m) => m.images);
+      try {
+        if (!hasImages) throw e;
+        const textOnly = Object.assign({}, state, {
+          messages: state.messages.map((m) => Object.assign({}, m, { images: undefined })),
+        });
+        localStorage.setItem(STORE_KEY, JSON.stringify(textOnly));
+        setStatus('images are too large to keep in this browser: a reload shows the text only', true);
+      } catch (e2) {
+        setStatus('could not save the conversation: ' + e2.message, true);
+      }
     }
+  }
+
+  // isImageURL admits only the data URLs of images this page read itself.
+  function isImageURL(u) {
+    return typeof u === 'string' && /^data:image\/(png|jpeg|webp|gif);base64,/.test(u);
+  }
+
+  function thumbnail(url, alt) {
+    const img = document.createElement('img');
+    img.className = 'thumb';
+    img.alt = alt;
+    img.src = url;
+    return img;
   }
 
   function setStatus(text, isError) {
@@ -183,10 +215,17 @@
       actions.appendChild(regen);
     }
     head.append(role, meta, actions);
+    box.appendChild(head);
+    if (m.images && m.images.length) {
+      const imgs = document.createElement('div');
+      imgs.className = 'msg-images';
+      m.images.forEach((u, i) => imgs.appendChild(thumbnail(u, 'image ' + (i + 1))));
+      box.appendChild(imgs);
+    }
     const body = document.createElement('div');
     body.className = 'msg-body';
     body.textContent = m.content;
-    box.append(head, body);
+    box.appendChild(body);
     return box;
   }
 
@@ -251,7 +290,7 @@
     if (system) messages.push({ role: 'system', content: system });
     for (const m of history) {
       if (m.role === 'assistant' && m.error && m.content === '') continue;
-      messages.push({ role: m.role, content: m.content });
+      messages.push({ role: m.role, content: messageContent(m) });
     }
     const body = { model: el.model.value || undefined, messages: messages };
     const t = numberSetting(el.temperature);
@@ -266,12 +305,27 @@
     return body;
   }
 
-  // send asks for an answer to the conversation plus text (null: as it
-  // is, to regenerate); false when the request cannot be made.
+  // messageContent is a message's content on the wire: its text, or with
+  // images an array of a text part and image_url parts.
+  function messageContent(m) {
+    if (!m.images || m.images.length === 0) return m.content;
+    const parts = [];
+    if (m.content !== '') parts.push({ type: 'text', text: m.content });
+    for (const u of m.images) parts.push({ type: 'image_url', image_url: { url: u } });
+    return parts;
+  }
+
+  // send asks for an answer to the conversation plus text and the attached
+  // images (text null: as it is, to regenerate); false when the request
+  // cannot be made.
   function send(text) {
     if (inflight) return false;
     const history = state.messages.slice();
-    if (text !== null) history.push({ role: 'user', content: text });
+    if (text !== null) {
+      const m = { role: 'user', content: text };
+      if (attached.length) m.images = attached.slice();
+      history.push(m);
+    }
     const body = requestBody(history);
     if (body === null) return false;
     if (text !== null) state.messages.push(history[history.length - 1]);
@@ -398,8 +452,79 @@
   el.composer.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const text = el.prompt.value;
-    if (text.trim() === '' || inflight) return;
-    if (send(text)) el.prompt.value = '';
+    if ((text.trim() === '' && attached.length === 0) || inflight) return;
+    if (send(text)) {
+      el.prompt.value = '';
+      attached = [];
+      renderAttachments();
+    }
+  });
+
+  // ---- attached images ----
+
+  function renderAttachments() {
+    el.attachments.replaceChildren();
+    el.attachments.hidden = attached.length === 0;
+    attached.forEach((u, i) => {
+      const box = document.createElement('span');
+      box.className = 'attachment';
+      const remove = document.createElement('button');
+      remove.type = 'button';
+      remove.textContent = '×';
+      remove.title = 'Remove this image';
+      remove.addEventListener('click', () => {
+        attached.splice(i, 1);
+        renderAttachments();
+      });
+      box.append(thumbnail(u, 'attached image ' + (i + 1)), remove);
+      el.attachments.appendChild(box);
+    });
+  }
+
+  // attachFiles reads the image files among files as data URLs.
+  function attachFiles(files) {
+    for (const f of Array.from(files || [])) {
+      if (!/^image\/(png|jpeg|webp|gif)$/.test(f.type)) {
+        setStatus(f.name + ': not a PNG, JPEG, WebP or GIF image', true);
+        continue;
+      }
+      const reader = new FileReader();
+      reader.onload = () => {
+        if (isImageURL(reader.result)) {
+          attached.push(reader.result);
+          renderAttachments();
+        }
+      };
+      reader.onerror = () => setStatus(f.name + ': ' + (reader.error ? reader.error.message : 'unreadable'), true);
+      reader.readAsDataURL(f);
+    }
+  }
+
+  el.attach.addEventListener('click', () => el.imageFile.click());
+  el.imageFile.addEventListener('change', () => {
+    attachFiles(el.imageFile.files);
+    el.imageFile.value = '';
+  });
+  el.prompt.addEventListener('paste', (ev) => {
+    const files = ev.clipboardData ? Array.from(ev.clipboardData.files || []) : [];
+    if (files.some((f) => f.type.startsWith('image/'))) {
+      ev.preventDefault(); // the text of a pasted image is its file name
+      attachFiles(files);
+    }
+  });
+  el.composer.addEventListener('dragover', (ev) => {
+    if (ev.dataTransfer && Array.from(ev.dataTransfer.types || []).includes('Files')) {
+      ev.preventDefault();
+      el.composer.classList.add('dragging');
+    }
+  });
+  el.composer.addEventListener('dragleave', () => el.composer.classList.remove('dragging'));
+  el.composer.addEventListener('drop', (ev) => {
+    el.composer.classList.remove('dragging');
+    if (ev.dataTransfer && ev.dataTransfer.files && ev.dataTransfer.files.length) {
+      ev.preventDefault();
+      attachFiles(ev.dataTransfer.files);
+    }
   });
   el.prompt.addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
@@ -415,6 +540,8 @@
   });
   el.newChat.addEventListener('click', () => {
     if (inflight) inflight.controller.abort();
+    attached = [];
+    renderAttachments();
     state.messages = [];
     save();
     renderAll();
@@ -451,6 +578,8 @@
     show('m-prefix', fmtPercent(p.prefixHitRate));
     for (const n of document.querySelectorAll('.spec')) n.hidden = !p.specPresent;
     show('m-spec', fmtPercent(p.specAcceptance));
+    for (const n of document.querySelectorAll('.encoder')) n.hidden = !p.encoderPresent;
+    show('m-encoder', fmtPercent(p.encoderHitRate));
     const c = p.completed || {};
     const total = Object.values(c).reduce((a, b) => a + b, 0);
     show('m-completed', fmtCount(total) + (c.canceled ? ' (' + fmtCount(c.canceled) + ' canceled)' : ''));

@@ -115,6 +115,8 @@
       prefixHits: sum(samples, 'mistralrs_prefix_cache_hits_total'),
       specProposed: sum(samples, 'mistralrs_speculative_draft_tokens_proposed_total'),
       specAccepted: sum(samples, 'mistralrs_speculative_draft_tokens_accepted_total'),
+      encoderHits: sum(samples, 'mistralrs_encoder_cache_hits_total'),
+      encoderMisses: sum(samples, 'mistralrs_encoder_cache_misses_total'),
       completed: byLabel(samples, 'mistralrs_sequences_completed_total', 'reason'),
       ttft: histogram(samples, 'mistralrs_time_to_first_token_seconds'),
       itl: histogram(samples, 'mistralrs_inter_token_latency_seconds'),
@@ -190,6 +192,9 @@
       prefixHitRate: null,
       specPresent: c.specProposed !== null && c.specProposed > 0,
       specAcceptance: null,
+      // A model with a vision projector has looked an image up.
+      encoderPresent: (c.encoderHits || 0) + (c.encoderMisses || 0) > 0,
+      encoderHitRate: null,
       completed: c.completed,
     };
     if (prev && cur.t > prev.t) {
@@ -208,6 +213,11 @@
     if (out.specPresent) {
       out.specAcceptance = ratio(counterDelta(b && b.specAccepted, c.specAccepted),
         counterDelta(b && b.specProposed, c.specProposed));
+    }
+    if (out.encoderPresent) {
+      const hits = counterDelta(b && b.encoderHits, c.encoderHits);
+      const misses = counterDelta(b && b.encoderMisses, c.encoderMisses);
+      out.encoderHitRate = ratio(hits, (hits || 0) + (misses || 0));
     }
     return out;
   }
