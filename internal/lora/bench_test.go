@@ -42,7 +42,7 @@ func BenchmarkDecode16(b *testing.B) {
 		}
 		ads = append(ads, ad)
 	}
-	pool := kernels.NewPool(0)
+	pool := kernels.NewPool(1)
 	defer pool.Close()
 	for _, mode := range []string{"base", "4-adapters"} {
 		b.Run(mode, func(b *testing.B) {

@@ -115,6 +115,14 @@ func testLoRAProducts(t *testing.T, typ kernels.Type) {
 				continue // B adapts w1 only
 			}
 			lr, v := mk(w, 4+4*k, 8)
+			if ad == adA { // A's pairs take the transposed path, B's the product by B
+				lr.BT = make([]float32, lr.Rank*w.Rows)
+				for o := range w.Rows {
+					for k := range lr.Rank {
+						lr.BT[k*w.Rows+o] = v.b[o*lr.Rank+k]
+					}
+				}
+			}
 			ad.Deltas[w] = lr
 			vals[ad][w] = v
 		}
