@@ -14,7 +14,9 @@ import (
 // BenchmarkDecode16 is one decode step of 16 sequences of a Q8_0 model:
 // all on the base, and spread over 4 rank-16 adapters of the seven
 // projections of every layer and the base (3 sequences each, the base 4),
-// interleaved so that each adapter's rows are gathered.
+// interleaved so that each adapter's rows are gathered. One thread: the
+// ratio of the two does not then depend on how busy a shared machine's
+// other cores are.
 func BenchmarkDecode16(b *testing.B) {
 	cfg := model.RandomConfig{Arch: "llama", Layers: 4, Embd: 1024, FF: 2816, Heads: 16, KVHeads: 4, Vocab: 4096, Seed: 3, Type: kernels.Q8_0}
 	m, _ := modeltest.LoadFixture(b, cfg)
