@@ -339,3 +339,28 @@ func TestMistral3Random(t *testing.T) {
 		}
 	}
 }
+
+// TestMistral3Batched: with the attention temperature, sequences at
+// different positions in one step get the logits they get alone (each
+// token's factor is its own position's).
+func TestMistral3Batched(t *testing.T) {
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	c := mistral3Cases[0]
+	m, _, _ := loadMistral3(t, c.name, c.cfg)
+	runs := []modeltest.SeqRun{
+		{Tokens: mistral3Prompt, Steps: []int{5, 9, 1, 12, 1, 3}},
+		{Tokens: mistral3Prompt[3:], Steps: []int{13, 0, 7, 1, 2, 1}},
+	}
+	alone := modeltest.RunBatched(t, m, pool, runs, false)
+	together := modeltest.RunBatched(t, m, pool, runs, true)
+	for i := range runs {
+		for s := range alone[i] {
+			for j, v := range alone[i][s] {
+				if !sameResult(v, together[i][s][j]) {
+					t.Fatalf("sequence %d, step %d, logit %d: alone %v, batched %v", i, s, j, v, together[i][s][j])
+				}
+			}
+		}
+	}
+}
