@@ -29,17 +29,18 @@ var mistral3Write = flag.String("mistral3.write", "", "write the mistral3 fixtur
 // and 32 greedy steps cross 7 floors) and YaRN scaling with betas and a
 // log multiplier whose ramp and magnitude differ from the defaults'
 // (rope base 1000, original context 8: the ramp runs over pairs 2 to 8 of
-// 16). "plain" has none of them.
+// 16). "plain" has none of them, and an attn_output bias (oBias).
 var mistral3Cases = []struct {
-	name string
-	cfg  model.RandomConfig
+	name  string
+	cfg   model.RandomConfig
+	oBias bool
 }{
 	{"temp-yarn", model.RandomConfig{Arch: "mistral3", Layers: 2, Embd: 128, FF: 128, Heads: 4, KVHeads: 2,
 		Vocab: 512, ContextLen: 512, RopeBase: 1000, Type: kernels.F32, Seed: 71,
 		RopeScale: 4, RopeScaling: "yarn", OrigCtx: 8, AttnTempScale: 0.3,
-		YarnBetaFast: 0.5, YarnBetaSlow: 0.05, YarnLogMul: 0.5}},
+		YarnBetaFast: 0.5, YarnBetaSlow: 0.05, YarnLogMul: 0.5}, false},
 	{"plain", model.RandomConfig{Arch: "mistral3", Layers: 2, Embd: 128, FF: 128, Heads: 4, KVHeads: 2,
-		Vocab: 512, ContextLen: 512, RopeBase: 1e6, Type: kernels.F32, Seed: 72}},
+		Vocab: 512, ContextLen: 512, RopeBase: 1e6, Type: kernels.F32, Seed: 72}, true},
 }
 
 // mistral3Prompt is the reference prompt: the ids of "Once upon a time,
@@ -53,11 +54,21 @@ var mistral3Prompt = []int32{1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298
 // EOS, bytes) scaled by 0.25 so that greedy runs do not pick them
 // (llama-server drops the probabilities of a step that ends inside a UTF-8
 // sequence) and the output norm's gains by 8, which spreads the logits as
-// a trained model's are spread.
-func mistral3Model(name string, cfg model.RandomConfig) ([]byte, error) {
+// a trained model's are spread. With oBias each block gets an attn_output
+// bias of 0.5·sin(1 + i + 7·block).
+func mistral3Model(name string, cfg model.RandomConfig, oBias bool) ([]byte, error) {
 	w := gguf.NewWriter()
 	if err := model.BuildRandom(cfg, w); err != nil {
 		return nil, err
+	}
+	for l := 0; oBias && l < cfg.Layers; l++ {
+		b := make([]byte, 4*cfg.Embd)
+		for i := range cfg.Embd {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(0.5*math.Sin(float64(1+i+7*l)))))
+		}
+		if err := w.AddTensor(fmt.Sprintf("blk.%d.attn_output.bias", l), kernels.F32, []uint64{uint64(cfg.Embd)}, b); err != nil {
+			return nil, err
+		}
 	}
 	w.AddKV("general.name", "random mistral3 fixture "+name)
 	stories, err := gguf.Parse("stories260K", demo.GGUF())
@@ -117,7 +128,7 @@ func TestMistral3FixtureWrite(t *testing.T) {
 		t.Skip("-mistral3.write DIR writes the fixture models")
 	}
 	for _, c := range mistral3Cases {
-		b, err := mistral3Model(c.name, c.cfg)
+		b, err := mistral3Model(c.name, c.cfg, c.oBias)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +143,7 @@ func TestMistral3FixtureWrite(t *testing.T) {
 
 // loadMistral3 regenerates case c, checks it is the model llama.cpp ran and
 // loads it.
-func loadMistral3(t *testing.T, name string, cfg model.RandomConfig) (*model.Model, *gguf.File, mistral3Ref) {
+func loadMistral3(t *testing.T, name string, cfg model.RandomConfig, oBias bool) (*model.Model, *gguf.File, mistral3Ref) {
 	t.Helper()
 	var ref mistral3Ref
 	raw, err := os.ReadFile(filepath.Join("testdata", "mistral3", name+".json"))
@@ -142,7 +153,7 @@ func loadMistral3(t *testing.T, name string, cfg model.RandomConfig) (*model.Mod
 	if err := json.Unmarshal(raw, &ref); err != nil {
 		t.Fatal(err)
 	}
-	b, err := mistral3Model(name, cfg)
+	b, err := mistral3Model(name, cfg, oBias)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +225,7 @@ func TestMistral3LlamaCpp(t *testing.T) {
 	defer pool.Close()
 	for _, c := range mistral3Cases {
 		t.Run(c.name, func(t *testing.T) {
-			m, f, ref := loadMistral3(t, c.name, c.cfg)
+			m, f, ref := loadMistral3(t, c.name, c.cfg, c.oBias)
 			if len(ref.Prompt) != len(mistral3Prompt) || len(ref.FirstStepLogprobs) != m.Config.Vocab || len(ref.GreedyTop2) != len(ref.Greedy) {
 				t.Fatalf("reference: %d prompt ids, %d logprobs, %d greedy ids, %d top-2 steps", len(ref.Prompt), len(ref.FirstStepLogprobs), len(ref.Greedy), len(ref.GreedyTop2))
 			}
@@ -227,19 +238,25 @@ func TestMistral3LlamaCpp(t *testing.T) {
 			if d > mistral3Tol {
 				t.Errorf("log-probabilities differ from llama.cpp's by %.3g, tolerance %g", d, mistral3Tol)
 			}
-			if c.cfg.AttnTempScale == 0 {
-				return
-			}
-			// The reference tells each mistral3 key's effect apart.
-			for _, mut := range []struct {
+			// The reference tells each mistral3 key's effect, and the
+			// bias's, apart.
+			type mutation struct {
 				what string
-				kv   map[string]any
-			}{
-				{"no attention temperature", map[string]any{"mistral3.attention.temperature_scale": nil}},
-				{"default YaRN betas", map[string]any{"mistral3.rope.scaling.yarn_beta_fast": nil, "mistral3.rope.scaling.yarn_beta_slow": nil}},
-				{"no YaRN log multiplier", map[string]any{"mistral3.rope.scaling.yarn_log_multiplier": nil}},
-			} {
-				bad, err := model.Load(modeltest.Rewrite(t, f, modeltest.Edit{KV: mut.kv}))
+				edit modeltest.Edit
+			}
+			var muts []mutation
+			if c.cfg.AttnTempScale != 0 {
+				muts = append(muts,
+					mutation{"no attention temperature", modeltest.Edit{KV: map[string]any{"mistral3.attention.temperature_scale": nil}}},
+					mutation{"default YaRN betas", modeltest.Edit{KV: map[string]any{"mistral3.rope.scaling.yarn_beta_fast": nil, "mistral3.rope.scaling.yarn_beta_slow": nil}}},
+					mutation{"no YaRN log multiplier", modeltest.Edit{KV: map[string]any{"mistral3.rope.scaling.yarn_log_multiplier": nil}}})
+			}
+			if c.oBias {
+				muts = append(muts, mutation{"no attn_output bias", modeltest.Edit{Tensors: map[string]*gguf.TensorInfo{
+					"blk.0.attn_output.bias": nil, "blk.1.attn_output.bias": nil}}})
+			}
+			for _, mut := range muts {
+				bad, err := model.Load(modeltest.Rewrite(t, f, mut.edit))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -258,7 +275,7 @@ func TestMistral3LlamaCpp(t *testing.T) {
 // cannot compute as llama.cpp does is refused with the key or tensor named.
 func TestMistral3Config(t *testing.T) {
 	c := mistral3Cases[0]
-	b, err := mistral3Model(c.name, c.cfg)
+	b, err := mistral3Model(c.name, c.cfg, c.oBias)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +364,7 @@ func TestMistral3Batched(t *testing.T) {
 	pool := kernels.NewPool(2)
 	defer pool.Close()
 	c := mistral3Cases[0]
-	m, _, _ := loadMistral3(t, c.name, c.cfg)
+	m, _, _ := loadMistral3(t, c.name, c.cfg, c.oBias)
 	runs := []modeltest.SeqRun{
 		{Tokens: mistral3Prompt, Steps: []int{5, 9, 1, 12, 1, 3}},
 		{Tokens: mistral3Prompt[3:], Steps: []int{13, 0, 7, 1, 2, 1}},
