@@ -392,7 +392,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // permutes in a weight of base: a llama model's q (head_count) and k
 // (head_count_kv) projections; 0 for the others.
 func permuteHeads(base *model.Model, target string) int {
-	if base.Config.Arch != "llama" {
+	if a := base.Config.Arch; a != "llama" && a != "mistral3" {
 		return 0
 	}
 	switch {
