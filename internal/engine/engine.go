@@ -320,7 +320,7 @@ func (e *Engine) SetStatsSink(sink StatsSink) {
 	e.mu.Lock()
 	e.sink = sink
 	e.mu.Unlock()
-	st := Stats{Measured: LevelCapacity | LevelQueues, Capacity: e.Capacity()}
+	st := Stats{Measured: LevelCapacity | LevelQueues | LevelLoRA, Capacity: e.Capacity()}
 	if e.paged {
 		st.Measured |= LevelKV
 		st.KVBlocksTotal = e.kv.Usage().BlocksTotal
