@@ -76,7 +76,7 @@ type Stats struct {
 	Capacity int
 	// RunningLoRA and WaitingLoRA are the distinct adapter names
 	// (Request.LoRA's Name) of the running and the waiting sequences,
-	// sorted; nil when none uses an adapter (LevelLoRA, measured with
+	// sorted; empty when none uses an adapter (LevelLoRA, measured with
 	// the queue lengths: vLLM's lora_requests_info labels).
 	RunningLoRA, WaitingLoRA []string
 }
