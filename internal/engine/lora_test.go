@@ -365,7 +365,9 @@ func TestLoRAStatsLevels(t *testing.T) {
 	var bad []string
 	seenRunning, seenWaiting := map[string]bool{}, map[string]bool{}
 	var last engine.Stats
+	rec := newRecorder()
 	e.SetStatsSink(func(st engine.Stats) {
+		defer rec.record(st) // (runTogether's gate)
 		if st.Measured&engine.LevelLoRA == 0 {
 			return
 		}
@@ -396,7 +398,8 @@ func TestLoRAStatsLevels(t *testing.T) {
 	for i, l := range []*engine.LoRA{set[1], set[2], nil, set[1], set[3], set[2]} {
 		reqs = append(reqs, &engine.Request{Prompt: longPrompt(30, uint64(i)), Sampling: greedy(), MaxTokens: 12, IgnoreEOS: true, LoRA: l})
 	}
-	runConcurrently(t, e, reqs)
+	// All submitted before the second step: four of them wait.
+	runTogether(t, e, rec, reqs)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, b := range bad {
