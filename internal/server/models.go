@@ -50,6 +50,10 @@ type ModelSpec struct {
 	// what one request to it may carry (config's [models.multimodal]).
 	MMProj string
 	Images config.ImageLimits
+	// LoRA is the model's dynamic LoRA runtime (config.LoRAFor): the
+	// adapters to load at startup, with local paths, and the registry's
+	// limits; nil: none (GET /v1/lora_adapters answers 409).
+	LoRA *config.LoRARuntime
 }
 
 // Model kinds (ModelSpec.Kind), named as config's models.kind and the
