@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"mistralrs/internal/engine"
 	"mistralrs/internal/kernels"
@@ -20,46 +20,6 @@ import (
 	"mistralrs/internal/model"
 	"mistralrs/internal/model/nn"
 )
-
-// weightsByName maps the GGUF tensor names of m's matrices to them, read
-// from the gguf tags of the architecture's weights.
-func weightsByName(m *loader.Model) map[string]*kernels.Matrix {
-	out := map[string]*kernels.Matrix{}
-	var walk func(v reflect.Value, prefix string)
-	walk = func(v reflect.Value, prefix string) {
-		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
-			if v.IsNil() {
-				return
-			}
-			v = v.Elem()
-		}
-		if v.Kind() != reflect.Struct {
-			return
-		}
-		t := v.Type()
-		for i := range t.NumField() {
-			f, fv := t.Field(i), v.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			tag, _, _ := strings.Cut(f.Tag.Get("gguf"), ",")
-			switch {
-			case fv.Type() == reflect.TypeFor[*kernels.Matrix]():
-				if tag != "" && !fv.IsNil() {
-					out[prefix+tag] = fv.Interface().(*kernels.Matrix)
-				}
-			case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.Struct:
-				for j := range fv.Len() {
-					walk(fv.Index(j), fmt.Sprintf("%s%s.%d.", prefix, tag, j))
-				}
-			case fv.Kind() == reflect.Struct || fv.Kind() == reflect.Pointer:
-				walk(fv, prefix)
-			}
-		}
-	}
-	walk(reflect.ValueOf(m.Net.Network()), "")
-	return out
-}
 
 // f32Matrix is a rows × cols F32 matrix of normal values of deviation std.
 func f32Matrix(rng *rand.Rand, rows, cols int, std float64) *kernels.Matrix {
@@ -74,36 +34,46 @@ func f32Matrix(rng *rand.Rand, rows, cols int, std float64) *kernels.Matrix {
 	return m
 }
 
-// randomAdapter is a random adapter of the given rank over every matrix of
-// m whose name ends in one of targets (attn_q.weight, ffn_down.weight, …),
-// strong enough to change the greedy tokens: s·B·A has entries of about
+// randomAdapter is a random adapter of the given rank over the weights
+// blk.N.TARGET.weight of m for each target (attn_q, ffn_down, …), strong
+// enough to change the greedy tokens: s·B·A has entries of about
 // strength / sqrt(inputs).
 func randomAdapter(t testing.TB, m *loader.Model, seed uint64, rank int, strength float64, targets ...string) *nn.Adapter {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 99))
-	ws := weightsByName(m)
-	names := make([]string, 0, len(ws))
-	for n := range ws {
-		names = append(names, n)
-	}
-	slices.Sort(names) // the same pairs for the same seed
 	a := &nn.Adapter{Deltas: map[*kernels.Matrix]nn.LowRank{}}
-	for _, name := range names {
-		w := ws[name]
-		if !slices.ContainsFunc(targets, func(s string) bool { return strings.HasSuffix(name, "."+s+".weight") }) {
-			continue
+	for l := range m.Net.Config.Layers {
+		for _, target := range targets {
+			name := fmt.Sprintf("blk.%d.%s.weight", l, target)
+			w, ok := m.Net.Weight(name)
+			if !ok {
+				t.Fatalf("the model has no weight %s", name)
+			}
+			alpha := float32(2 * rank)
+			b := f32Matrix(rng, w.Rows, rank, strength/math.Sqrt(float64(rank))/float64(alpha/float32(rank)))
+			a.Deltas[w] = nn.LowRank{
+				A:    f32Matrix(rng, rank, w.Cols, 1/math.Sqrt(float64(w.Cols))),
+				B:    b,
+				Rank: rank, Scale: alpha / float32(rank),
+				BT: transposeF32(b),
+			}
 		}
-		alpha := float32(2 * rank)
-		a.Deltas[w] = nn.LowRank{
-			A:    f32Matrix(rng, rank, w.Cols, 1/math.Sqrt(float64(w.Cols))),
-			B:    f32Matrix(rng, w.Rows, rank, strength/math.Sqrt(float64(rank))/float64(alpha/float32(rank))),
-			Rank: rank, Scale: alpha / float32(rank),
-		}
-	}
-	if len(a.Deltas) == 0 {
-		t.Fatalf("no matrix named like %v among %d", targets, len(ws))
 	}
 	return a
+}
+
+// transposeF32 is b's values transposed (nn.LowRank.BT, as lora.Load
+// makes it).
+func transposeF32(b *kernels.Matrix) []float32 {
+	bt := make([]float32, b.Rows*b.Cols)
+	row := make([]float32, b.Cols)
+	for o := range b.Rows {
+		b.Row(o, row)
+		for k, v := range row {
+			bt[k*b.Rows+o] = v
+		}
+	}
+	return bt
 }
 
 var attnTargets = []string{"attn_q", "attn_k", "attn_v", "attn_output"}
@@ -516,4 +486,84 @@ func TestEmbedLoRA(t *testing.T) {
 			t.Errorf("input %d: %g from the adapted forward pass, %g from the base model's embedding", i, worst, moved)
 		}
 	}
+}
+
+// Two adapters of one sequence that adapt the same weights add their terms
+// in the sequence's order, whatever the other sequences of the step use:
+// [X, Y] beside [Y] and [Y, X] gives what it gives alone, bit for bit (the
+// log-probabilities of its top tokens at every step, not only the tokens).
+func TestLoRAOverlappingAdapters(t *testing.T) {
+	m := tiny(t)
+	x := randomAdapter(t, m, 5, 8, 1.0, "attn_q", "attn_v", "ffn_down")
+	y := randomAdapter(t, m, 6, 16, 1.0, "attn_q", "attn_output", "ffn_down")
+	act := func(as ...*nn.Adapter) []model.Active {
+		var out []model.Active
+		for _, a := range as {
+			out = append(out, model.Active{Adapter: a, Scale: 1})
+		}
+		return out
+	}
+	set := []*engine.LoRA{
+		{Name: "y", Key: "y", Active: act(y)},
+		{Name: "xy", Key: "x+y", Active: act(x, y)},
+		{Name: "yx", Key: "y+x", Active: act(y, x)},
+		{Name: "x", Key: "x", Active: act(x)},
+	}
+	reqs := withLoRA(greedyRequests(8, 16, 120), set)
+	for _, r := range reqs {
+		r.Sampling.Logprobs, r.Sampling.TopLogprobs = true, 5
+	}
+	ref, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxSeqs = 1; o.PrefixCacheN = 0 }))
+	want := make([][]float32, len(reqs))
+	for i, r := range reqs {
+		want[i] = topLogprobs(t, ref, r)
+	}
+	e, rec := newEngine(t, m, opts(func(o *engine.Options) { o.MaxNumBatchedTokens = 48 }))
+	got := make([][]float32, len(reqs))
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	rec.mu.Lock()
+	rec.gate = gate // the first step waits until all have arrived
+	rec.mu.Unlock()
+	for i, r := range reqs {
+		wg.Go(func() { got[i] = topLogprobs(t, e, r) })
+	}
+	for {
+		rec.mu.Lock()
+		all := rec.lookups >= len(reqs)
+		rec.mu.Unlock()
+		if all {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rec.mu.Lock()
+	rec.gate = nil
+	rec.mu.Unlock()
+	close(gate)
+	wg.Wait()
+	for i := range reqs {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("request %d (%s): batched log-probabilities %v\nalone %v", i, loraName(reqs[i]), got[i], want[i])
+		}
+	}
+}
+
+// topLogprobs runs r and returns its outputs' top log-probabilities,
+// token by token.
+func topLogprobs(t *testing.T, e *engine.Engine, r *engine.Request) []float32 {
+	var lps []float32
+	_, err := e.Generate(context.Background(), r, func(o engine.Output) error {
+		if o.Logprob == nil {
+			return errors.New("output without log-probabilities")
+		}
+		for _, tl := range o.Logprob.Top {
+			lps = append(lps, tl.Logprob)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	return lps
 }
