@@ -7,9 +7,9 @@ import "mistralrs/internal/kernels"
 // sequences that use the adapter, s being the effective scale: the
 // request's scale × alpha / rank, as llama.cpp and PEFT define it (the
 // rank of the weight's own pair: Active.Scale × LowRank.Scale). The base
-// product runs once for the whole batch; the low-rank terms run per group
-// of rows that share an adapter, so sequences with different adapters, and
-// none, share a step.
+// product runs once for the whole batch; the low-rank terms then run row
+// by row for the sequences that have adapters (addLoRA), so sequences with
+// different adapters, and none, share a step.
 
 // LowRank is one weight's low-rank pair: A has Rank rows of the weight's
 // input width, B has one row of Rank values per output.
