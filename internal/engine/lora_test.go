@@ -315,6 +315,7 @@ func TestLoRASpeculative(t *testing.T) {
 	// Base requests alone with the model as its own draft: all accepted.
 	e, rec := newEngine(t, m, opts(func(o *engine.Options) { o.Draft = m; o.SpecTokens = 4 }))
 	runConcurrently(t, e, greedyRequests(3, 20, 60))
+	defer rec.lock()()
 	if rec.specProposed == 0 || rec.specAccepted != rec.specProposed {
 		t.Errorf("base model as its own draft: %d of %d accepted", rec.specAccepted, rec.specProposed)
 	}
