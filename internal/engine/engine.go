@@ -80,8 +80,9 @@ type Request struct {
 
 // LoRA is the adapters of a request. Key names the adapters' generations
 // and scales: it salts the prefix cache's hashes, so that the same prompt
-// under two adapters never shares KV. Name is what the engine's statistics
-// report for its running and waiting sequences (the alias a client used).
+// under two adapters never shares KV (Submit refuses adapters without a
+// key). Name is what the engine's statistics report for its running and
+// waiting sequences (the alias a client used). See lora.go.
 type LoRA struct {
 	Name   string
 	Key    string
