@@ -236,9 +236,13 @@ func (s *adapterSet) admit(g *loraGeneration, replacing bool) error {
 		return loraErr(http.StatusConflict, "lora_max_adapters",
 			"cannot load LoRA adapter %s: %d adapters are loaded, the limit (--lora-max-adapters); unload one first", g.mod.Alias, len(s.resident))
 	}
-	if lim := s.limits.MaxBytes; lim > 0 && s.bytes+g.w.Bytes > lim {
+	held := s.bytes
+	if old := s.resident[g.mod.Alias]; replacing && old != nil && old.refs == 0 {
+		held -= old.w.Bytes // freed by the replacement at once
+	}
+	if lim := s.limits.MaxBytes; lim > 0 && held+g.w.Bytes > lim {
 		return loraErr(http.StatusConflict, "lora_max_bytes",
-			"cannot load LoRA adapter %s (%d bytes): the adapters held take %d of the %d bytes allowed (--lora-max-bytes)", g.mod.Alias, g.w.Bytes, s.bytes, lim)
+			"cannot load LoRA adapter %s (%d bytes): the adapters held take %d of the %d bytes allowed (--lora-max-bytes)", g.mod.Alias, g.w.Bytes, held, lim)
 	}
 	return nil
 }
