@@ -86,7 +86,7 @@ func (s *Server) routeTable(metrics http.Handler) []route {
 		{method: "GET", pattern: "/api-doc/openapi.json", handler: h(handleOpenAPI), access: housekeeping},
 		{method: "GET", pattern: "/v1/lora_adapters", handler: h(s.lora.list), model: observe.SourceQuery, errors: loraLayerError},
 	}
-	if s.lora.allow {
+	if s.lora != nil && s.lora.allow {
 		// Only with MISTRALRS_ALLOW_RUNTIME_LORA_UPDATING (else 404, as unknown paths).
 		const trimmed = observe.SourceBodyTrimmed
 		rows = append(rows,
