@@ -27,8 +27,8 @@ type loraInfo struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	sources []*loraSource
-	labels  []string // of the current series; nil: none yet
+	sources map[string]*loraSource // by served model
+	labels  []string               // of the current series; nil: none yet
 }
 
 type loraSource struct {
@@ -40,23 +40,27 @@ func newLoRAInfo(reg *prometheus.Registry) *loraInfo {
 	vec := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: LoRAInfoName, Help: LoRAInfoHelp},
 		[]string{"max_lora", "running_lora_adapters", "waiting_lora_adapters"})
 	reg.MustRegister(vec)
-	return &loraInfo{vec: vec, now: time.Now}
+	return &loraInfo{vec: vec, now: time.Now, sources: map[string]*loraSource{}}
 }
 
-// LoRAInfo returns the recorder of one engine's LoRA levels: maxLoRA is
-// the most adapters its model holds at once, running and waiting the
-// distinct adapter names of its running and waiting sequences. Each call
-// updates the gauge's one series (a new label set replaces the old one),
-// its value set to the time of the call. On a nil *EngineMetrics it does
-// nothing.
-func (m *EngineMetrics) LoRAInfo() func(maxLoRA int, running, waiting []string) {
+// LoRAInfo returns the recorder of one served model's LoRA levels (model
+// names it: the engine of a model loaded again reports in its place):
+// maxLoRA is the most adapters the model holds at once, running and
+// waiting the distinct adapter names of its running and waiting sequences.
+// Each call updates the gauge's one series (a new label set replaces the
+// old one), its value set to the time of the call. On a nil *EngineMetrics
+// it does nothing.
+func (m *EngineMetrics) LoRAInfo(model string) func(maxLoRA int, running, waiting []string) {
 	if m == nil {
 		return func(int, []string, []string) {}
 	}
 	l := m.lora
-	src := &loraSource{}
 	l.mu.Lock()
-	l.sources = append(l.sources, src)
+	src := l.sources[model]
+	if src == nil {
+		src = &loraSource{}
+		l.sources[model] = src
+	}
 	l.mu.Unlock()
 	return func(maxLoRA int, running, waiting []string) {
 		l.mu.Lock()

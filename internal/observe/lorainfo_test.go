@@ -14,7 +14,7 @@ func TestLoRAInfo(t *testing.T) {
 	m := NewMetrics()
 	clock := time.Unix(1000, 500_000_000)
 	m.engine.lora.now = func() time.Time { return clock }
-	a, b := m.Engine().LoRAInfo(), m.Engine().LoRAInfo()
+	a, b := m.Engine().LoRAInfo("m1"), m.Engine().LoRAInfo("m2")
 	series := func() []*dto.Metric {
 		t.Helper()
 		fams, err := m.Registry().Gather()
@@ -52,10 +52,10 @@ func TestLoRAInfo(t *testing.T) {
 		t.Errorf("value %v, want the last update time 1001.5", v)
 	}
 	a(4, nil, nil)
-	b(2, nil, nil)
+	m.Engine().LoRAInfo("m2")(2, nil, nil) // m2 loaded again: its new engine replaces the old one's report
 	if s := series(); len(s) != 1 || s[0].GetLabel()[1].GetValue() != "" {
 		t.Fatalf("after the adapters finished: %v", s)
 	}
 	var nilMetrics *EngineMetrics
-	nilMetrics.LoRAInfo()(1, []string{"a"}, nil) // metrics disabled: nothing, no panic
+	nilMetrics.LoRAInfo("m")(1, []string{"a"}, nil) // metrics disabled: nothing, no panic
 }
