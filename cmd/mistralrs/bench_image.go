@@ -123,12 +123,12 @@ func (b *imageBench) run(pool *kernels.Pool, reps int, noWarm bool) (benchResult
 // writeImageTable prints the image-encode rows: milliseconds per image and
 // the image rows (tokens) made per second.
 func writeImageTable(out io.Writer, rows []benchResult) {
-	fmt.Fprintf(out, "\n| %-40s | %-15s | %7s | %-24s | %6s | %16s | %16s |\n", "projector", "backend", "threads", "image", "tokens", "ms/image", "t/s")
+	fmt.Fprintf(out, "\n| %-40s | %-15s | %7s | %-30s | %6s | %16s | %16s |\n", "projector", "backend", "threads", "image", "tokens", "ms/image", "t/s")
 	fmt.Fprintf(out, "| %s | %s | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 40), strings.Repeat("-", 15), strings.Repeat("-", 6),
-		strings.Repeat("-", 24), strings.Repeat("-", 5), strings.Repeat("-", 15), strings.Repeat("-", 15))
+		strings.Repeat("-", 30), strings.Repeat("-", 5), strings.Repeat("-", 15), strings.Repeat("-", 15))
 	for _, r := range rows {
-		fmt.Fprintf(out, "| %-40s | %-15s | %7d | %-24s | %6d | %16s | %16s |\n",
-			truncate(r.MMProjFilename+" ("+r.MMProjType+")", 40), r.Backends, r.NThreads, truncate(r.Image, 24), r.NImageTokens,
+		fmt.Fprintf(out, "| %-40s | %-15s | %7d | %-30s | %6d | %16s | %16s |\n",
+			truncate(r.MMProjFilename+" ("+r.MMProjType+")", 40), r.Backends, r.NThreads, truncate(r.Image, 30), r.NImageTokens,
 			fmt.Sprintf("%.2f ± %.2f", float64(r.AvgNs)/1e6, float64(r.StddevNs)/1e6), fmt.Sprintf("%.2f ± %.2f", r.AvgTs, r.StddevTs))
 	}
 }

@@ -13,7 +13,11 @@ import (
 )
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
+	root := newRootCmd()
+	// "--lora A B" (several values after one flag, as in mistral.rs):
+	// pflag takes one value per flag.
+	root.SetArgs(config.ExpandFlagValues(os.Args[1:]))
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}

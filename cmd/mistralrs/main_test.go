@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
 	"mistralrs/internal/testutil"
@@ -30,7 +31,7 @@ func execute(t *testing.T, stdin string, args ...string) (stdout, stderr string,
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
 	cmd.SetIn(strings.NewReader(stdin))
-	cmd.SetArgs(args)
+	cmd.SetArgs(config.ExpandFlagValues(args)) // as main does
 	err = cmd.Execute()
 	return out.String(), errOut.String(), err
 }

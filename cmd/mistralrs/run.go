@@ -20,6 +20,7 @@ import (
 	"mistralrs/internal/engine"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/sampler"
+	"mistralrs/internal/server/gen"
 )
 
 type runFlags struct {
@@ -35,8 +36,9 @@ type runFlags struct {
 	repeatPen    float32
 	threads      int
 	system       string
-	isq          string // in-situ quantization type; "": none
-	mmproj       string // vision projector; "": the one found beside the model, if any
+	isq          string   // in-situ quantization type; "": none
+	mmproj       string   // vision projector; "": the one found beside the model, if any
+	images       []string // image files sent with the first user turn (--image)
 	hub          hubModelFlags
 }
 
@@ -76,6 +78,7 @@ func newRunCmd(g *config.GlobalConfig) *cobra.Command {
 	addHubModelFlags(fl, &f.hub)
 	fl.StringVar(&f.isq, "isq", "", "in-situ quantization: quantize the weights at load to q4_0, q4_1, q5_0, q5_1, q8_0, q4k, q5k or q6k")
 	fl.StringVar(&f.mmproj, "mmproj", "", "vision projector (llama.cpp mmproj GGUF) of the model; default: the one *mmproj*.gguf beside it, if any (inside the -m directory or repository unless absolute)")
+	fl.StringArrayVar(&f.images, "image", nil, "image (PNG, JPEG, WebP, GIF) sent with the first user turn, or before the --raw prompt; repeat for several (needs a vision projector)")
 	return cmd
 }
 
@@ -149,19 +152,39 @@ func runRun(cmd *cobra.Command, g *config.GlobalConfig, f *runFlags) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
+	var imgs *runImages
+	if len(f.images) > 0 {
+		if imgs, err = newRunImages(f.images, m, eng); err != nil {
+			return err
+		}
+	}
 	answer := func(msgs []chat.Message, rawText string) (string, error) {
-		var prompt []int32
-		if f.raw {
-			prompt = m.Tok.Encode(rawText, true, false)
-		} else {
-			text, err := m.Template.Render(msgs, true, nil)
+		var req *engine.Request
+		if imgs != nil {
+			var raw *string
+			if f.raw {
+				raw = &rawText
+			}
+			r, release, err := imgs.request(ctx, msgs, raw, &gen.Settings{Params: params, MaxTokens: f.maxTokens})
 			if err != nil {
 				return "", err
 			}
-			// The template writes BOS itself where the model wants it.
-			prompt = m.Tok.Encode(text, false, true)
+			defer release()
+			req = r
+		} else {
+			var prompt []int32
+			if f.raw {
+				prompt = m.Tok.Encode(rawText, true, false)
+			} else {
+				text, err := m.Template.Render(msgs, true, nil)
+				if err != nil {
+					return "", err
+				}
+				// The template writes BOS itself where the model wants it.
+				prompt = m.Tok.Encode(text, false, true)
+			}
+			req = &engine.Request{Prompt: prompt, Sampling: params, MaxTokens: f.maxTokens, Continuation: f.raw}
 		}
-		req := &engine.Request{Prompt: prompt, Sampling: params, MaxTokens: f.maxTokens, Continuation: f.raw}
 		res, err := eng.Generate(ctx, req, func(o engine.Output) error {
 			_, err := io.WriteString(stdout, o.Text)
 			return err
@@ -178,13 +201,15 @@ func runRun(cmd *cobra.Command, g *config.GlobalConfig, f *runFlags) error {
 		if f.system != "" {
 			msgs = append(msgs, chat.Message{Role: "system", Content: f.system})
 		}
-		msgs = append(msgs, chat.Message{Role: "user", Content: f.prompt})
+		msgs = append(msgs, withImages(imgs, chat.Message{Role: "user", Content: f.prompt}))
 		_, err := answer(msgs, f.prompt)
 		return err
 	}
 
-	// Interactive chat: one line per user turn; the conversation is kept.
+	// Interactive chat: one line per user turn; the conversation is kept,
+	// the images in its first turn.
 	var msgs []chat.Message
+	imagesSent := false
 	if f.system != "" {
 		msgs = append(msgs, chat.Message{Role: "system", Content: f.system})
 	}
@@ -207,7 +232,11 @@ func runRun(cmd *cobra.Command, g *config.GlobalConfig, f *runFlags) error {
 			fmt.Fprintln(stderr, "error:", err)
 			continue
 		}
-		msgs = append(msgs, chat.Message{Role: "user", Content: line})
+		msg := chat.Message{Role: "user", Content: line}
+		if !imagesSent {
+			msg, imagesSent = withImages(imgs, msg), true
+		}
+		msgs = append(msgs, msg)
 		reply, err := answer(msgs, line)
 		if err != nil {
 			return err
@@ -217,6 +246,15 @@ func runRun(cmd *cobra.Command, g *config.GlobalConfig, f *runFlags) error {
 		}
 		msgs = append(msgs, chat.Message{Role: "assistant", Content: reply})
 	}
+}
+
+// withImages is msg with the images before its text (as it is without
+// images).
+func withImages(imgs *runImages, msg chat.Message) chat.Message {
+	if imgs == nil {
+		return msg
+	}
+	return imgs.attach(msg)
 }
 
 // checkUTF8 refuses text that is not UTF-8: a tokenizer would silently turn

@@ -49,6 +49,9 @@ func newServeCmd(g *config.GlobalConfig) *cobra.Command {
 			if cfg.DemoModel() && len(cfg.Models[0].Format.MMProj) > 0 {
 				return fmt.Errorf("--mmproj needs a model (-m or -f); the embedded demo model takes no images")
 			}
+			if flag := cfg.AdapterFlagGiven(); cfg.DemoModel() && flag != "" {
+				return fmt.Errorf("%s needs a model (-m or -f); the embedded demo model takes no LoRA adapters", flag)
+			}
 			return serveConfig(cmd, cfg, warns)
 		}
 	}
@@ -84,6 +87,9 @@ func newServeCmd(g *config.GlobalConfig) *cobra.Command {
 			RunE:  run(k.kind),
 		})
 	}
+	// Flag aliases (--lora-modules, --max-lora-rank) on serve and on each
+	// subcommand, which parses the serve flags in its own set.
+	cmd.SetGlobalNormalizationFunc(config.NormalizeFlagName)
 	return cmd
 }
 

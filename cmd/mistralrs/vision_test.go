@@ -245,3 +245,66 @@ func TestServeVisionModelFromHub(t *testing.T) {
 		t.Errorf("%d requests with the model cached", n)
 	}
 }
+
+// run --image answers as llama.cpp does (the fixture's greedy texts, raw
+// prompt "<image>Once upon a time"); another image, another answer; errors
+// name the --image.
+func TestRunImage(t *testing.T) {
+	_, text, proj := visionDir(t)
+	var ref struct {
+		Cases map[string]struct {
+			Text string `json:"greedy_32_text"`
+		} `json:"cases"`
+	}
+	data, err := os.ReadFile(testutil.SharedFile(t, "testdata/vision/reference.json"))
+	if err != nil || json.Unmarshal(data, &ref) != nil {
+		t.Fatalf("reference.json: %v", err)
+	}
+	for name, img := range map[string]string{"square": "img-square-224.png", "wide": "img-wide-300x180.png"} {
+		out, errOut, err := execute(t, "", "run", "-f", text, "--image", testutil.SharedFile(t, "testdata/vision", img),
+			"--raw", "--prompt", "Once upon a time", "--temperature", "0", "--max-tokens", "32", "-t", "2")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if want := ref.Cases[name].Text; out != want {
+			t.Errorf("%s: %q\nllama.cpp: %q", name, out, want)
+		}
+		if !strings.Contains(errOut, "prompt: 23 tokens") {
+			t.Errorf("%s: stderr %q", name, errOut)
+		}
+	}
+	// Chat: the images go with the first turn only.
+	square := testutil.SharedFile(t, "testdata/vision/img-square-224.png")
+	_, errOut, err := execute(t, "hi\nand?\n/exit\n", "run", "-f", text, "--image", square, "--image", square, "--temperature", "0", "--max-tokens", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(errOut, "prompt: "); n != 2 {
+		t.Errorf("%d answers: %q", n, errOut)
+	}
+
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.png")
+	if err := os.WriteFile(bad, []byte("\x89PNG\r\n\x1a\nshort"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tiny := filepath.Join(dir, "tiny.gguf")
+	writeModel(t, tiny, 7)
+	many := []string{"run", "-f", text, "--mmproj", proj, "--prompt", "x"}
+	for range 9 {
+		many = append(many, "--image", square)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "-f", tiny, "--image", square, "--prompt", "x"}, "--image needs a vision projector"},
+		{[]string{"run", "-f", text, "--image", bad, "--prompt", "x"}, "--image " + bad + ": "},
+		{[]string{"run", "-f", text, "--image", filepath.Join(dir, "none.png"), "--prompt", "x"}, "--image: open " + filepath.Join(dir, "none.png") + ": no such file or directory"},
+		{many, "too many images: at most 8 per request"},
+	} {
+		if _, _, err := execute(t, "", c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.args[len(c.args)-3:], err, c.want)
+		}
+	}
+}

@@ -129,6 +129,7 @@ type ModelConfig struct {
 	HFRevision    string          `toml:"hf_revision"` // Hugging Face revision (branch, tag or commit) of an HF model_id; "" means main
 	Quantization  ModelQuant      `toml:"quantization"`
 	Multimodal    ModelMultimodal `toml:"multimodal"`
+	Adapter       ModelAdapter    `toml:"adapter"` // LoRA adapters (lora.go)
 
 	// Speculative decoding of this model (ours: mistral.rs gives only the
 	// first model a proposer, from [runtime]). Unset (""/nil): the first
@@ -508,6 +509,9 @@ func (c *Config) validateModels() error {
 	if len(cpu) > 1 {
 		return fmt.Errorf("cpu must be consistent across all models (found both true and false)")
 	}
+	if err := c.checkLoRABaseModels(seen); err != nil {
+		return err
+	}
 	return c.validateDefaultModelID(seen)
 }
 
@@ -548,6 +552,9 @@ func (c *Config) validateModel(i int, seen map[string]int) error {
 		return err
 	}
 	if err := c.checkMultimodal(i); err != nil {
+		return err
+	}
+	if err := c.checkAdapter(i); err != nil {
 		return err
 	}
 	if _, err := m.format(); err != nil {

@@ -160,6 +160,17 @@ func TestDefaults(t *testing.T) {
 		"models.multimodal.max_edge":         0,
 		"models.multimodal.max_num_images":   intPtr(8),
 		"models.multimodal.max_image_length": intPtr(4096),
+
+		"models.adapter.enable_lora":            false,
+		"models.adapter.lora":                   LoRAList(nil),
+		"models.adapter.lora_max_adapters":      intPtr(16),
+		"models.adapter.lora_max_rank":          intPtr(256),
+		"models.adapter.lora_max_bytes":         func() *ByteSize { b := ByteSize(8589934592); return &b }(),
+		"models.adapter.legacy_lora":            "",
+		"models.adapter.legacy_lora_order":      "",
+		"models.adapter.xlora":                  "",
+		"models.adapter.xlora_order":            "",
+		"models.adapter.tgt_non_granular_index": (*int)(nil),
 	}
 	name := func(o *Option) string {
 		switch {
@@ -275,6 +286,10 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"encoder-cache-mb", "mmproj", "max-edge", "max-num-images", "max-image-length"} {
 		serve[f] = ""
 	}
+	for _, f := range []string{"enable-lora", "lora", "lora-max-adapters", "lora-max-rank", "lora-max-bytes",
+		"legacy-lora", "legacy-lora-order", "xlora", "xlora-order", "tgt-non-granular-index"} {
+		serve[f] = ""
+	}
 	global := map[string]string{"seed": "", "log": "l", "verbose": "v", "token-source": ""}
 	for _, set := range []struct {
 		fs   *pflag.FlagSet
@@ -369,6 +384,17 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"models.multimodal.max_edge":         {`1024`, "1024"},
 		"models.multimodal.max_num_images":   {`2`, "2"},
 		"models.multimodal.max_image_length": {`2048`, "2048"},
+
+		"models.adapter.enable_lora":            {`true`, "true"},
+		"models.adapter.lora":                   {`[{alias = "a", source = "x.gguf"}]`, "a=x.gguf"},
+		"models.adapter.lora_max_adapters":      {`4`, "4"},         // refused alone: see refusedSamples
+		"models.adapter.lora_max_rank":          {`64`, "64"},       // refused alone
+		"models.adapter.lora_max_bytes":         {`"1gib"`, "1gib"}, // refused alone
+		"models.adapter.legacy_lora":            {`"a.ggml"`, "a.ggml"},
+		"models.adapter.legacy_lora_order":      {`"o.json"`, "o.json"},
+		"models.adapter.xlora":                  {`"org/x"`, "org/x"},
+		"models.adapter.xlora_order":            {`"o.json"`, "o.json"},
+		"models.adapter.tgt_non_granular_index": {`1`, "1"},
 	}
 }
 
@@ -377,6 +403,16 @@ func sampleValues(t *testing.T) map[string][2]string {
 // them must fail the same way.
 var refusedSamples = map[string]string{
 	"runtime.mtp": "the built-in MTP head is not supported",
+
+	// Their errors are checked in TestAdapterFlags and TestAdapterTOML.
+	"models.adapter.lora_max_adapters":      "a LoRA runtime limit needs dynamic LoRA",
+	"models.adapter.lora_max_rank":          "a LoRA runtime limit needs dynamic LoRA",
+	"models.adapter.lora_max_bytes":         "a LoRA runtime limit needs dynamic LoRA",
+	"models.adapter.legacy_lora":            "legacy LoRA is not supported by this server",
+	"models.adapter.legacy_lora_order":      "legacy LoRA is not supported by this server",
+	"models.adapter.xlora":                  "X-LoRA is not supported by this server",
+	"models.adapter.xlora_order":            "X-LoRA is not supported by this server",
+	"models.adapter.tgt_non_granular_index": "X-LoRA is not supported by this server",
 }
 
 // tomlFor writes key = value in its table; model keys go into one [[models]] entry.
@@ -840,6 +876,7 @@ weird = 1
 quantized_fille = "x.gguf"
 [models.adapter]
 enable_lora = true
+lora_max_rankk = 8
 [models.quantization]
 isq = "q4k"
 imatrix = "i.dat"
@@ -862,7 +899,7 @@ max_seq_len = 4096
 	want := []string{
 		"colour: unknown key; ignored",
 		"extra: unknown key; ignored",
-		"models.adapter: not supported by this server; ignored",
+		"models.adapter.lora_max_rankk: unknown key; ignored (did you mean models.adapter.lora_max_rank?)",
 		"models.device.max_seq_len: not supported by this server; ignored",
 		"models.dtype: not supported by this server; ignored",
 		"models.format.quantized_fille: unknown key; ignored (did you mean models.format.quantized_file?)",

@@ -14,7 +14,7 @@ type Option struct {
 	Flag    string // long flag name ("port"); "" when TOML only
 	Short   string // one-letter shorthand; "" when none
 	Env     string // environment variable that sets it; "" when none
-	Default any    // int, bool, string, float64, time.Duration, FileList, OriginList; nil for an unset optional value
+	Default any    // int, bool, string, float64, time.Duration, FileList, OriginList, LoRAList, ByteSize; nil for an unset optional value
 	Usage   string
 
 	global bool   // a global flag (BindGlobalFlags), not a serve flag
@@ -166,6 +166,26 @@ var Options = []Option{
 		modelField: func(m *ModelConfig) any { return &m.Multimodal.MaxNumImages }},
 	{Key: "models.multimodal.max_image_length", Flag: "max-image-length", Default: 4096, Usage: "largest image accepted, as the side of a square: an image of more than N×N pixels is refused (400) from its header, before it is decoded",
 		modelField: func(m *ModelConfig) any { return &m.Multimodal.MaxImageLength }},
+	{Key: "models.adapter.enable_lora", Flag: "enable-lora", Default: false, Usage: `dynamic LoRA without a preloaded adapter: adapters chosen per request ("adapter", or the model id "<model>::<alias>"), loaded and unloaded at run time (--lora turns it on too)`,
+		modelField: func(m *ModelConfig) any { return &m.Adapter.EnableLoRA }},
+	{Key: "models.adapter.lora", Flag: "lora", Default: LoRAList(nil), Usage: `preload a LoRA adapter (alias --lora-modules): ALIAS=SOURCE, or vLLM's JSON {"name","path","revision"?,"base_model_name"?}; SOURCE a GGUF adapter file, a folder (one GGUF adapter, or PEFT: adapter_config.json + adapter_model.safetensors) or a Hugging Face repository ORG/NAME, downloaded at startup at its revision (default main). Repeatable; several values may follow one flag`,
+		modelField: func(m *ModelConfig) any { return &m.Adapter.LoRA }},
+	{Key: "models.adapter.lora_max_adapters", Flag: "lora-max-adapters", Default: 16, Usage: "with dynamic LoRA, most adapter aliases loaded at once (and, apart, most resident adapter generations)",
+		modelField: func(m *ModelConfig) any { return &m.Adapter.MaxAdapters }},
+	{Key: "models.adapter.lora_max_rank", Flag: "lora-max-rank", Default: 256, Usage: "with dynamic LoRA, the largest rank an adapter may have (alias --max-lora-rank)",
+		modelField: func(m *ModelConfig) any { return &m.Adapter.MaxRank }},
+	{Key: "models.adapter.lora_max_bytes", Flag: "lora-max-bytes", Default: ByteSize(8 << 30), Usage: "with dynamic LoRA, most bytes the loaded adapters' tensors may take, with an optional suffix: b, kb, mb, gb, kib, mib or gib (8gib)",
+		modelField: func(m *ModelConfig) any { return &m.Adapter.MaxBytes }},
+	{Key: "models.adapter.legacy_lora", Flag: "legacy-lora", Default: "", Usage: "mistral.rs's legacy LoRA (GGML or Phi3 GGUF): not supported by this server, refused (use --lora)",
+		modelField: func(m *ModelConfig) any { return &m.Adapter.LegacyLoRA }},
+	{Key: "models.adapter.legacy_lora_order", Flag: "legacy-lora-order", Default: "", Usage: "ordering file of --legacy-lora: not supported by this server, refused",
+		modelField: func(m *ModelConfig) any { return &m.Adapter.LegacyLoRAOrder }},
+	{Key: "models.adapter.xlora", Flag: "xlora", Default: "", Usage: "X-LoRA adapter model: not supported by this server, refused (use --lora)",
+		modelField: func(m *ModelConfig) any { return &m.Adapter.XLoRA }},
+	{Key: "models.adapter.xlora_order", Flag: "xlora-order", Default: "", Usage: "X-LoRA ordering file: not supported by this server, refused",
+		modelField: func(m *ModelConfig) any { return &m.Adapter.XLoRAOrder }},
+	{Key: "models.adapter.tgt_non_granular_index", Flag: "tgt-non-granular-index", Default: nil, Usage: "X-LoRA target non-granular index: not supported by this server, refused",
+		modelField: func(m *ModelConfig) any { return &m.Adapter.TgtNonGranularIndex }},
 	{Key: "models.quantization.isq", Flag: "isq", Default: "", Usage: "in-situ quantization: quantize the F32/F16/BF16 weights at load to q4_0, q4_1, q5_0, q5_1, q8_0, q4k, q5k or q6k (the file is not changed)",
 		modelField: func(m *ModelConfig) any { return &m.Quantization.ISQ }},
 	{Key: "models.device.cpu", Flag: "cpu", Default: false, Usage: "run on the CPU (always the case in this engine)",
@@ -212,6 +232,14 @@ func setValue(ptr, def any) {
 		*p = nil
 		if def != nil {
 			v := def.(uint64)
+			*p = &v
+		}
+	case *LoRAList:
+		*p = append(LoRAList(nil), def.(LoRAList)...)
+	case **ByteSize:
+		*p = nil
+		if def != nil {
+			v := def.(ByteSize)
 			*p = &v
 		}
 	case **float64:

@@ -41,6 +41,23 @@ func BindServeFlags(fs *pflag.FlagSet, c *Config) {
 			fs.Lookup(o.Flag).NoOptDefVal = o.bare
 		}
 	}
+	fs.SetNormalizeFunc(NormalizeFlagName)
+}
+
+// flagAliases are other names of serve flags: mistral.rs's visible aliases
+// (vLLM's names). A command whose subcommands share the flags sets
+// NormalizeFlagName on them all (cobra's SetGlobalNormalizationFunc).
+var flagAliases = map[string]string{
+	"lora-modules":  "lora",
+	"max-lora-rank": "lora-max-rank",
+}
+
+// NormalizeFlagName maps a flag's alias to its name (pflag's NormalizeFunc).
+func NormalizeFlagName(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	if n, ok := flagAliases[name]; ok {
+		return pflag.NormalizedName(n)
+	}
+	return pflag.NormalizedName(name)
 }
 
 // BindGlobalFlags defines the options valid on every subcommand (--seed,
@@ -82,6 +99,12 @@ func bindFlag(fs *pflag.FlagSet, o *Option, ptr any) {
 	case **float64:
 		setValue(p, o.Default)
 		fs.VarP(optFloat64{p}, o.Flag, o.Short, o.Usage)
+	case *LoRAList:
+		setValue(p, o.Default)
+		fs.VarP(p, o.Flag, o.Short, o.Usage)
+	case **ByteSize:
+		setValue(p, o.Default)
+		fs.VarP(optByteSize{p}, o.Flag, o.Short, o.Usage)
 	default:
 		panic(fmt.Sprintf("config: no flag binding for %T (%s)", ptr, o.Flag))
 	}

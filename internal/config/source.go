@@ -397,7 +397,8 @@ type FetchOptions struct {
 // entry to what it found: hf_revision becomes the commit and
 // quantized_file the model's files, so that ResolveModel (which never
 // reaches the network) opens exactly them. A draft model (mtp_model) given
-// as a Hugging Face id becomes the path of its downloaded file. Local models
+// as a Hugging Face id becomes the path of its downloaded file, and so does a
+// preloaded LoRA adapter given as one (LoRAModule.Path). Local models
 // are left alone. Call it after Validate, before the models are resolved.
 func (c *Config) Fetch(ctx context.Context, o FetchOptions) error {
 	for i := range c.Models {
@@ -432,6 +433,9 @@ func (c *Config) Fetch(ctx context.Context, o FetchOptions) error {
 		if err := fetchDraft(&c.Models[i].MTPModel, c.Models[i].Device.HFCache); err != nil {
 			return err
 		}
+		if err := c.fetchLoRA(ctx, i, o); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -459,26 +463,9 @@ func FetchModel(ctx context.Context, m *ModelConfig, tokenSource string, o Fetch
 			return nil // files outside the repository: ResolveModel reads them as they are
 		}
 	}
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	token, from, err := hub.Token(tokenSource, getenv)
+	cl, err := newHubClient(m.Device.HFCache, tokenSource, o)
 	if err != nil {
-		return fmt.Errorf("the token for the Hugging Face Hub: %w", err)
-	}
-	endpoint, offline := hub.Environment(getenv)
-	cl := &hub.Client{
-		Endpoint:  endpoint,
-		Token:     token,
-		TokenFrom: from,
-		CacheDir:  HFHubDir(m.Device.HFCache, getenv),
-		Offline:   offline,
-		HTTP:      o.HTTP,
-		Progress:  o.Progress,
-	}
-	if f, ok := o.Progress.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		cl.Terminal = true
+		return err
 	}
 	files := make([]string, len(names))
 	for i, n := range names {
@@ -502,6 +489,34 @@ func FetchModel(ctx context.Context, m *ModelConfig, tokenSource string, o Fetch
 		m.Format.MMProj = FileList{snap.MMProj}
 	}
 	return nil
+}
+
+// newHubClient is a Hub client for the hub cache hfCache (device.hf_cache;
+// "": the environment's), with the token from tokenSource and the Hub and
+// offline mode of the environment.
+func newHubClient(hfCache, tokenSource string, o FetchOptions) (*hub.Client, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	token, from, err := hub.Token(tokenSource, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("the token for the Hugging Face Hub: %w", err)
+	}
+	endpoint, offline := hub.Environment(getenv)
+	cl := &hub.Client{
+		Endpoint:  endpoint,
+		Token:     token,
+		TokenFrom: from,
+		CacheDir:  HFHubDir(hfCache, getenv),
+		Offline:   offline,
+		HTTP:      o.HTTP,
+		Progress:  o.Progress,
+	}
+	if f, ok := o.Progress.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		cl.Terminal = true
+	}
+	return cl, nil
 }
 
 // hubProjector is the vision projector a Hugging Face model entry fetches

@@ -122,8 +122,15 @@ func fillUnsetModelDefaults(m *ModelConfig) {
 		if o.modelField == nil || o.Default == nil {
 			continue
 		}
-		if p, ok := o.modelField(m).(**int); ok && *p == nil {
-			setValue(p, o.Default)
+		switch p := o.modelField(m).(type) {
+		case **int:
+			if *p == nil {
+				setValue(p, o.Default)
+			}
+		case **ByteSize:
+			if *p == nil {
+				setValue(p, o.Default)
+			}
 		}
 	}
 }
@@ -188,7 +195,6 @@ var unsupportedKeys = map[string]string{
 	"models.matformer_slice_name":          "",
 	"models.format.tok_model_id":           "",
 	"models.format.gqa":                    "",
-	"models.adapter":                       "",
 	"models.quantization.quant":            "",
 	"models.quantization.from_uqff":        "",
 	"models.quantization.isq_organization": "",

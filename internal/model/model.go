@@ -68,6 +68,9 @@ type Model struct {
 
 	net nn.Network // the weights, immutable after Load
 
+	weightsOnce sync.Once
+	weights     map[string]*kernels.Matrix // the adaptable matrices by GGUF name (Weight)
+
 	mu sync.Mutex // Forward uses the scratch below
 	st nn.Step
 }
@@ -119,6 +122,27 @@ func Load(f *gguf.File) (*Model, error) {
 // Network is the architecture's weights (tests look at how they are
 // wired).
 func (m *Model) Network() nn.Network { return m.net }
+
+// Weight returns the matrix of the weights that the GGUF tensor name
+// held, when it is one the forward pass multiplies by (the products that
+// take an adapter's low-rank terms, nn.Step.MatMul): token_embd.weight
+// (an embedding lookup), vectors and the experts' 3-D tensors are not.
+// The matrix is the key of an nn.Adapter's pair for that weight.
+func (m *Model) Weight(name string) (*kernels.Matrix, bool) {
+	m.weightsOnce.Do(func() {
+		m.weights = nn.Matrices(m.net)
+		if emb, ok := m.weights["token_embd.weight"]; ok {
+			delete(m.weights, "token_embd.weight")
+			for n, w := range m.weights {
+				if w == emb { // a tied output is the embedding: not a weight of its own
+					delete(m.weights, n)
+				}
+			}
+		}
+	})
+	w, ok := m.weights[name]
+	return w, ok
+}
 
 // LastStep tells how the last Forward laid out its batch: the tokens it
 // ran and the most queries one attention group held.

@@ -16,7 +16,8 @@ import (
 // a from-config TOML file: both arrive here) into server options: the model
 // files, and the draft models of speculative decoding, are found on disk now
 // and loaded by New. Each model gets its own speculative settings
-// (config.SpeculativeFor: [runtime]'s are the first model's). With no model
+// (config.SpeculativeFor: [runtime]'s are the first model's) and its dynamic
+// LoRA (config.LoRAFor: preloaded adapters found on disk now). With no model
 // named, the embedded demo model is served and demoModel is true.
 func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err error) {
 	oo := observe.DefaultOptions()
@@ -87,6 +88,9 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 			spec.Images = mc.ImageLimits()
 		}
 		if err := addSpeculative(&spec, cfg, i); err != nil {
+			return Options{}, false, err
+		}
+		if spec.LoRA, err = cfg.LoRAFor(i, nil); err != nil {
 			return Options{}, false, err
 		}
 		opts.Models = append(opts.Models, spec)

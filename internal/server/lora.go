@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/engine"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/model/nn"
@@ -18,7 +19,9 @@ import (
 
 // The per-model LoRA adapter registry.
 //
-// A served model with a LoRA runtime (ModelSpec.LoRA) keeps a catalog of
+// A served model with a LoRA runtime (ModelSpec.LoRA, config.LoRARuntime:
+// its preloaded adapters with local paths, and the limits; 0 is no limit)
+// keeps a catalog of
 // adapters by alias (loraRuntime: the preloaded ones, then those the routes
 // load), which outlives the model's unloads. Each time the model is loaded,
 // the catalog's files are loaded against its weights into an adapterSet,
@@ -30,25 +33,6 @@ import (
 // unloaded model frees its adapters with its weights; loading it again loads
 // the catalog's files again, with new generations (a file that fails then is
 // dropped from the catalog with a warning; at startup it fails the server).
-
-// LoRASpec is a served model's LoRA runtime: the adapters loaded with it and
-// the limits of what the runtime holds (0: no limit).
-type LoRASpec struct {
-	Adapters    []LoRAModule // preloaded, in order; aliases unique
-	MaxAdapters int          // resident adapters at once
-	MaxRank     int          // the largest rank of an adapter's pairs
-	MaxBytes    int64        // memory of the adapters' tensors, resident and retired together
-}
-
-// LoRAModule is one adapter of the catalog: its alias and the local file or
-// folder it is read from; Source and Revision say where it came from (as
-// given, and the Hub revision), for GET /v1/lora_adapters.
-type LoRAModule struct {
-	Alias    string
-	Path     string
-	Source   string
-	Revision string
-}
 
 // MaxLoRAAliasBytes bounds an alias (the routes' lora_name).
 const MaxLoRAAliasBytes = 256
@@ -67,7 +51,7 @@ type loraLoadFunc func(path string, m *loader.Model, maxRank int, maxBytes int64
 
 // loraRuntime is a served model's adapter catalog and limits.
 type loraRuntime struct {
-	spec LoRASpec
+	spec config.LoRARuntime
 	load loraLoadFunc
 	// busy serialises the mutations of the catalog (the load and unload
 	// routes, and building a model's set from the catalog): a route that
@@ -75,18 +59,18 @@ type loraRuntime struct {
 	busy sync.Mutex
 
 	mu      sync.Mutex
-	catalog []LoRAModule
+	catalog []config.LoRAModule
 }
 
 // loraGenerationSeq numbers generations over the process.
 var loraGenerationSeq atomic.Uint64
 
-func newLoRARuntime(spec *LoRASpec, load loraLoadFunc) (*loraRuntime, error) {
+func newLoRARuntime(spec *config.LoRARuntime, load loraLoadFunc) (*loraRuntime, error) {
 	if spec == nil {
 		return nil, nil
 	}
 	seen := map[string]bool{}
-	for _, m := range spec.Adapters {
+	for _, m := range spec.Preload {
 		if err := checkAlias(m.Alias); err != nil {
 			return nil, err
 		}
@@ -95,10 +79,10 @@ func newLoRARuntime(spec *LoRASpec, load loraLoadFunc) (*loraRuntime, error) {
 		}
 		seen[m.Alias] = true
 	}
-	if spec.MaxAdapters > 0 && len(spec.Adapters) > spec.MaxAdapters {
-		return nil, fmt.Errorf("%d LoRA adapters are preloaded, more than the limit of %d (--lora-max-adapters)", len(spec.Adapters), spec.MaxAdapters)
+	if spec.MaxAdapters > 0 && len(spec.Preload) > spec.MaxAdapters {
+		return nil, fmt.Errorf("%d LoRA adapters are preloaded, more than the limit of %d (--lora-max-adapters)", len(spec.Preload), spec.MaxAdapters)
 	}
-	return &loraRuntime{spec: *spec, load: load, catalog: append([]LoRAModule(nil), spec.Adapters...)}, nil
+	return &loraRuntime{spec: *spec, load: load, catalog: append([]config.LoRAModule(nil), spec.Preload...)}, nil
 }
 
 func checkAlias(alias string) error {
@@ -123,7 +107,7 @@ func (rt *loraRuntime) aliases() []string {
 }
 
 // setModule adds m to the catalog, or replaces the module of its alias.
-func (rt *loraRuntime) setModule(m LoRAModule) {
+func (rt *loraRuntime) setModule(m config.LoRAModule) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	for i := range rt.catalog {
@@ -155,7 +139,7 @@ func (rt *loraRuntime) build(m *loader.Model, strict bool) (set *adapterSet, dro
 	rt.busy.Lock()
 	defer rt.busy.Unlock()
 	rt.mu.Lock()
-	mods := append([]LoRAModule(nil), rt.catalog...)
+	mods := append([]config.LoRAModule(nil), rt.catalog...)
 	rt.mu.Unlock()
 	set = &adapterSet{limits: rt.spec, resident: map[string]*loraGeneration{}, live: map[string]*loraGeneration{}}
 	for _, mod := range mods {
@@ -177,10 +161,7 @@ func (rt *loraRuntime) build(m *loader.Model, strict bool) (set *adapterSet, dro
 }
 
 // loadGeneration reads mod's file against m into a new generation.
-func (rt *loraRuntime) loadGeneration(mod LoRAModule, m *loader.Model) (*loraGeneration, error) {
-	if rt.load == nil {
-		return nil, errors.New("this build cannot read LoRA adapter files")
-	}
+func (rt *loraRuntime) loadGeneration(mod config.LoRAModule, m *loader.Model) (*loraGeneration, error) {
 	w, err := rt.load(mod.Path, m, rt.spec.MaxRank, rt.spec.MaxBytes)
 	if err != nil {
 		return nil, err
@@ -194,7 +175,7 @@ func (rt *loraRuntime) loadGeneration(mod LoRAModule, m *loader.Model) (*loraGen
 // loraGeneration is one load of one adapter file against one loaded model.
 type loraGeneration struct {
 	id   string
-	mod  LoRAModule
+	mod  config.LoRAModule
 	w    *loraWeights
 	lora *engine.LoRA // what the requests that select it hand the engine
 
@@ -204,7 +185,7 @@ type loraGeneration struct {
 
 // adapterSet is the generations of one loaded model.
 type adapterSet struct {
-	limits LoRASpec
+	limits config.LoRARuntime
 
 	mu       sync.Mutex
 	resident map[string]*loraGeneration // by alias

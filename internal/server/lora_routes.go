@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/observe"
 	"mistralrs/internal/server/gen"
 )
@@ -236,10 +237,10 @@ func (e *modelEntry) adapters() *adapterSet {
 }
 
 // modules is the catalog.
-func (rt *loraRuntime) modules() []LoRAModule {
+func (rt *loraRuntime) modules() []config.LoRAModule {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return append([]LoRAModule(nil), rt.catalog...)
+	return append([]config.LoRAModule(nil), rt.catalog...)
 }
 
 // decodeStrict decodes a LoRA route's body, refusing unknown fields (as
@@ -342,7 +343,7 @@ func (lr *loraRoutes) loadAdapter(ctx context.Context, req *loadLoRARequest) (*l
 		return nil, loraErr(http.StatusConflict, codeLoRAExists,
 			"LoRA adapter %s is already loaded (generation %s); set load_inplace to replace it", alias, old.id)
 	}
-	mod := LoRAModule{Alias: alias, Path: path, Source: *req.LoRAPath}
+	mod := config.LoRAModule{Alias: alias, Path: path, Source: *req.LoRAPath}
 	if err := set.admitCount(alias, old != nil); err != nil {
 		return nil, err
 	}

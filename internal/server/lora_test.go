@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"mistralrs/internal/config"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/model/nn"
 	"mistralrs/internal/server/gen"
@@ -70,7 +71,7 @@ func adapterFile(t *testing.T, dir, name string, n int) string {
 
 // testSet is an adapter set of the given limits holding one generation per
 // alias, each of bytes bytes.
-func testSet(t *testing.T, lim LoRASpec, bytes int64, aliases ...string) *adapterSet {
+func testSet(t *testing.T, lim config.LoRARuntime, bytes int64, aliases ...string) *adapterSet {
 	t.Helper()
 	s := &adapterSet{limits: lim, resident: map[string]*loraGeneration{}, live: map[string]*loraGeneration{}}
 	for _, a := range aliases {
@@ -85,7 +86,7 @@ func testGeneration(alias string, bytes int64) *loraGeneration {
 	rt := &loraRuntime{load: func(string, *loader.Model, int, int64) (*loraWeights, error) {
 		return &loraWeights{Net: &nn.Adapter{}, Rank: 4, Bytes: bytes}, nil
 	}}
-	g, err := rt.loadGeneration(LoRAModule{Alias: alias, Path: alias + ".gguf"}, nil)
+	g, err := rt.loadGeneration(config.LoRAModule{Alias: alias, Path: alias + ".gguf"}, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -96,7 +97,7 @@ func testGeneration(alias string, bytes int64) *loraGeneration {
 // id; replacing an alias retires its generation, which a holder keeps
 // until it lets go, and which nobody can select any more.
 func TestLoRAGenerations(t *testing.T) {
-	s := testSet(t, LoRASpec{}, 100, "a", "b")
+	s := testSet(t, config.LoRARuntime{}, 100, "a", "b")
 	la, ga, relA, err := s.Hold(gen.Adapter{Alias: "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestLoRAGenerations(t *testing.T) {
 // TestLoRALimits: the adapter count and the byte budget refuse a load
 // clearly; replacing an alias does not count as one more.
 func TestLoRALimits(t *testing.T) {
-	s := testSet(t, LoRASpec{MaxAdapters: 2, MaxBytes: 250}, 100, "a", "b")
+	s := testSet(t, config.LoRARuntime{MaxAdapters: 2, MaxBytes: 250}, 100, "a", "b")
 	err := s.admitCount("c", false)
 	if le, ok := err.(*loraError); !ok || le.status != http.StatusConflict || !strings.Contains(le.msg, "--lora-max-adapters") {
 		t.Fatalf("a third adapter: %v", err)
@@ -180,7 +181,7 @@ func TestLoRACardIDs(t *testing.T) {
 	add := func(id string, aliases ...string) {
 		e := &modelEntry{spec: ModelSpec{ID: id}, reg: r, lora: &loraRuntime{}}
 		for _, a := range aliases {
-			e.lora.catalog = append(e.lora.catalog, LoRAModule{Alias: a})
+			e.lora.catalog = append(e.lora.catalog, config.LoRAModule{Alias: a})
 		}
 		r.entries = append(r.entries, e)
 		r.byID[id] = e
@@ -235,7 +236,7 @@ func TestLoRAAPIFromEnv(t *testing.T) {
 // loraServer starts the tiny model "tiny" with a LoRA runtime (preloaded
 // adapters from dir) over the fake reader, and mutation routes confined to
 // root when allow.
-func loraServer(t *testing.T, fake *fakeAdapters, spec *LoRASpec, api LoRAAPI, extra ...testOpt) *testServer {
+func loraServer(t *testing.T, fake *fakeAdapters, spec *config.LoRARuntime, api LoRAAPI, extra ...testOpt) *testServer {
 	t.Helper()
 	return startServer(t, append([]testOpt{func(o *Options) {
 		o.Models[0].LoRA = spec
@@ -293,7 +294,7 @@ func TestLoRARoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := &fakeAdapters{}
-	ts := loraServer(t, fake, &LoRASpec{Adapters: []LoRAModule{{Alias: "a", Path: a, Source: "org/a", Revision: "main"}}, MaxAdapters: 2},
+	ts := loraServer(t, fake, &config.LoRARuntime{Preload: []config.LoRAModule{{Alias: "a", Path: a, Source: "org/a", Revision: "main"}}, MaxAdapters: 2},
 		LoRAAPI{AllowUpdates: true, Root: root})
 
 	list := func() loraListJSON {
@@ -381,7 +382,7 @@ func TestLoRALoadsSerialised(t *testing.T) {
 	adapterFile(t, root, "a.gguf", 10)
 	adapterFile(t, root, "b.gguf", 10)
 	fake := &fakeAdapters{gate: make(chan struct{}), started: make(chan string, 1)}
-	ts := loraServer(t, fake, &LoRASpec{}, LoRAAPI{AllowUpdates: true, Root: root})
+	ts := loraServer(t, fake, &config.LoRARuntime{}, LoRAAPI{AllowUpdates: true, Root: root})
 	done := make(chan int, 1)
 	go func() {
 		resp, _ := ts.post("/v1/load_lora_adapter", map[string]any{"lora_name": "a", "lora_path": "a.gguf"})
@@ -410,7 +411,7 @@ func TestLoRALoadsSerialised(t *testing.T) {
 func TestLoRARequests(t *testing.T) {
 	dir := t.TempDir()
 	fake := &fakeAdapters{}
-	ts := loraServer(t, fake, &LoRASpec{Adapters: []LoRAModule{
+	ts := loraServer(t, fake, &config.LoRARuntime{Preload: []config.LoRAModule{
 		{Alias: "a", Path: adapterFile(t, dir, "a.gguf", 10)},
 		{Alias: "x:y", Path: adapterFile(t, dir, "b.gguf", 10)}}}, LoRAAPI{})
 	ctx := context.Background()
@@ -510,7 +511,7 @@ func hasStatus(err error, status int) bool {
 func TestLoRAUnloadWhileStreaming(t *testing.T) {
 	dir := t.TempDir()
 	fake := &fakeAdapters{}
-	ts := loraServer(t, fake, &LoRASpec{Adapters: []LoRAModule{{Alias: "a", Path: adapterFile(t, dir, "a.gguf", 10)}}},
+	ts := loraServer(t, fake, &config.LoRARuntime{Preload: []config.LoRAModule{{Alias: "a", Path: adapterFile(t, dir, "a.gguf", 10)}}},
 		LoRAAPI{AllowUpdates: true})
 	ctx := context.Background()
 	const n = 64
@@ -571,7 +572,7 @@ func TestLoRAUnloadWhileStreaming(t *testing.T) {
 func TestLoRAModelReload(t *testing.T) {
 	dir := t.TempDir()
 	fake := &fakeAdapters{}
-	ts := loraServer(t, fake, &LoRASpec{Adapters: []LoRAModule{{Alias: "a", Path: adapterFile(t, dir, "a.gguf", 10)}}}, LoRAAPI{})
+	ts := loraServer(t, fake, &config.LoRARuntime{Preload: []config.LoRAModule{{Alias: "a", Path: adapterFile(t, dir, "a.gguf", 10)}}}, LoRAAPI{})
 	before := ts.srv.models.byID["tiny"].adapters().current("a").id
 	ts.post("/v1/models/unload", map[string]any{"model_id": "tiny"})
 	_, body := ts.get("/v1/lora_adapters?model=tiny")
@@ -591,9 +592,6 @@ func TestLoRAModelReload(t *testing.T) {
 // fixture's prompt against llama.cpp's (case A), and that the base model
 // without the adapter answers case base.
 func TestLoRAReference(t *testing.T) {
-	if loadLoRAFile == nil {
-		t.Skip("internal/lora is not wired into the server yet")
-	}
 	base := testutil.SharedFile(t, "testdata", "reference", "tiny-f32.gguf")
 	adapterA := testutil.SharedFile(t, "testdata", "lora", "lora-attn-r8.gguf")
 	refData, err := os.ReadFile(testutil.SharedFile(t, "testdata", "lora", "reference.json"))
@@ -612,7 +610,7 @@ func TestLoRAReference(t *testing.T) {
 	ts := startServer(t, func(o *Options) {
 		lo := loader.Options{ID: "ref"}
 		o.Models = []ModelSpec{{ID: "ref", Load: func() (*loader.Model, error) { return loader.Load(base, lo) },
-			LoRA: &LoRASpec{Adapters: []LoRAModule{{Alias: "A", Path: adapterA}}}}}
+			LoRA: &config.LoRARuntime{Preload: []config.LoRAModule{{Alias: "A", Path: adapterA}}}}}
 	})
 	complete := func(model string) string {
 		t.Helper()

@@ -50,10 +50,10 @@ type ModelSpec struct {
 	// what one request to it may carry (config's [models.multimodal]).
 	MMProj string
 	Images config.ImageLimits
-	// LoRA, when set, gives the model a LoRA runtime: its preloaded
-	// adapters and limits (lora.go); nil: requests cannot select adapters
-	// and the LoRA routes answer 409 for it.
-	LoRA *LoRASpec
+	// LoRA is the model's dynamic LoRA runtime (config.LoRAFor): the
+	// adapters to load at startup, with local paths, and the registry's
+	// limits; nil: none (GET /v1/lora_adapters answers 409).
+	LoRA *config.LoRARuntime
 }
 
 // Model kinds (ModelSpec.Kind), named as config's models.kind and the

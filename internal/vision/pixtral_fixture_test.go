@@ -2,6 +2,7 @@ package vision_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"image"
@@ -31,24 +32,31 @@ var writePixtral = flag.Bool("pixtral.write", false, "rewrite the generated file
 const pixtralDir = "testdata/pixtral"
 
 // pixtralText is the text model: a llama (llama.cpp's Mistral Small 3.1
-// GGUFs are stored as llama) with Mistral's rope base, Q8_0 matrices to
-// keep the file small.
+// GGUFs are stored as llama) with Mistral's rope base, small and F32
+// (quantized matrices would quantize the activations, whose rounding ties
+// llama.cpp and an engine can break differently), untied (tied random
+// embeddings make a model repeat its input token).
 var pixtralText = model.RandomConfig{
-	Arch: "llama", Layers: 4, Embd: 128, FF: 256, Heads: 4, KVHeads: 2,
+	Arch: "llama", Layers: 2, Embd: 128, FF: 128, Heads: 4, KVHeads: 2,
 	Vocab: 512 + len(pixtralTokens), ContextLen: 4096, RopeBase: 1e9, RMSEps: 1e-5,
-	Type: kernels.Q8_0, Seed: 23,
+	Type: kernels.F32, Seed: 63,
 }
+
+// pixtralOutputScale multiplies the output norm's gains: it spreads the
+// logits (as a trained model's are spread) so that greedy steps have
+// clear winners.
+var pixtralOutputScale float32 = 8
 
 // pixtralTokens are Mistral's image control tokens, appended to the
 // stories260K vocabulary as ids 512, 513, 514.
 var pixtralTokens = []string{"[IMG]", "[IMG_BREAK]", "[IMG_END]"}
 
-// pixtralProj is the shape of the projector: a 3-layer ViT of width 64 on
+// pixtralProj is the shape of the projector: a 2-layer ViT of width 64 on
 // 16x16 patches, 2x2 patch merging, projected to the text width.
 var pixtralProj = struct {
 	ImageSize, Patch, Merge, Embd, FF, Heads, Layers int
 	Seed                                             uint64
-}{ImageSize: 512, Patch: 16, Merge: 2, Embd: 64, FF: 192, Heads: 2, Layers: 3, Seed: 29}
+}{ImageSize: 512, Patch: 16, Merge: 2, Embd: 64, FF: 128, Heads: 2, Layers: 2, Seed: 29}
 
 func TestPixtralFixtureReproducible(t *testing.T) {
 	files, err := pixtralFixtureFiles()
@@ -87,7 +95,7 @@ func pixtralFixtureFiles() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{"text-q8_0.gguf": text, "mmproj-f32.gguf": proj}
+	files := map[string][]byte{"text-f32.gguf": text, "mmproj-f32.gguf": proj}
 	for _, im := range pixtralImages {
 		var buf bytes.Buffer
 		if err := png.Encode(&buf, im.draw()); err != nil {
@@ -100,9 +108,10 @@ func pixtralFixtureFiles() (map[string][]byte, error) {
 
 // pixtralTextModel writes the text model with the stories260K vocabulary
 // plus pixtralTokens as control tokens. Its output rows of the unknown,
-// BOS, EOS, byte and image tokens are scaled by 0.25, so that greedy runs
-// practically never pick them (llama-server drops the probabilities of a
-// step that ends in an incomplete UTF-8 byte sequence).
+// BOS, EOS, byte and image tokens are scaled by 0.25, so that
+// greedy runs practically never pick them (llama-server drops the
+// probabilities of a step that ends in an incomplete UTF-8 sequence), and
+// its output norm's gains by pixtralOutputScale.
 func pixtralTextModel() ([]byte, error) {
 	w := gguf.NewWriter()
 	if err := model.BuildRandom(pixtralText, w); err != nil {
@@ -121,25 +130,27 @@ func pixtralTextModel() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, ok := f.Tensor("output.weight")
-	if !ok || out.Type != kernels.Q8_0 {
-		return nil, fmt.Errorf("pixtral text: no Q8_0 output.weight")
+	emb, ok1 := f.Tensor("output.weight")
+	norm, ok2 := f.Tensor("output_norm.weight")
+	if !ok1 || !ok2 || emb.Type != kernels.F32 || norm.Type != kernels.F32 {
+		return nil, fmt.Errorf("pixtral text: no F32 output.weight and output_norm.weight")
 	}
-	n := int(out.Dims[0])
-	rb := kernels.Q8_0.RowSize(n)
-	row := make([]float32, n)
+	n := int(emb.Dims[0])
 	for id := range pixtralText.Vocab {
-		if id > 258 && id < 512 {
-			continue
+		if id <= 258 || id >= 512 {
+			scaleF32(emb.Data[id*4*n:(id+1)*4*n], 0.25)
 		}
-		data := out.Data[id*rb : (id+1)*rb]
-		kernels.Dequantize(kernels.Q8_0, data, row)
-		for i := range row {
-			row[i] *= 0.25
-		}
-		kernels.Quantize(kernels.Q8_0, row, data)
 	}
+	scaleF32(norm.Data, pixtralOutputScale)
 	return b, nil
+}
+
+// scaleF32 multiplies the little-endian float32 values of b by k in place.
+func scaleF32(b []byte, k float32) {
+	for i := 0; i+4 <= len(b); i += 4 {
+		v := math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))
+		binary.LittleEndian.PutUint32(b[i:], math.Float32bits(v*k))
+	}
 }
 
 // addStoriesVocab copies the stories260K tokenizer and appends

@@ -202,7 +202,14 @@ func (j *moeJob) plan(s *Step, in []float32) moePlan {
 		count: idx[T*K : T*K+E], offset: idx[T*K+E : T*K+2*E], active: idx[T*K+2*E : T*K+2*E : T*K+3*E]}
 	fill := idx[T*K+3*E:] // per expert: its rows gathered so far
 	j.p, j.in, j.probs = p, in, s.Buf(moeProbs, T*E)
+	j.adapted = s.HasLoRA(j.m.Router)
 	s.ParFor(T, j.routeFn)
+	if j.adapted { // the router's logits take the adapters' terms before the choice
+		s.addLoRA(j.probs, j.m.Router, in, false)
+		for t := range T {
+			route(j.probs[t*E:(t+1)*E], p.choice[t*K:(t+1)*K], p.weight[t*K:(t+1)*K], c.ExpertNorm)
+		}
+	}
 	clear(p.count)
 	for _, e := range p.choice {
 		p.count[int(e)]++
@@ -242,14 +249,18 @@ func (j *moeJob) plan(s *Step, in []float32) moePlan {
 // route computes the router's probabilities and choices for tokens
 // [lo, hi), one token at a time: a product of one row gives a token the
 // same bits whatever the kernels do for several (the router is F32, whose
-// pure-Go kernels sum four rows in another order than one).
+// pure-Go kernels sum four rows in another order than one). When a
+// sequence adapts the router, the choices wait for the adapters' terms
+// (plan adds them, then routes).
 func (j *moeJob) route(lo, hi int) {
 	c := j.cfg
 	E, K, D := c.Experts, c.ExpertUsed, c.Embd
 	for t := lo; t < hi; t++ {
 		p := j.probs[t*E : (t+1)*E]
 		kernels.MatMul(nil, p, j.m.Router, j.in[t*D:(t+1)*D], 1)
-		route(p, j.p.choice[t*K:(t+1)*K], j.p.weight[t*K:(t+1)*K], c.ExpertNorm)
+		if !j.adapted {
+			route(p, j.p.choice[t*K:(t+1)*K], j.p.weight[t*K:(t+1)*K], c.ExpertNorm)
+		}
 	}
 }
 
@@ -286,6 +297,7 @@ type moeJob struct {
 	cfg                       *Config
 	in, probs                 []float32
 	m                         *MoE
+	adapted                   bool // some sequence adapts the router: route after the adapters' terms
 	p                         moePlan
 	rows, g, u, act           []float32
 	D, F, ncFF, ncD           int

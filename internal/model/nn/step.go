@@ -91,6 +91,11 @@ type Step struct {
 
 	extra [][]float32 // Buf's slots
 
+	// the batch's adapters (lora.go); no group: a step without LoRA
+	loraGroups []loraGroup
+	loraSegs   []loraSeg
+	loraBuf    loraScratch
+
 	attnFn, swigluFn, gegluFn func(lo, hi int) // built once: closures would allocate per call
 }
 
@@ -178,6 +183,7 @@ func (s *Step) Prepare(c *Config, p *kernels.Pool, b *Batch) error {
 		threads = p.Threads()
 	}
 	s.groupQueries(threads)
+	s.planLoRA(b)
 	return nil
 }
 
@@ -297,9 +303,13 @@ func (s *Step) embedTokens(emb *kernels.Matrix, scale float32, ids []int32, t in
 	}
 }
 
-// MatMul sets out = w·in for the step's T rows.
+// MatMul sets out = w·in for the step's T rows, plus the low-rank terms
+// of the sequences' adapters that adapt w.
 func (s *Step) MatMul(out []float32, w *kernels.Matrix, in []float32) {
 	kernels.MatMul(s.Pool, out, w, in, s.T)
+	if len(s.loraGroups) > 0 {
+		s.addLoRA(out, w, in, false)
+	}
 }
 
 // MatMuls is MatMul for several matrices of the same input (Q, K and V;
@@ -308,6 +318,11 @@ func (s *Step) MatMul(out []float32, w *kernels.Matrix, in []float32) {
 // bits as one MatMul each).
 func (s *Step) MatMuls(in []float32, ps ...kernels.Product) {
 	kernels.MatMuls(s.Pool, in, s.T, ps...)
+	if len(s.loraGroups) > 0 {
+		for _, p := range ps {
+			s.addLoRA(p.Out, p.M, in, false)
+		}
+	}
 }
 
 // Prod is out = w·in for Step.MatMuls.
@@ -398,6 +413,9 @@ func (s *Step) Logits(norm []float32, output *kernels.Matrix) {
 		RMSNorm(s.xr[r*E:(r+1)*E], s.X[t*E:(t+1)*E], norm, c.RMSEps)
 	}
 	kernels.MatMul(s.Pool, s.logitBuf, output, s.xr, R)
+	if len(s.loraGroups) > 0 {
+		s.addLoRA(s.logitBuf, output, s.xr, true)
+	}
 	r := 0
 	for _, sq := range s.b.Seqs {
 		switch {

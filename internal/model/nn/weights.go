@@ -243,3 +243,43 @@ func supportedTypes() string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// Matrices returns the matrices of the loaded weights v (a pointer to the
+// struct nn.Load filled) by their GGUF tensor names, walking the same
+// tags as Load: the fields of type *kernels.Matrix that the file had
+// (absent optional ones are nil and left out; a tied output is the
+// embedding's matrix under its own name only). 3-D tensors (experts) are
+// not matrices of one product and are left out.
+func Matrices(v any) map[string]*kernels.Matrix {
+	out := map[string]*kernels.Matrix{}
+	seen := map[*kernels.Matrix]bool{}
+	walkMatrices(reflect.ValueOf(v).Elem(), "", out, seen)
+	return out
+}
+
+func walkMatrices(v reflect.Value, prefix string, out map[string]*kernels.Matrix, seen map[*kernels.Matrix]bool) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		field := t.Field(i)
+		tag, ok := field.Tag.Lookup("gguf")
+		switch {
+		case !ok:
+			if field.Type.Kind() == reflect.Struct && field.IsExported() {
+				walkMatrices(v.Field(i), prefix, out, seen)
+			}
+		case tag == "blk":
+			layers := v.Field(i)
+			for n := range layers.Len() {
+				walkMatrices(layers.Index(n), "blk."+strconv.Itoa(n)+".", out, seen)
+			}
+		case field.Type == matrixType:
+			m := v.Field(i).Interface().(*kernels.Matrix)
+			if m == nil || seen[m] {
+				continue
+			}
+			seen[m] = true
+			base, _, _ := strings.Cut(tag, ",")
+			out[prefix+base] = m
+		}
+	}
+}

@@ -23,7 +23,7 @@ func TestPrompterMatchesMtmd(t *testing.T) {
 	gemma := filepath.Dir(testutil.SharedFile(t, "testdata", "vision", "reference.json"))
 	t.Run("gemma3", func(t *testing.T) { checkMtmdPrompts(t, gemma, "text-f32.gguf") })
 	t.Run("pixtral", func(t *testing.T) {
-		checkMtmdPrompts(t, filepath.Join("..", "..", "vision", "testdata", "pixtral"), "text-q8_0.gguf")
+		checkMtmdPrompts(t, filepath.Join("..", "..", "vision", "testdata", "pixtral"), "text-f32.gguf")
 	})
 }
 
