@@ -495,6 +495,18 @@ func TestLoRARequests(t *testing.T) {
 			t.Errorf("%s + %q: %v, want %d %q", bad.model, bad.adapter, err, bad.status, bad.msg)
 		}
 	}
+	// Anthropic's Messages take the card forms (and refuse the field).
+	r, body := ts.post("/v1/messages", map[string]any{"model": "tiny::a", "max_tokens": 2,
+		"messages": []map[string]any{{"role": "user", "content": "hi"}}})
+	var msg struct{ Model string }
+	if err := json.Unmarshal(body, &msg); r.StatusCode != http.StatusOK || err != nil || msg.Model != "tiny::a" {
+		t.Fatalf("Messages with a card id: %d %s", r.StatusCode, body)
+	}
+	r, body = ts.post("/v1/messages", map[string]any{"model": "tiny", "max_tokens": 2, "adapter": "a",
+		"messages": []map[string]any{{"role": "user", "content": "hi"}}})
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "<model>::<alias>") {
+		t.Fatalf("Messages with the adapter field: %d %s", r.StatusCode, body)
+	}
 	// Card ids and short aliases are known model labels, as supplied.
 	ts.log.waitLines(t, 1, "route=/v1/completions model=tiny::a status=200")
 	ts.log.waitLines(t, 1, "route=/v1/completions model=a status=200")
