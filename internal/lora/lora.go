@@ -33,12 +33,13 @@ type Adapter struct {
 	Format  string      // "gguf" or "peft"
 	Rank    int         // the largest rank of its pairs
 	Alpha   float32     // 0: none given
-	Bytes   int64       // memory its tensors take
+	Bytes   int64       // memory its tensors take (with the transposed copies of B the decode steps read)
 	Targets []string    // GGUF names of the adapted weights, sorted
 }
 
 // Load reads source — a llama.cpp GGUF adapter file, a folder holding one,
-// or a PEFT folder (adapter_config.json + adapter_model.safetensors) — and
+// or a PEFT folder (adapter_config.json + adapter_model.safetensors, or
+// one of these two files) — and
 // resolves it against base. Errors are one line naming the file (and the
 // tensor): another architecture, a tensor the base lacks, shapes that
 // differ, a rank or size over the limits, a corrupt file.
@@ -51,6 +52,9 @@ func Load(source string, base *model.Model, lim Limits) (*Adapter, error) {
 		return nil, fmt.Errorf("lora adapter: %v", err)
 	}
 	if !st.IsDir() {
+		if name := filepath.Base(source); name == peftConfig || strings.HasSuffix(name, ".safetensors") {
+			return loadPEFT(filepath.Dir(source), base, lim) // a file of a PEFT folder: the folder
+		}
 		return loadGGUF(source, base, lim)
 	}
 	if _, err := os.Stat(filepath.Join(source, peftConfig)); err == nil {
@@ -130,7 +134,7 @@ func (r *resolver) resolve(ad *Adapter, pairs []pair) error {
 		if r.lim.MaxRank > 0 && rank > r.lim.MaxRank {
 			return r.errorf(p.b.name, "rank %d is over the limit of %d", rank, r.lim.MaxRank)
 		}
-		bytes += loadedBytes(p.a) + loadedBytes(p.b)
+		bytes += loadedBytes(p.a) + loadedBytes(p.b) + transposedBytes(p.b)
 		if r.lim.MaxBytes > 0 && bytes > r.lim.MaxBytes {
 			return fmt.Errorf("%s: the adapter's tensors take more than the limit of %d bytes (at tensor %s)", r.file, r.lim.MaxBytes, p.b.name)
 		}
@@ -150,9 +154,10 @@ func (r *resolver) resolve(ad *Adapter, pairs []pair) error {
 			return err
 		}
 		rank := c.p.b.dims[0]
-		ad.Net.Deltas[c.w] = nn.LowRank{A: a, B: b, Rank: rank, Scale: pairScale(c.p.alpha, rank, c.p.rslora)}
+		bt := transposed(b)
+		ad.Net.Deltas[c.w] = nn.LowRank{A: a, B: b, Rank: rank, Scale: pairScale(c.p.alpha, rank, c.p.rslora), BT: bt}
 		ad.Rank = max(ad.Rank, rank)
-		ad.Bytes += int64(len(a.Data)+len(b.Data)) + int64(a.PackedSize()+b.PackedSize())
+		ad.Bytes += int64(len(a.Data)+len(b.Data)+4*len(bt)) + int64(a.PackedSize()+b.PackedSize())
 		ad.Targets = append(ad.Targets, c.p.target)
 	}
 	if r.lim.MaxBytes > 0 && ad.Bytes > r.lim.MaxBytes { // the packed copies some instruction paths make count too
@@ -172,6 +177,15 @@ func pairScale(alpha float32, rank int, rslora bool) float32 {
 		return alpha / float32(math.Sqrt(float64(rank)))
 	}
 	return alpha / float32(rank)
+}
+
+// transposedBytes is what the float32 copy of a pair's B transposed
+// takes (nn.LowRank.BT; none for a quantized B).
+func transposedBytes(b tensor) int64 {
+	if b.typ != kernels.F32 && b.typ != kernels.F16 && b.typ != kernels.BF16 {
+		return 0
+	}
+	return 4 * int64(b.dims[0]) * int64(b.dims[1])
 }
 
 // loadedBytes is what a tensor takes once loaded (BF16 becomes F32).
@@ -218,6 +232,24 @@ func (r *resolver) matrix(t tensor) (*kernels.Matrix, error) {
 		return nil, r.errorf(t.name, "%v", strings.TrimPrefix(err.Error(), "kernels: "))
 	}
 	return m, nil
+}
+
+// transposed is B's values in float32, Rank rows of its outputs (see
+// nn.LowRank.BT); nil for a quantized B, which the products read as it is.
+func transposed(b *kernels.Matrix) []float32 {
+	if b.Type != kernels.F32 && b.Type != kernels.F16 {
+		return nil
+	}
+	out, rank := b.Rows, b.Cols
+	row := make([]float32, rank)
+	bt := make([]float32, rank*out)
+	for o := range out {
+		b.Row(o, row)
+		for k, v := range row {
+			bt[k*out+o] = v
+		}
+	}
+	return bt
 }
 
 func f32Bytes(v []float32) []byte {

@@ -25,7 +25,7 @@ type randomPair struct {
 }
 
 // writeAdapter writes a GGUF LoRA adapter of rank r and alpha for arch.
-func writeAdapter(t *testing.T, arch string, alpha float32, r int, pairs []randomPair) string {
+func writeAdapter(t testing.TB, arch string, alpha float32, r int, pairs []randomPair) string {
 	t.Helper()
 	w := gguf.NewWriter()
 	w.AddKV("general.architecture", arch)
@@ -140,6 +140,7 @@ func TestMergedEquivalence(t *testing.T) {
 			if d := maxDiff(got[0], base[0]); d < 1e-3 {
 				t.Errorf("the adapter changes the logits by only %.3g", d)
 			}
+			mixedLogitRows(t, m, merged, ad, scale)
 
 			// The same adapter on the Q4_K model.
 			c.cfg.Type = kernels.Q4_K
@@ -184,5 +185,46 @@ func TestExpertsRefused(t *testing.T) {
 	_, err := lora.Load(path, m, lora.Limits{})
 	if err == nil || !strings.Contains(err.Error(), "blk.0.ffn_up_exps.weight.lora_a") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("an adapter of expert tensors: %v", err)
+	}
+}
+
+// mixedLogitRows: in one batch, a base sequence wanting its last logits,
+// an adapted one wanting every token's (as speculative verification does)
+// and a base one wanting every token's, each gets what it gets alone (the
+// adapted one: the merged model's), the output adapter's terms landing on
+// the adapted sequence's logit rows only.
+func mixedLogitRows(t *testing.T, m, merged *model.Model, ad *lora.Adapter, scale float32) {
+	t.Helper()
+	V := m.Config.Vocab
+	toks := [][]int32{{3, 1, 4}, {1, 5, 9, 2}, {6, 5}}
+	all := func(mm *model.Model, i int, act []model.Active, last bool) []float32 {
+		in := &model.SeqInput{Tokens: toks[i], Cache: modeltest.NewContiguous(mm.Config, 8), LoRA: act}
+		if last {
+			in.Logits = make([]float32, V)
+		} else {
+			in.AllLogits = make([]float32, len(toks[i])*V)
+		}
+		if err := mm.Forward(nil, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
+			t.Fatal(err)
+		}
+		if last {
+			return in.Logits
+		}
+		return in.AllLogits
+	}
+	want := [][]float32{all(m, 0, nil, true), all(merged, 1, nil, false), all(m, 2, nil, false)}
+	b := &model.Batch{Seqs: []*model.SeqInput{
+		{Tokens: toks[0], Cache: modeltest.NewContiguous(m.Config, 8), Logits: make([]float32, V)},
+		{Tokens: toks[1], Cache: modeltest.NewContiguous(m.Config, 8), AllLogits: make([]float32, len(toks[1])*V), LoRA: []model.Active{{Adapter: ad.Net, Scale: scale}}},
+		{Tokens: toks[2], Cache: modeltest.NewContiguous(m.Config, 8), AllLogits: make([]float32, len(toks[2])*V)},
+	}}
+	if err := m.Forward(nil, b); err != nil {
+		t.Fatal(err)
+	}
+	got := [][]float32{b.Seqs[0].Logits, b.Seqs[1].AllLogits, b.Seqs[2].AllLogits}
+	for i := range got {
+		if d := maxDiff(got[i], want[i]); d > 2e-4 {
+			t.Errorf("mixed batch, sequence %d: logits differ from its own run by %.3g", i, d)
+		}
 	}
 }

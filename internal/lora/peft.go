@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +24,9 @@ const (
 	peftWeights = "adapter_model.safetensors"
 )
 
+// peftDefault is PEFT's default r and lora_alpha, for a config without them.
+const peftDefault = 8
+
 // maxHeader bounds a safetensors JSON header (the format's own readers cap
 // it at 100 MB); a real adapter's is a few hundred bytes per tensor.
 const maxHeader = 100 << 20
@@ -30,8 +34,8 @@ const maxHeader = 100 << 20
 // peftSettings is what Load reads of adapter_config.json.
 type peftSettings struct {
 	PeftType      string             `json:"peft_type"`
-	R             int                `json:"r"`
-	Alpha         float64            `json:"lora_alpha"`
+	R             *int               `json:"r"`              // absent: PEFT's default, 8
+	Alpha         *float64           `json:"lora_alpha"`     // absent: PEFT's default, 8; 0: scale 1, as llama.cpp reads a converted adapter
 	TargetModules json.RawMessage    `json:"target_modules"` // a list or a regular expression; the tensors say what is adapted
 	RankPattern   map[string]int     `json:"rank_pattern"`
 	AlphaPattern  map[string]float64 `json:"alpha_pattern"`
@@ -66,7 +70,7 @@ func loadPEFT(dir string, base *model.Model, lim Limits) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	ad := &Adapter{Path: dir, Format: "peft", Alpha: float32(cfg.Alpha)}
+	ad := &Adapter{Path: dir, Format: "peft", Alpha: float32(*cfg.Alpha)}
 	r := resolver{file: wPath, base: base, lim: lim}
 	if err := r.resolve(ad, pairs); err != nil {
 		return nil, err
@@ -83,11 +87,21 @@ func readPEFTConfig(path string) (*peftSettings, error) {
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
+	if cfg.R == nil {
+		cfg.R = new(int)
+		*cfg.R = peftDefault
+	}
+	if cfg.Alpha == nil {
+		cfg.Alpha = new(float64)
+		*cfg.Alpha = peftDefault
+	}
 	switch {
 	case cfg.PeftType != "" && cfg.PeftType != "LORA":
 		return nil, fmt.Errorf("%s: peft_type %q; only LORA adapters are supported", path, cfg.PeftType)
-	case cfg.R <= 0:
-		return nil, fmt.Errorf("%s: r is %d; a LoRA rank is positive", path, cfg.R)
+	case *cfg.R <= 0:
+		return nil, fmt.Errorf("%s: r is %d; a LoRA rank is positive", path, *cfg.R)
+	case math.IsNaN(*cfg.Alpha) || math.IsInf(*cfg.Alpha, 0) || math.Abs(*cfg.Alpha) > 1e30:
+		return nil, fmt.Errorf("%s: lora_alpha %v is not a usable number", path, *cfg.Alpha)
 	case cfg.UseDoRA:
 		return nil, fmt.Errorf("%s: use_dora: DoRA adapters are not supported", path)
 	case len(cfg.ModulesToSave) > 0 && string(cfg.ModulesToSave) != "null" && string(cfg.ModulesToSave) != "[]":
@@ -336,7 +350,7 @@ func ggufName(module string) (string, bool) {
 // rank_pattern's first matching key (PEFT matches a key against the end
 // of the module's name, on a dot), else lora_alpha and r.
 func modulePatterns(cfgPath string, cfg *peftSettings, module string) (alpha float64, rank int, err error) {
-	alpha, rank = cfg.Alpha, cfg.R
+	alpha, rank = *cfg.Alpha, *cfg.R
 	match := func(key string) bool {
 		re, _ := patternRE(key) // the keys were checked by readPEFTConfig
 		return re.MatchString(module)
@@ -378,7 +392,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // permutes in a weight of base: a llama model's q (head_count) and k
 // (head_count_kv) projections; 0 for the others.
 func permuteHeads(base *model.Model, target string) int {
-	if base.Config.Arch != "llama" {
+	if a := base.Config.Arch; a != "llama" && a != "mistral3" {
 		return 0
 	}
 	switch {

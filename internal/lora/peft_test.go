@@ -195,6 +195,9 @@ func TestPEFTMatchesGGUF(t *testing.T) {
 			if got.Format != "peft" || got.Rank != want.Rank || got.Alpha != want.Alpha || !slices.Equal(got.Targets, want.Targets) || got.Path != dir {
 				t.Fatalf("PEFT adapter %+v, GGUF %+v", got, want)
 			}
+			if byFile, err := lora.Load(filepath.Join(dir, "adapter_model.safetensors"), m, lora.Limits{}); err != nil || !slices.Equal(byFile.Targets, want.Targets) {
+				t.Fatalf("the folder named by its safetensors file: %v", err)
+			}
 			g, w := firstLogits(t, m, fx.ref.Prompt, got), firstLogits(t, m, fx.ref.Prompt, want)
 			for s := range w {
 				if d := maxDiff(g[s], w[s]); d != 0 {
@@ -239,6 +242,13 @@ func TestPEFTPatterns(t *testing.T) {
 		t.Fatal(err)
 	} else if got := scale(ad, "blk.0.attn_v.weight"); got < 5.656 || got > 5.657 {
 		t.Errorf("use_rslora: scale %v, want 16/sqrt(8)", got)
+	}
+	// Without r and lora_alpha, PEFT's defaults (8 and 8).
+	writePEFT(t, dir, map[string]any{"peft_type": "LORA"}, ts)
+	if ad, err = lora.Load(dir, m, lora.Limits{}); err != nil {
+		t.Fatal(err)
+	} else if got := scale(ad, "blk.0.attn_v.weight"); ad.Alpha != 8 || got != 1 {
+		t.Errorf("PEFT's defaults: alpha %v, scale %v; want 8 and 1", ad.Alpha, got)
 	}
 	cfg = peftConfig(8, 16, "q_proj")
 	cfg["rank_pattern"] = map[string]int{"v_proj": 4}

@@ -159,9 +159,20 @@ func TestRefusals(t *testing.T) {
 	if _, err := lora.Load(dir, m, lora.Limits{}); err == nil || !strings.Contains(err.Error(), "2 .gguf files") {
 		t.Errorf("a folder with two adapter files: %v", err)
 	}
-	// The limits at the adapter's own size pass.
-	if _, err := lora.Load(B, m, lora.Limits{MaxRank: 4, MaxBytes: 30720}); err != nil {
+	// The limits at the adapter's own size pass; a byte less does not.
+	ad, err := lora.Load(B, m, lora.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A and B of 2 layers × (gate, up, down) in F32, and B's transposed copy.
+	if want := int64(2 * 4 * (3*4*(64+256) + 4*(256+256+64))); ad.Bytes != want {
+		t.Errorf("adapter B takes %d bytes, want %d", ad.Bytes, want)
+	}
+	if _, err := lora.Load(B, m, lora.Limits{MaxRank: 4, MaxBytes: ad.Bytes}); err != nil {
 		t.Errorf("at the limits: %v", err)
+	}
+	if _, err := lora.Load(B, m, lora.Limits{MaxBytes: ad.Bytes - 1}); err == nil {
+		t.Errorf("a byte under the adapter's size: loaded")
 	}
 }
 

@@ -37,7 +37,7 @@ func TestLoadErrors(t *testing.T) {
 			Name: "blk.0.attn_q.weight", Type: q2, Dims: []uint64{256, 256}, Data: make([]byte, q2.RowSize(256)*256)}}},
 			[]string{"blk.0.attn_q.weight", "Q2_K"}},
 		{"unsupported arch", modeltest.Edit{KV: map[string]any{"general.architecture": "gpt2"}},
-			[]string{"gpt2", "gemma3, llama, phi3, qwen2, qwen2moe, qwen3, qwen3moe"}},
+			[]string{"gpt2", "gemma3, llama, mistral3, phi3, qwen2, qwen2moe, qwen3, qwen3moe"}},
 		{"no arch", modeltest.Edit{KV: map[string]any{"general.architecture": nil}},
 			[]string{"general.architecture"}},
 		{"missing key", modeltest.Edit{KV: map[string]any{"llama.embedding_length": nil}},

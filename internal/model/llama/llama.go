@@ -3,7 +3,8 @@
 // biases) and qwen3 (per-head q/k norms), and the mixtures of experts
 // built the same way: mixtral (stored as llama with llama.expert_count),
 // qwen2moe (qwen2's attention, experts plus a shared expert) and qwen3moe
-// (qwen3's attention, experts).
+// (qwen3's attention, experts); mistral3 (llama with YaRN keys and
+// Llama-4-style attention temperature, see Mistral3Config).
 package llama
 
 import (
@@ -121,12 +122,13 @@ var Archs = []nn.Arch{
 	{Name: "qwen3", Neox: Neox("qwen3"), New: New, Random: Random},
 	{Name: "qwen2moe", Neox: Neox("qwen2moe"), MoE: true, Config: Qwen2MoEConfig, New: New, Random: Random},
 	{Name: "qwen3moe", Neox: Neox("qwen3moe"), MoE: true, Config: Qwen3MoEConfig, New: New, Random: RandomQwen3MoE},
+	{Name: "mistral3", Neox: Neox("mistral3"), Config: Mistral3Config, New: New, Random: Random},
 }
 
-// Neox reports the rope pairing of arch. GGUF llama q/k weights are
-// permuted by the converter so that the consecutive-pair ("normal")
-// rotation applies; qwen's are not.
-func Neox(arch string) bool { return arch != "llama" }
+// Neox reports the rope pairing of arch. GGUF llama and mistral3 q/k
+// weights are permuted by the converter so that the consecutive-pair
+// ("normal") rotation applies; qwen's are not.
+func Neox(arch string) bool { return arch != "llama" && arch != "mistral3" }
 
 // required lists the optional tensors that architecture arch has (all
 // but the llama ones).
@@ -147,6 +149,11 @@ func required(arch string) []string {
 func New(f *gguf.File, c *nn.Config) (nn.Network, error) {
 	if c.Experts > 0 {
 		return newMoE(f, c)
+	}
+	if c.Arch == "mistral3" {
+		if err := checkMistral3(f, c); err != nil {
+			return nil, err
+		}
 	}
 	m := &Model{}
 	if err := nn.Load(f, c, m, required(c.Arch)...); err != nil {
@@ -187,6 +194,7 @@ func (a *Attention) Forward(s *nn.Step, l int, rope *nn.Rope) {
 	nn.AddRows(s.K, a.KBias)
 	nn.AddRows(s.V, a.VBias)
 	s.PositionQK(l, a.QNorm, a.KNorm, rope)
+	s.AttnTemperature()
 	s.Attention(l, nn.AttnOpts{})
 	s.MatMul(s.XB, a.O, s.Att)
 	nn.AddRows(s.XB, a.OBias)

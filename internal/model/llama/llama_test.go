@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { os.Exit(modeltest.Main(m)) }
 // TestReferencesOnEveryPath runs this package's reference tests on every
 // instruction-set path the CPU has (modeltest.ReferencesOnEveryPath).
 func TestReferencesOnEveryPath(t *testing.T) {
-	modeltest.ReferencesOnEveryPath(t, "TestReferenceModels|TestStories260K|TestLlamaKQuantReference|TestQwen3MoEReferenceArchs")
+	modeltest.ReferencesOnEveryPath(t, "TestReferenceModels|TestStories260K|TestLlamaKQuantReference|TestQwen3MoEReferenceArchs|TestMistral3LlamaCpp")
 }
 
 func TestPathChild(t *testing.T) { modeltest.PathChild(t) }

@@ -8,8 +8,9 @@ import (
 )
 
 // Random writes a random llama, qwen2 (q/k/v biases), qwen3 (q/k norms),
-// mixtral (llama with Experts of width FF) or qwen2moe (Experts of width
-// ExpertFF, default FF, and a shared expert of width FF) model.
+// mixtral (llama with Experts of width FF), qwen2moe (Experts of width
+// ExpertFF, default FF, and a shared expert of width FF) or mistral3
+// (llama with its temperature and YaRN keys, addMistral3) model.
 func Random(cfg nn.RandomConfig, w *gguf.Writer) error {
 	a := cfg.Arch + "."
 	w.AddKV("general.architecture", cfg.Arch)
@@ -29,6 +30,11 @@ func Random(cfg nn.RandomConfig, w *gguf.Writer) error {
 	w.AddKV(a+"rope.freq_base", float32(cfg.RopeBase))
 	w.AddKV(a+"attention.layer_norm_rms_epsilon", cfg.RMSEps)
 	cfg.AddRopeScaling(w, a)
+	if cfg.Arch == "mistral3" {
+		if err := addMistral3(&cfg, w); err != nil {
+			return err
+		}
+	}
 	if err := addExperts(&cfg, w); err != nil {
 		return err
 	}
@@ -116,4 +122,34 @@ func RandomQwen3MoE(cfg nn.RandomConfig, w *gguf.Writer) error {
 	w.AddKV(a+"expert_used_count", uint32(cfg.ExpertUsed))
 	w.AddKV(a+"expert_feed_forward_length", uint32(cfg.ExpertFF))
 	return nn.WriteRandom(w, &cfg, nn.RandomWeights{Weights: &MoEModel{}, Sizes: cfg.Sizes(), Required: required("qwen3moe")})
+}
+
+// addMistral3 writes mistral3's attention temperature and YaRN keys, those
+// of cfg that are set (the original context length as well when only the
+// temperature needs it).
+func addMistral3(cfg *nn.RandomConfig, w *gguf.Writer) error {
+	const a = "mistral3."
+	yarn := cfg.RopeScale > 1 && cfg.RopeScaling == "yarn"
+	switch {
+	case cfg.Experts > 0:
+		return fmt.Errorf("random model: mistral3 has no experts")
+	case !yarn && (cfg.YarnBetaFast != 0 || cfg.YarnBetaSlow != 0 || cfg.YarnLogMul != 0):
+		return fmt.Errorf("random model: mistral3's YaRN keys need RopeScaling yarn and RopeScale > 1")
+	}
+	if cfg.AttnTempScale != 0 {
+		w.AddKV(a+"attention.temperature_scale", float32(cfg.AttnTempScale))
+		if cfg.RopeScale <= 1 && cfg.OrigCtx > 0 {
+			w.AddKV(a+"rope.scaling.original_context_length", uint32(cfg.OrigCtx))
+		}
+	}
+	keys := []struct {
+		name string
+		v    float64
+	}{{"yarn_beta_fast", cfg.YarnBetaFast}, {"yarn_beta_slow", cfg.YarnBetaSlow}, {"yarn_log_multiplier", cfg.YarnLogMul}}
+	for _, k := range keys {
+		if k.v != 0 {
+			w.AddKV(a+"rope.scaling."+k.name, float32(k.v))
+		}
+	}
+	return nil
 }

@@ -44,6 +44,16 @@ type Config struct {
 	RopeScaling string  // "none", "linear" or "yarn"
 	RopeScale   float64 // rope.scaling.factor (context extension factor), 1 when none
 	RopeOrigCtx int     // rope.scaling.original_context_length (yarn)
+	// YaRN's correction range and log multiplier (RopeParams), read by the
+	// architectures whose llama.cpp graphs read them (mistral3); 0: the
+	// defaults.
+	YarnBetaFast, YarnBetaSlow, YarnLogMul float64
+
+	// Llama-4-style attention temperature (mistral3): queries at position
+	// p are multiplied by 1 + AttnTempScale·ln(1 + floor(p/AttnTempFloor))
+	// after RoPE; 0: none.
+	AttnTempScale float64
+	AttnTempFloor int
 
 	// Sliding-window attention (gemma3): SlidingWindow positions seen by
 	// the layers marked in SlidingLayers (nil: none slide), whose rotary

@@ -17,6 +17,11 @@ type LowRank struct {
 	A, B  *kernels.Matrix
 	Rank  int
 	Scale float32 // alpha / Rank (1 when the adapter gives no alpha)
+	// BT, optional, is B transposed in float32 (Rank rows of the weight's
+	// outputs; F16 values widen exactly): a decode step's few rows go
+	// through it as Rank vector updates of each output row, where B would
+	// take one dot product of Rank values per output.
+	BT []float32
 }
 
 // Adapter is a loaded adapter's pairs, keyed by the base weight they
@@ -144,11 +149,22 @@ func (s *Step) addLoRA(out []float32, w *kernels.Matrix, in []float32, logits bo
 			continue
 		}
 		sc := &s.loraBuf
+		p := s.Pool
+		if n*lr.Rank*(w.Cols+w.Rows) < loraSerial {
+			p = nil
+		}
 		sc.ax = grow(sc.ax, n*lr.A.Rows)
-		kernels.MatMul(s.Pool, sc.ax, lr.A, x, n)
+		kernels.MatMul(p, sc.ax, lr.A, x, n)
 		roundInput(lr.B.Type, sc.ax)
 		sc.bx = grow(sc.bx, n*w.Rows)
-		kernels.MatMul(s.Pool, sc.bx, lr.B, sc.ax, n)
+		if p == nil && len(lr.BT) == lr.Rank*w.Rows {
+			clear(sc.bx)
+			for i := range n {
+				kernels.Axpys(sc.bx[i*w.Rows:(i+1)*w.Rows], sc.ax[i*lr.Rank:(i+1)*lr.Rank], lr.BT, w.Rows)
+			}
+		} else {
+			kernels.MatMul(p, sc.bx, lr.B, sc.ax, n)
+		}
 		k := 0
 		for _, sg := range segs {
 			lo, hi := sg.rows(logits)
@@ -160,6 +176,11 @@ func (s *Step) addLoRA(out []float32, w *kernels.Matrix, in []float32, logits bo
 		}
 	}
 }
+
+// loraSerial is the number of multiply-adds of a group's two low-rank
+// products below which they run on the calling goroutine: a decode step's
+// few rows per adapter cost less than waking the pool twice.
+const loraSerial = 1 << 20
 
 func (sg loraSeg) rows(logits bool) (lo, hi int) {
 	if logits {

@@ -115,6 +115,14 @@ func testLoRAProducts(t *testing.T, typ kernels.Type) {
 				continue // B adapts w1 only
 			}
 			lr, v := mk(w, 4+4*k, 8)
+			if ad == adA { // A's pairs take the transposed path, B's the product by B
+				lr.BT = make([]float32, lr.Rank*w.Rows)
+				for o := range w.Rows {
+					for k := range lr.Rank {
+						lr.BT[k*w.Rows+o] = v.b[o*lr.Rank+k]
+					}
+				}
+			}
 			ad.Deltas[w] = lr
 			vals[ad][w] = v
 		}
@@ -180,6 +188,10 @@ func testLoRAProducts(t *testing.T, typ kernels.Type) {
 	if !s.HasLoRA(w2) {
 		t.Fatal("HasLoRA(w2) = false")
 	}
+	s.Done()
+	if len(s.loraGroups) != 0 || cap(s.loraGroups) > 0 && s.loraGroups[:1][0].a != nil {
+		t.Error("Done keeps the batch's adapters")
+	}
 }
 
 // A step without adapters runs the base product alone and allocates
@@ -208,12 +220,48 @@ func TestLoRANone(t *testing.T) {
 	}
 	got, want := make([]float32, 3*16), make([]float32, 3*16)
 	kernels.MatMul(nil, want, w, x, 3)
-	if n := testing.AllocsPerRun(10, func() { s.MatMul(got, w, x) }); n != 0 {
+	if n := testing.AllocsPerRun(10, func() { s.MatMul(got, w, x) }); n != 0 && !raceEnabled {
 		t.Errorf("MatMul without adapters: %v allocations", n)
 	}
 	for i := range got {
 		if got[i] != want[i] {
 			t.Fatalf("[%d] = %v, want the base product's %v", i, got[i], want[i])
 		}
+	}
+}
+
+// A decode step with adapters (one of them on rows that are not adjacent,
+// F16 pairs rounded in the scratch) allocates nothing once the scratch is
+// sized. (Products of four rows or more on F32 weights allocate in the
+// kernels, adapters or not.)
+func TestLoRADecodeAllocs(t *testing.T) {
+	c := &Config{Layers: 1, Embd: 64, Heads: 4, KVHeads: 2, HeadDim: 16, ValueDim: 16, Vocab: 32, RMSEps: 1e-6}
+	rng := rand.New(rand.NewPCG(7, 8))
+	w, _ := loraMatrix(t, rng, kernels.Q8_0, 64, 64)
+	pair := func(typ kernels.Type) LowRank {
+		a, _ := loraMatrix(t, rng, typ, 8, 64)
+		b, _ := loraMatrix(t, rng, typ, 64, 8)
+		return LowRank{A: a, B: b, Rank: 8, Scale: 2}
+	}
+	adA := &Adapter{Deltas: map[*kernels.Matrix]LowRank{w: pair(kernels.F32)}}
+	adB := &Adapter{Deltas: map[*kernels.Matrix]LowRank{w: pair(kernels.F16)}}
+	seq := func(l ...Active) *SeqInput {
+		return &SeqInput{Tokens: []int32{1}, Cache: kvcache.NewContiguousCache(c.KVShape(), 8, false), LoRA: l}
+	}
+	b := &Batch{Seqs: []*SeqInput{seq(Active{adA, 1}), seq(), seq(Active{adB, 1}, Active{adA, -1})}}
+	var s Step
+	if err := s.Prepare(c, nil, b); err != nil {
+		t.Fatal(err)
+	}
+	x, out := make([]float32, 3*64), make([]float32, 3*64)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	s.MatMul(out, w, x)
+	if raceEnabled {
+		t.Skip("allocations are not measured under -race")
+	}
+	if n := testing.AllocsPerRun(10, func() { s.MatMul(out, w, x) }); n != 0 {
+		t.Errorf("a decode step's product with adapters: %v allocations", n)
 	}
 }

@@ -56,6 +56,14 @@ type RandomConfig struct {
 	RopeDim int
 	OrigCtx int
 
+	// mistral3: attention.temperature_scale (0: not written) and, with yarn
+	// scaling, rope.scaling.yarn_beta_fast, yarn_beta_slow and
+	// yarn_log_multiplier (0: not written); OrigCtx is then the
+	// original_context_length (0: ContextLen), which also floors the
+	// temperature's positions.
+	AttnTempScale                          float64
+	YarnBetaFast, YarnBetaSlow, YarnLogMul float64
+
 	// qwen3moe: expert_count, expert_used_count (0: 2) and
 	// expert_feed_forward_length (0: FF).
 	Experts    int
@@ -114,8 +122,8 @@ func (cfg *RandomConfig) Sizes() Config {
 }
 
 // AddRopeScaling writes rope.scaling.type (RopeScaling, default linear),
-// factor and original_context_length (ContextLen) under prefix when
-// RopeScale > 1.
+// factor and original_context_length (OrigCtx, default ContextLen) under
+// prefix when RopeScale > 1.
 func (cfg *RandomConfig) AddRopeScaling(w *gguf.Writer, prefix string) {
 	if cfg.RopeScale <= 1 {
 		return
@@ -126,7 +134,11 @@ func (cfg *RandomConfig) AddRopeScaling(w *gguf.Writer, prefix string) {
 	}
 	w.AddKV(prefix+"rope.scaling.type", typ)
 	w.AddKV(prefix+"rope.scaling.factor", float32(cfg.RopeScale))
-	w.AddKV(prefix+"rope.scaling.original_context_length", uint32(cfg.ContextLen))
+	orig := cfg.OrigCtx
+	if orig == 0 {
+		orig = cfg.ContextLen
+	}
+	w.AddKV(prefix+"rope.scaling.original_context_length", uint32(orig))
 }
 
 // RandomWeights is what WriteRandom needs besides the RandomConfig.

@@ -16,13 +16,18 @@ type RopeParams struct {
 	Scale   float64 // context extension factor
 	OrigCtx int     // yarn: original context length
 	Factors []float32
+	// yarn: the correction range in rotations (rope.scaling.yarn_beta_fast
+	// and _slow; 0: llama.cpp's 32 and 1) and mscale_all_dim
+	// (rope.scaling.yarn_log_multiplier; 0: none).
+	BetaFast, BetaSlow, LogMul float64
 }
 
 // Rope returns the model's rotary embedding settings (factors: the
 // optional rope_freqs.weight divisors).
 func (c *Config) Rope(factors []float32) RopeParams {
 	return RopeParams{Dim: c.RopeDim, Neox: c.RopeNeox, Base: c.RopeBase, Scaling: c.RopeScaling,
-		Scale: c.RopeScale, OrigCtx: c.RopeOrigCtx, Factors: factors}
+		Scale: c.RopeScale, OrigCtx: c.RopeOrigCtx, Factors: factors,
+		BetaFast: c.YarnBetaFast, BetaSlow: c.YarnBetaSlow, LogMul: c.YarnLogMul}
 }
 
 // Rope holds what rotary embeddings need besides the position: one angle
@@ -54,23 +59,43 @@ func NewRope(p RopeParams) *Rope {
 		r.invFreq[i] = f * freqScale
 	}
 	if p.Scaling == "yarn" {
-		// As ggml's rope_yarn with ext_factor 1, beta_fast 32, beta_slow 1:
-		// high frequencies keep their unscaled value, low ones are
-		// interpolated, with a linear ramp between the correction dims.
+		// As ggml's rope_yarn with ext_factor 1: high frequencies keep
+		// their unscaled value, low ones are interpolated, with a linear
+		// ramp between the correction dims of beta_fast and beta_slow.
 		corr := func(nRot float64) float64 {
 			return float64(p.Dim) * math.Log(float64(p.OrigCtx)/(nRot*2*math.Pi)) / (2 * math.Log(p.Base))
 		}
-		lo := math.Max(0, math.Floor(corr(32)))
-		hi := math.Min(float64(p.Dim-1), math.Ceil(corr(1)))
+		fast, slow := p.BetaFast, p.BetaSlow
+		if fast == 0 {
+			fast = 32
+		}
+		if slow == 0 {
+			slow = 1
+		}
+		lo := math.Max(0, math.Floor(corr(fast)))
+		hi := math.Min(float64(p.Dim-1), math.Ceil(corr(slow)))
 		r.extFreq = ext
 		r.ramp = make([]float64, half)
 		for i := range half {
 			y := (float64(i) - lo) / math.Max(0.001, hi-lo)
 			r.ramp[i] = 1 - math.Min(1, math.Max(0, y))
 		}
-		r.mscale = 1 + 0.1*math.Log(1/freqScale)
+		r.mscale = yarnMScale(p.Scale, p.LogMul)
 	}
 	return r
+}
+
+// yarnMScale is the magnitude yarn gives cos and sin for the extension
+// factor: llama.cpp's get_mscale(factor, 1) / get_mscale(factor,
+// mscale_all_dim), 1 + 0.1·ln(factor) without a log multiplier.
+func yarnMScale(factor, logMul float64) float64 {
+	m := func(mul float64) float64 {
+		if factor <= 1 {
+			return 1
+		}
+		return 1 + 0.1*mul*math.Log(factor)
+	}
+	return m(1) / m(logMul)
 }
 
 // Angles fills cos and sin (len dim/2 each) for position pos.

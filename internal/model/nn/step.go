@@ -219,8 +219,13 @@ func checkIDs(c *Config, ids []int32) error {
 	return nil
 }
 
-// Done lets go of the caller's batch.
-func (s *Step) Done() { s.b = nil }
+// Done lets go of the caller's batch and its adapters (an adapter
+// unloaded after the step must not stay alive in the scratch).
+func (s *Step) Done() {
+	s.b = nil
+	clear(s.loraGroups[:cap(s.loraGroups)])
+	s.loraGroups = s.loraGroups[:0]
+}
 
 // grow returns buf with length n, reallocated when too small.
 func grow(buf []float32, n int) []float32 {
