@@ -432,13 +432,42 @@ func (lr *loraRoutes) confine(p string) (string, error) {
 		}
 		return "", loraErr(http.StatusBadRequest, codeLoRALoad, "lora_path %q: %v", p, err)
 	}
-	if lr.root != "" {
-		rel, err := filepath.Rel(lr.root, full)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return "", loraErr(http.StatusForbidden, codeLoRAPath, "lora_path %q is outside the adapter root (MISTRALRS_LORA_ADAPTER_ROOT)", p)
+	if lr.root == "" {
+		return full, nil
+	}
+	if !lr.inRoot(full) {
+		return "", loraErr(http.StatusForbidden, codeLoRAPath, "lora_path %q is outside the adapter root (MISTRALRS_LORA_ADAPTER_ROOT)", p)
+	}
+	// The reader opens a folder's files (a PEFT folder's config and
+	// tensors, or its one GGUF), also when a PEFT file names the folder:
+	// none may lead out of the root either. A GGUF file is read alone.
+	dir := full
+	if fi, err := os.Stat(full); err == nil && !fi.IsDir() {
+		if strings.EqualFold(filepath.Ext(full), ".gguf") {
+			return full, nil
+		}
+		dir = filepath.Dir(full)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", loraErr(http.StatusBadRequest, codeLoRALoad, "lora_path %q: %v", p, err)
+	}
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink == 0 {
+			continue
+		}
+		target, err := filepath.EvalSymlinks(filepath.Join(dir, e.Name()))
+		if err == nil && !lr.inRoot(target) {
+			return "", loraErr(http.StatusForbidden, codeLoRAPath, "lora_path %q: %s links outside the adapter root (MISTRALRS_LORA_ADAPTER_ROOT)", p, e.Name())
 		}
 	}
 	return full, nil
+}
+
+// inRoot reports whether the resolved path p lies in the root.
+func (lr *loraRoutes) inRoot(p string) bool {
+	rel, err := filepath.Rel(lr.root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // unloadLoRARequest is the body of POST /v1/unload_lora_adapter.

@@ -293,6 +293,15 @@ func TestLoRARoutes(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "dir")); err != nil {
 		t.Fatal(err)
 	}
+	// A PEFT-like folder inside the root whose tensors link outside it.
+	peft := filepath.Join(root, "peft")
+	if err := os.Mkdir(peft, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	adapterFile(t, peft, "adapter_config.json", 10)
+	if err := os.Symlink(filepath.Join(outside, "evil.gguf"), filepath.Join(peft, "adapter_model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
 	fake := &fakeAdapters{}
 	ts := loraServer(t, fake, &config.LoRARuntime{Preload: []config.LoRAModule{{Alias: "a", Path: a, Source: "org/a", Revision: "main"}}, MaxAdapters: 2},
 		LoRAAPI{AllowUpdates: true, Root: root})
@@ -334,6 +343,8 @@ func TestLoRARoutes(t *testing.T) {
 	post(load, map[string]any{"lora_name": "b", "lora_path": "link.gguf"}, 403, codeLoRAPath)
 	post(load, map[string]any{"lora_name": "b", "lora_path": "dir/evil.gguf"}, 403, codeLoRAPath)
 	post(load, map[string]any{"lora_name": "b", "lora_path": filepath.Join(outside, "evil.gguf")}, 403, codeLoRAPath)
+	post(load, map[string]any{"lora_name": "b", "lora_path": "peft"}, 403, codeLoRAPath)
+	post(load, map[string]any{"lora_name": "b", "lora_path": "peft/adapter_config.json"}, 403, codeLoRAPath)
 	post(load, map[string]any{"lora_name": "b", "lora_path": "missing.gguf"}, 400, codeLoRALoad)
 	post(load, map[string]any{"lora_name": "b", "lora_path": "bad.gguf"}, 400, codeLoRALoad)
 	post(load, map[string]any{"lora_name": "a", "lora_path": "b.gguf"}, 409, codeLoRAExists)
