@@ -652,3 +652,17 @@ func TestLoRAReference(t *testing.T) {
 		t.Errorf("without adapter:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestLoRABodyTooLarge: the LoRA routes answer a body over the limit in
+// their envelope, with mistral.rs's message and code.
+func TestLoRABodyTooLarge(t *testing.T) {
+	ts := loraServer(t, &fakeAdapters{}, &config.LoRARuntime{}, LoRAAPI{AllowUpdates: true})
+	big := strings.NewReader(`{"lora_name":"` + strings.Repeat("a", 50<<20) + `"}`)
+	req, _ := http.NewRequest("POST", ts.url+"/v1/load_lora_adapter", big)
+	req.Header.Set("Content-Type", "application/json")
+	resp, body := ts.do(req)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge ||
+		string(body) != `{"error":{"message":"request body exceeds the configured limit","type":"invalid_request_error","code":"request_body_too_large"}}` {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+}
