@@ -666,3 +666,34 @@ func TestLoRABodyTooLarge(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }
+
+// TestLoRAConcurrentHolds: requests holding and releasing generations
+// while an alias is replaced over and over leave nothing behind: once all
+// have let go, only the resident generation is live, and the bytes add up.
+func TestLoRAConcurrentHolds(t *testing.T) {
+	s := testSet(t, config.LoRARuntime{}, 10, "a")
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				_, _, rel, err := s.Hold(gen.Adapter{Alias: "a"})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				rel()
+			}
+		}()
+	}
+	for range 100 {
+		if err := s.add(testGeneration("a", 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if len(s.live) != 1 || s.bytes != 10 || s.current("a") == nil {
+		t.Fatalf("after the holders let go: %d live generations, %d bytes", len(s.live), s.bytes)
+	}
+}
