@@ -515,7 +515,7 @@ func TestLoRARequests(t *testing.T) {
 	}
 	r, body = ts.post("/v1/messages", map[string]any{"model": "tiny", "max_tokens": 2, "adapter": "a",
 		"messages": []map[string]any{{"role": "user", "content": "hi"}}})
-	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "<model>::<alias>") {
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "select a LoRA adapter by model") {
 		t.Fatalf("Messages with the adapter field: %d %s", r.StatusCode, body)
 	}
 	// Card ids and short aliases are known model labels, as supplied.
@@ -695,5 +695,25 @@ func TestLoRAConcurrentHolds(t *testing.T) {
 	wg.Wait()
 	if len(s.live) != 1 || s.bytes != 10 || s.current("a") == nil {
 		t.Fatalf("after the holders let go: %d live generations, %d bytes", len(s.live), s.bytes)
+	}
+}
+
+// TestLoRAInfoGauge: a model with a LoRA runtime exports
+// mistralrs_lora_requests_info, one series at a time, max_lora its adapter
+// limit, the value the time of the last update.
+func TestLoRAInfoGauge(t *testing.T) {
+	dir := t.TempDir()
+	ts := loraServer(t, &fakeAdapters{}, &config.LoRARuntime{Preload: []config.LoRAModule{{Alias: "a", Path: adapterFile(t, dir, "a.gguf", 10)}},
+		MaxAdapters: 3}, LoRAAPI{})
+	if r, body := ts.post("/v1/completions", map[string]any{"model": "tiny::a", "prompt": "hi", "max_tokens": 2}); r.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", r.StatusCode, body)
+	}
+	fams := ts.metrics()
+	sets := labelSets(fams, "mistralrs_lora_requests_info")
+	if len(sets) != 1 || sets[0]["max_lora"] != "3" {
+		t.Fatalf("series %v, want one with max_lora 3", sets)
+	}
+	if v := value(fams, "mistralrs_lora_requests_info", sets[0]); v < 1e9 {
+		t.Fatalf("value %v: not the time of the last update", v)
 	}
 }
