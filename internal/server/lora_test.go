@@ -635,11 +635,11 @@ func TestLoRAReference(t *testing.T) {
 		o.Models = []ModelSpec{{ID: "ref", Load: func() (*loader.Model, error) { return loader.Load(base, lo) },
 			LoRA: &config.LoRARuntime{Preload: []config.LoRAModule{{Alias: "A", Path: adapterA}}}}}
 	})
-	complete := func(model string) string {
+	complete := func(model string, opts ...option.RequestOption) string {
 		t.Helper()
 		c, err := ts.client.Completions.New(context.Background(), openai.CompletionNewParams{Model: openai.CompletionNewParamsModel(model),
 			Prompt:    openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: ref.PromptTokens},
-			MaxTokens: openai.Int(32), Temperature: openai.Float(0)}, option.WithJSONSet("ignore_eos", true))
+			MaxTokens: openai.Int(32), Temperature: openai.Float(0)}, append(opts, option.WithJSONSet("ignore_eos", true))...)
 		if err != nil {
 			t.Fatalf("%s: %v", model, err)
 		}
@@ -647,6 +647,9 @@ func TestLoRAReference(t *testing.T) {
 	}
 	if got, want := complete("ref::A"), ref.Cases["A"].Text; got != want {
 		t.Errorf("with adapter A:\n got %q\nwant %q", got, want)
+	}
+	if got, want := complete("ref", option.WithJSONSet("adapter", "A")), ref.Cases["A"].Text; got != want {
+		t.Errorf("with adapter field A:\n got %q\nwant %q", got, want)
 	}
 	if got, want := complete("ref"), ref.Cases["base"].Text; got != want {
 		t.Errorf("without adapter:\n got %q\nwant %q", got, want)
