@@ -30,9 +30,11 @@ import (
 //
 //   - Affinity: requests with the same x-session-id reach one replica (through the affinity
 //     backend), requests without it the leastconn backend; read from HAProxy's log line of each.
-//   - Rolling restart: every replica in turn gets SIGTERM, must exit 0, and a new one starts on
-//     its port; the next waits until HAProxy reports it UP. 0 failed requests and 0 truncated
-//     streams (each must end with its final chunk, finish_reason "length", and [DONE]).
+//   - Rolling restart: every replica in turn gets SIGTERM; HAProxy must mark it DOWN within its
+//     pre-stop delay (it answers 503 on /health while it keeps serving), it must exit 0, and a
+//     new one starts on its port; the next waits until HAProxy reports it UP. 0 failed requests
+//     and 0 truncated streams (each must end with its final chunk, finish_reason "length", and
+//     [DONE]); every request in HAProxy's log once.
 //   - Crash: under the same load one replica is killed with SIGKILL. Only requests HAProxy's log
 //     puts on that replica may fail, each with an error at the client (a transport error or a
 //     5xx from HAProxy) well before the clients' 60 s hang limit; everything else succeeds.
@@ -45,8 +47,8 @@ func TestHAProxyRollingRestart(t *testing.T) {
 		t.Skip("load-balancer test: set MISTRALRS_HAPROXY=60s to run it (needs Debian's haproxy)")
 	}
 	dur, err := time.ParseDuration(spec)
-	if err != nil || dur < 20*time.Second || dur > time.Hour {
-		t.Fatalf("MISTRALRS_HAPROXY=%q: want a duration between 20s and 1h", spec)
+	if err != nil || dur < 40*time.Second || dur > time.Hour {
+		t.Fatalf("MISTRALRS_HAPROXY=%q: want a duration between 40s (three restarts with a 5 s pre-stop delay each) and 1h", spec)
 	}
 	haproxy, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -109,6 +111,10 @@ func TestHAProxyRollingRestart(t *testing.T) {
 
 // lbClients is the number of concurrent streaming clients.
 const lbClients = 32
+
+// lbDrainDelay is the replicas' pre-stop delay (--shutdown-delay-secs, its default): HAProxy's
+// checks must mark a replica DOWN within it.
+const lbDrainDelay = 5 * time.Second
 
 // lbHangLimit bounds one request: a request still open after it counts as a hang, which is a
 // failure in both phases (a crash must surface as an error, not as a stream that never ends).
@@ -190,7 +196,7 @@ func startCluster(t *testing.T, root, haproxy, bin string) *cluster {
 func (c *cluster) start(r *replica) error {
 	r.out = &lockedBuffer{}
 	r.cmd = exec.Command(c.bin, "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(r.port),
-		"--threads", "1", "--disable-access-log")
+		"--threads", "1", "--disable-access-log", "--shutdown-delay-secs", strconv.Itoa(int(lbDrainDelay/time.Second)))
 	r.cmd.Env = append(os.Environ(), "RUST_LOG=warn")
 	r.done = startProcess(c.t, r.cmd, r.out)
 	url := fmt.Sprintf("http://127.0.0.1:%d/health", r.port)
@@ -252,12 +258,11 @@ wait:
 	if err := c.waitStatus(r.name, "UP", 30*time.Second); err != nil {
 		return "", err
 	}
-	down := "not before it exited"
-	if downAt > 0 {
-		down = downAt.Round(10 * time.Millisecond).String()
+	if downAt == 0 || downAt > lbDrainDelay {
+		return "", fmt.Errorf("HAProxy did not mark it DOWN within its pre-stop delay of %v (DOWN at %v, exit at %v)", lbDrainDelay, downAt, exited)
 	}
-	return fmt.Sprintf("%s: exited %v after SIGTERM (HAProxy marked it DOWN: %s), UP again at %v",
-		r.name, exited.Round(10*time.Millisecond), down, time.Since(t0).Round(10*time.Millisecond)), nil
+	return fmt.Sprintf("%s: HAProxy marked it DOWN %v after SIGTERM, it exited 0 at %v, UP again at %v",
+		r.name, downAt.Round(10*time.Millisecond), exited.Round(10*time.Millisecond), time.Since(t0).Round(10*time.Millisecond)), nil
 }
 
 // kill sends SIGKILL to a replica once it has requests in flight, and waits until HAProxy marks
