@@ -139,6 +139,9 @@ type cluster struct {
 	stats    string // HAProxy's stats page, CSV
 	replicas []*replica
 	hlog     string // HAProxy's output, a file: one log line per request
+
+	killedAt      time.Time     // the crash phase's SIGKILL
+	downAfterKill time.Duration // until HAProxy reported the killed replica DOWN
 }
 
 // startCluster starts three replicas and HAProxy with deploy/haproxy/haproxy.cfg, the addresses
@@ -279,11 +282,16 @@ func (c *cluster) kill(r *replica) error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	c.killedAt = time.Now()
 	if err := r.cmd.Process.Kill(); err != nil {
 		return err
 	}
 	<-r.done
-	return c.waitStatus(r.name, "DOWN", 10*time.Second)
+	if err := c.waitStatus(r.name, "DOWN", 10*time.Second); err != nil {
+		return err
+	}
+	c.downAfterKill = time.Since(c.killedAt)
+	return nil
 }
 
 // status reads a server's state in the leastconn backend (the affinity backend's servers track
@@ -601,7 +609,9 @@ func checkCrashFailures(t *testing.T, c *cluster, run *lbRun, victim string) {
 	fails := run.failures()
 	time.Sleep(200 * time.Millisecond) // HAProxy writes a request's log line as it ends it
 	byTerm := map[string]int{}
+	var lastErr time.Duration // the latest failure, from the kill
 	for _, o := range fails {
+		lastErr = max(lastErr, o.end.Sub(c.killedAt))
 		backend, server, term, ok := c.logLine(o.id)
 		switch {
 		case !o.transport:
@@ -617,8 +627,8 @@ func checkCrashFailures(t *testing.T, c *cluster, run *lbRun, victim string) {
 	if run.ok.Load() == 0 {
 		t.Fatal("crash: no request completed")
 	}
-	t.Logf("crash: %d requests failed, all on %s with a clean error at the client (HAProxy termination states %v); every other request completed",
-		len(fails), victim, byTerm)
+	t.Logf("crash: %d requests failed, all on %s with a clean error at the client, the last %v after the kill (HAProxy termination states %v); HAProxy reported it DOWN %v after the kill; every other request completed",
+		len(fails), victim, lastErr.Round(time.Millisecond), byTerm, c.downAfterKill.Round(10*time.Millisecond))
 	if len(fails) > 0 {
 		t.Logf("  e.g. %s: %v", fails[0].id, fails[0].err)
 	}
