@@ -149,7 +149,9 @@ type object struct {
 	Obj  any // a pointer to the type newObject gave
 }
 
-func (o object) String() string { return fmt.Sprintf("%s (document %d, %s %s)", o.File, o.Doc, o.Kind, o.Name) }
+func (o object) String() string {
+	return fmt.Sprintf("%s (document %d, %s %s)", o.File, o.Doc, o.Kind, o.Name)
+}
 
 // tree is deploy/kubernetes, decoded.
 type tree struct {
