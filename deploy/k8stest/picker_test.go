@@ -256,11 +256,11 @@ func splitLabels(s string) []string {
 	return out
 }
 
-// podFor is the pod the picker would see for the live server, and a pool whose target port is
-// the server's port (the manifests' InferencePool, with the port of this test's server).
+// poolInfo is the picker's view of its pool (datalayer.PoolInfo): the manifests' InferencePool
+// with the port of this test's server.
 type poolInfo struct{ pool *infv1.InferencePool }
 
-func (p poolInfo) PoolGet() (*infv1.InferencePool, error)                       { return p.pool, nil }
+func (p poolInfo) PoolGet() (*infv1.InferencePool, error)                     { return p.pool, nil }
 func (p poolInfo) PodList(func(datalayer.Endpoint) bool) []datalayer.Endpoint { return nil }
 
 // observation is one scrape: the picker's state and our own reading of the same bytes.
@@ -272,12 +272,12 @@ type observation struct {
 // watchPicker runs the picker's scraper against the live server until stop is closed: its own
 // refresh loop (PodMetricsFactory, as the picker runs it for each pod of the pool) and, beside
 // it, FetchMetrics calls through a recorder so that each reading can be checked against the
-// bytes it came from. It returns the recorded scrapes and the refresh loop's last state.
-func watchPicker(t *testing.T, setup pickerSetup, port int, stop <-chan struct{}) ([]observation, *eppmetrics.MetricsState) {
-	t.Helper()
+// bytes it came from. It returns the recorded scrapes and the refresh loop's last state. It runs
+// on its own goroutine, so it returns its error rather than failing the test.
+func watchPicker(setup pickerSetup, port int, stop <-chan struct{}) ([]observation, *eppmetrics.MetricsState, error) {
 	mapping, err := eppmetrics.NewMetricMapping(setup.Queue, setup.KV, setup.LoRA)
 	if err != nil {
-		t.Fatalf("the picker refuses the manifests' metric flags: %v", err)
+		return nil, nil, fmt.Errorf("the picker refuses the manifests' metric flags: %v", err)
 	}
 	pool := setup.Pool.DeepCopy()
 	pool.Spec.TargetPorts = []infv1.Port{{Number: infv1.PortNumber(port)}}
@@ -305,12 +305,12 @@ func watchPicker(t *testing.T, setup pickerSetup, port int, stop <-chan struct{}
 	for {
 		select {
 		case <-stop:
-			return obs, endpoint.GetMetrics()
+			return obs, endpoint.GetMetrics(), nil
 		case <-time.After(10 * time.Millisecond):
 		}
 		next, err := client.FetchMetrics(ctx, endpoint.GetPod(), state, int32(port))
 		if next == nil {
-			t.Fatalf("FetchMetrics: %v", err)
+			return nil, nil, fmt.Errorf("FetchMetrics: %v", err)
 		}
 		// An error with a state is a family the server does not export (yet): the reading of the
 		// others is still checked; which ones are missing is checked by the caller.
@@ -474,15 +474,19 @@ func runWithPicker(t *testing.T, setup pickerSetup, port int, work func()) ([]ob
 	stop := make(chan struct{})
 	var obs []observation
 	var refreshed *eppmetrics.MetricsState
+	var err error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		obs, refreshed = watchPicker(t, setup, port, stop)
+		obs, refreshed, err = watchPicker(setup, port, stop)
 	}()
 	work()
 	idleScrapes(t, port, setup.Queue)
 	close(stop)
 	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(obs) == 0 {
 		t.Fatal("no scrape")
 	}
