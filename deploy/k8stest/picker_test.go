@@ -480,10 +480,11 @@ func runWithPicker(t *testing.T, setup pickerSetup, port int, work func()) ([]ob
 		defer close(done)
 		obs, refreshed, err = watchPicker(setup, port, stop)
 	}()
+	halt := sync.OnceFunc(func() { close(stop); <-done })
+	defer halt() // also when work or idleScrapes fail the test
 	work()
 	idleScrapes(t, port, setup.Queue)
-	close(stop)
-	<-done
+	halt()
 	if err != nil {
 		t.Fatal(err)
 	}
