@@ -48,7 +48,7 @@ func TestFamiliesRunAndServe(t *testing.T) {
 	}
 	var toml strings.Builder
 	port := freePort(t)
-	fmt.Fprintf(&toml, "command = \"serve\"\n\n[server]\nhost = \"127.0.0.1\"\nport = %d\n\n[runtime]\nthreads = 1\n", port)
+	fmt.Fprintf(&toml, "command = \"serve\"\n\n[server]\nhost = \"127.0.0.1\"\nport = %d\nshutdown_delay_secs = 0\n\n[runtime]\nthreads = 1\n", port)
 	for _, f := range families {
 		// gen-model writes each architecture, and run runs it.
 		gen := filepath.Join(dir, f.arch+"-gen.gguf")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,8 +61,14 @@ type childServer struct {
 	done chan error
 }
 
+// startCommand runs the command; `serve` gets --shutdown-delay-secs 0
+// unless args set it, so that stopping it does not wait out the pre-stop
+// delay (the drain tests set their own).
 func startCommand(t *testing.T, port int, args ...string) *childServer {
 	t.Helper()
+	if len(args) > 0 && args[0] == "serve" && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--shutdown-delay-secs") }) {
+		args = append([]string{"serve", "--shutdown-delay-secs", "0"}, args[1:]...)
+	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "MISTRALRS_TEST_MAIN=1", "RUST_LOG=")
 	out := &syncBuf{}
@@ -190,6 +197,7 @@ default_model_id = %q
 [server]
 host = "127.0.0.1"
 port = %d
+shutdown_delay_secs = 0
 access_log_format = "json"
 prot = 1
 
@@ -399,5 +407,58 @@ func TestServeSecondSignalExitsAtOnce(t *testing.T) {
 	}
 	if out := s.out.String(); !strings.Contains(out, "Second interrupt: exiting without waiting for running requests") {
 		t.Errorf("output lacks the exit line:\n%s", out)
+	}
+}
+
+// SIGTERM through the real binary: readiness answers 503 at once while the
+// server still answers requests for --shutdown-delay-secs, liveness stays
+// 200, then the listener closes and the process exits 0 with the access
+// line of the request served during the delay written.
+func TestServeDrainsOnSIGTERM(t *testing.T) {
+	port := freePort(t)
+	s := startCommand(t, port, "serve", "--host", "127.0.0.1", "-p", strconv.Itoa(port), "--threads", "1",
+		"--shutdown-delay-secs", "2")
+	if code, body := s.get("/health"); code != 200 || body != "OK" {
+		t.Fatalf("readiness before the signal: %d %q", code, body)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := s.get("/readyz")
+		if code == 503 && strings.HasPrefix(body, "draining") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readiness %d %q after SIGTERM", code, body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if code, body := s.get("/livez"); code != 200 || body != "OK" {
+		t.Errorf("liveness while draining: %d %q", code, body)
+	}
+	code, body := s.post("/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":3}`)
+	if code != 200 {
+		t.Errorf("a request during the delay: %d %s", code, body)
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, s.out.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no exit:\n%s", s.out.String())
+	}
+	if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+		c.Close()
+		t.Error("still accepting after exit")
+	}
+	out := s.out.String()
+	draining := strings.Index(out, "Draining: readiness answers 503; still serving for 2s")
+	served := strings.Index(out, "route=/v1/chat/completions model=demo status=200")
+	closing := strings.Index(out, "Shutting down: no new connections")
+	if draining < 0 || served < draining || closing < served || !strings.Contains(out, "Server stopped") {
+		t.Errorf("lines out of order (draining %d, served %d, closing %d):\n%s", draining, served, closing, out)
 	}
 }

@@ -67,6 +67,7 @@ type ServerConfig struct {
 	IdleTimeoutSecs        int           `toml:"idle_timeout_secs"`     // keep-alive idle timeout; 0: never
 	BodyTimeoutSecs        int           `toml:"body_timeout_secs"`     // request body read deadline; 0: none
 	ShutdownTimeoutSecs    int           `toml:"shutdown_timeout_secs"` // drain time on SIGINT/SIGTERM; at least 1
+	ShutdownDelaySecs      int           `toml:"shutdown_delay_secs"`   // readiness 503 while still serving, before the drain; 0: none
 	AllowedOrigins         OriginList    `toml:"allowed_origins"`       // CORS origins; ["*"]: any
 	AllowedHosts           OriginList    `toml:"allowed_hosts"`         // Host header names; empty: any (loopback names on a loopback --host)
 	APIKey                 string        `toml:"api_key"`               // required key; "": none. Never printed.
@@ -383,6 +384,9 @@ func (c *Config) validateServer() error {
 	}
 	if s.ShutdownTimeoutSecs < 1 || s.ShutdownTimeoutSecs > 1<<30 {
 		return c.bad("server.shutdown_timeout_secs", s.ShutdownTimeoutSecs, "must be between 1 and %d", 1<<30)
+	}
+	if s.ShutdownDelaySecs < 0 || s.ShutdownDelaySecs > 1<<30 {
+		return c.bad("server.shutdown_delay_secs", s.ShutdownDelaySecs, "must be between 0 and %d", 1<<30)
 	}
 	if s.MaxEmbeddingInputs < 1 || s.MaxEmbeddingInputs > 1<<30 {
 		return c.bad("server.max_embedding_inputs", s.MaxEmbeddingInputs, "must be between 1 and %d", 1<<30)

@@ -109,6 +109,7 @@ func TestDefaults(t *testing.T) {
 		"server.idle_timeout_secs":                120,
 		"server.body_timeout_secs":                60,
 		"server.shutdown_timeout_secs":            30,
+		"server.shutdown_delay_secs":              5,
 		"server.allowed_origins":                  OriginList{"*"},
 		"server.allowed_hosts":                    OriginList(nil),
 		"server.api_key":                          "",
@@ -276,7 +277,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"pa-context-len": "", "pa-memory-fraction": "", "threads": "", "cpu": "", "hf-cache": "",
 		"mtp": "", "mtp-model": "", "mtp-n-predict": "", "spec-ngram": "",
 		"max-connections": "", "idle-timeout-secs": "", "body-timeout-secs": "", "shutdown-timeout-secs": "",
-		"allowed-origins": "", "allowed-hosts": "", "api-key": "", "api-key-metrics": "",
+		"allowed-origins": "", "allowed-hosts": "", "api-key": "", "api-key-metrics": "", "shutdown-delay-secs": "",
 		"isq": "",
 	}
 	serve["grammar-cache-mb"] = ""
@@ -335,6 +336,7 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"server.idle_timeout_secs":                {`5`, "5"},
 		"server.body_timeout_secs":                {`0`, "0"},
 		"server.shutdown_timeout_secs":            {`5`, "5"},
+		"server.shutdown_delay_secs":              {`0`, "0"},
 		"server.allowed_origins":                  {`["https://a.example", "https://b.example"]`, "https://a.example,https://b.example"},
 		"server.allowed_hosts":                    {`["api.example", ".example.org"]`, "api.example,.example.org"},
 		"server.api_key":                          {`"sk-test"`, "sk-test"},
@@ -575,6 +577,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--body-timeout-secs", "-1"}, "invalid value -1 for --body-timeout-secs: must not be negative"},
 		{[]string{"--grammar-cache-mb", "0"}, "invalid value 0 for --grammar-cache-mb: must be between 1 and 1048576"},
 		{[]string{"--shutdown-timeout-secs", "0"}, "invalid value 0 for --shutdown-timeout-secs: must be between 1 and 1073741824"},
+		{[]string{"--shutdown-delay-secs", "-1"}, "invalid value -1 for --shutdown-delay-secs: must be between 0 and 1073741824"},
 		{[]string{"--threads", "5000"}, "invalid value 5000 for --threads: must be at most 4096"},
 		{[]string{"--paged-attn", "maybe"}, `invalid value "maybe" for --paged-attn: must be "auto", "on" or "off"`},
 		{[]string{"--pa-block-size", "0"}, "invalid value 0 for --pa-block-size: must be between 1 and 1024"},

@@ -72,6 +72,8 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.Server.BodyTimeoutSecs }},
 	{Key: "server.shutdown_timeout_secs", Flag: "shutdown-timeout-secs", Default: 30, Usage: "on SIGINT/SIGTERM, seconds running requests have to finish; streams still running then end with a canceled final chunk (a second signal exits at once)",
 		field: func(c *Config) any { return &c.Server.ShutdownTimeoutSecs }},
+	{Key: "server.shutdown_delay_secs", Flag: "shutdown-delay-secs", Default: 5, Usage: "on SIGINT/SIGTERM, seconds readiness (/health, /readyz) answers 503 while the server still serves new requests, so load balancers stop sending before it stops accepting (0: stop accepting at once)",
+		field: func(c *Config) any { return &c.Server.ShutdownDelaySecs }},
 	{Key: "server.allowed_origins", Flag: "allowed-origins", Default: OriginList{"*"}, Usage: `origins CORS answers, comma-separated and matched exactly ("https://app.example.com"); "*" allows any origin`,
 		field: func(c *Config) any { return &c.Server.AllowedOrigins }},
 	{Key: "server.allowed_hosts", Flag: "allowed-hosts", Default: OriginList(nil), Usage: `host names the Host header may name, comma-separated ("api.example.com", ".example.com" for a domain and its subdomains, "*" for any); empty: any host, or only localhost, 127.0.0.1 and [::1] when --host is a loopback address (DNS rebinding); others get 400`,

@@ -24,8 +24,17 @@ import (
 // together, so they are computed in the same steps as far as the token
 // budget allows. The end of ctx cancels them.
 func (e *Engine) Embed(ctx context.Context, prompts [][]int32) ([][]float32, error) {
+	return e.EmbedLoRA(ctx, prompts, nil)
+}
+
+// EmbedLoRA is Embed with LoRA adapters applied (nil: none). Embeddings
+// never use the prefix cache, so the adapters' key salts nothing.
+func (e *Engine) EmbedLoRA(ctx context.Context, prompts [][]int32, lora *LoRA) ([][]float32, error) {
 	if len(prompts) == 0 {
 		return nil, &RequestError{Msg: "no input to embed"}
+	}
+	if err := checkLoRA(lora); err != nil {
+		return nil, &RequestError{Msg: err.Error()}
 	}
 	switch e.net.Config.Pooling {
 	case "mean", "cls", "last":
@@ -55,7 +64,7 @@ func (e *Engine) Embed(ctx context.Context, prompts [][]int32) ([][]float32, err
 		}
 		st := e.kv.NewState(len(p))
 		st.NoPrefix()
-		sq := newSeq(&Request{Prompt: p}, 0, st)
+		sq := newSeq(&Request{Prompt: p, LoRA: lora}, 0, st)
 		sq.embed = make([]float32, e.net.Config.Embd)
 		seqs[i] = sq
 	}

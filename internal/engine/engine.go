@@ -80,8 +80,9 @@ type Request struct {
 
 // LoRA is the adapters of a request. Key names the adapters' generations
 // and scales: it salts the prefix cache's hashes, so that the same prompt
-// under two adapters never shares KV. Name is what the engine's statistics
-// report for its running and waiting sequences (the alias a client used).
+// under two adapters never shares KV (Submit refuses adapters without a
+// key). Name is what the engine's statistics report for its running and
+// waiting sequences (the alias a client used). See lora.go.
 type LoRA struct {
 	Name   string
 	Key    string
@@ -320,7 +321,7 @@ func (e *Engine) SetStatsSink(sink StatsSink) {
 	e.mu.Lock()
 	e.sink = sink
 	e.mu.Unlock()
-	st := Stats{Measured: LevelCapacity | LevelQueues, Capacity: e.Capacity()}
+	st := Stats{Measured: LevelCapacity | LevelQueues | LevelLoRA, Capacity: e.Capacity()}
 	if e.paged {
 		st.Measured |= LevelKV
 		st.KVBlocksTotal = e.kv.Usage().BlocksTotal

@@ -169,7 +169,10 @@ func (r *runner) step() {
 	for i, run := range sch.Runs {
 		sq := run.seq
 		in := &r.inputs[i]
-		*in = model.SeqInput{Pos: run.Pos, Cache: sq.kv.Cache()}
+		// The adapters apply to every forward of the sequence: prompt
+		// chunks, decodes, recomputation after a preemption and the
+		// verification of guesses.
+		*in = model.SeqInput{Pos: run.Pos, Cache: sq.kv.Cache(), LoRA: sq.adapters()}
 		if len(run.Draft) > 0 {
 			// The last token and the guesses, with the logits of each.
 			sq.feed = append(append(sq.feed[:0], sq.tokens[run.Pos]), run.Draft...)

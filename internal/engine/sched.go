@@ -72,6 +72,8 @@ type scheduler struct {
 	finished  []*seq // results to deliver after the step is reported
 	evictions int64  // prefix-cache evictions reported so far
 	stats     Stats  // the counts of the next report
+
+	runningLoRA, waitingLoRA []string // scratch of the reports' adapter names
 }
 
 func newScheduler(o Options, kv kvcache.Manager) *scheduler {
@@ -563,7 +565,10 @@ func (s *scheduler) queueFinal(sq *seq, f *final) {
 // and the cache's occupancy, and returns the latter.
 func (s *scheduler) report() kvcache.Usage {
 	st := &s.stats
-	st.Measured, st.Running, st.Waiting = LevelQueues, len(s.running), len(s.waiting)
+	st.Measured, st.Running, st.Waiting = LevelQueues|LevelLoRA, len(s.running), len(s.waiting)
+	s.runningLoRA = loraNames(s.runningLoRA[:0], s.running)
+	s.waitingLoRA = loraNames(s.waitingLoRA[:0], s.waiting)
+	st.RunningLoRA, st.WaitingLoRA = s.runningLoRA, s.waitingLoRA
 	u := s.kv.Usage()
 	if u.Evictions > s.evictions {
 		st.PrefixEvictions = int(u.Evictions - s.evictions)
@@ -576,6 +581,18 @@ func (s *scheduler) report() kvcache.Usage {
 	s.sink(*st)
 	s.resetStats()
 	return u
+}
+
+// loraNames appends to dst the distinct adapter names (LoRA.Name) of seqs,
+// sorted.
+func loraNames(dst []string, seqs []*seq) []string {
+	for _, sq := range seqs {
+		if l := sq.req.LoRA; l != nil && l.Name != "" {
+			dst = append(dst, l.Name)
+		}
+	}
+	slices.Sort(dst)
+	return slices.Compact(dst)
 }
 
 // resetStats starts the next report's counts, keeping its slices' memory.

@@ -72,6 +72,15 @@ type seq struct {
 	box    *outbox     // shared by the choices of a request
 }
 
+// adapters are the LoRA adapters of sq's forward passes (nil: the base
+// model).
+func (sq *seq) adapters() []nn.Active {
+	if sq.req.LoRA == nil {
+		return nil
+	}
+	return sq.req.LoRA.Active
+}
+
 // newSeq is a sequence of req generating at most maxTokens, whose KV state
 // is kv. Its sampler, stop matcher and decoder are set by Submit.
 func newSeq(req *Request, maxTokens int, kv *kvcache.State) *seq {

@@ -156,6 +156,8 @@ func (p *draftProposer) propose(seqs []*seq, want func(*seq) int) (failed int) {
 		p.ptrs = p.ptrs[:0]
 		for _, sq := range p.active {
 			ds := sq.ds
+			// Without the request's LoRA adapters: they fit the target's
+			// weights, not the draft's; the verification applies them.
 			p.inputs = append(p.inputs, model.SeqInput{Tokens: ds.hist[ds.n:], Pos: ds.n, Cache: ds.cache, Logits: ds.logits})
 		}
 		for i := range p.inputs {

@@ -74,20 +74,26 @@ type Stats struct {
 	// Capacity is the maximum number of concurrently scheduled sequences,
 	// --max-seqs (LevelCapacity).
 	Capacity int
+	// RunningLoRA and WaitingLoRA are the distinct adapter names
+	// (Request.LoRA's Name) of the running and the waiting sequences,
+	// sorted; empty when none uses an adapter (LevelLoRA, measured with
+	// the queue lengths: vLLM's lora_requests_info labels).
+	RunningLoRA, WaitingLoRA []string
 }
 
 // Levels says which levels of a Stats are measured.
 type Levels uint8
 
 // The levels a report can carry, each measured where the engine knows it:
-// queues and KV blocks by the scheduler, pending admissions by Submit and the
-// scheduler taking the inbox (in that order, under the engine's lock),
-// capacity once by SetStatsSink.
+// queues, their adapters and KV blocks by the scheduler, pending admissions
+// by Submit and the scheduler taking the inbox (in that order, under the
+// engine's lock), capacity once by SetStatsSink (with empty queues).
 const (
 	LevelQueues Levels = 1 << iota
 	LevelKV
 	LevelPending
 	LevelCapacity
+	LevelLoRA
 )
 
 // Finish is one sequence that ended or was refused.

@@ -31,6 +31,9 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 	if err := checkPromptIDs(req, int32(e.VocabSize())); err != nil {
 		return nil, &RequestError{Msg: err.Error()}
 	}
+	if err := checkLoRA(req.LoRA); err != nil {
+		return nil, &RequestError{Msg: err.Error()}
+	}
 	maxTokens := ctxLen - len(req.Prompt)
 	if req.MaxTokens > 0 && req.MaxTokens < maxTokens {
 		maxTokens = req.MaxTokens
@@ -61,6 +64,9 @@ func (e *Engine) Submit(ctx context.Context, req *Request) (*Stream, error) {
 	seqs := make([]*seq, n)
 	for i := range seqs {
 		sq := newSeq(req, maxTokens, e.kv.NewState(min(ctxLen, len(req.Prompt)+maxTokens)))
+		if req.LoRA != nil {
+			sq.kv.Salt(req.LoRA.Key)
+		}
 		params := req.Sampling
 		if params.Seed != nil && i > 0 {
 			// Each choice its own random stream, reproducible with the seed.

@@ -247,15 +247,15 @@ func TestPrefixStore(t *testing.T) {
 		return c
 	}
 	s := NewPrefixStore(2)
-	if ev := s.Add([]int32{1, 2, 3, 4}, mk(4)); ev != 0 {
+	if ev := s.Add("", []int32{1, 2, 3, 4}, mk(4)); ev != 0 {
 		t.Fatal(ev)
 	}
-	s.Add([]int32{1, 2, 9}, mk(3))
-	c, n := s.Match([]int32{1, 2, 3, 4, 5}, 4)
+	s.Add("", []int32{1, 2, 9}, mk(3))
+	c, n := s.Match("", []int32{1, 2, 3, 4, 5}, 4)
 	if n != 4 || c == nil {
 		t.Fatalf("match %d", n)
 	}
-	if _, n := s.Match([]int32{1, 2, 3, 4}, 3); n != 3 {
+	if _, n := s.Match("", []int32{1, 2, 3, 4}, 3); n != 3 {
 		t.Errorf("limited match %d, want 3", n)
 	}
 	dst := NewContiguousCache(sh, 64, false)
@@ -277,13 +277,13 @@ func TestPrefixStore(t *testing.T) {
 	if sp := back.Span(0, 2); back.Len() != 3 || sp.K[0] != 2 || sp.V[1] != 2 {
 		t.Errorf("copied through halves: len %d k %v v %v", back.Len(), sp.K, sp.V)
 	}
-	if ev := s.Add([]int32{7}, mk(1)); ev != 1 || s.Len() != 2 {
+	if ev := s.Add("", []int32{7}, mk(1)); ev != 1 || s.Len() != 2 {
 		t.Errorf("evicted %d, len %d", ev, s.Len())
 	}
-	if _, n := s.Match([]int32{1, 2, 3}, 10); n != 2 {
+	if _, n := s.Match("", []int32{1, 2, 3}, 10); n != 2 {
 		t.Errorf("after eviction match %d, want 2 (the oldest entry is gone)", n)
 	}
-	if NewPrefixStore(0).Add([]int32{1}, mk(1)) != 0 {
+	if NewPrefixStore(0).Add("", []int32{1}, mk(1)) != 0 {
 		t.Error("disabled store evicted")
 	}
 }

@@ -91,6 +91,8 @@ type State struct {
 	maxLen    int
 	committed int // positions committed
 	noPrefix  bool
+	salt      string // besides the tokens, what its keys and values depend on (Salt)
+	root      *Hash  // paged: the first block's parent, from the manager's root and the salt
 
 	paged  *Seq // Paged
 	hashes []Hash
@@ -119,6 +121,17 @@ func (s *State) Committed() int { return s.committed }
 // when it ends: an embeddings request of many long inputs leaves no cache
 // of them holding memory.
 func (s *State) NoPrefix() { s.noPrefix = true }
+
+// Salt says what the sequence's keys and values depend on besides the
+// model and the tokens (a LoRA adapter's generation and scale, as a key):
+// the prefix cache shares positions only between states of the same salt,
+// so the same prompt under two adapters, or an adapter and the base model,
+// never shares KV. Call it before the first Admit; "" is the base model's.
+func (s *State) Salt(key string) {
+	s.salt = key
+	s.root = nil
+	s.hashes = s.hashes[:0]
+}
 
 // Paged is the Manager over a Pool: sequences hold blocks, full committed
 // blocks are registered under the hash of their prefix, and a sequence
@@ -167,12 +180,27 @@ func (m *Paged) fit(s *State, tokens []int32, budget int) (hit []int32, n, need 
 func (m *Paged) hashTo(s *State, tokens []int32, n int) {
 	bs := m.pool.bs
 	for b := len(s.hashes); b < n; b++ {
-		parent := m.root
+		parent := m.rootOf(s)
 		if b > 0 {
 			parent = s.hashes[b-1]
 		}
 		s.hashes = append(s.hashes, BlockHash(parent, tokens[b*bs:(b+1)*bs]))
 	}
+}
+
+// rootOf is the parent hash of s's first block: the manager's root (the
+// model's identity) for an unsalted state, else a hash of the root and the
+// salt, made once per state.
+func (m *Paged) rootOf(s *State) Hash {
+	if s.salt == "" {
+		return m.root
+	}
+	if s.root == nil {
+		buf := append(append(make([]byte, 0, len(m.root)+len(s.salt)+6), m.root[:]...), "salt:"...)
+		h := RootHash(append(buf, s.salt...))
+		s.root = &h
+	}
+	return *s.root
 }
 
 // Need implements Manager.
@@ -235,6 +263,7 @@ func (m *Paged) Rollback(s *State) {
 
 // Fork implements Manager: the full blocks are shared (one more reference
 // each); the rows of a partial block are copied into a block of dst's own.
+// dst takes src's salt, as its keys and values are src's.
 func (m *Paged) Fork(dst, src *State, n int) bool {
 	if src.paged == nil || n > src.committed || dst.paged != nil && dst.paged.Len() != 0 {
 		return false
@@ -254,6 +283,7 @@ func (m *Paged) Fork(dst, src *State, n int) bool {
 		}
 		m.pool.copyRows(dst.paged.blocks[full], src.paged.blocks[full], rows)
 	}
+	dst.salt, dst.root = src.salt, src.root
 	dst.hashes = append(dst.hashes[:0], src.hashes[:min(full, len(src.hashes))]...)
 	dst.blocks = min(full, src.blocks)
 	dst.committed = n
@@ -351,7 +381,7 @@ func (m *Contiguous) Admit(s *State, tokens []int32, budget int) (Admission, boo
 	if s.noPrefix {
 		return Admission{}, true
 	}
-	src, n := m.store.Match(tokens, len(tokens)-1)
+	src, n := m.store.Match(s.salt, tokens, len(tokens)-1)
 	if n == 0 || CopyPrefix(s.cont, src, m.shape, n) != nil {
 		return Admission{}, true
 	}
@@ -381,6 +411,7 @@ func (m *Contiguous) Fork(dst, src *State, n int) bool {
 	if CopyPrefix(dst.cont, src.cont, m.shape, n) != nil {
 		return false
 	}
+	dst.salt = src.salt
 	dst.committed = n
 	return true
 }
@@ -400,7 +431,7 @@ func (m *Contiguous) Rollback(s *State) {
 func (m *Contiguous) Release(s *State, tokens []int32, finished bool) {
 	if s.cont != nil && finished {
 		s.cont.Truncate(s.committed)
-		m.evictions += int64(m.store.Add(tokens, s.cont))
+		m.evictions += int64(m.store.Add(s.salt, tokens, s.cont))
 	}
 	s.cont, s.committed = nil, 0
 }

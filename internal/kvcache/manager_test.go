@@ -254,3 +254,76 @@ func TestContiguousFork(t *testing.T) {
 		t.Error("recompute forked")
 	}
 }
+
+// A salted state (a LoRA adapter's generation) shares cached positions
+// only with states of the same salt: the same tokens under another salt,
+// or none, start from nothing. A fork keeps its source's salt.
+func TestSaltSeparatesPrefixes(t *testing.T) {
+	toks := seqTokens(13)
+	for _, c := range []struct {
+		name string
+		mgr  func() Manager
+		want int // positions a same-salt sequence takes from the cache
+	}{
+		{"paged", func() Manager { return NewPaged(NewPool(oneRow, 4, 32, false), []byte("m"), true) }, 12},
+		{"contiguous", func() Manager { return NewContiguous(oneRow, false, 8) }, 12},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := c.mgr()
+			run := func(salt string) int {
+				t.Helper()
+				s := m.NewState(64)
+				if salt != "" {
+					s.Salt(salt)
+				}
+				adm, ok := m.Admit(s, toks, 100)
+				if !ok {
+					t.Fatalf("salt %q: not admitted", salt)
+				}
+				write(t, s, len(toks))
+				m.Commit(s, toks, len(toks))
+				m.Release(s, toks, true)
+				return adm.Cached
+			}
+			for i, step := range []struct {
+				salt string
+				want int
+			}{
+				{"lora:a@1", 0},
+				{"lora:a@1", c.want}, // the same adapter generation: shared
+				{"lora:a@2", 0},      // another generation of it
+				{"", 0},              // the base model
+				{"lora:b@1", 0},
+				{"", c.want},
+				{"lora:a@2", c.want},
+			} {
+				if got := run(step.salt); got != step.want {
+					t.Errorf("step %d, salt %q: %d cached positions, want %d", i, step.salt, got, step.want)
+				}
+			}
+			// A fork of a salted state registers its blocks under the salt.
+			src := m.NewState(64)
+			src.Salt("lora:c@1")
+			m.Admit(src, toks[:8], 100)
+			write(t, src, 8)
+			m.Commit(src, toks[:8], 8)
+			dst := m.NewState(64)
+			if !m.Fork(dst, src, 8) {
+				t.Fatal("fork refused")
+			}
+			if dst.salt != "lora:c@1" {
+				t.Errorf("fork's salt %q", dst.salt)
+			}
+			m.Release(src, toks[:8], false)
+			m.Release(dst, toks[:8], true)
+			if got := run("lora:c@1"); got != 8 {
+				t.Errorf("after the fork: %d cached positions under its salt, want 8", got)
+			}
+			if p, ok := m.(*Paged); ok {
+				if err := p.Pool().Check(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -7,15 +7,16 @@ import (
 )
 
 // PrefixStore is the non-paged prefix cache (mistral.rs's PrefixCacheManagerV2):
-// the caches of the last N finished sequences, keyed by their tokens. A new
-// sequence starts from a copy of the longest prefix it shares with one of
-// them.
+// the caches of the last N finished sequences, keyed by their salt (State.Salt)
+// and tokens. A new sequence starts from a copy of the longest prefix it
+// shares with one of them of the same salt.
 type PrefixStore struct {
 	n       int
 	entries []prefixEntry // oldest first
 }
 
 type prefixEntry struct {
+	salt   string
 	tokens []int32
 	cache  *ContiguousCache
 }
@@ -26,15 +27,15 @@ func NewPrefixStore(n int) *PrefixStore { return &PrefixStore{n: max(n, 0)} }
 // Len is the number of stored caches.
 func (s *PrefixStore) Len() int { return len(s.entries) }
 
-// Add stores the cache of a finished sequence whose first cache.Len()
-// tokens are tokens, and evicts the oldest entries beyond the limit. It
-// returns the number evicted.
-func (s *PrefixStore) Add(tokens []int32, cache *ContiguousCache) (evicted int) {
+// Add stores the cache of a finished sequence of salt whose first
+// cache.Len() tokens are tokens, and evicts the oldest entries beyond the
+// limit. It returns the number evicted.
+func (s *PrefixStore) Add(salt string, tokens []int32, cache *ContiguousCache) (evicted int) {
 	if s.n == 0 || cache.Len() == 0 {
 		return 0
 	}
 	tokens = slices.Clone(tokens[:min(len(tokens), cache.Len())])
-	s.entries = append(s.entries, prefixEntry{tokens: tokens, cache: cache})
+	s.entries = append(s.entries, prefixEntry{salt: salt, tokens: tokens, cache: cache})
 	if over := len(s.entries) - s.n; over > 0 {
 		clear(s.entries[:over])
 		s.entries = append(s.entries[:0], s.entries[over:]...)
@@ -51,13 +52,16 @@ func (s *PrefixStore) Clear() int {
 	return n
 }
 
-// Match returns the stored cache sharing the longest prefix with tokens,
-// limited to limit positions, and that length (0, nil: no match).
-func (s *PrefixStore) Match(tokens []int32, limit int) (*ContiguousCache, int) {
+// Match returns the stored cache of salt sharing the longest prefix with
+// tokens, limited to limit positions, and that length (0, nil: no match).
+func (s *PrefixStore) Match(salt string, tokens []int32, limit int) (*ContiguousCache, int) {
 	var best *ContiguousCache
 	bestN := 0
 	for i := len(s.entries) - 1; i >= 0; i-- { // newest first wins ties
 		e := &s.entries[i]
+		if e.salt != salt {
+			continue
+		}
 		n := commonPrefix(e.tokens, tokens, limit)
 		if n > bestN {
 			best, bestN = e.cache, n

@@ -37,6 +37,10 @@ var engineFamilyDefs = []engineFamily{
 	labelled("mistralrs_sequences_completed_total", "reason", CompletionReasons, "Sequences that reached a terminal state. reason is one of stop, length, canceled, generated_image, generated_speech, tool_calls, error."),
 	gauge("mistralrs_kv_cache_blocks_used", "KV cache blocks currently in use (paged attention)."),
 	gauge("mistralrs_kv_cache_blocks_total", "Total KV cache blocks (paged attention)."),
+	// Ours, beside the two block gauges (which stay): the same occupancy as
+	// one fraction, the form the Gateway API Inference Extension's endpoint
+	// picker reads (--kv-cache-usage-percentage-metric).
+	gauge("mistralrs_kv_cache_usage_ratio", "Fraction of the paged KV cache's blocks in use, 0 to 1: mistralrs_kv_cache_blocks_used over mistralrs_kv_cache_blocks_total (0 without a paged pool)."),
 
 	counter("mistralrs_speculative_drafts_total", "Verified sequences: one per sequence per step that used speculative verification."),
 	counter("mistralrs_speculative_draft_tokens_proposed_total", "Draft tokens proposed for verification."),
@@ -164,6 +168,17 @@ func (m *EngineMetrics) Gauge(name string) func(n int) {
 	}
 	g := m.gauges[name]
 	return func(n int) { g.Set(float64(n)) }
+}
+
+// GaugeFloat returns the recorder of the gauge family name for a value
+// that is not a count (a ratio): it sets the gauge to v.
+func (m *EngineMetrics) GaugeFloat(name string) func(v float64) {
+	mustFamily(name, gaugeKind)
+	if m == nil {
+		return func(float64) {}
+	}
+	g := m.gauges[name]
+	return func(v float64) { g.Set(v) }
 }
 
 // Labelled returns the recorder of the labelled counter family name: it adds

@@ -46,6 +46,7 @@ func OptionsFromConfig(cfg *config.Config) (opts Options, demoModel bool, err er
 
 		GrammarCacheBytes: int64(cfg.Server.GrammarCacheMB) << 20,
 	}
+	opts.ShutdownDelay = time.Duration(cfg.Server.ShutdownDelaySecs) * time.Second
 	opts.MaxEmbeddingInputs = cfg.Server.MaxEmbeddingInputs
 	opts.AllowRemoteImages = cfg.Server.AllowRemoteImages
 	opts.RemoteImageMaxBytes = int64(cfg.Server.RemoteImageMaxMB) << 20

@@ -40,6 +40,10 @@ func TestModelFileChangedWhileServing(t *testing.T) {
 	if lines := ts.log.waitLines(t, 1, "retired"); !strings.Contains(lines[0], "WARN") {
 		t.Errorf("retirement line %q", lines[0])
 	}
+	// Retired, it is not ready until a request loads it again.
+	if r, body := ts.get("/health?model=tiny"); r.StatusCode != 503 || string(body) != "model tiny is unloaded: the next request to it loads it again" {
+		t.Errorf("readiness of the retired model: %d %s", r.StatusCode, body)
+	}
 	// The safe way to deploy: write a new file, rename it over the path.
 	if err := os.WriteFile(path+".new", data, 0o644); err != nil {
 		t.Fatal(err)
@@ -49,5 +53,8 @@ func TestModelFileChangedWhileServing(t *testing.T) {
 	}
 	if code, body := complete("after the replacement"); code != 200 {
 		t.Fatalf("after the replacement: %d %s", code, body)
+	}
+	if r, body := ts.get("/health?model=tiny"); r.StatusCode != 200 {
+		t.Errorf("readiness once loaded again: %d %s", r.StatusCode, body)
 	}
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -78,8 +77,10 @@ func (s *Server) routeTable(metrics http.Handler) []route {
 		{method: "POST", pattern: "/v1/models/unload", handler: h(s.handleUnload), model: modelID, json: true},
 		{method: "POST", pattern: "/v1/models/reload", handler: h(s.handleReload), model: modelID, json: true},
 		{method: "POST", pattern: "/v1/models/status", handler: h(s.handleModelStatus), model: modelID, json: true},
-		{method: "GET", pattern: "/health", handler: h(handleHealth), access: probe},
-		{method: "GET", pattern: "/{$}", handler: h(handleHealth), access: housekeeping},
+		{method: "GET", pattern: "/health", handler: h(s.handleReady), access: probe},
+		{method: "GET", pattern: "/{$}", handler: h(s.handleReady), access: housekeeping},
+		{method: "GET", pattern: "/readyz", handler: h(s.handleReady), access: probe},
+		{method: "GET", pattern: "/livez", handler: h(handleLive), access: probe},
 		{method: "GET", pattern: "/metrics", handler: metrics, access: scrape},
 		{method: "GET", pattern: "/docs", handler: h(handleDocs), access: housekeeping},
 		{method: "GET", pattern: "/docs/{file...}", handler: h(handleDocsFile), access: housekeeping},
@@ -157,12 +158,6 @@ func (ix routeIndex) row(r *http.Request) *route {
 		}
 	}
 	return nil
-}
-
-// handleHealth is GET /health and GET /: liveness only (no model check).
-func handleHealth(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = io.WriteString(w, "OK")
 }
 
 type modelJSON struct {

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"mistralrs/internal/config"
@@ -67,6 +68,11 @@ type Options struct {
 	// ends, generations still running are canceled so their streams can end
 	// with a final chunk.
 	ShutdownTimeout time.Duration
+	// ShutdownDelay is the pre-stop delay: once Serve's context ends,
+	// readiness answers 503 while every route still serves for this long,
+	// so that load balancers take the server out before it stops accepting
+	// (0: none; config's table holds the command line's default).
+	ShutdownDelay time.Duration
 	// ResponsesMaxStored and ResponsesMaxBytes bound the stored Responses
 	// API objects, least recently used evicted first (0:
 	// DefaultResponsesMaxStored, DefaultResponsesMaxBytes).
@@ -131,6 +137,9 @@ type Server struct {
 	// running are canceled then (see genContext).
 	drain     context.Context
 	stopDrain context.CancelFunc
+	// draining is set by the first shutdown signal: readiness answers 503
+	// from then on (ready.go).
+	draining atomic.Bool
 }
 
 // New loads every model and builds the handler.
@@ -288,8 +297,9 @@ func (s *Server) Close() {
 }
 
 // Serve answers requests on ln until ctx ends, then shuts down gracefully:
-// it stops accepting, lets running requests and streams finish for up to
-// ShutdownTimeout. A moment before that time is over (drainGrace) it cancels
+// readiness answers 503 at once while it keeps serving for ShutdownDelay
+// (preStop), then it stops accepting, lets running requests and streams
+// finish for up to ShutdownTimeout. A moment before that time is over (drainGrace) it cancels
 // the generations still running, so each stream ends with a final chunk
 // (finish reason canceled, or its dialect's equivalent) and each access line
 // is written; what is still open at the deadline is closed.
@@ -301,6 +311,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	h := bodyDeadline(s.opts.BodyTimeout, s.handler)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.closeWhileDraining(w)
 			h.ServeHTTP(w, r.WithContext(gen.WithDrain(r.Context(), s.drain)))
 		}),
 		ReadHeaderTimeout: 30 * time.Second,
@@ -318,6 +329,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	if err := s.preStop(errc); err != nil {
+		return err
 	}
 	s.log.Info("Shutting down: no new connections; waiting for running requests to finish")
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)

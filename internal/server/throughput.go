@@ -38,6 +38,7 @@ var engineMetricTable = []metricRow{
 	gaugeRow("mistralrs_sequences_waiting", engine.LevelQueues, func(s *engine.Stats) int { return s.Waiting }),
 	gaugeRow("mistralrs_kv_cache_blocks_used", engine.LevelKV, func(s *engine.Stats) int { return s.KVBlocksUsed }),
 	gaugeRow("mistralrs_kv_cache_blocks_total", engine.LevelKV, func(s *engine.Stats) int { return s.KVBlocksTotal }),
+	ratioRow("mistralrs_kv_cache_usage_ratio", engine.LevelKV, func(s *engine.Stats) (int, int) { return s.KVBlocksUsed, s.KVBlocksTotal }),
 	gaugeRow("mistralrs_requests_pending_admission", engine.LevelPending, func(s *engine.Stats) int { return s.PendingAdmission }),
 	gaugeRow("mistralrs_sequences_capacity", engine.LevelCapacity, func(s *engine.Stats) int { return s.Capacity }),
 }
@@ -68,6 +69,26 @@ func gaugeRow(name string, level engine.Levels, read func(*engine.Stats) int) me
 			if s.Measured&level != 0 {
 				set(read(s))
 			}
+		}
+	}}
+}
+
+// ratioRow sets the gauge to the fraction read returns (a part and its
+// whole; 0 for an empty whole), from the reports that measured level, as
+// gaugeRow: so it always agrees with the gauges of the part and the whole.
+func ratioRow(name string, level engine.Levels, read func(*engine.Stats) (part, whole int)) metricRow {
+	return metricRow{name, func(m *observe.EngineMetrics) func(*engine.Stats) {
+		set := m.GaugeFloat(name)
+		return func(s *engine.Stats) {
+			if s.Measured&level == 0 {
+				return
+			}
+			part, whole := read(s)
+			if whole <= 0 {
+				set(0)
+				return
+			}
+			set(float64(part) / float64(whole))
 		}
 	}}
 }

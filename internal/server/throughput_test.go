@@ -94,6 +94,7 @@ func TestEngineMetricTable(t *testing.T) {
 		"mistralrs_sequences_waiting":                               {"": 5},
 		"mistralrs_kv_cache_blocks_used":                            {"": 10},
 		"mistralrs_kv_cache_blocks_total":                           {"": 64},
+		"mistralrs_kv_cache_usage_ratio":                            {"": 10.0 / 64},
 		"mistralrs_paged_preemptions_total":                         {"": 1},
 		"mistralrs_requests_pending_admission":                      {"": 4},
 		"mistralrs_sequences_capacity":                              {"": 8},

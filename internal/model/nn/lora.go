@@ -7,9 +7,9 @@ import "mistralrs/internal/kernels"
 // sequences that use the adapter, s being the effective scale: the
 // request's scale × alpha / rank, as llama.cpp and PEFT define it (the
 // rank of the weight's own pair: Active.Scale × LowRank.Scale). The base
-// product runs once for the whole batch; the low-rank terms run per group
-// of rows that share an adapter, so sequences with different adapters, and
-// none, share a step.
+// product runs once for the whole batch; the low-rank terms then run row
+// by row for the sequences that have adapters (addLoRA), so sequences with
+// different adapters, and none, share a step.
 
 // LowRank is one weight's low-rank pair: A has Rank rows of the weight's
 // input width, B has one row of Rank values per output.
@@ -37,64 +37,68 @@ type Active struct {
 	Scale   float32 // the runtime scale (1 unless a request or setting says otherwise; negative applies as is, 0 skips)
 }
 
-// loraSeg is one sequence's use of an adapter in a step: its rows of the
-// step and of the logits, at the request's scale.
-type loraSeg struct {
-	lo, hi   int // the sequence's rows of the step
-	rlo, rhi int // its rows among the step's logit rows
-	scale    float32
-}
-
-// loraGroup is an adapter used by some of the step's sequences: its
-// segments are Step.loraSegs[s0:s1], in the order of the sequences, so
-// that each of its matrices is read once per product for all their rows.
+// loraGroup is an adapter used by some of the step's sequences (HasLoRA
+// asks them).
 type loraGroup struct {
-	a      *Adapter
-	s0, s1 int
+	a *Adapter
 }
 
-// loraScratch is the step's buffers for the low-rank products: gathered
-// input rows, their A·x and B·(A·x).
+// loraItem is a run of one sequence's rows that take low-rank terms: at
+// most loraChunk rows, so that a long prompt spreads over the workers.
+type loraItem struct {
+	sq     *SeqInput
+	lo, hi int // its rows of the step, or of the step's logit rows
+}
+
+// loraChunk is the most rows of one item.
+const loraChunk = 16
+
+// loraScratch is one item's buffers: an input row when it must be
+// rounded, its A·x, and its B·(A·x).
 type loraScratch struct {
 	x, ax, bx []float32
 }
 
-// planLoRA groups the batch's sequences by adapter. A batch without any
-// adapter (the common case) leaves no group and costs one pass over the
-// sequences; adapters at scale 0 or without pairs are skipped.
+// loraJob is the product addLoRA works on, for the workers.
+type loraJob struct {
+	out, in []float32
+	w       *kernels.Matrix
+	items   []loraItem
+}
+
+// planLoRA lists the batch's adapters and the runs of rows of the
+// sequences that use them. A batch without any adapter (the common case)
+// leaves no item and costs one pass over the sequences; adapters at scale
+// 0 or without pairs are skipped.
 func (s *Step) planLoRA(b *Batch) {
-	s.loraGroups, s.loraSegs = s.loraGroups[:0], s.loraSegs[:0]
-	used := false
+	s.loraGroups, s.loraItems, s.loraLogitItems = s.loraGroups[:0], s.loraItems[:0], s.loraLogitItems[:0]
+	t, r := 0, 0
 	for _, sq := range b.Seqs {
-		if len(sq.LoRA) > 0 {
-			used = true
-			break
-		}
-	}
-	if !used {
-		return
-	}
-	for _, sq := range b.Seqs {
+		n, nr := len(sq.Tokens), logitRows(sq)
+		used := false
 		for _, a := range sq.LoRA {
-			if applies(a) && !s.hasGroup(a.Adapter) {
-				s.loraGroups = append(s.loraGroups, loraGroup{a: a.Adapter})
-			}
-		}
-	}
-	for gi := range s.loraGroups {
-		g := &s.loraGroups[gi]
-		g.s0 = len(s.loraSegs)
-		t, r := 0, 0
-		for _, sq := range b.Seqs {
-			n, nr := len(sq.Tokens), logitRows(sq)
-			for _, a := range sq.LoRA {
-				if applies(a) && a.Adapter == g.a {
-					s.loraSegs = append(s.loraSegs, loraSeg{lo: t, hi: t + n, rlo: r, rhi: r + nr, scale: a.Scale})
+			if applies(a) {
+				used = true
+				if !s.hasGroup(a.Adapter) {
+					s.loraGroups = append(s.loraGroups, loraGroup{a: a.Adapter})
 				}
 			}
-			t, r = t+n, r+nr
 		}
-		g.s1 = len(s.loraSegs)
+		if used {
+			for lo := 0; lo < n; lo += loraChunk {
+				s.loraItems = append(s.loraItems, loraItem{sq: sq, lo: t + lo, hi: t + min(lo+loraChunk, n)})
+			}
+			for lo := 0; lo < nr; lo += loraChunk {
+				s.loraLogitItems = append(s.loraLogitItems, loraItem{sq: sq, lo: r + lo, hi: r + min(lo+loraChunk, nr)})
+			}
+		}
+		t, r = t+n, r+nr
+	}
+	if n := max(len(s.loraItems), len(s.loraLogitItems)); len(s.loraScratch) < n {
+		s.loraScratch = append(s.loraScratch, make([]loraScratch, n-len(s.loraScratch))...)
+	}
+	if s.loraFn == nil {
+		s.loraFn = s.loraRange
 	}
 }
 
@@ -132,91 +136,82 @@ func (s *Step) HasLoRA(w *kernels.Matrix) bool {
 }
 
 // addLoRA adds to out (rows of w.Rows) each adapted row's low-rank terms
-// for the product out = w·in (rows of w.Cols): per adapter with a pair for
-// w, A and B run once over the rows of all the sequences that use it
-// (gathered when they are not one run), and each sequence's rows get
-// scale × pair scale × B·(A·x), scaled after B as llama.cpp does. logits
+// for the product out = w·in (rows of w.Cols): scale × pair scale ×
+// B·(A·x) for each of its sequence's adapters with a pair for w, in the
+// order the sequence lists them, scaled after B as llama.cpp does. logits
 // selects the step's logit rows instead of its token rows.
+//
+// A row's terms are computed alone, the same operations whatever else the
+// step holds: one-row products (A·x; B·(A·x) as Rank vector updates over
+// LowRank.BT, else a one-row product with B), so that a sequence gets the
+// same bits batched or alone, in any prompt chunk, and whichever other
+// adapters the step has. The work goes by runs of one sequence's rows,
+// which write disjoint rows: on the calling goroutine for a decode step's
+// few rows (waking the workers costs more), over the workers for prompts.
 func (s *Step) addLoRA(out []float32, w *kernels.Matrix, in []float32, logits bool) {
-	for _, g := range s.loraGroups {
-		lr, ok := g.a.Deltas[w]
-		if !ok {
-			continue
-		}
-		segs := s.loraSegs[g.s0:g.s1]
-		x, n := s.loraInput(segs, in, w.Cols, logits, lr.A.Type)
-		if n == 0 {
-			continue
-		}
-		sc := &s.loraBuf
-		p := s.Pool
-		if n*lr.Rank*(w.Cols+w.Rows) < loraSerial {
-			p = nil
-		}
-		sc.ax = grow(sc.ax, n*lr.A.Rows)
-		kernels.MatMul(p, sc.ax, lr.A, x, n)
-		roundInput(lr.B.Type, sc.ax)
-		sc.bx = grow(sc.bx, n*w.Rows)
-		if p == nil && len(lr.BT) == lr.Rank*w.Rows {
-			clear(sc.bx)
-			for i := range n {
-				kernels.Axpys(sc.bx[i*w.Rows:(i+1)*w.Rows], sc.ax[i*lr.Rank:(i+1)*lr.Rank], lr.BT, w.Rows)
-			}
-		} else {
-			kernels.MatMul(p, sc.bx, lr.B, sc.ax, n)
-		}
-		k := 0
-		for _, sg := range segs {
-			lo, hi := sg.rows(logits)
-			f := sg.scale * lr.Scale
-			for r := lo; r < hi; r++ {
-				axpy(out[r*w.Rows:(r+1)*w.Rows], f, sc.bx[k*w.Rows:(k+1)*w.Rows])
-				k++
+	items := s.loraItems
+	if logits {
+		items = s.loraLogitItems
+	}
+	if len(items) == 0 || !s.HasLoRA(w) {
+		return
+	}
+	s.loraJob = loraJob{out: out, in: in, w: w, items: items}
+	work := 0
+	for _, it := range items {
+		for _, a := range it.sq.LoRA {
+			if lr, ok := a.Adapter.Deltas[w]; ok && applies(a) {
+				work += (it.hi - it.lo) * lr.Rank * (w.Cols + w.Rows)
 			}
 		}
 	}
+	if work < loraSerial || len(items) == 1 {
+		s.loraRange(0, len(items))
+	} else {
+		s.ParFor(len(items), s.loraFn)
+	}
+	s.loraJob = loraJob{}
 }
 
-// loraSerial is the number of multiply-adds of a group's two low-rank
-// products below which they run on the calling goroutine: a decode step's
-// few rows per adapter cost less than waking the pool twice.
+// loraSerial is the number of multiply-adds of a product's low-rank terms
+// below which they run on the calling goroutine: a decode step's few rows
+// per adapter cost less than waking the pool.
 const loraSerial = 1 << 20
 
-func (sg loraSeg) rows(logits bool) (lo, hi int) {
-	if logits {
-		return sg.rlo, sg.rhi
-	}
-	return sg.lo, sg.hi
-}
-
-// loraInput returns the input rows of segs, n of them: in itself when
-// they are one run and need no rounding, else gathered (and rounded as
-// llama.cpp rounds the input of a product with weights of type t).
-func (s *Step) loraInput(segs []loraSeg, in []float32, cols int, logits bool, t kernels.Type) (x []float32, n int) {
-	run, next := true, -1
-	for i, sg := range segs {
-		lo, hi := sg.rows(logits)
-		if i > 0 && lo != next {
-			run = false
+// loraRange computes the terms of the items [lo, hi) of the current job.
+func (s *Step) loraRange(lo, hi int) {
+	j := &s.loraJob
+	w := j.w
+	for i := lo; i < hi; i++ {
+		it := j.items[i]
+		sc := &s.loraScratch[i]
+		for _, a := range it.sq.LoRA {
+			lr, ok := a.Adapter.Deltas[w]
+			if !ok || !applies(a) {
+				continue
+			}
+			sc.ax = grow(sc.ax, lr.Rank)
+			sc.bx = grow(sc.bx, w.Rows)
+			f := a.Scale * lr.Scale
+			for r := it.lo; r < it.hi; r++ {
+				x := j.in[r*w.Cols : (r+1)*w.Cols]
+				if rounds(lr.A.Type) {
+					sc.x = append(sc.x[:0], x...)
+					roundInput(lr.A.Type, sc.x)
+					x = sc.x
+				}
+				kernels.MatMul(nil, sc.ax, lr.A, x, 1)
+				roundInput(lr.B.Type, sc.ax)
+				if len(lr.BT) == lr.Rank*w.Rows {
+					clear(sc.bx)
+					kernels.Axpys(sc.bx, sc.ax, lr.BT, w.Rows)
+				} else {
+					kernels.MatMul(nil, sc.bx, lr.B, sc.ax, 1)
+				}
+				axpy(j.out[r*w.Rows:(r+1)*w.Rows], f, sc.bx)
+			}
 		}
-		next = hi
-		n += hi - lo
 	}
-	if n == 0 {
-		return nil, 0
-	}
-	if first, _ := segs[0].rows(logits); run && !rounds(t) {
-		return in[first*cols : (first+n)*cols], n
-	}
-	sc := &s.loraBuf
-	sc.x = grow(sc.x, n*cols)
-	k := 0
-	for _, sg := range segs {
-		lo, hi := sg.rows(logits)
-		k += copy(sc.x[k:], in[lo*cols:hi*cols])
-	}
-	roundInput(t, sc.x)
-	return sc.x, n
 }
 
 // rounds reports whether llama.cpp's CPU backend rounds the float32 input

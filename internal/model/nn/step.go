@@ -92,9 +92,11 @@ type Step struct {
 	extra [][]float32 // Buf's slots
 
 	// the batch's adapters (lora.go); no group: a step without LoRA
-	loraGroups []loraGroup
-	loraSegs   []loraSeg
-	loraBuf    loraScratch
+	loraGroups                []loraGroup
+	loraItems, loraLogitItems []loraItem
+	loraScratch               []loraScratch // by item
+	loraJob                   loraJob
+	loraFn                    func(lo, hi int) // built once: closures would allocate per call
 
 	attnFn, swigluFn, gegluFn func(lo, hi int) // built once: closures would allocate per call
 }
@@ -224,7 +226,9 @@ func checkIDs(c *Config, ids []int32) error {
 func (s *Step) Done() {
 	s.b = nil
 	clear(s.loraGroups[:cap(s.loraGroups)])
-	s.loraGroups = s.loraGroups[:0]
+	clear(s.loraItems[:cap(s.loraItems)]) // nor its sequences
+	clear(s.loraLogitItems[:cap(s.loraLogitItems)])
+	s.loraGroups, s.loraItems, s.loraLogitItems = s.loraGroups[:0], s.loraItems[:0], s.loraLogitItems[:0]
 }
 
 // grow returns buf with length n, reallocated when too small.
