@@ -36,8 +36,14 @@ const (
 // The server's drain settings (docs/configuration.md), read from the ConfigMap's config.toml.
 const (
 	shutdownKey = "shutdown_timeout_secs"
-	preStopKey  = "pre_stop_delay_secs"
+	preStopKey  = "shutdown_delay_secs"
 )
+
+// exitSeconds is the margin the grace period keeps after the drain for the process to exit.
+const exitSeconds = 5
+
+// readinessRoutes answer 503 while the server drains (docs/http-api.md).
+var readinessRoutes = []string{"/health", "/readyz", "/"}
 
 // The EPP flags that name the model server's metric families.
 var eppMetricFlags = []string{"total-queued-requests-metric", "kv-cache-usage-percentage-metric", "lora-info-metric"}
@@ -76,9 +82,14 @@ func loadFacts(t testing.TB, root string) *facts {
 	return f
 }
 
-// documents reports whether docs/observability.md names the family in backticks.
+// documents reports whether docs/observability.md defines the family as a gauge: a row of a
+// metrics table whose first cell names it and whose second says gauge, or the family written with
+// its labels (`name{label,...}`). A name that only appears elsewhere (vLLM's, in the picker's
+// flag table) does not count.
 func (f *facts) documents(family string) bool {
-	return regexp.MustCompile("`" + regexp.QuoteMeta(family) + "[`{ ]").MatchString(f.Observ)
+	name := regexp.QuoteMeta(family)
+	row := regexp.MustCompile("(?m)^\\| [^|]*`" + name + "`[^|]*\\| gauge \\|")
+	return row.MatchString(f.Observ) || strings.Contains(f.Observ, "`"+family+"{")
 }
 
 // problems runs every cross-check and returns what is wrong, one line each.
@@ -274,11 +285,13 @@ func (c *checker) serverProbes(d *appsv1.Deployment) {
 			}
 		}
 	}
-	if !slices.Contains(paths["readinessProbe"], "/health") {
-		c.errorf("Deployment %s: the readiness probe does not ask /health, so a drain does not make the pod unready", d.Name)
+	for _, r := range readinessRoutes {
+		if slices.Contains(paths["livenessProbe"], r) {
+			c.errorf("Deployment %s: the liveness probe asks %s, which answers 503 while the server drains: the kubelet would kill a draining pod", d.Name, r)
+		}
 	}
-	if slices.Contains(paths["livenessProbe"], "/health") {
-		c.errorf("Deployment %s: the liveness probe asks /health, which answers 503 while the server drains: the kubelet would kill a draining pod", d.Name)
+	if !slices.ContainsFunc(paths["readinessProbe"], func(p string) bool { return slices.Contains(readinessRoutes, p) }) {
+		c.errorf("Deployment %s: the readiness probe asks none of %v, so a drain does not make the pod unready", d.Name, readinessRoutes)
 	}
 }
 
@@ -320,8 +333,8 @@ func (c *checker) drainTimings(d *appsv1.Deployment) {
 		return
 	}
 	spec := d.Spec.Template.Spec
-	if spec.TerminationGracePeriodSeconds == nil || *spec.TerminationGracePeriodSeconds < delay+timeout {
-		c.errorf("Deployment %s: terminationGracePeriodSeconds %v < %s %d + %s %d", d.Name, spec.TerminationGracePeriodSeconds, preStopKey, delay, shutdownKey, timeout)
+	if g := spec.TerminationGracePeriodSeconds; g == nil || *g < delay+timeout+exitSeconds {
+		c.errorf("Deployment %s: terminationGracePeriodSeconds %v < %s %d + %s %d + %d s to exit", d.Name, g, preStopKey, delay, shutdownKey, timeout, exitSeconds)
 	}
 	ct := spec.Containers[0]
 	if r := ct.ReadinessProbe; r != nil {
