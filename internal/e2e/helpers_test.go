@@ -1,7 +1,8 @@
 // Package e2e holds the operations kit's tests: the real-Prometheus integration test (the seed's
 // PromQL, the recording and alerting rules and every Grafana query against a live `mistralrs
 // serve`), promtool checks of the rules, and validation of the Kubernetes manifests and the
-// Grafana dashboard under deploy/.
+// Grafana dashboard under deploy/, and replicas behind HAProxy (deploy/haproxy) through a rolling
+// restart and a crash.
 package e2e
 
 import (

@@ -96,6 +96,7 @@ type EngineMetrics struct {
 	counters map[string]prometheus.Counter
 	gauges   map[string]prometheus.Gauge
 	labelled map[string]*labelledCounter
+	lora     *loraInfo // mistralrs_lora_requests_info (lorainfo.go)
 }
 
 type labelledCounter struct {
@@ -104,7 +105,8 @@ type labelledCounter struct {
 }
 
 func newEngineMetrics(reg *prometheus.Registry) *EngineMetrics {
-	m := &EngineMetrics{counters: map[string]prometheus.Counter{}, gauges: map[string]prometheus.Gauge{}, labelled: map[string]*labelledCounter{}}
+	m := &EngineMetrics{counters: map[string]prometheus.Counter{}, gauges: map[string]prometheus.Gauge{}, labelled: map[string]*labelledCounter{},
+		lora: newLoRAInfo(reg)}
 	for _, f := range engineFamilyDefs {
 		switch f.kind {
 		case counterKind:

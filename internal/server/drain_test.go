@@ -14,11 +14,14 @@ import (
 
 // drainCut sends a non-streamed request to a slow server, begins the
 // shutdown once its generation runs, and returns the answer the drain
-// deadline leaves it (the generations are canceled 100 ms after the
+// deadline leaves it (the generations are canceled 500 ms after the
 // shutdown begins), once Serve has returned.
 func drainCut(t *testing.T, path, id string, body map[string]any, hdr ...string) (*http.Response, []byte, *testServer) {
 	t.Helper()
-	ts := slowServer(t, func(o *Options) { o.ShutdownTimeout = 200 * time.Millisecond })
+	// A second of drain time leaves the handlers half of it to write the
+	// canceled answer: with 200 ms, a loaded machine sometimes closed the
+	// connection first (EOF).
+	ts := slowServer(t, func(o *Options) { o.ShutdownTimeout = time.Second })
 	data, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", ts.url+path, bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/json")

@@ -86,7 +86,7 @@ func TestAPIKeyWithSDKs(t *testing.T) {
 	}
 
 	// Housekeeping stays open; so does /metrics by default, and preflights.
-	for _, p := range []string{"/health", "/", "/docs", "/api-doc/openapi.json", "/metrics"} {
+	for _, p := range []string{"/health", "/", "/readyz", "/livez", "/docs", "/api-doc/openapi.json", "/metrics"} {
 		if resp, _ := ts.get(p); resp.StatusCode != 200 {
 			t.Errorf("GET %s without the key: %d", p, resp.StatusCode)
 		}

@@ -129,8 +129,10 @@ func TestAllowedHosts(t *testing.T) {
 			t.Errorf("Host %q: %d %s", host, rec.Code, rec.Body.String())
 		}
 	}
-	if rec := send("GET", "/health", "10.1.2.3:8080", ""); rec.Code != http.StatusOK {
-		t.Errorf("/health by IP: %d", rec.Code)
+	for _, p := range []string{"/health", "/readyz", "/livez"} {
+		if rec := send("GET", p, "10.1.2.3:8080", ""); rec.Code != http.StatusOK {
+			t.Errorf("%s by IP: %d", p, rec.Code)
+		}
 	}
 	fams := ts.metrics()
 	if v := value(fams, "http_requests_total", map[string]string{"path": "/v1/models", "status": "400"}); v != 5 {

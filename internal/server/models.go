@@ -85,6 +85,8 @@ type models struct {
 	def     *modelEntry
 	newEng  newEngineFunc
 	log     *slog.Logger
+	// loraLoad reads adapter files (loadLoRAFile unless a test replaces it).
+	loraLoad loraLoadFunc
 }
 
 // newEngineFunc builds the engine of a served model on its loaded model and
@@ -94,11 +96,13 @@ type newEngineFunc func(spec *ModelSpec, m, draft *loader.Model) (*engine.Engine
 type modelEntry struct {
 	spec ModelSpec
 	reg  *models
+	lora *loraRuntime // nil: no LoRA runtime
 
 	mu      sync.Mutex
 	cur     *loadedModel  // nil unless loaded
 	loading chan struct{} // non-nil while a (re)load runs; closed when it ends
 	stats   *engineStats  // of the current or last engine (throughput line)
+	loads   int           // successful loads so far (the first one's adapters must all load)
 }
 
 // loadedModel is one engine on one loaded model. Requests hold a reference
@@ -106,6 +110,7 @@ type modelEntry struct {
 type loadedModel struct {
 	gen.Loaded
 	draft   *loader.Model // nil: no draft model
+	lora    *adapterSet   // nil: no LoRA runtime
 	refs    int           // guarded by the entry's mu
 	retired bool          // unloaded: freed when refs drops to 0
 }
@@ -127,6 +132,9 @@ func (r *models) DefaultModel() string {
 // KnownModel implements observe.ModelResolver: any configured model, loaded or not.
 func (r *models) KnownModel(name string) bool {
 	_, ok := r.byID[name]
+	if !ok {
+		_, ok = r.card(name)
+	}
 	return ok
 }
 
@@ -178,11 +186,13 @@ func (e *modelEntry) RefuseGeneration() error {
 // Lookup finds a request's model: a 404 naming the served ones when it is
 // not served.
 func (r *models) Lookup(name string) (gen.Model, error) {
-	e, ok := r.lookup(name)
-	if !ok {
-		return nil, &gen.Error{Status: http.StatusNotFound, Param: "model", Msg: r.unknownModelError(name)}
+	if e, ok := r.lookup(name); ok {
+		return e, nil
 	}
-	return e, nil
+	if c, ok := r.card(name); ok {
+		return &cardModel{modelEntry: c.entry, requested: name, alias: c.alias}, nil
+	}
+	return nil, &gen.Error{Status: http.StatusNotFound, Param: "model", Msg: r.unknownModelError(name)}
 }
 
 // ID is the model's id.
@@ -292,6 +302,10 @@ func (e *modelEntry) load() (string, error) {
 		eng, stats, err = e.reg.newEng(&e.spec, m, draft)
 		if err == nil {
 			l = &loadedModel{Loaded: gen.Loaded{Model: m, Engine: eng, Images: imageLimits(e.spec.Images)}, draft: draft}
+			if err = e.loadAdapters(l); err != nil {
+				l.free()
+				l = nil
+			}
 		} else {
 			_ = m.Close()
 			_ = draft.Close()
@@ -303,6 +317,7 @@ func (e *modelEntry) load() (string, error) {
 	if l != nil {
 		e.cur = l
 		e.stats = stats
+		e.loads++
 	}
 	close(ch)
 	e.mu.Unlock()
@@ -372,10 +387,15 @@ func (r *models) close() {
 
 // newModels builds the registry and loads every model, in order.
 func newModels(specs []ModelSpec, defaultID string, log *slog.Logger, newEng newEngineFunc) (*models, error) {
+	return newModelsWith(specs, defaultID, log, newEng, loadLoRAFile)
+}
+
+// newModelsWith is newModels reading LoRA adapter files with loraLoad.
+func newModelsWith(specs []ModelSpec, defaultID string, log *slog.Logger, newEng newEngineFunc, loraLoad loraLoadFunc) (*models, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no models to serve")
 	}
-	r := &models{byID: map[string]*modelEntry{}, newEng: newEng, log: log}
+	r := &models{byID: map[string]*modelEntry{}, newEng: newEng, log: log, loraLoad: loraLoad}
 	for _, s := range specs {
 		if s.ID == "" || s.Load == nil {
 			return nil, fmt.Errorf("model spec %q: id and loader are required", s.ID)
@@ -383,7 +403,11 @@ func newModels(specs []ModelSpec, defaultID string, log *slog.Logger, newEng new
 		if _, dup := r.byID[s.ID]; dup {
 			return nil, fmt.Errorf("model id %q is used twice", s.ID)
 		}
-		e := &modelEntry{spec: s, reg: r}
+		rt, err := newLoRARuntime(s.LoRA, loraLoad)
+		if err != nil {
+			return nil, fmt.Errorf("model %s: %w", s.ID, err)
+		}
+		e := &modelEntry{spec: s, reg: r, lora: rt}
 		r.entries = append(r.entries, e)
 		r.byID[s.ID] = e
 	}

@@ -498,7 +498,7 @@ func TestResponsesBadInput(t *testing.T) {
 		{"grammar llguidance", `{"input":"x","grammar":{"type":"llguidance","value":"a+"}}`, 400, "grammar.type", "llguidance is not supported"},
 		{"dry", `{"input":"x","dry_multiplier":0.8}`, 400, "dry_multiplier", "dry_multiplier is not supported"},
 		{"reasoning_effort", `{"input":"x","reasoning_effort":"high"}`, 400, "reasoning_effort", "reasoning_effort is not supported"},
-		{"adapter", `{"input":"x","adapter":"a"}`, 400, "adapter", "adapter is not supported"},
+		{"adapter", `{"input":"x","adapter":"a"}`, 422, "adapter", "no LoRA runtime"},
 		{"web_search_options", `{"input":"x","web_search_options":{}}`, 400, "web_search_options", "web_search_options is not supported"},
 		{"agent_permission", `{"input":"x","agent_permission":"allow"}`, 400, "agent_permission", "agent_permission is not supported"},
 		{"reasoning effort", `{"input":"x","reasoning":{"effort":"high"}}`, 400, "reasoning.effort", "not supported"},

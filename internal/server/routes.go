@@ -63,7 +63,7 @@ func (r route) docPath() string {
 func (s *Server) routeTable(metrics http.Handler) []route {
 	h := func(f http.HandlerFunc) http.Handler { return f }
 	const body, modelID = observe.SourceBody, observe.SourceModelID
-	return []route{
+	rows := []route{
 		{method: "POST", pattern: "/v1/chat/completions", handler: h(s.openai.Chat), model: body, json: true},
 		{method: "POST", pattern: "/v1/completions", handler: h(s.openai.Completions), model: body, json: true},
 		{method: "POST", pattern: "/v1/responses", handler: h(s.responses.Create), model: body, json: true},
@@ -85,7 +85,16 @@ func (s *Server) routeTable(metrics http.Handler) []route {
 		{method: "GET", pattern: "/docs", handler: h(handleDocs), access: housekeeping},
 		{method: "GET", pattern: "/docs/{file...}", handler: h(handleDocsFile), access: housekeeping},
 		{method: "GET", pattern: "/api-doc/openapi.json", handler: h(handleOpenAPI), access: housekeeping},
+		{method: "GET", pattern: "/v1/lora_adapters", handler: h(s.lora.list), model: observe.SourceQuery, errors: loraLayerError},
 	}
+	if s.lora != nil && s.lora.allow {
+		// Only with MISTRALRS_ALLOW_RUNTIME_LORA_UPDATING (else 404, as unknown paths).
+		const trimmed = observe.SourceBodyTrimmed
+		rows = append(rows,
+			route{method: "POST", pattern: "/v1/load_lora_adapter", handler: h(s.lora.load), model: trimmed, json: true, errors: loraLayerError},
+			route{method: "POST", pattern: "/v1/unload_lora_adapter", handler: h(s.lora.unload), model: trimmed, json: true, errors: loraLayerError})
+	}
+	return rows
 }
 
 // uiRoutes are the web UI's (package ui): housekeeping like /docs, but
@@ -167,14 +176,27 @@ type modelJSON struct {
 	OwnedBy string `json:"owned_by"`
 	Root    string `json:"root,omitempty"`
 	Status  string `json:"status,omitempty"`
+	// A LoRA adapter card's: its base model and generation ("" while the
+	// base is not loaded).
+	Parent            string `json:"parent,omitempty"`
+	AdapterGeneration string `json:"adapter_generation,omitempty"`
 }
 
 // handleListModels is GET /v1/models: the synthetic "default" entry first,
-// then every model with its status, as mistral.rs lists them.
+// then every model with its status, then every LoRA adapter card, as
+// mistral.rs lists them.
 func (s *Server) handleListModels(w http.ResponseWriter, _ *http.Request) {
 	data := []modelJSON{{ID: "default", Object: "model", Created: s.created, OwnedBy: "local", Root: "default"}}
 	for _, e := range s.models.entries {
 		data = append(data, modelJSON{ID: e.spec.ID, Object: "model", Created: s.created, OwnedBy: "local", Status: e.status()})
+	}
+	for _, c := range s.models.cards() {
+		m := modelJSON{ID: c.id, Object: "model", Created: s.created, OwnedBy: "local", Root: c.alias,
+			Parent: c.entry.spec.ID, Status: c.entry.status()}
+		if g := c.entry.adapters().current(c.alias); g != nil {
+			m.AdapterGeneration = g.id
+		}
+		data = append(data, m)
 	}
 	gen.WriteJSON(w, http.StatusOK, struct {
 		Object string      `json:"object"`

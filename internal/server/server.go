@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -114,6 +115,12 @@ type Options struct {
 	// NoUI leaves out the web UI (package ui) at /ui and under it (--no-ui):
 	// those paths answer 404.
 	NoUI bool
+	// LoRAAPI configures the LoRA adapter routes; nil: from the environment
+	// (LoRAAPIFromEnv), as mistral.rs reads it.
+	LoRAAPI *LoRAAPI
+
+	// loraLoad, when set, replaces how adapter files are read (tests).
+	loraLoad loraLoadFunc
 }
 
 // Server serves the models over HTTP.
@@ -133,6 +140,7 @@ type Server struct {
 	created   int64 // unix seconds, the `created` of /v1/models
 	metricsOn bool
 	responses *responses.API // with its stored and background responses
+	lora      *loraRoutes
 	// drain ends when the shutdown's drain time is over: generations still
 	// running are canceled then (see genContext).
 	drain     context.Context
@@ -164,7 +172,11 @@ func New(opts Options) (*Server, error) {
 	// The registry is made first, so the engines report to it from the
 	// start; the HTTP layer, which needs the served models, comes after them.
 	metrics := metricsRegistry(&oo)
-	reg, err := newModels(opts.Models, opts.DefaultModel, s.log, engineFactory(opts.Engine, metrics))
+	loraLoad := opts.loraLoad
+	if loraLoad == nil {
+		loraLoad = loadLoRAFile
+	}
+	reg, err := newModelsWith(opts.Models, opts.DefaultModel, s.log, engineFactory(opts.Engine, metrics), loraLoad)
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +252,9 @@ func engineFactory(engOpts engine.Options, metrics *observe.Metrics) newEngineFu
 			return nil, nil, err
 		}
 		stats := newEngineStats(metrics.Engine(), m.Vision != nil)
+		if spec.LoRA != nil {
+			stats.withLoRAInfo(metrics.Engine(), spec.ID, spec.LoRA.MaxAdapters)
+		}
 		eng.SetStatsSink(stats.record)
 		return eng, stats, nil
 	}
@@ -258,9 +273,17 @@ func (s *Server) mount(reg *models, oo observe.Options, metrics *observe.Metrics
 	s.openai = openai.New(s.base, opts.MaxEmbeddingInputs)
 	s.anthropic = anthropic.New(s.base)
 	s.responses = responses.New(s.base, opts.ResponsesMaxStored, opts.ResponsesMaxBytes)
+	s.models = reg
+	api := LoRAAPIFromEnv(os.Getenv)
+	if opts.LoRAAPI != nil {
+		api = *opts.LoRAAPI
+	}
+	var err error
+	if s.lora, err = newLoRARoutes(s, api); err != nil {
+		return err
+	}
 	s.routes = s.routeTable(metrics.Handler())
 	rows := append(append([]route(nil), s.routes...), uiRoutes(opts.NoUI)...)
-	var err error
 	if s.index, err = newRouteIndex(rows); err != nil {
 		return err
 	}
@@ -270,7 +293,6 @@ func (s *Server) mount(reg *models, oo observe.Options, metrics *observe.Metrics
 	if s.obs, err = observe.New(oo); err != nil {
 		return err
 	}
-	s.models = reg
 	s.mux = http.NewServeMux()
 	for _, rt := range rows {
 		if rt.handler != nil {

@@ -140,6 +140,9 @@ type engineStats struct {
 	// projector (multimodal): only its line has the encoder segment.
 	multimodal                 bool
 	encoderHits, encoderMisses atomic.Int64
+	// loraInfo records the LoRA levels in mistralrs_lora_requests_info,
+	// for a model with a LoRA runtime (nil: none).
+	loraInfo func(running, waiting []string)
 }
 
 // newEngineStats makes a sink recording in m (nil: metrics disabled), for
@@ -172,6 +175,17 @@ func (s *engineStats) record(st engine.Stats) {
 	for _, rec := range s.metrics {
 		rec(&st)
 	}
+	if s.loraInfo != nil && st.Measured&engine.LevelLoRA != 0 {
+		s.loraInfo(st.RunningLoRA, st.WaitingLoRA)
+	}
+}
+
+// withLoRAInfo makes s feed the LoRA info gauge of m for the served model
+// id, which holds at most maxLoRA adapters at once.
+func (s *engineStats) withLoRAInfo(m *observe.EngineMetrics, id string, maxLoRA int) *engineStats {
+	rec := m.LoRAInfo(id)
+	s.loraInfo = func(running, waiting []string) { rec(maxLoRA, running, waiting) }
+	return s
 }
 
 // intervalLine returns the throughput line for the interval just ended and

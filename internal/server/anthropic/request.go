@@ -49,7 +49,7 @@ const agentic = "agentic tool execution is not supported"
 // enable_code_execution and truncate_sequence only when true,
 // reasoning_effort unless "off" or "none").
 var unsupported = []gen.Unsupported{
-	{Name: "adapter", Why: "LoRA adapters are not supported"},
+	{Name: "adapter", Why: "Messages requests select a LoRA adapter by model: \"<model>::<alias>\" (GET /v1/models lists the ids) or the adapter's alias"},
 	{Name: "agent_permission", Why: agentic},
 	{Name: "code_execution_permission", Why: agentic},
 	{Name: "container", Why: "skills and containers are not supported"},

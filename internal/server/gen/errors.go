@@ -83,6 +83,10 @@ func DecodeJSON(body []byte, v any) error {
 		return BadRequest("", "request body is empty; expected a JSON object")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
+		var re *Error
+		if errors.As(err, &re) { // a field's own UnmarshalJSON said what is wrong
+			return re
+		}
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
 		switch {

@@ -36,6 +36,8 @@ type Loaded struct {
 	// Images bound the images of one request to a model with a vision
 	// projector.
 	Images ImageLimits
+	// Adapters are the model's LoRA adapters; nil: it has no LoRA runtime.
+	Adapters Adapters
 }
 
 // Models finds a request's model: a *Error (404) when it is not served.
@@ -89,6 +91,9 @@ type Request struct {
 	// choice constrains the answer to one call in the model's format.
 	ToolDefs   []json.RawMessage
 	ToolChoice json.RawMessage
+	// Adapter selects a LoRA adapter (the `adapter` field); a Model that
+	// is an AdapterCard selects one too, and both at once are refused.
+	Adapter *Adapter
 }
 
 // Job is a checked request bound to its loaded model: the engine request
@@ -100,6 +105,9 @@ type Job struct {
 	*Loaded
 	Req   *engine.Request
 	Tools *chat.ToolParser
+	// AdapterGeneration is the LoRA adapter generation the job holds
+	// ("" : none), which answers report as adapter_generation.
+	AdapterGeneration string
 
 	release func()
 	mu      sync.Mutex
@@ -121,14 +129,23 @@ func (j *Job) Answer(text string) *ToolAnswer {
 // Resolve finds the request's model (404 if it is not served).
 func (b *Base) Resolve(name string) (Model, error) { return b.Models.Lookup(name) }
 
-// Prepare holds the model for req and makes its engine request: the
-// forced tool-call grammar, the prompt and its checks, the tool-call hook.
+// Prepare holds the model for req, and the LoRA adapter generation it
+// selects, and makes its engine request: the forced tool-call grammar, the
+// prompt and its checks, the tool-call hook.
 func (b *Base) Prepare(ctx context.Context, req *Request) (*Job, error) {
+	sel, err := selectAdapter(req)
+	if err != nil {
+		return nil, err
+	}
 	j, err := b.newJob(ctx, req.Model, req.Settings)
 	if err != nil {
 		return nil, err
 	}
 	j.Tools = req.Tools
+	if err := j.holdAdapter(sel); err != nil {
+		j.release()
+		return nil, err
+	}
 	if err := b.prepare(ctx, j, req); err != nil {
 		j.release()
 		return nil, err

@@ -91,7 +91,7 @@ func (a *API) prepareChat(r *http.Request, body []byte) (*chatRequest, *gen.Job,
 	}
 	gr := &gen.Request{Model: m, Settings: g, Messages: msgs, Param: "messages",
 		Template: gen.TemplateOptions(req.Tools, req.ChatTemplateKwargs, req.EnableThinking),
-		Tools:    tools, ToolDefs: req.Tools, ToolChoice: req.ToolChoice, Images: images}
+		Tools:    tools, ToolDefs: req.Tools, ToolChoice: req.ToolChoice, Images: images, Adapter: req.Adapter}
 	if isRaw {
 		gr.Messages, gr.Text = nil, &raw
 	}
@@ -112,7 +112,7 @@ type chatAnswer struct {
 
 func (c *chatAnswer) chunk(choices []chatChoiceJSON, u *usageJSON) chatCompletionJSON {
 	return chatCompletionJSON{ID: c.j.ID, Object: "chat.completion.chunk", Created: c.j.Created, Model: c.j.Served.ID(),
-		SystemFingerprint: systemFingerprint, Choices: choices, Usage: u}
+		SystemFingerprint: systemFingerprint, Choices: choices, Usage: u, AdapterGeneration: c.j.AdapterGeneration}
 }
 
 // chatBody answers in one chat.completion body.
@@ -149,7 +149,7 @@ func (c *chatBody) Finish(end *gen.End) (bool, error) {
 	}
 	c.b.Respond(c.w, chatCompletionJSON{
 		ID: c.j.ID, Object: "chat.completion", Created: c.j.Created, Model: c.j.Served.ID(),
-		SystemFingerprint: systemFingerprint, Choices: choices, Usage: usage(&end.Merged),
+		SystemFingerprint: systemFingerprint, Choices: choices, Usage: usage(&end.Merged), AdapterGeneration: c.j.AdapterGeneration,
 	})
 	return false, nil
 }

@@ -103,7 +103,7 @@ func (a *API) prepareCompletion(r *http.Request, body []byte) (*completionReques
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	gr := &gen.Request{Model: m, Settings: g, Tokens: p.tokens, Continuation: true}
+	gr := &gen.Request{Model: m, Settings: g, Tokens: p.tokens, Continuation: true, Adapter: req.Adapter}
 	if p.isText {
 		gr.Text = &p.text
 	}
@@ -165,7 +165,7 @@ type completionAnswer struct {
 
 func (c *completionAnswer) chunk(choices []completionChoiceJSON, u *usageJSON) completionJSON {
 	return completionJSON{ID: c.j.ID, Object: "text_completion", Created: c.j.Created, Model: c.j.Served.ID(),
-		SystemFingerprint: systemFingerprint, Choices: choices, Usage: u}
+		SystemFingerprint: systemFingerprint, Choices: choices, Usage: u, AdapterGeneration: c.j.AdapterGeneration}
 }
 
 // completionBody answers in one text_completion body.

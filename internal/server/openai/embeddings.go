@@ -85,6 +85,13 @@ func (a *API) Embeddings(w http.ResponseWriter, r *http.Request) {
 		a.writeEmbeddingError(w, r, invalidEmbedding("model", "model_not_found", "%s", err.Error()))
 		return
 	}
+	if card, ok := entry.(gen.AdapterCard); ok {
+		// The embeddings pool the base model's hidden states: an adapter
+		// would be silently ignored.
+		a.writeEmbeddingError(w, r, invalidEmbedding("model", "model_not_found",
+			"model %s is LoRA adapter %s: embeddings are computed without adapters; name the base model", card.ID(), card.CardAdapter()))
+		return
+	}
 	if d := bytes.TrimSpace(req.Dimensions); len(d) > 0 && string(d) != "null" {
 		a.writeEmbeddingError(w, r, invalidEmbedding("dimensions", "invalid_dimensions",
 			"Custom embedding dimensions (%s) are not supported.", compactJSON(d)))

@@ -25,6 +25,7 @@ type chatRequest struct {
 	ResponseFormat     json.RawMessage            `json:"response_format"`
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	EnableThinking     *bool                      `json:"enable_thinking"`
+	Adapter            *gen.Adapter               `json:"adapter"`
 }
 
 // completionRequest is the body of POST /v1/completions.
@@ -35,6 +36,7 @@ type completionRequest struct {
 	Suffix   *string      `json:"suffix"`
 	BestOf   *int         `json:"best_of"`
 	Logprobs *int         `json:"logprobs"`
+	Adapter  *gen.Adapter `json:"adapter"`
 }
 
 // chatMessage is one message of a chat request.
@@ -246,6 +248,7 @@ type chatCompletionJSON struct {
 	SystemFingerprint string           `json:"system_fingerprint"`
 	Choices           []chatChoiceJSON `json:"choices"`
 	Usage             *usageJSON       `json:"usage,omitempty"`
+	AdapterGeneration string           `json:"adapter_generation,omitempty"`
 }
 
 type completionChoiceJSON struct {
@@ -271,6 +274,7 @@ type completionJSON struct {
 	SystemFingerprint string                 `json:"system_fingerprint"`
 	Choices           []completionChoiceJSON `json:"choices"`
 	Usage             *usageJSON             `json:"usage,omitempty"`
+	AdapterGeneration string                 `json:"adapter_generation,omitempty"`
 }
 
 // systemFingerprint is what mistral.rs reports.
@@ -284,7 +288,6 @@ var unsupported = []gen.Unsupported{
 	{Name: "dry_allowed_length", Why: "DRY sampling is not implemented"},
 	{Name: "dry_sequence_breakers", Why: "DRY sampling is not implemented"},
 	{Name: "reasoning_effort", Why: "reasoning budgets are not implemented", Pass: gen.ReasoningOff},
-	{Name: "adapter", Why: "LoRA adapters are not supported"},
 	{Name: "web_search_options", Why: "web search is not supported"},
 	{Name: "agent_permission", Why: "agentic tool execution is not supported"},
 	{Name: "code_execution_permission", Why: "agentic tool execution is not supported"},

@@ -170,6 +170,7 @@ func (a *API) prepare(r *http.Request, body []byte) (*job, error) {
 	}
 	p.Job = j
 	p.base.CreatedAt = j.Created
+	p.base.AdapterGeneration = j.AdapterGeneration
 	return p, nil
 }
 
@@ -226,7 +227,7 @@ func (a *API) request(req *responsesRequest, m gen.Model) (*gen.Request, *job, e
 	if req.Instructions != nil && *req.Instructions != "" {
 		msgs = append([]chat.Message{{Role: "system", Content: *req.Instructions}}, history...)
 	}
-	return &gen.Request{Model: m, Settings: g, Messages: msgs, Param: "input", Images: images, Tools: tools, ToolDefs: chatTools, ToolChoice: choice,
+	return &gen.Request{Model: m, Settings: g, Messages: msgs, Param: "input", Images: images, Tools: tools, ToolDefs: chatTools, ToolChoice: choice, Adapter: req.Adapter,
 		Template: gen.TemplateOptions(chatTools, req.ChatTemplateKwargs, req.EnableThinking)}, p, nil
 }
 

@@ -38,6 +38,7 @@ type responsesRequest struct {
 	ParallelToolCalls  *bool                      `json:"parallel_tool_calls"`
 	MaxToolCalls       json.RawMessage            `json:"max_tool_calls"`
 	Metadata           map[string]string          `json:"metadata"`
+	Adapter            *gen.Adapter               `json:"adapter"`
 	Text               json.RawMessage            `json:"text"`
 	ResponseFormat     json.RawMessage            `json:"response_format"`
 	Reasoning          json.RawMessage            `json:"reasoning"`
@@ -80,6 +81,7 @@ type responseObject struct {
 	Usage              *respUsage         `json:"usage"`
 	User               *string            `json:"user"`
 	Metadata           map[string]string  `json:"metadata"`
+	AdapterGeneration  string             `json:"adapter_generation,omitempty"`
 }
 
 type responseErrorJSON struct {
@@ -447,7 +449,6 @@ func respToolChoice(raw json.RawMessage) (json.RawMessage, error) {
 // than answered as if the field were not there.
 var unsupported = []gen.Unsupported{
 	{Name: "reasoning_effort", Why: "reasoning effort is not implemented", Pass: []string{"[]", `"off"`, `"none"`}},
-	{Name: "adapter", Why: "LoRA adapters are not supported", Pass: emptyList},
 	{Name: "web_search_options", Why: "web search is not supported", Pass: emptyList},
 	{Name: "agent_permission", Why: "server-side agents and tools are not supported", Pass: emptyList},
 	{Name: "code_execution_permission", Why: "server-side agents and tools are not supported", Pass: emptyList},
