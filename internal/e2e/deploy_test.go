@@ -192,9 +192,10 @@ func TestKubernetesManifests(t *testing.T) {
 	if port == 0 {
 		t.Fatal("container has no port named http")
 	}
-	for _, probe := range []string{"startupProbe", "livenessProbe"} {
-		if p := str(c, probe, "httpGet", "path"); p != "/health" {
-			t.Errorf("%s path %q, want /health", probe, p)
+	// Liveness on /livez: /health turns 503 while the server drains (deploy/kubernetes/README.md).
+	for probe, want := range map[string]string{"startupProbe": "/health", "livenessProbe": "/livez"} {
+		if p := str(c, probe, "httpGet", "path"); p != want {
+			t.Errorf("%s path %q, want %s", probe, p, want)
 		}
 		if p := fmt.Sprint(dig(c, probe, "httpGet", "port")); p != "http" {
 			t.Errorf("%s port %s, want http", probe, p)
