@@ -76,6 +76,9 @@ type Request struct {
 	Images []Image
 	// LoRA, when set, applies adapters to this request's sequences.
 	LoRA *LoRA
+	// Trace, when set, hears each sequence's phases (trace.go): called on
+	// the engine's goroutine, it must be cheap and never block.
+	Trace func(Event)
 }
 
 // LoRA is the adapters of a request. Key names the adapters' generations

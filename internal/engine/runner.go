@@ -61,6 +61,7 @@ func (r *runner) run() {
 		// Arrivals are in id order, after everything already waiting
 		// (preempted sequences keep their place by age).
 		s.waiting = append(s.waiting, inbox...)
+		traceQueued(inbox)
 		if closed {
 			s.closeAll()
 			r.report()
@@ -221,6 +222,7 @@ func (r *runner) step() {
 	for i, run := range sch.Runs {
 		sq := run.seq
 		sq.n = 0
+		sq.traceRun(run.Pos, run.N, len(run.Draft) > 0)
 		if len(run.Draft) == 0 {
 			// (A verifying run commits once its guesses are decided.)
 			sq.computed = s.kv.Commit(sq.kv, sq.tokens, run.Pos+run.N)
@@ -250,6 +252,7 @@ func (r *runner) step() {
 		r.sampleRange(0, len(r.sampled))
 	}
 	r.settle(sch)
+	traceFirstTokens(r.sampled)
 	for _, sq := range r.embedded {
 		s.finish(sq, FinishLength, nil)
 	}
@@ -342,6 +345,7 @@ func (r *runner) fork(p *seq) {
 		if len(s.running) < s.opts.MaxSeqs && s.kv.Fork(c.kv, p.kv, p.promptLen) {
 			c.computed, c.cached = p.promptLen, p.cached
 			c.running = true
+			c.traceAdmit(p.promptLen)
 			s.running = append(s.running, c)
 			c.logits = append(c.logits[:0], p.logits...)
 			c.out.Time = p.out.Time
@@ -387,6 +391,8 @@ func (r *runner) settle(sch Schedule) {
 		st.SpecDrafts++
 		st.SpecProposed += k
 		st.SpecAccepted += sq.kept
+		sq.tr.proposed += k
+		sq.tr.accepted += sq.kept
 		if len(st.SpecAcceptedPerPos) < k {
 			st.SpecAcceptedPerPos = append(st.SpecAcceptedPerPos, make([]int, k-len(st.SpecAcceptedPerPos))...)
 		}

@@ -205,6 +205,7 @@ func (s *scheduler) acquireImages(sq *seq) error {
 			return fmt.Errorf("image %d: %v", i, err)
 		}
 		im.ent = ent
+		sq.trace(TraceImage, Event{Hit: hit, Tokens: im.Len})
 		if hit {
 			s.stats.EncoderHits++
 		} else {
@@ -405,6 +406,7 @@ func (s *scheduler) admit(sq *seq, budget *int) bool {
 	sq.computed = adm.Cached
 	sq.starved = 0
 	sq.running = true
+	sq.traceAdmit(adm.Cached)
 	s.waiting = slices.DeleteFunc(s.waiting, func(w *seq) bool { return w == sq })
 	s.running = append(s.running, sq)
 	if err := s.acquireImages(sq); err != nil {
@@ -445,6 +447,7 @@ func (s *scheduler) preempt(sq *seq, budget *int) {
 	s.enqueue(sq)
 	s.sch.Preempted = append(s.sch.Preempted, sq.id)
 	s.stats.Preemptions++
+	sq.trace(TracePreempted, Event{})
 }
 
 // enqueue puts sq in the waiting queue by age.
@@ -488,9 +491,11 @@ func (s *scheduler) exhausted(sq *seq) {
 	s.drop(sq, false)
 	err := &RequestError{Reason: RejectCacheExhausted, Msg: "prompt does not fit the KV cache even with no other sequence running"}
 	for _, c := range sq.children {
+		c.traceFinish(RejectCacheExhausted)
 		s.queueFinal(c, &final{err: err})
 	}
 	sq.children = nil
+	sq.traceFinish(RejectCacheExhausted)
 	s.queueFinal(sq, &final{err: err})
 }
 
@@ -548,6 +553,7 @@ func (s *scheduler) finish(sq *seq, reason string, err error) {
 	reason = finalReason(sq, reason, err)
 	s.stats.Finished = append(s.stats.Finished, Finish{Reason: reason})
 	sq.reason = reason
+	sq.traceFinish(reason)
 	if err != nil {
 		s.queueFinal(sq, &final{err: err})
 		return

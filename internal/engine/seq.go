@@ -54,7 +54,8 @@ type seq struct {
 	feed      []int32     // a verifying step's tokens: the last one and the guesses
 	allLogits []float32   // their logits
 
-	final *final // result, delivered after the step is reported
+	final *final   // result, delivered after the step is reported
+	tr    seqTrace // what a traced request's final event reports (trace.go)
 
 	// Structured output (constrain.go).
 	cons   *constrain.Matcher
