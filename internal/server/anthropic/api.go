@@ -32,6 +32,7 @@ func (a *API) Messages(w http.ResponseWriter, r *http.Request) {
 	}
 	defer j.Release()
 	ans := &answer{b: a.b, w: w, r: r, j: j, msgID: newID("msg_")}
+	j.ResponseID = ans.msgID
 	a.b.Run(w, r, j, stream, func(ev *gen.Events) gen.Sink {
 		if ev == nil {
 			return &bodySink{ans}

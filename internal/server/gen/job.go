@@ -59,6 +59,10 @@ type Base struct {
 	// RemoteImages says whether and how image parts given by http(s) URL
 	// are fetched (data: URLs always are read).
 	RemoteImages RemoteImages
+	// TraceContent, when positive, records the prompt and the completion
+	// in the generation spans (the content-capture switch), each cut to
+	// this many bytes; 0: never (trace.go).
+	TraceContent int
 
 	fetchState
 	grammars grammarCache
@@ -108,6 +112,13 @@ type Job struct {
 	// AdapterGeneration is the LoRA adapter generation the job holds
 	// ("" : none), which answers report as adapter_generation.
 	AdapterGeneration string
+	// ResponseID is the id the dialect's answer carries, when it is not
+	// ID (gen_ai.response.id of the generation spans).
+	ResponseID string
+	// Constraint is the kind of the constraint on the answer ("tool_call"
+	// for a forced tool call, "grammar" for response_format or grammar;
+	// "": none).
+	Constraint string
 
 	release func()
 	mu      sync.Mutex
@@ -167,6 +178,9 @@ func (b *Base) prepare(ctx context.Context, j *Job, req *Request) error {
 		return err
 	}
 	j.setImages(pr)
+	if j.Req.Grammar != nil && j.Constraint == "" {
+		j.Constraint = "grammar"
+	}
 	j.Req.Continuation = req.Continuation
 	if req.Tools != nil {
 		j.Req.ToolCalls = j.readToolCalls
@@ -186,6 +200,7 @@ func (b *Base) forceToolCall(j *Job, req *Request) error {
 	}
 	if tg != nil {
 		j.Req.Grammar = tg
+		j.Constraint = "tool_call"
 	}
 	return nil
 }

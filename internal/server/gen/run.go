@@ -82,7 +82,9 @@ func (b *Base) Run(w http.ResponseWriter, r *http.Request, j *Job, stream bool, 
 	sink := newSink(nil)
 	gctx, cancel := genContext(r.Context())
 	defer cancel()
+	tr := b.startTrace(r.Context(), j)
 	results, err := j.Engine.GenerateAll(gctx, j.Req, func(o engine.Output) error { return sink.Output(o, o.Text) })
+	tr.end(results, err, b.cancelReason(r, results))
 	cf, canFail := sink.(CancelFailer)
 	switch {
 	case err != nil:
@@ -107,6 +109,7 @@ func (b *Base) runStream(w http.ResponseWriter, r *http.Request, j *Job, newSink
 			held[i] = &toolStream{p: j.Tools}
 		}
 	}
+	tr := b.startTrace(r.Context(), j)
 	results, err := b.stream(r.Context(), j, ev, func(o engine.Output) error {
 		text := o.Text
 		if h := held[o.Index]; h != nil {
@@ -114,6 +117,7 @@ func (b *Base) runStream(w http.ResponseWriter, r *http.Request, j *Job, newSink
 		}
 		return sink.Output(o, text)
 	})
+	tr.end(results, err, b.cancelReason(r, results))
 	cf, canFail := sink.(CancelFailer)
 	switch {
 	case err != nil:
@@ -138,6 +142,20 @@ func (b *Base) runStream(w http.ResponseWriter, r *http.Request, j *Job, newSink
 	if err == nil {
 		st.Done()
 	}
+}
+
+// cancelReason says why a generation that ended canceled was: the client
+// left, or the server canceled it ("" when it was not canceled).
+func (b *Base) cancelReason(r *http.Request, results []*engine.Result) string {
+	switch {
+	case len(results) == 0 || results[0].FinishReason != engine.FinishCanceled:
+		return ""
+	case ClientGone(r):
+		return ErrClientClosed.Msg
+	case b.Canceled != nil:
+		return b.Canceled()
+	}
+	return "canceled by the server"
 }
 
 // end reads the choices' endings; held are a stream's held-back texts.

@@ -137,6 +137,7 @@ func (a *API) Create(w http.ResponseWriter, r *http.Request) {
 	}
 	defer p.Release()
 	lps := openai.NewLogprobs(p.Model.Tok, p.logprobs)
+	p.Job.ResponseID = p.id
 	a.b.Run(w, r, p.Job, p.stream, func(ev *gen.Events) gen.Sink {
 		if ev == nil {
 			return &bodySink{a: a, w: w, r: r, p: p, lps: lps}
