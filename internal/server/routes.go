@@ -213,7 +213,7 @@ type modelStatusJSON struct {
 // modelManagement reads {"model_id": …} and answers 200 with the outcome in
 // the body (mistral.rs answers these routes with 200 whatever happens);
 // only an unreadable body is a 400.
-func (s *Server) modelManagement(w http.ResponseWriter, r *http.Request, op func(*modelEntry) (string, error)) {
+func (s *Server) modelManagement(w http.ResponseWriter, r *http.Request, name string, op func(*modelEntry) (string, error)) {
 	body, ok := s.base.ReadBody(w, r, gen.OpenAI)
 	if !ok {
 		return
@@ -233,7 +233,7 @@ func (s *Server) modelManagement(w http.ResponseWriter, r *http.Request, op func
 	if e, found := s.models.byID[*req.ModelID]; !found {
 		out.Status = StatusNotFound
 	} else {
-		status, err := op(e)
+		status, err := tracedModelOp(r.Context(), name, *req.ModelID, func() (string, error) { return op(e) })
 		out.Status = status
 		if err != nil {
 			out.Status = StatusInternalError
@@ -246,13 +246,13 @@ func (s *Server) modelManagement(w http.ResponseWriter, r *http.Request, op func
 }
 
 func (s *Server) handleUnload(w http.ResponseWriter, r *http.Request) {
-	s.modelManagement(w, r, func(e *modelEntry) (string, error) { return e.unload(), nil })
+	s.modelManagement(w, r, "unload", func(e *modelEntry) (string, error) { return e.unload(), nil })
 }
 
 func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) {
-	s.modelManagement(w, r, func(e *modelEntry) (string, error) { return e.load() })
+	s.modelManagement(w, r, "reload", func(e *modelEntry) (string, error) { return e.load() })
 }
 
 func (s *Server) handleModelStatus(w http.ResponseWriter, r *http.Request) {
-	s.modelManagement(w, r, func(e *modelEntry) (string, error) { return e.status(), nil })
+	s.modelManagement(w, r, "", func(e *modelEntry) (string, error) { return e.status(), nil })
 }
