@@ -222,6 +222,14 @@ func (p *Provider) TracerProvider() trace.TracerProvider {
 	return p.sdk
 }
 
+// Target returns where spans go: the flag's URL or the environment's.
+func (p *Provider) Target() string {
+	if p == nil {
+		return ""
+	}
+	return p.target
+}
+
 // Dropped returns the spans lost so far: refused by the full queue or not
 // accepted by the collector.
 func (p *Provider) Dropped() uint64 {
