@@ -6,6 +6,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"mistralrs/internal/tracing"
 )
 
 // tracedModelOp runs a model-management operation (name: "unload",
@@ -16,7 +18,7 @@ func tracedModelOp(ctx context.Context, name, modelID string, op func() (string,
 	if name == "" || !parent.IsRecording() {
 		return op()
 	}
-	_, sp := parent.TracerProvider().Tracer("mistralrs/internal/server").Start(ctx, "model "+name+" "+modelID,
+	_, sp := tracing.Tracer(ctx).Start(ctx, "model "+name+" "+modelID,
 		trace.WithAttributes(attribute.String("mistralrs.model.operation", name), attribute.String("gen_ai.request.model", modelID)))
 	defer sp.End()
 	status, err := op()

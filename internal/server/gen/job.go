@@ -59,10 +59,6 @@ type Base struct {
 	// RemoteImages says whether and how image parts given by http(s) URL
 	// are fetched (data: URLs always are read).
 	RemoteImages RemoteImages
-	// TraceContent, when positive, records the prompt and the completion
-	// in the generation spans (the content-capture switch), each cut to
-	// this many bytes; 0: never (trace.go).
-	TraceContent int
 
 	fetchState
 	grammars grammarCache

@@ -2,7 +2,6 @@ package gen
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"mistralrs/internal/engine"
+	"mistralrs/internal/tracing"
 )
 
 // Generation spans. A traced request (its context holds a recording span:
@@ -25,9 +25,6 @@ import (
 // conventions' replacement for gen_ai.system).
 const ProviderName = "mistralrs"
 
-// tracerName is the instrumentation scope of the generation spans.
-const tracerName = "mistralrs/internal/server/gen"
-
 // Operation names (gen_ai.operation.name).
 const (
 	OpChat           = "chat"
@@ -38,7 +35,7 @@ const (
 // made of.
 type genTrace struct {
 	spans   []trace.Span
-	content int // > 0: prompt and completion recorded, each cut to this many bytes
+	content bool // prompts and completions are recorded (tracing.CaptureContent)
 
 	mu     sync.Mutex
 	events []engine.Event
@@ -58,17 +55,18 @@ func (b *Base) startTrace(ctx context.Context, j *Job) *genTrace {
 	if !parent.IsRecording() {
 		return nil
 	}
-	tracer := parent.TracerProvider().Tracer(tracerName)
+	tracer := parent.TracerProvider().Tracer(tracing.ScopeName)
 	op := j.operation()
 	attrs := j.requestAttributes(op)
 	n := max(j.Req.N, 1)
-	t := &genTrace{spans: make([]trace.Span, n), content: b.TraceContent}
+	capture, _ := tracing.CaptureContent()
+	t := &genTrace{spans: make([]trace.Span, n), content: capture}
 	for i := range t.spans {
 		_, t.spans[i] = tracer.Start(ctx, op+" "+j.Served.ID(), trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithAttributes(attrs...), trace.WithAttributes(attribute.Int("mistralrs.choice.index", i)))
 	}
-	if t.content > 0 {
-		t.spans[0].SetAttributes(attribute.String("mistralrs.prompt", clip(j.Model.Tok.Decode(j.Req.Prompt), t.content)))
+	if t.content {
+		t.spans[0].SetAttributes(content("mistralrs.prompt", j.Model.Tok.Decode(j.Req.Prompt))...)
 	}
 	j.Req.Trace = t.hook
 	return t
@@ -158,8 +156,8 @@ func (t *genTrace) choiceResult(sp trace.Span, res *engine.Result, canceled stri
 		attribute.Int("gen_ai.usage.output_tokens", res.CompletionTokens),
 		attribute.Int("mistralrs.prefix_cache.reused_tokens", res.CachedTokens),
 	)
-	if t.content > 0 {
-		sp.SetAttributes(attribute.String("mistralrs.completion", clip(res.Text, t.content)))
+	if t.content {
+		sp.SetAttributes(content("mistralrs.completion", res.Text)...)
 	}
 	if res.FinishReason == engine.FinishCanceled {
 		if canceled == "" {
@@ -227,15 +225,13 @@ func (t *genTrace) choiceEvents(sp trace.Span, i int, events []engine.Event) (en
 	return endAt
 }
 
-// clip cuts s to at most n bytes, on a UTF-8 boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
+// content is the attribute key holding text s, cut to the capture bound
+// (and then key.bytes, its whole length).
+func content(key, s string) []attribute.KeyValue {
+	v, cut := tracing.Clip(s)
+	a := []attribute.KeyValue{attribute.String(key, v)}
+	if cut {
+		a = append(a, attribute.Int(key+".bytes", len(s)))
 	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…[" + strconv.Itoa(len(s)) + " bytes]"
+	return a
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -85,12 +85,3 @@ func TestChoiceEvents(t *testing.T) {
 		}
 	}
 }
-
-func TestClip(t *testing.T) {
-	if got := clip("héllo", 2); got != "h…[6 bytes]" {
-		t.Errorf("clip: %q", got)
-	}
-	if got := clip("abc", 3); got != "abc" {
-		t.Errorf("clip: %q", got)
-	}
-}
