@@ -284,3 +284,39 @@ func TestTraceModelManagement(t *testing.T) {
 		}
 	}
 }
+
+// A constrained request's spans say the constraint's kind and whether the
+// grammar cache held it: a miss the first time, a hit the second.
+func TestTraceGrammarCompile(t *testing.T) {
+	ts := startTracedServer(t, sdktrace.AlwaysSample())
+	body := map[string]any{"model": "tiny", "max_tokens": 4, "messages": []map[string]any{{"role": "user", "content": "hi"}},
+		"grammar": map[string]any{"type": "regex", "value": "[ab]{1,8}"}}
+	for _, wantHit := range []bool{false, true} {
+		resp, data, err := ts.post(t, context.Background(), "/v1/chat/completions", body)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%v %v: %s", err, resp, data)
+		}
+		_, gens := ts.tree(t)
+		if len(gens) != 1 {
+			t.Fatalf("%d generation spans", len(gens))
+		}
+		if k := attrs(gens[0])["mistralrs.constraint"].AsString(); k != "regex" {
+			t.Errorf("constraint %q", k)
+		}
+		var found bool
+		for _, e := range gens[0].Events {
+			if e.Name != "grammar_compile" {
+				continue
+			}
+			found = true
+			for _, kv := range e.Attributes {
+				if kv.Key == "mistralrs.grammar_cache.hit" && kv.Value.AsBool() != wantHit {
+					t.Errorf("cache hit %v, want %v", kv.Value.AsBool(), wantHit)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no grammar_compile event in %v", eventNames(gens[0]))
+		}
+	}
+}

@@ -78,6 +78,7 @@ type parsed struct {
 	// grammar is the structured-output constraint (response_format,
 	// grammar), nil for free text.
 	grammar *constrain.Grammar
+	compile gen.GrammarCompile
 }
 
 // parse decodes and checks a request; generate is false for count_tokens,
@@ -102,7 +103,7 @@ func (a *API) parse(body []byte, generate bool) (*parsed, error) {
 	if generate && req.MaxTokens == nil {
 		return nil, gen.BadRequest("max_tokens", "max_tokens is required")
 	}
-	if p.grammar, err = a.b.Constraint("response_format", req.ResponseFormat, req.Grammar); err != nil {
+	if p.grammar, p.compile, err = a.b.ConstraintNoted("response_format", req.ResponseFormat, req.Grammar); err != nil {
 		return nil, err
 	}
 	if p.msgs, err = chatMessages(req.System, req.Messages, &p.images); err != nil {
@@ -161,7 +162,7 @@ func (p *parsed) settings(seed *uint64) (*gen.Settings, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.Grammar = p.grammar
+	g.Grammar, g.Compile = p.grammar, p.compile
 	return g, nil
 }
 

@@ -111,10 +111,10 @@ type Job struct {
 	// ResponseID is the id the dialect's answer carries, when it is not
 	// ID (gen_ai.response.id of the generation spans).
 	ResponseID string
-	// Constraint is the kind of the constraint on the answer ("tool_call"
-	// for a forced tool call, "grammar" for response_format or grammar;
-	// "": none).
-	Constraint string
+	// Compile is how the answer's constraint came from the grammar cache
+	// (its kind: json_object, json_schema, regex, lark, tool_call; "":
+	// none), for the generation spans.
+	Compile GrammarCompile
 
 	release func()
 	mu      sync.Mutex
@@ -174,9 +174,6 @@ func (b *Base) prepare(ctx context.Context, j *Job, req *Request) error {
 		return err
 	}
 	j.setImages(pr)
-	if j.Req.Grammar != nil && j.Constraint == "" {
-		j.Constraint = "grammar"
-	}
 	j.Req.Continuation = req.Continuation
 	if req.Tools != nil {
 		j.Req.ToolCalls = j.readToolCalls
@@ -196,7 +193,7 @@ func (b *Base) forceToolCall(j *Job, req *Request) error {
 	}
 	if tg != nil {
 		j.Req.Grammar = tg
-		j.Constraint = "tool_call"
+		j.Compile = GrammarCompile{Kind: "tool_call"}
 	}
 	return nil
 }
@@ -233,7 +230,7 @@ func (b *Base) newJob(ctx context.Context, m Model, g *Settings) (*Job, error) {
 		Served: m, Loaded: l, release: release,
 		Req: &engine.Request{Sampling: g.Params, MaxTokens: g.MaxTokens, Stop: g.Stop, IgnoreEOS: g.IgnoreEOS,
 			NoSpeculation: g.NoSpec, N: g.N, Grammar: g.Grammar},
-		ID: strconv.FormatUint(b.seq.Add(1)-1, 10), Created: time.Now().Unix(),
+		ID: strconv.FormatUint(b.seq.Add(1)-1, 10), Created: time.Now().Unix(), Compile: g.Compile,
 	}, nil
 }
 

@@ -111,6 +111,9 @@ type Settings struct {
 	NoSpec    bool // "speculative": false
 	N         int  // choices
 	Grammar   *constrain.Grammar
+	// Compile says how Grammar came from the grammar cache (its
+	// generation spans report it; ConstraintNoted).
+	Compile GrammarCompile
 }
 
 // Settings checks the sampling fields; logprobs and topLogprobs come from

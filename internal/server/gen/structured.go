@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"mistralrs/internal/constrain"
 )
@@ -66,7 +67,10 @@ func (c *grammarCache) limit() int64 {
 // a start rule past the matcher's limits is the request's error). A
 // grammar that needs more than the budget is an error; the caller names
 // the parameter.
-func (c *grammarCache) compile(kind string, src []byte, fn func() (*constrain.Grammar, error)) (*constrain.Grammar, error) {
+func (c *grammarCache) compile(note *GrammarCompile, kind string, src []byte, fn func() (*constrain.Grammar, error)) (*constrain.Grammar, error) {
+	t0 := time.Now()
+	note.Kind, note.Hit, note.At = kind, true, t0
+	defer func() { note.Took = time.Since(t0) }()
 	h := sha256.New()
 	h.Write([]byte(kind))
 	h.Write([]byte{0})
@@ -76,6 +80,7 @@ func (c *grammarCache) compile(kind string, src []byte, fn func() (*constrain.Gr
 	if g := c.lookup(key); g != nil {
 		return g, nil
 	}
+	note.Hit = false
 	g, err := fn()
 	if err != nil {
 		return nil, err
@@ -167,7 +172,7 @@ func schemaError(param string, err error) error {
 
 // responseFormat compiles an OpenAI response_format (param names the
 // field for errors): nil for text.
-func (b *Base) responseFormat(param string, raw json.RawMessage) (*constrain.Grammar, error) {
+func (b *Base) responseFormat(note *GrammarCompile, param string, raw json.RawMessage) (*constrain.Grammar, error) {
 	if IsNull(raw) {
 		return nil, nil
 	}
@@ -188,7 +193,7 @@ func (b *Base) responseFormat(param string, raw json.RawMessage) (*constrain.Gra
 	case "text":
 		return nil, nil
 	case "json_object":
-		return b.grammars.compile("json_object", nil, func() (*constrain.Grammar, error) { return constrain.JSONObject(), nil })
+		return b.grammars.compile(note, "json_object", nil, func() (*constrain.Grammar, error) { return constrain.JSONObject(), nil })
 	case "json_schema":
 		schema := rf.Schema
 		if rf.JSONSchema != nil && !IsNull(rf.JSONSchema.Schema) {
@@ -197,7 +202,7 @@ func (b *Base) responseFormat(param string, raw json.RawMessage) (*constrain.Gra
 		if IsNull(schema) {
 			return nil, BadRequest(param, "%s of type json_schema needs json_schema.schema", param)
 		}
-		g, err := b.grammars.compile("json_schema", schema, func() (*constrain.Grammar, error) { return constrain.FromJSONSchema(schema) })
+		g, err := b.grammars.compile(note, "json_schema", schema, func() (*constrain.Grammar, error) { return constrain.FromJSONSchema(schema) })
 		if err != nil {
 			return nil, schemaError(param, err)
 		}
@@ -208,7 +213,7 @@ func (b *Base) responseFormat(param string, raw json.RawMessage) (*constrain.Gra
 
 // grammarField compiles mistral.rs's grammar field: {"type": "regex" |
 // "json_schema" | "lark", "value": …}; llguidance is refused.
-func (b *Base) grammarField(raw json.RawMessage) (*constrain.Grammar, error) {
+func (b *Base) grammarField(note *GrammarCompile, raw json.RawMessage) (*constrain.Grammar, error) {
 	if IsNull(raw) {
 		return nil, nil
 	}
@@ -235,7 +240,7 @@ func (b *Base) grammarField(raw json.RawMessage) (*constrain.Grammar, error) {
 		if err != nil {
 			return nil, err
 		}
-		g, err := b.grammars.compile("regex", []byte(v), func() (*constrain.Grammar, error) { return constrain.FromRegex(v) })
+		g, err := b.grammars.compile(note, "regex", []byte(v), func() (*constrain.Grammar, error) { return constrain.FromRegex(v) })
 		if err != nil {
 			return nil, BadRequest("grammar.value", "regex: %v", err)
 		}
@@ -245,13 +250,13 @@ func (b *Base) grammarField(raw json.RawMessage) (*constrain.Grammar, error) {
 		if err != nil {
 			return nil, err
 		}
-		g, err := b.grammars.compile("lark", []byte(v), func() (*constrain.Grammar, error) { return constrain.FromLark(v) })
+		g, err := b.grammars.compile(note, "lark", []byte(v), func() (*constrain.Grammar, error) { return constrain.FromLark(v) })
 		if err != nil {
 			return nil, BadRequest("grammar.value", "lark grammar: %v", err)
 		}
 		return g, nil
 	case "json_schema":
-		g, err := b.grammars.compile("json_schema", gf.Value, func() (*constrain.Grammar, error) { return constrain.FromJSONSchema(gf.Value) })
+		g, err := b.grammars.compile(note, "json_schema", gf.Value, func() (*constrain.Grammar, error) { return constrain.FromJSONSchema(gf.Value) })
 		if err != nil {
 			return nil, schemaError("grammar.value", err)
 		}
@@ -262,22 +267,40 @@ func (b *Base) grammarField(raw json.RawMessage) (*constrain.Grammar, error) {
 	return nil, BadRequest("grammar.type", "grammar type %q is not supported (regex, json_schema, lark)", gf.Type)
 }
 
+// GrammarCompile is how a request's constraint was had from the grammar
+// cache, for its generation spans: its kind (json_object, json_schema,
+// regex, lark, tool_call), whether the cache held it, and the time it took.
+type GrammarCompile struct {
+	Kind string
+	Hit  bool
+	At   time.Time // when the lookup began
+	Took time.Duration
+}
+
 // Constraint compiles a request's response_format and grammar: at most
 // one of them may constrain the output.
 func (b *Base) Constraint(param string, responseFormat, grammar json.RawMessage) (*constrain.Grammar, error) {
-	rf, err := b.responseFormat(param, responseFormat)
+	g, _, err := b.ConstraintNoted(param, responseFormat, grammar)
+	return g, err
+}
+
+// ConstraintNoted is Constraint, also saying how the grammar was compiled
+// (Settings.Compile; zero without a constraint).
+func (b *Base) ConstraintNoted(param string, responseFormat, grammar json.RawMessage) (*constrain.Grammar, GrammarCompile, error) {
+	var rfNote, gfNote GrammarCompile
+	rf, err := b.responseFormat(&rfNote, param, responseFormat)
 	if err != nil {
-		return nil, err
+		return nil, GrammarCompile{}, err
 	}
-	gf, err := b.grammarField(grammar)
+	gf, err := b.grammarField(&gfNote, grammar)
 	if err != nil {
-		return nil, err
+		return nil, GrammarCompile{}, err
 	}
 	if rf != nil && gf != nil {
-		return nil, BadRequest("grammar", "give either %s or grammar, not both", param)
+		return nil, GrammarCompile{}, BadRequest("grammar", "give either %s or grammar, not both", param)
 	}
 	if rf != nil {
-		return rf, nil
+		return rf, rfNote, nil
 	}
-	return gf, nil
+	return gf, gfNote, nil
 }

@@ -46,7 +46,7 @@ func (b *Base) ToolCallGrammar(tmplSrc string, tools []json.RawMessage, choice j
 		Prefix, Suffix string
 		Call           *toolCallSchema
 	}{prefix, suffix, call})
-	g, err := b.grammars.compile("tool_call", key, func() (*constrain.Grammar, error) {
+	g, err := b.grammars.compile(&GrammarCompile{}, "tool_call", key, func() (*constrain.Grammar, error) {
 		g, err := constrain.FromJSONSchemaDocs(call.Schema, call.Params)
 		if err != nil {
 			return nil, err

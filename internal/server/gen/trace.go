@@ -68,6 +68,14 @@ func (b *Base) startTrace(ctx context.Context, j *Job) *genTrace {
 	if t.content {
 		t.spans[0].SetAttributes(content("mistralrs.prompt", j.Model.Tok.Decode(j.Req.Prompt))...)
 	}
+	if c := j.Compile; c.Kind != "" && c.Kind != "tool_call" {
+		// The compile ran before the spans began: the event keeps its time.
+		for _, sp := range t.spans {
+			sp.AddEvent("grammar_compile", trace.WithTimestamp(c.At), trace.WithAttributes(
+				attribute.String("mistralrs.constraint", c.Kind), attribute.Bool("mistralrs.grammar_cache.hit", c.Hit),
+				attribute.Float64("mistralrs.duration_s", c.Took.Seconds())))
+		}
+	}
 	j.Req.Trace = t.hook
 	return t
 }
@@ -103,8 +111,8 @@ func (j *Job) requestAttributes(op string) []attribute.KeyValue {
 	if j.Req.N > 1 {
 		a = append(a, attribute.Int("gen_ai.request.choice.count", j.Req.N))
 	}
-	if j.Constraint != "" {
-		a = append(a, attribute.String("mistralrs.constraint", j.Constraint))
+	if c := j.Compile; c.Kind != "" {
+		a = append(a, attribute.String("mistralrs.constraint", c.Kind))
 	}
 	if j.Req.LoRA != nil {
 		a = append(a, attribute.String("mistralrs.lora.adapter", j.Req.LoRA.Name),

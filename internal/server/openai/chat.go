@@ -82,7 +82,7 @@ func (a *API) prepareChat(r *http.Request, body []byte) (*chatRequest, *gen.Job,
 	if err != nil {
 		return nil, nil, err
 	}
-	if g.Grammar, err = a.b.Constraint("response_format", req.ResponseFormat, req.Grammar); err != nil {
+	if g.Grammar, g.Compile, err = a.b.ConstraintNoted("response_format", req.ResponseFormat, req.Grammar); err != nil {
 		return nil, nil, err
 	}
 	tools, err := gen.ToolsParser(req.Tools, req.ToolChoice)

@@ -96,7 +96,7 @@ func (a *API) prepareCompletion(r *http.Request, body []byte) (*completionReques
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if g.Grammar, err = a.b.Constraint("response_format", nil, req.Grammar); err != nil {
+	if g.Grammar, g.Compile, err = a.b.ConstraintNoted("response_format", nil, req.Grammar); err != nil {
 		return nil, nil, nil, err
 	}
 	p, err := parsePrompt(req.Prompt)

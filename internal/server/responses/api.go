@@ -201,7 +201,7 @@ func (a *API) request(req *responsesRequest, m gen.Model) (*gen.Request, *job, e
 	if err != nil {
 		return nil, nil, err
 	}
-	if g.Grammar, err = a.b.Constraint(param, format, req.Grammar); err != nil {
+	if g.Grammar, g.Compile, err = a.b.ConstraintNoted(param, format, req.Grammar); err != nil {
 		return nil, nil, err
 	}
 	var images gen.Images
