@@ -32,7 +32,7 @@ type tracedServer struct {
 	exp *tracetest.InMemoryExporter
 }
 
-func startTracedServer(t *testing.T, sampler sdktrace.Sampler) *tracedServer {
+func startTracedServer(t *testing.T, sampler sdktrace.Sampler, opts ...testOpt) *tracedServer {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sampler))
@@ -40,8 +40,12 @@ func startTracedServer(t *testing.T, sampler sdktrace.Sampler) *tracedServer {
 	oo.Logger = slog.New(slog.DiscardHandler)
 	eo := config.DefaultEngineOptions()
 	eo.Threads = 1
-	srv, err := New(Options{Models: []ModelSpec{tinySpec(t, "tiny", tinyConfig, loader.Options{})}, Observe: &oo, Engine: eo,
-		Logger: slog.New(slog.DiscardHandler), EngineLogger: slog.New(slog.DiscardHandler)})
+	o := Options{Models: []ModelSpec{tinySpec(t, "tiny", tinyConfig, loader.Options{})}, Observe: &oo, Engine: eo,
+		Logger: slog.New(slog.DiscardHandler), EngineLogger: slog.New(slog.DiscardHandler)}
+	for _, f := range opts {
+		f(&o)
+	}
+	srv, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,4 +323,43 @@ func TestTraceGrammarCompile(t *testing.T) {
 			t.Errorf("no grammar_compile event in %v", eventNames(gens[0]))
 		}
 	}
+}
+
+// An image's encoding is an event of the generation span: a miss for a
+// new image, a hit when it comes again.
+func TestTraceImageEncode(t *testing.T) {
+	spec := visionSpec(t) // skips without ../shared
+	ts := startTracedServer(t, sdktrace.AlwaysSample(), func(o *Options) {
+		o.Models = []ModelSpec{spec}
+		o.Engine.EncoderCacheBytes = 64 << 20
+	})
+	square := visionImage(t, "img-square-224.png")
+	for i, text := range []string{"Describe this picture", "What is in it?"} {
+		resp, data, err := ts.post(t, context.Background(), "/v1/chat/completions", map[string]any{"model": "gemma-vision", "max_tokens": 2,
+			"messages": []map[string]any{{"role": "user", "content": []map[string]any{{"type": "text", "text": text},
+				{"type": "image_url", "image_url": map[string]any{"url": square}}}}}})
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%v %v: %s", err, resp, data)
+		}
+		_, gens := ts.tree(t)
+		if len(gens) != 1 {
+			t.Fatalf("%d generation spans", len(gens))
+		}
+		a := attrs(gens[0])
+		hit := i == 1
+		if a["mistralrs.images"].AsInt64() != 1 || a["mistralrs.encoder_cache.hits"].AsInt64() != int64(btoi(hit)) ||
+			a["mistralrs.encoder_cache.misses"].AsInt64() != int64(btoi(!hit)) {
+			t.Errorf("request %d: images %v, hits %v, misses %v", i, a["mistralrs.images"], a["mistralrs.encoder_cache.hits"], a["mistralrs.encoder_cache.misses"])
+		}
+		if !slices.Contains(eventNames(gens[0]), "image_encode") {
+			t.Errorf("request %d: events %v", i, eventNames(gens[0]))
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -81,7 +81,7 @@ func TestChoiceEvents(t *testing.T) {
 	}
 	for k, v := range want {
 		if got[k] != v {
-			t.Errorf("%s = %v, want %v", k, got[k].Emit(), v.Emit())
+			t.Errorf("%s = %v, want %v", k, got[k].String(), v.String())
 		}
 	}
 }
