@@ -147,7 +147,7 @@ func (lr *loraRoutes) fail(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		le = &loraError{status: http.StatusInternalServerError, code: "internal_error", msg: err.Error()}
 	}
-	_ = lr.s.opts.PayloadLog.Error(le.msg)
+	_ = lr.s.opts.PayloadLog.ErrorCtx(r.Context(), le.msg)
 	writeLoRAEnvelope(w, r, le.status, le.code, le.msg)
 }
 
@@ -305,7 +305,7 @@ func (lr *loraRoutes) load(w http.ResponseWriter, r *http.Request) {
 		lr.fail(w, r, err)
 		return
 	}
-	lr.s.base.Respond(w, out)
+	lr.s.base.Respond(w, r, out)
 }
 
 func (lr *loraRoutes) loadAdapter(ctx context.Context, req *loadLoRARequest) (*loraLoadJSON, error) {
@@ -495,7 +495,7 @@ func (lr *loraRoutes) unload(w http.ResponseWriter, r *http.Request) {
 		lr.fail(w, r, err)
 		return
 	}
-	lr.s.base.Respond(w, out)
+	lr.s.base.Respond(w, r, out)
 }
 
 func (lr *loraRoutes) unloadAdapter(req *unloadLoRARequest) (*loraLoadJSON, error) {

@@ -239,10 +239,10 @@ func (s *Server) modelManagement(w http.ResponseWriter, r *http.Request, name st
 			out.Status = StatusInternalError
 			out.Error = err.Error()
 			observe.SetError(r.Context(), err.Error())
-			_ = s.opts.PayloadLog.Error(err.Error())
+			_ = s.opts.PayloadLog.ErrorCtx(r.Context(), err.Error())
 		}
 	}
-	s.base.Respond(w, out)
+	s.base.Respond(w, r, out)
 }
 
 func (s *Server) handleUnload(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"mistralrs/internal/observe"
 	"mistralrs/internal/tracing"
 )
 
@@ -71,7 +74,13 @@ func TestTraceThroughOTLP(t *testing.T) {
 		q, _ := tracing.New(context.Background(), tracing.Config{Endpoint: col.URL, Getenv: noenv})
 		_ = q.Shutdown(context.Background())
 	})
-	ts := startServer(t, func(o *Options) { o.Tracing = p })
+	plPath := filepath.Join(t.TempDir(), "requests.log")
+	pl, err := observe.OpenPayloadLog(plPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	ts := startServer(t, func(o *Options) { o.Tracing = p; o.PayloadLog = pl })
 	const parentTrace, parentSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	resp, body := ts.post("/v1/chat/completions", map[string]any{"model": "tiny", "max_tokens": 3, "ignore_eos": true,
 		"messages": []map[string]any{{"role": "user", "content": "hello there, a prompt longer than eight bytes"}}},
@@ -107,5 +116,10 @@ func TestTraceThroughOTLP(t *testing.T) {
 	}
 	if p := spanAttr(gen, "mistralrs.prompt"); p == "" || len(p) > 8 {
 		t.Errorf("captured prompt %q, want at most 8 bytes", p)
+	}
+	// The -l payload log's request and response entries lead to the trace.
+	logged, _ := os.ReadFile(plPath)
+	if n := strings.Count(string(logged), "trace_id="+parentTrace); n < 2 {
+		t.Errorf("%d payload log entries with the trace id:\n%s", n, logged)
 	}
 }

@@ -126,7 +126,7 @@ func (s *bodySink) Finish(end *gen.End) (bool, error) {
 			content = append(content, toolUseBlock(c))
 		}
 	}
-	s.b.Respond(s.w, messageJSON{
+	s.b.Respond(s.w, s.r, messageJSON{
 		ID: s.msgID, Type: "message", Role: "assistant", Content: content, Model: s.j.Served.ID(),
 		StopReason: &reason, StopSequence: seq,
 		Usage: usageJSON{InputTokens: ch.PromptTokens, OutputTokens: ch.CompletionTokens},

@@ -84,7 +84,7 @@ func (a *API) countTokens(w http.ResponseWriter, r *http.Request, body []byte) e
 	if err != nil {
 		return err
 	}
-	a.b.Respond(w, struct {
+	a.b.Respond(w, r, struct {
 		InputTokens int `json:"input_tokens"`
 	}{n})
 	return nil

@@ -61,7 +61,7 @@ func (b *Base) WriteError(w http.ResponseWriter, r *http.Request, env Envelope, 
 // whether or not the client is still there.
 func (b *Base) WriteRequestError(w http.ResponseWriter, r *http.Request, env Envelope, err error) {
 	re := asError(err)
-	_ = b.PayloadLog.Error(re.Msg)
+	_ = b.PayloadLog.ErrorCtx(r.Context(), re.Msg)
 	env.Write(w, r, re.Status, re)
 }
 
@@ -78,7 +78,7 @@ func (b *Base) ReadBody(w http.ResponseWriter, r *http.Request, env Envelope) ([
 		}
 		return nil, false
 	}
-	_ = b.PayloadLog.Request(body)
+	_ = b.PayloadLog.RequestCtx(r.Context(), body)
 	if !utf8.Valid(body) {
 		// encoding/json would quietly turn the bad bytes into U+FFFD and the
 		// model would answer a prompt the client never sent.

@@ -411,8 +411,9 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(body)
 }
 
-// Respond logs v as the response payload and sends it with 200.
-func (b *Base) Respond(w http.ResponseWriter, v any) {
-	_ = b.PayloadLog.Response(v)
+// Respond logs v as the response payload (with r's trace id) and sends
+// it with 200.
+func (b *Base) Respond(w http.ResponseWriter, r *http.Request, v any) {
+	_ = b.PayloadLog.ResponseCtx(r.Context(), v)
 	WriteJSON(w, http.StatusOK, v)
 }

@@ -101,7 +101,7 @@ func (b *Base) Run(w http.ResponseWriter, r *http.Request, j *Job, stream bool, 
 func (b *Base) runStream(w http.ResponseWriter, r *http.Request, j *Job, newSink func(ev *Events) Sink) {
 	st := observe.StreamFromContext(r.Context())
 	ev := startEvents(w)
-	ev.log = b.PayloadLog
+	ev.log, ev.ctx = b.PayloadLog, r.Context()
 	sink := newSink(ev)
 	held := make([]*toolStream, max(j.Req.N, 1)) // by choice
 	if j.Tools != nil {
@@ -123,7 +123,7 @@ func (b *Base) runStream(w http.ResponseWriter, r *http.Request, j *Job, newSink
 	case err != nil:
 		msg := GenerateError(err)
 		st.Error(msg.Error())
-		_ = b.PayloadLog.Error(msg.Error())
+		_ = b.PayloadLog.ErrorCtx(r.Context(), msg.Error())
 		sink.Fail(msg)
 		return
 	case ev.err != nil || results[0].FinishReason == engine.FinishCanceled && ClientGone(r):

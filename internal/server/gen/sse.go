@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -20,6 +21,7 @@ type Events struct {
 	// ping is the keep-alive frame: nil for the `:` comment frame.
 	ping []byte
 	log  *observe.PayloadLog // every event's payload, as the -l log shows it
+	ctx  context.Context     // the request's: its trace id goes with each payload
 }
 
 // startEvents sends the stream's header block.
@@ -66,7 +68,7 @@ func (e *Events) Data(v any) error { return e.Event("", v) }
 // Event sends v as one event named name (`event: name`), or unnamed if
 // name is "", and logs it as a response payload.
 func (e *Events) Event(name string, v any) error {
-	_ = e.log.Response(v)
+	_ = e.log.ResponseCtx(e.ctx, v)
 	return e.Unlogged(name, v)
 }
 

@@ -147,7 +147,7 @@ func (c *chatBody) Finish(end *gen.End) (bool, error) {
 			choices[i].Logprobs = &chatLogprobs{Content: c.collected[i]}
 		}
 	}
-	c.b.Respond(c.w, chatCompletionJSON{
+	c.b.Respond(c.w, c.r, chatCompletionJSON{
 		ID: c.j.ID, Object: "chat.completion", Created: c.j.Created, Model: c.j.Served.ID(),
 		SystemFingerprint: systemFingerprint, Choices: choices, Usage: usage(&end.Merged), AdapterGeneration: c.j.AdapterGeneration,
 	})

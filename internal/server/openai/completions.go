@@ -201,7 +201,7 @@ func (c *completionBody) Finish(end *gen.End) (bool, error) {
 		}
 	}
 	resp := c.chunk(choices, usage(&end.Merged))
-	c.b.Respond(c.w, resp)
+	c.b.Respond(c.w, c.r, resp)
 	return false, nil
 }
 

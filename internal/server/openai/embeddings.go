@@ -143,7 +143,7 @@ func (a *API) Embeddings(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Data[i] = embeddingJSON{Object: "embedding", Embedding: e, Index: i}
 	}
-	a.b.Respond(w, resp)
+	a.b.Respond(w, r, resp)
 }
 
 // objectInput finds an object in input (as multimodal embedding APIs send

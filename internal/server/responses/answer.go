@@ -34,7 +34,7 @@ func (s *bodySink) Finish(end *gen.End) (bool, error) {
 	if s.p.store {
 		s.a.store.add(&storedResponse{id: s.p.id, obj: obj, msgs: conv})
 	}
-	s.a.b.Respond(s.w, obj)
+	s.a.b.Respond(s.w, s.r, obj)
 	return false, nil
 }
 
@@ -55,12 +55,12 @@ func (s *bodySink) Fail(err error) {
 // is stored (when store is on) as failed, so it cannot be continued.
 func (s *bodySink) Canceled(m string, end *gen.End) {
 	observe.SetError(s.r.Context(), m)
-	_ = s.a.b.PayloadLog.Error(m)
+	_ = s.a.b.PayloadLog.ErrorCtx(s.r.Context(), m)
 	res := end.Choices[0].Result
 	obj, _ := s.p.finish(respFailed, res, res.Text, newMessageItem("incomplete", res.Text, s.all), nil)
 	obj.Error = &responseErrorJSON{Code: "server_error", Message: m}
 	if s.p.store {
 		s.a.store.add(&storedResponse{id: s.p.id, obj: obj})
 	}
-	s.a.b.Respond(s.w, obj)
+	s.a.b.Respond(s.w, s.r, obj)
 }

@@ -360,7 +360,7 @@ func (a *API) startBackground(w http.ResponseWriter, r *http.Request, p *job) {
 	a.store.add(e)
 	queued := e.obj
 	go a.runBackground(ctx, p, e)
-	a.b.Respond(w, queued)
+	a.b.Respond(w, r, queued)
 }
 
 func (a *API) runBackground(ctx context.Context, p *job, e *storedResponse) {
@@ -398,7 +398,7 @@ func (a *API) runBackground(ctx context.Context, p *job, e *storedResponse) {
 // notFound answers an id the store does not hold (never stored, deleted,
 // evicted, or lost in a restart).
 func (a *API) notFound(w http.ResponseWriter, r *http.Request, msg string) {
-	_ = a.b.PayloadLog.Error(msg)
+	_ = a.b.PayloadLog.ErrorCtx(r.Context(), msg)
 	observe.WriteError(w, r, http.StatusNotFound, observe.APIError{Message: msg})
 }
 
@@ -411,7 +411,7 @@ func (a *API) Get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	obj, _, _ := a.store.state(e)
-	a.b.Respond(w, obj)
+	a.b.Respond(w, r, obj)
 }
 
 // Delete is DELETE /v1/responses/{response_id}; a running background
@@ -426,7 +426,7 @@ func (a *API) Delete(w http.ResponseWriter, r *http.Request) {
 	if e.cancel != nil {
 		e.cancel()
 	}
-	a.b.Respond(w, struct {
+	a.b.Respond(w, r, struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
 		Deleted bool   `json:"deleted"`
@@ -460,5 +460,5 @@ func (a *API) Cancel(w http.ResponseWriter, r *http.Request) {
 		a.notFound(w, r, cannot)
 		return
 	}
-	a.b.Respond(w, obj)
+	a.b.Respond(w, r, obj)
 }
