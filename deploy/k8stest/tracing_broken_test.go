@@ -88,6 +88,9 @@ func TestBrokenTracingExampleFailsCrossChecks(t *testing.T) {
 		{"Jaeger Service port", "kubernetes/jaeger.yaml", "    - name: otlp-grpc\n      port: 4317", "    - name: otlp-grpc\n      port: 4316", "does not reach Jaeger's OTLP port 4317"},
 		{"collector Service port", "kubernetes/otel-collector.yaml", "      port: 4318\n      targetPort: otlp-http", "      port: 4318\n      targetPort: otlp-grpc", "does not reach the collector's OTLP/http receiver"},
 		{"collector probe port", "kubernetes/otel-collector.yaml", "              port: health\n            periodSeconds: 5", "              port: otlp-http\n            periodSeconds: 5", "readinessProbe does not ask the health_check extension's port"},
+		{"protocol value", composeFile, "      OTEL_SERVICE_NAME: mistralrs\n", "      OTEL_SERVICE_NAME: mistralrs\n      OTEL_EXPORTER_OTLP_PROTOCOL: http/json\n", "want http/protobuf or grpc"},
+		{"gRPC protocol at the HTTP port", composeFile, "      OTEL_SERVICE_NAME: mistralrs\n", "      OTEL_SERVICE_NAME: mistralrs\n      OTEL_EXPORTER_OTLP_PROTOCOL: grpc\n", "OTLP/grpc receiver is otel-collector:4317"},
+		{"README misses a file", "README.md", "| `kubernetes/jaeger.yaml` |", "| `kubernetes/jaeger.yml` |", "does not list kubernetes/jaeger.yaml"},
 		{"Jaeger Service selects nothing", "kubernetes/jaeger.yaml", "  selector:\n    app.kubernetes.io/name: jaeger", "  selector:\n    app.kubernetes.io/name: jaeger-query", "Service jaeger selects the pods of 0 Deployments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,5 +108,27 @@ func TestBrokenTracingExampleFailsCrossChecks(t *testing.T) {
 				t.Errorf("no new problem with %q; problems: %q", tc.want, tracingProblems(ex, f))
 			}
 		})
+	}
+}
+
+// TestTracingNamesMustBeDocumented: once docs/configuration.md documents the tracing settings,
+// an OTEL_* variable or tracing flag the example uses and the docs do not name is reported.
+func TestTracingNamesMustBeDocumented(t *testing.T) {
+	root := repoRoot(t)
+	ex, err := loadTracing(filepath.Join(root, tracingDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := *loadTracingFacts(t, root)
+	f.Traced, f.Docs = true, "docs that name no tracing setting"
+	problems := tracingProblems(ex, &f)
+	for _, want := range []string{
+		"compose.yaml: service mistralrs: OTEL_SERVICE_NAME is not documented",
+		"Deployment mistralrs-qwen3-0-6b: OTEL_TRACES_SAMPLER_ARG is not documented",
+		"README.md names --otlp-traces-endpoint",
+	} {
+		if !slices.ContainsFunc(problems, func(p string) bool { return strings.HasPrefix(p, want) }) {
+			t.Errorf("no problem %q; problems: %q", want, problems)
+		}
 	}
 }

@@ -51,21 +51,27 @@ const jaegerUIPort = 16686
 // otelEnv are the OpenTelemetry SDK environment variables (the specification's "Environment
 // Variable Specification": general SDK, batch span processor, OTLP exporter) that the example
 // may set on the server. A name outside this list is a typo the SDK would silently ignore.
-var otelEnv = map[string]bool{
-	"OTEL_SDK_DISABLED": true, "OTEL_SERVICE_NAME": true, "OTEL_RESOURCE_ATTRIBUTES": true,
-	"OTEL_TRACES_SAMPLER": true, "OTEL_TRACES_SAMPLER_ARG": true, "OTEL_PROPAGATORS": true,
-	"OTEL_TRACES_EXPORTER":    true,
-	"OTEL_BSP_SCHEDULE_DELAY": true, "OTEL_BSP_EXPORT_TIMEOUT": true, "OTEL_BSP_MAX_QUEUE_SIZE": true,
-	"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": true,
-	"OTEL_EXPORTER_OTLP_ENDPOINT":    true, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": true,
-	"OTEL_EXPORTER_OTLP_PROTOCOL": true, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": true,
-	"OTEL_EXPORTER_OTLP_HEADERS": true, "OTEL_EXPORTER_OTLP_TRACES_HEADERS": true,
-	"OTEL_EXPORTER_OTLP_TIMEOUT": true, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": true,
-	"OTEL_EXPORTER_OTLP_COMPRESSION": true, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": true,
-	"OTEL_EXPORTER_OTLP_INSECURE": true, "OTEL_EXPORTER_OTLP_TRACES_INSECURE": true,
-	"OTEL_EXPORTER_OTLP_CERTIFICATE": true, "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": true,
-	"OTEL_EXPORTER_OTLP_CLIENT_KEY": true, "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY": true,
-	"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": true, "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE": true,
+var otelEnv = setOf(`
+	OTEL_SDK_DISABLED OTEL_SERVICE_NAME OTEL_RESOURCE_ATTRIBUTES OTEL_TRACES_SAMPLER
+	OTEL_TRACES_SAMPLER_ARG OTEL_PROPAGATORS OTEL_TRACES_EXPORTER OTEL_BSP_SCHEDULE_DELAY
+	OTEL_BSP_EXPORT_TIMEOUT OTEL_BSP_MAX_QUEUE_SIZE OTEL_BSP_MAX_EXPORT_BATCH_SIZE
+	OTEL_EXPORTER_OTLP_ENDPOINT OTEL_EXPORTER_OTLP_TRACES_ENDPOINT OTEL_EXPORTER_OTLP_PROTOCOL
+	OTEL_EXPORTER_OTLP_TRACES_PROTOCOL OTEL_EXPORTER_OTLP_HEADERS
+	OTEL_EXPORTER_OTLP_TRACES_HEADERS OTEL_EXPORTER_OTLP_TIMEOUT
+	OTEL_EXPORTER_OTLP_TRACES_TIMEOUT OTEL_EXPORTER_OTLP_COMPRESSION
+	OTEL_EXPORTER_OTLP_TRACES_COMPRESSION OTEL_EXPORTER_OTLP_INSECURE
+	OTEL_EXPORTER_OTLP_TRACES_INSECURE OTEL_EXPORTER_OTLP_CERTIFICATE
+	OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE OTEL_EXPORTER_OTLP_CLIENT_KEY
+	OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE
+	OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE`)
+
+// setOf makes a set of the space-separated words.
+func setOf(words string) map[string]bool {
+	set := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		set[w] = true
+	}
+	return set
 }
 
 // samplers are OTEL_TRACES_SAMPLER's values the SDK knows; the ratio ones read
@@ -168,6 +174,7 @@ type tracingExample struct {
 	Collector *collectorConfig
 	Overlay   *tree // the overlay's own manifests (deploy/tracing/kubernetes)
 	Built     *tree // what kubectl apply -k applies: the base's objects and the overlay's, patched
+	README    string
 }
 
 // decodeStrict decodes a YAML file strictly into v, naming the file in the error.
@@ -186,6 +193,11 @@ func decodeStrict(dir, rel, what string, v any) error {
 // into the structs above, the overlay's manifests into the API types, and builds the overlay.
 func loadTracing(dir string) (*tracingExample, error) {
 	ex := &tracingExample{Dir: dir, Compose: &composeProject{}, Collector: &collectorConfig{}}
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		return nil, err
+	}
+	ex.README = string(readme)
 	if err := decodeStrict(dir, composeFile, "compose file", ex.Compose); err != nil {
 		return nil, err
 	}
@@ -317,7 +329,38 @@ func tracingProblems(ex *tracingExample, f *tracingFacts) []string {
 	}
 	c.services()
 	c.overlayExample(ex, f)
+	c.readme(ex, f)
 	return c.out
+}
+
+// readmeName finds the tracing flags and OpenTelemetry variables README.md names.
+var readmeName = regexp.MustCompile(`--otlp-[a-z-]+|OTEL_[A-Z_]+[A-Z]`)
+
+// readme: README.md's table lists every file of the example; once the server documents its
+// tracing settings, every tracing flag and OTEL_* variable the README names is documented.
+func (c *checker) readme(ex *tracingExample, f *tracingFacts) {
+	err := filepath.WalkDir(ex.Dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "README.md" {
+			return err
+		}
+		rel, _ := filepath.Rel(ex.Dir, p)
+		if !strings.Contains(ex.README, "| `"+filepath.ToSlash(rel)+"`") {
+			c.errorf("README.md: the file table does not list %s", filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		c.errorf("%v", err)
+	}
+	if !f.Traced {
+		return
+	}
+	for _, name := range readmeName.FindAllString(ex.README, -1) {
+		name = strings.TrimSuffix(name, "_") // OTEL_EXPORTER_OTLP_ and the like, cut before _TRACES_
+		if !strings.Contains(f.Docs, name) {
+			c.errorf("README.md names %s, which docs/configuration.md and docs/observability.md do not", name)
+		}
+	}
 }
 
 // collectorPipeline: a traces pipeline from the OTLP receiver through the batch processor (the
@@ -418,8 +461,12 @@ func serverEndpoint(env map[string]string) (host string, port int, proto string,
 	}
 	proto = "http"
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
-		if env[k] == "grpc" {
+		switch env[k] {
+		case "grpc":
 			proto = "grpc"
+		case "", "http/protobuf":
+		default:
+			return "", 0, "", fmt.Errorf("%s=%s: want http/protobuf or grpc", k, env[k])
 		}
 	}
 	u, err := url.Parse(raw)
