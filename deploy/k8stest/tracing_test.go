@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -736,6 +737,50 @@ func TestTracingExampleAgrees(t *testing.T) {
 	for _, p := range c.out {
 		if !strings.Contains(p, "a patch targets") { // the patched Deployment is the base's
 			t.Error(p)
+		}
+	}
+}
+
+// TestTracingOverlayMatchesKustomize builds the overlay with kustomize itself (kubectl
+// kustomize) and checks that it gives the objects buildKustomization gives, so the checks
+// above look at what kubectl apply -k applies.
+func TestTracingOverlayMatchesKustomize(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not installed: the overlay is not built with kustomize itself")
+	}
+	dir := filepath.Join(repoRoot(t), tracingDir)
+	ex, err := loadTracing(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(kubectl, "kustomize", filepath.Join(dir, overlayDir)).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v", err)
+	}
+	built := filepath.Join(t.TempDir(), "built.yaml")
+	if err := os.WriteFile(built, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kz := &tree{}
+	if err := kz.loadFile(built, "kubectl kustomize"); err != nil {
+		t.Fatal(err)
+	}
+	key := func(o object) string { return o.Kind + "/" + o.Name }
+	ours := map[string]string{}
+	for _, o := range ex.Built.Objects {
+		data, _ := json.Marshal(o.Obj)
+		ours[key(o)] = string(data)
+	}
+	if len(kz.Objects) != len(ours) {
+		t.Errorf("kustomize builds %d objects, buildKustomization %d", len(kz.Objects), len(ours))
+	}
+	for _, o := range kz.Objects {
+		data, _ := json.Marshal(o.Obj)
+		if mine, ok := ours[key(o)]; !ok {
+			t.Errorf("kustomize builds %s, buildKustomization does not", key(o))
+		} else if mine != string(data) {
+			t.Errorf("%s differs:\nkustomize:          %s\nbuildKustomization: %s", key(o), data, mine)
 		}
 	}
 }
