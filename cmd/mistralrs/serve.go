@@ -17,6 +17,7 @@ import (
 	"mistralrs/internal/demo"
 	"mistralrs/internal/observe"
 	"mistralrs/internal/server"
+	"mistralrs/internal/tracing"
 )
 
 func newServeCmd(g *config.GlobalConfig) *cobra.Command {
@@ -152,6 +153,17 @@ func serveConfig(cmd *cobra.Command, cfg *config.Config, warns []config.Warning)
 		defer pl.Close()
 		opts.PayloadLog = pl
 		log.Info("Logging requests and responses to " + cfg.Global.Log)
+	}
+	tp, err := tracing.New(cmd.Context(), server.TracingConfig(cfg))
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		// Normally flushed by Serve after the drain; this covers the
+		// startup errors below.
+		defer func() { _ = tp.Shutdown(context.Background()) }()
+		opts.Tracing = tp
+		log.Info("Sending OpenTelemetry traces to " + tp.Target())
 	}
 	srv, err := server.New(opts)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"mistralrs/internal/smallfile"
+	"mistralrs/internal/tracing"
 )
 
 // Config is everything a serve run needs to know before it starts.
@@ -83,6 +84,12 @@ type ServerConfig struct {
 	RemoteImageMaxMB       int  `toml:"remote_image_max_mb"`       // at least 1
 	RemoteImageTimeoutSecs int  `toml:"remote_image_timeout_secs"` // at least 1
 	AllowPrivateImageHosts bool `toml:"allow_private_image_hosts"`
+
+	// OpenTelemetry traces (internal/tracing): off unless an endpoint is
+	// set here or in the OTEL_* environment.
+	OTLPTracesEndpoint      string `toml:"otlp_traces_endpoint"`
+	OTLPCaptureContent      bool   `toml:"otlp_capture_content"`
+	OTLPCaptureContentBytes int    `toml:"otlp_capture_content_bytes"` // at least 1
 }
 
 // RuntimeConfig is the scheduler and prompt handling shared by all models.
@@ -381,6 +388,14 @@ func (c *Config) validateServer() error {
 	}
 	if s.AccessLogFormat != "text" && s.AccessLogFormat != "json" {
 		return c.bad("server.access_log_format", s.AccessLogFormat, `must be "text" or "json"`)
+	}
+	if s.OTLPTracesEndpoint != "" {
+		if tracing.ValidateEndpoint(s.OTLPTracesEndpoint) != nil {
+			return c.bad("server.otlp_traces_endpoint", s.OTLPTracesEndpoint, "must be an http:// or https:// URL with a host")
+		}
+	}
+	if s.OTLPCaptureContentBytes < 1 || s.OTLPCaptureContentBytes > 1<<30 {
+		return c.bad("server.otlp_capture_content_bytes", s.OTLPCaptureContentBytes, "must be between 1 and %d", 1<<30)
 	}
 	if s.ShutdownTimeoutSecs < 1 || s.ShutdownTimeoutSecs > 1<<30 {
 		return c.bad("server.shutdown_timeout_secs", s.ShutdownTimeoutSecs, "must be between 1 and %d", 1<<30)

@@ -94,6 +94,12 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.Server.RemoteImageTimeoutSecs }},
 	{Key: "server.allow_private_image_hosts", Flag: "allow-private-image-hosts", Default: false, Usage: "with --allow-remote-images, also fetch from loopback, private, link-local and other non-public addresses (refused by default: the server must not become a proxy into its own network)",
 		field: func(c *Config) any { return &c.Server.AllowPrivateImageHosts }},
+	{Key: "server.otlp_traces_endpoint", Flag: "otlp-traces-endpoint", Default: "", Usage: "send OpenTelemetry traces over OTLP to this URL (http://collector:4318/v1/traces; a URL without a path gets /v1/traces; with OTEL_EXPORTER_OTLP_PROTOCOL=grpc, http://collector:4317); empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT, else tracing is off",
+		field: func(c *Config) any { return &c.Server.OTLPTracesEndpoint }},
+	{Key: "server.otlp_capture_content", Flag: "otlp-capture-content", Env: "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", Default: false, Usage: "record prompts and completions on the generation spans (off: never), each cut to --otlp-capture-content-bytes",
+		field: func(c *Config) any { return &c.Server.OTLPCaptureContent }},
+	{Key: "server.otlp_capture_content_bytes", Flag: "otlp-capture-content-bytes", Default: 4096, Usage: "with --otlp-capture-content, most bytes of each prompt or completion recorded on a span",
+		field: func(c *Config) any { return &c.Server.OTLPCaptureContentBytes }},
 	{Env: "KEEP_ALIVE_INTERVAL", Default: 10 * time.Second, Usage: "SSE keep-alive comment interval, in milliseconds",
 		field: func(c *Config) any { return &c.Server.KeepAliveInterval }},
 

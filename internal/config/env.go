@@ -32,6 +32,16 @@ func (c *Config) ApplyEnv(getenv func(string) string) []Warning {
 				continue // set by a flag or the TOML file, which win
 			}
 			*p = v
+		case *bool:
+			if *p {
+				continue // set by a flag or the TOML file
+			}
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				w = append(w, Warning{o.Env, fmt.Sprintf("invalid value %q (want true or false); using %v", v, o.Default)})
+				continue
+			}
+			*p = b
 		case *time.Duration:
 			// Milliseconds, as mistral.rs reads KEEP_ALIVE_INTERVAL.
 			ms, err := strconv.ParseUint(v, 10, 32)

@@ -158,7 +158,9 @@ func (a *accessLogger) started(rec *Record, now time.Time) {
 		}
 		b = append(b, "}\n"...)
 		a.emitJSON(b, now, slog.LevelInfo, "request started", func(r *slog.Record) {
-			r.AddAttrs(slog.String("event", "request_started"), slog.String("request_id", rec.ID),
+			r.AddAttrs(slog.String("event", "request_started"), slog.String("request_id", rec.ID))
+			addTraceAttr(r, rec)
+			r.AddAttrs(
 				slog.String("method", rec.Method), slog.String("route", rec.Route), slog.String("path", rec.Path),
 				slog.String("model", rec.model))
 			if rec.ContentLength >= 0 {
@@ -170,6 +172,7 @@ func (a *accessLogger) started(rec *Record, now time.Time) {
 	} else {
 		b = append(b, "request started: request_id="...)
 		b = append(b, rec.ID...)
+		b = appendTraceText(b, rec)
 		b = append(b, " method="...)
 		b = append(b, rec.Method...)
 		b = append(b, " route="...)
@@ -219,7 +222,9 @@ func (a *accessLogger) completed(rec *Record, c *completion, now time.Time) {
 		}
 		b = append(b, "}\n"...)
 		a.emitJSON(b, now, slog.LevelInfo, "request completed", func(r *slog.Record) {
-			r.AddAttrs(slog.String("event", "request_completed"), slog.String("request_id", rec.ID),
+			r.AddAttrs(slog.String("event", "request_completed"), slog.String("request_id", rec.ID))
+			addTraceAttr(r, rec)
+			r.AddAttrs(
 				slog.String("method", rec.Method), slog.String("route", rec.Route), slog.String("model", rec.model),
 				slog.String("status", c.status), slog.Float64("duration_ms", ms))
 			if c.outcome != "" {
@@ -303,6 +308,7 @@ func (a *accessLogger) streamAccepted(rec *Record, status string, d time.Duratio
 func appendCompletedText(b []byte, rec *Record, status string) []byte {
 	b = append(b, "request completed: request_id="...)
 	b = append(b, rec.ID...)
+	b = appendTraceText(b, rec)
 	b = append(b, " method="...)
 	b = append(b, rec.Method...)
 	b = append(b, " route="...)
@@ -342,6 +348,9 @@ func appendJSONHead(b []byte, now time.Time, l slog.Level, event string, rec *Re
 	b = append(b, event...)
 	b = append(b, '"')
 	b = appendJSONField(b, "request_id", rec.ID)
+	if rec.TraceID != "" {
+		b = appendJSONField(b, "trace_id", rec.TraceID)
+	}
 	b = appendJSONField(b, "method", rec.Method)
 	return appendJSONField(b, "route", rec.Route)
 }
@@ -402,4 +411,20 @@ func appendJSONString(b []byte, s string) []byte {
 		i += size
 	}
 	return append(b, '"')
+}
+
+// appendTraceText adds the trace id to a text line: only for a request with
+// a sampled server span, so the id always names a trace the backend has.
+func appendTraceText(b []byte, rec *Record) []byte {
+	if rec.TraceID == "" {
+		return b
+	}
+	b = append(b, " trace_id="...)
+	return append(b, rec.TraceID...)
+}
+
+func addTraceAttr(r *slog.Record, rec *Record) {
+	if rec.TraceID != "" {
+		r.AddAttrs(slog.String("trace_id", rec.TraceID))
+	}
 }

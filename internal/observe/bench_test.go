@@ -112,7 +112,7 @@ func BenchmarkMetricsRender10k(b *testing.B) {
 					s.observeBodyBytes(float64(i))
 					d := s.status(200).done()
 					d.requests.Inc()
-					d.duration.observe(0.1, "", time.Now())
+					d.duration.observe(0.1, "", "", time.Now())
 				}
 			} else {
 				for i := 0; i < 10000; i++ {

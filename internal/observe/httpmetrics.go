@@ -11,8 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// exemplarLabel names the request id on exemplars.
-const exemplarLabel = "request_id"
+// exemplarLabel names the request id on exemplars, traceLabel the trace id
+// (when the request has a sampled span), so a panel jumps to the trace.
+const (
+	exemplarLabel = "request_id"
+	traceLabel    = "trace_id"
+)
 
 // exemplarEvery bounds how often one bucket of one series replaces its
 // exemplar: each replacement costs several allocations in client_golang, and
@@ -88,7 +92,7 @@ func HTTPMetrics(m *Metrics) func(http.Handler) http.Handler {
 				now := time.Now()
 				ds := rec.series.status(rec.rw.status).done()
 				ds.requests.Inc()
-				ds.duration.observe(now.Sub(rec.Start).Seconds(), rec.ID, now)
+				ds.duration.observe(now.Sub(rec.Start).Seconds(), rec.ID, rec.TraceID, now)
 				rec.series.inflight.Dec()
 			})
 		})
@@ -226,9 +230,9 @@ func newExemplarHist(o prometheus.Observer, bounds []float64) exemplarHist {
 	return exemplarHist{obs: o, ex: eo, bounds: bounds, last: make([]atomic.Int64, len(bounds)+1)}
 }
 
-func (e *exemplarHist) observe(v float64, requestID string, now time.Time) {
-	// Exemplar labels are limited to 128 runes in all (OpenMetrics).
-	if e.ex == nil || requestID == "" || len(exemplarLabel)+len(requestID) > 128 {
+func (e *exemplarHist) observe(v float64, requestID, traceID string, now time.Time) {
+	labels := exemplarLabels(requestID, traceID)
+	if e.ex == nil || labels == nil {
 		e.obs.Observe(v)
 		return
 	}
@@ -239,7 +243,28 @@ func (e *exemplarHist) observe(v float64, requestID string, now time.Time) {
 		e.obs.Observe(v)
 		return
 	}
-	e.ex.ObserveWithExemplar(v, prometheus.Labels{exemplarLabel: requestID})
+	e.ex.ObserveWithExemplar(v, labels)
+}
+
+// exemplarLabels returns an exemplar's labels, nil for none. OpenMetrics
+// limits them to 128 runes in all (names and values; the ids are ASCII):
+// the trace id (8+32) goes first, the request id when it fits beside it.
+func exemplarLabels(requestID, traceID string) prometheus.Labels {
+	const limit = 128
+	n := 0
+	var l prometheus.Labels
+	if traceID != "" {
+		n = len(traceLabel) + len(traceID)
+		l = prometheus.Labels{traceLabel: traceID}
+	}
+	if requestID != "" && n+len(exemplarLabel)+len(requestID) <= limit {
+		if l == nil {
+			l = prometheus.Labels{exemplarLabel: requestID}
+		} else {
+			l[exemplarLabel] = requestID
+		}
+	}
+	return l
 }
 
 // statusText returns the decimal status code without allocating.

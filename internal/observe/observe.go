@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"mistralrs/internal/httpguard"
 )
 
@@ -58,6 +60,9 @@ type Options struct {
 	// matched route. A request it refuses on a route whose model label comes
 	// from the body is labelled ModelUnknown.
 	Guard func(http.Handler) http.Handler
+	// Tracer, when set, starts a server span per API request (Tracing);
+	// nil is tracing off, and then the layer costs nothing.
+	Tracer trace.TracerProvider
 }
 
 // ErrorWriter writes an error response with status and msg in a route's own
@@ -149,7 +154,7 @@ func (o *HTTPLayer) MetricsHandler() http.Handler { return o.metrics.Handler() }
 
 // Handler wraps mux in the layers of mistral.rs's router, outermost first:
 // Router (the route label, so it also sees 404s, 405s, 413s and
-// preflights), RequestIDs, ModelLabels, AccessLog, HTTPMetrics,
+// preflights), Tracing (the server span, named by the route), RequestIDs, ModelLabels, AccessLog, HTTPMetrics,
 // StreamLatency, CORS (answers every OPTIONS), Options.Guard, the body
 // limit, then BufferBody, so that a request the guard refuses is logged,
 // counted and carries the CORS headers, but its body is never read. Register
@@ -158,6 +163,7 @@ func (o *HTTPLayer) MetricsHandler() http.Handler { return o.metrics.Handler() }
 func (o *HTTPLayer) Handler(mux *http.ServeMux) http.Handler {
 	layers := []func(http.Handler) http.Handler{
 		router(mux, o.routes),
+		Tracing(o.opts.Tracer),
 		RequestIDs(o.opts.RequestIDHeader),
 		modelLabels(o.routes, o.opts.Models),
 		AccessLog(AccessLogOptions{

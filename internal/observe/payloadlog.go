@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -65,7 +66,26 @@ func (p *PayloadLog) Response(v any) error { return p.write("Response at ", v) }
 // Error logs an error response.
 func (p *PayloadLog) Error(err string) error { return p.write("Error response at ", err) }
 
-func (p *PayloadLog) write(prefix string, v any) error {
+// RequestCtx, ResponseCtx and ErrorCtx log as Request, Response and Error
+// and, for a request with a sampled trace (TraceID), add " trace_id=<hex>"
+// after the time, so an entry leads to its trace.
+func (p *PayloadLog) RequestCtx(ctx context.Context, v any) error {
+	return p.writeTraced("Request at ", TraceID(ctx), v)
+}
+
+// ResponseCtx logs a response with the request's trace id.
+func (p *PayloadLog) ResponseCtx(ctx context.Context, v any) error {
+	return p.writeTraced("Response at ", TraceID(ctx), v)
+}
+
+// ErrorCtx logs an error response with the request's trace id.
+func (p *PayloadLog) ErrorCtx(ctx context.Context, err string) error {
+	return p.writeTraced("Error response at ", TraceID(ctx), err)
+}
+
+func (p *PayloadLog) write(prefix string, v any) error { return p.writeTraced(prefix, "", v) }
+
+func (p *PayloadLog) writeTraced(prefix, traceID string, v any) error {
 	if p == nil {
 		return nil
 	}
@@ -86,6 +106,10 @@ func (p *PayloadLog) write(prefix string, v any) error {
 	b := make([]byte, 0, len(prefix)+48+len(payload))
 	b = append(b, prefix...)
 	b = appendChronoLocal(b, p.now())
+	if traceID != "" {
+		b = append(b, " trace_id="...)
+		b = append(b, traceID...)
+	}
 	b = append(b, ": "...)
 	b = append(b, payload...)
 	b = append(b, "\n\n"...)

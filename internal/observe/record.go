@@ -22,6 +22,7 @@ type Record struct {
 	echoID        bool   // RequestIDs: send ID as x-request-id when the status is written
 	Housekeeping  bool   // no HTTP metrics and, by default, no access line
 	ContentLength int64  // body bytes: declared, or counted once buffered; -1 unknown
+	TraceID       string // the hex trace id of the request's sampled server span; "" without
 
 	model    string
 	pending  func(body []byte) string // set by ModelLabels when the body names the model
@@ -239,6 +240,15 @@ func IsHousekeeping(ctx context.Context) bool {
 func RequestID(ctx context.Context) string {
 	if rec := RecordFrom(ctx); rec != nil {
 		return rec.ID
+	}
+	return ""
+}
+
+// TraceID returns the request's trace id in hex: set when tracing is on and
+// the request's server span is sampled, "" otherwise (and outside the layers).
+func TraceID(ctx context.Context) string {
+	if rec := RecordFrom(ctx); rec != nil {
+		return rec.TraceID
 	}
 	return ""
 }

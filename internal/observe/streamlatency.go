@@ -108,7 +108,7 @@ func (s *Stream) record(t time.Time) {
 	if s.series != nil {
 		ds := s.series.sse()
 		if s.steps == 0 {
-			ds.ttft.observe(max(t.Sub(s.rec.Start).Seconds(), 0), s.rec.ID, t)
+			ds.ttft.observe(max(t.Sub(s.rec.Start).Seconds(), 0), s.rec.ID, s.rec.TraceID, t)
 		} else {
 			ds.itl.Observe(max(t.Sub(s.last).Seconds(), 0))
 		}

@@ -10,7 +10,19 @@ import (
 	"mistralrs/internal/httpguard"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/observe"
+	"mistralrs/internal/tracing"
 )
+
+// TracingConfig is what the configuration says about OpenTelemetry traces;
+// the OTEL_* environment does the rest (tracing.New).
+func TracingConfig(cfg *config.Config) tracing.Config {
+	return tracing.Config{
+		Endpoint:       cfg.Server.OTLPTracesEndpoint,
+		CaptureContent: cfg.Server.OTLPCaptureContent,
+		CaptureBytes:   cfg.Server.OTLPCaptureContentBytes,
+		Logger:         observe.Logger(observe.TargetServer),
+	}
+}
 
 // OptionsFromConfig turns a validated configuration (from the serve flags or
 // a from-config TOML file: both arrive here) into server options: the model

@@ -26,6 +26,7 @@ import (
 	"mistralrs/internal/server/gen"
 	"mistralrs/internal/server/openai"
 	"mistralrs/internal/server/responses"
+	"mistralrs/internal/tracing"
 	"mistralrs/internal/ui"
 )
 
@@ -55,6 +56,10 @@ type Options struct {
 	// value means config.DefaultEngineOptions(). Its Draft is ignored: each
 	// model's draft comes from its ModelSpec.LoadDraft.
 	Engine engine.Options
+	// Tracing, when set, is the OpenTelemetry provider (tracing.New): the
+	// HTTP layer starts a server span per API request, and Serve flushes
+	// the spans after the drain. Nil: tracing off.
+	Tracing *tracing.Provider
 	// PayloadLog, when set, records every request, response and error (-l).
 	PayloadLog *observe.PayloadLog
 	// Logger receives the server's own lines (startup, model loading); nil
@@ -172,6 +177,13 @@ func New(opts Options) (*Server, error) {
 	// The registry is made first, so the engines report to it from the
 	// start; the HTTP layer, which needs the served models, comes after them.
 	metrics := metricsRegistry(&oo)
+	if metrics != nil {
+		// Present with tracing off too (0), so dashboards see the family.
+		_ = metrics.Registry().Register(opts.Tracing.Collector())
+	}
+	if tp := opts.Tracing.TracerProvider(); tp != nil {
+		oo.Tracer = tp
+	}
 	loraLoad := opts.loraLoad
 	if loraLoad == nil {
 		loraLoad = loadLoRAFile
@@ -366,6 +378,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		s.log.Warn(fmt.Sprintf("Requests still running after %v; closing them", s.opts.ShutdownTimeout))
 		_ = srv.Close()
+	}
+	// The spans of the requests the drain finished, within what is left of
+	// the drain time.
+	if err := s.opts.Tracing.Shutdown(sctx); err != nil {
+		s.log.Warn(err.Error())
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
