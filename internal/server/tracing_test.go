@@ -72,7 +72,7 @@ func TestServerSpansOverOTLP(t *testing.T) {
 		}
 		if i < 2 {
 			id := s.Attr("mistralrs.request_id").GetStringValue()
-			if lines := ts.log.lines("request completed: request_id="+id+" trace_id="+parentTrace); len(lines) != 1 {
+			if lines := ts.log.lines("request completed: request_id=" + id + " trace_id=" + parentTrace); len(lines) != 1 {
 				t.Errorf("no access line with request %s and the trace id:\n%s", id, ts.log.String())
 			}
 		}
