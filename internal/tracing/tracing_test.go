@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -19,9 +20,13 @@ func noEnv(t *testing.T) {
 
 func TestOffByDefault(t *testing.T) {
 	noEnv(t)
+	before := runtime.NumGoroutine()
 	p, err := New(t.Context(), Config{})
 	if err != nil || p != nil {
 		t.Fatalf("no endpoint: provider %v, error %v", p, err)
+	}
+	if after := runtime.NumGoroutine(); after != before {
+		t.Errorf("goroutines %d → %d with tracing off", before, after)
 	}
 	if p.TracerProvider() != nil || p.Dropped() != 0 || p.Shutdown(t.Context()) != nil || p.Target() != "" {
 		t.Error("a nil provider is not inert")
@@ -192,4 +197,21 @@ func TestClip(t *testing.T) {
 	if s, cut := Clip("abc"); s != "abc" || cut {
 		t.Errorf("Clip short: %q %v", s, cut)
 	}
+}
+
+// OTEL_EXPORTER_OTLP_PROTOCOL=grpc builds the gRPC exporter, which keeps
+// the URL's host and port (no /v1/traces path).
+func TestGRPCProtocol(t *testing.T) {
+	noEnv(t)
+	env := map[string]string{EnvTracesProtocol: "grpc"}
+	p, err := New(t.Context(), Config{Endpoint: "http://127.0.0.1:4317", Getenv: func(k string) string { return env[k] }})
+	if err != nil || p == nil {
+		t.Fatalf("grpc: %v", err)
+	}
+	if p.Target() != "http://127.0.0.1:4317" {
+		t.Errorf("target %q", p.Target())
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // nothing to flush; do not wait on a collector that is not there
+	_ = p.Shutdown(ctx)
 }
