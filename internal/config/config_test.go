@@ -156,6 +156,9 @@ func TestDefaults(t *testing.T) {
 		"server.remote_image_max_mb":         20,
 		"server.remote_image_timeout_secs":   10,
 		"server.allow_private_image_hosts":   false,
+		"server.otlp_traces_endpoint":        "",
+		"server.otlp_capture_content":        false,
+		"server.otlp_capture_content_bytes":  4096,
 		"runtime.encoder_cache_mb":           256,
 		"models.format.mmproj":               FileList(nil),
 		"models.multimodal.max_edge":         0,
@@ -281,6 +284,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"isq": "",
 	}
 	serve["grammar-cache-mb"] = ""
+	serve["otlp-traces-endpoint"], serve["otlp-capture-content"], serve["otlp-capture-content-bytes"] = "", "", ""
 	serve["hf-revision"] = ""
 	serve["max-embedding-inputs"], serve["embedding-step-tokens"] = "", ""
 	for _, f := range []string{"allow-remote-images", "remote-image-max-mb", "remote-image-timeout-secs", "allow-private-image-hosts",
@@ -381,6 +385,9 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"server.remote_image_max_mb":         {`5`, "5"},
 		"server.remote_image_timeout_secs":   {`3`, "3"},
 		"server.allow_private_image_hosts":   {`true`, "true"},
+		"server.otlp_traces_endpoint":        {`"http://collector:4318/v1/traces"`, "http://collector:4318/v1/traces"},
+		"server.otlp_capture_content":        {`true`, "true"},
+		"server.otlp_capture_content_bytes":  {`1024`, "1024"},
 		"runtime.encoder_cache_mb":           {`0`, "0"},
 		"models.format.mmproj":               {`"mmproj-f16.gguf"`, "mmproj-f16.gguf"},
 		"models.multimodal.max_edge":         {`1024`, "1024"},
@@ -959,6 +966,29 @@ func TestAPIKeyEnv(t *testing.T) {
 	c.Server.APIKey = "from-flag"
 	if c.ApplyEnv(env); c.Server.APIKey != "from-flag" {
 		t.Errorf("flag and env: %q, want the flag's", c.Server.APIKey)
+	}
+}
+
+// The GenAI content-capture variable turns capture on; an invalid value
+// warns and leaves it off. A bad traces endpoint is refused by Validate.
+func TestOTLPSettings(t *testing.T) {
+	const env = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+	for v, want := range map[string]bool{"true": true, "1": true, "false": false, "": false} {
+		c := Default()
+		if w := c.ApplyEnv(func(k string) string { return map[string]string{env: v}[k] }); len(w) != 0 || c.Server.OTLPCaptureContent != want {
+			t.Errorf("%s=%q: %v, capture %v", env, v, w, c.Server.OTLPCaptureContent)
+		}
+	}
+	c := Default()
+	w := c.ApplyEnv(func(k string) string { return map[string]string{env: "yes please"}[k] })
+	if len(w) != 1 || !strings.Contains(w[0].String(), "want true or false") || c.Server.OTLPCaptureContent {
+		t.Errorf("invalid value: %v, capture %v", w, c.Server.OTLPCaptureContent)
+	}
+	for _, bad := range []string{"collector:4318", "grpc://collector:4317", "http://"} {
+		_, _, err := loadString(t, "[server]\notlp_traces_endpoint = \""+bad+"\"\n[[models]]\nmodel_id = \"m\"\n")
+		if err == nil || !strings.Contains(err.Error(), "server.otlp_traces_endpoint") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 }
 

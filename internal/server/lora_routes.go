@@ -147,7 +147,7 @@ func (lr *loraRoutes) fail(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		le = &loraError{status: http.StatusInternalServerError, code: "internal_error", msg: err.Error()}
 	}
-	_ = lr.s.opts.PayloadLog.Error(le.msg)
+	_ = lr.s.opts.PayloadLog.ErrorCtx(r.Context(), le.msg)
 	writeLoRAEnvelope(w, r, le.status, le.code, le.msg)
 }
 

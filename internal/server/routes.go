@@ -239,7 +239,7 @@ func (s *Server) modelManagement(w http.ResponseWriter, r *http.Request, op func
 			out.Status = StatusInternalError
 			out.Error = err.Error()
 			observe.SetError(r.Context(), err.Error())
-			_ = s.opts.PayloadLog.Error(err.Error())
+			_ = s.opts.PayloadLog.ErrorCtx(r.Context(), err.Error())
 		}
 	}
 	s.base.Respond(w, out)
