@@ -51,8 +51,10 @@ const jaegerUIPort = 16686
 
 // otelEnv are the OpenTelemetry SDK environment variables (the specification's "Environment
 // Variable Specification": general SDK, batch span processor, OTLP exporter) that the example
-// may set on the server. A name outside this list is a typo the SDK would silently ignore.
+// may set on the server, and the GenAI conventions' content-capture switch, which the server
+// reads itself. A name outside this list is a typo the SDK would silently ignore.
 var otelEnv = setOf(`
+	OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
 	OTEL_SDK_DISABLED OTEL_SERVICE_NAME OTEL_RESOURCE_ATTRIBUTES OTEL_TRACES_SAMPLER
 	OTEL_TRACES_SAMPLER_ARG OTEL_PROPAGATORS OTEL_TRACES_EXPORTER OTEL_BSP_SCHEDULE_DELAY
 	OTEL_BSP_EXPORT_TIMEOUT OTEL_BSP_MAX_QUEUE_SIZE OTEL_BSP_MAX_EXPORT_BATCH_SIZE
@@ -294,9 +296,6 @@ func (tr *tree) patch(kind, name, patch string) error {
 type tracingFacts struct {
 	Flags map[string]bool // every -x and --flag docs/configuration.md mentions
 	Docs  string          // docs/configuration.md and docs/observability.md
-	// Traced: docs/configuration.md documents the tracing settings (otlp_traces_endpoint), so
-	// the OTEL_* variables the example sets must be among what it documents.
-	Traced bool
 }
 
 var docFlag = regexp.MustCompile("(?:^|[\\s`(,])(--?[a-zA-Z][a-zA-Z0-9-]*)")
@@ -311,8 +310,7 @@ func loadTracingFacts(t testing.TB, root string) *tracingFacts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &tracingFacts{Flags: map[string]bool{}, Docs: string(conf) + string(obs),
-		Traced: strings.Contains(string(conf), "otlp_traces_endpoint")}
+	f := &tracingFacts{Flags: map[string]bool{}, Docs: string(conf) + string(obs)}
 	for _, m := range docFlag.FindAllStringSubmatch(string(conf), -1) {
 		f.Flags[m[1]] = true
 	}
@@ -337,8 +335,8 @@ func tracingProblems(ex *tracingExample, f *tracingFacts) []string {
 // readmeName finds the tracing flags and OpenTelemetry variables README.md names.
 var readmeName = regexp.MustCompile(`--otlp-[a-z-]+|OTEL_[A-Z_]+[A-Z]`)
 
-// readme: README.md's table lists every file of the example; once the server documents its
-// tracing settings, every tracing flag and OTEL_* variable the README names is documented.
+// readme: README.md's table lists every file of the example, and every tracing flag and OTEL_*
+// variable it names is documented.
 func (c *checker) readme(ex *tracingExample, f *tracingFacts) {
 	err := filepath.WalkDir(ex.Dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() == "README.md" {
@@ -352,9 +350,6 @@ func (c *checker) readme(ex *tracingExample, f *tracingFacts) {
 	})
 	if err != nil {
 		c.errorf("%v", err)
-	}
-	if !f.Traced {
-		return
 	}
 	for _, name := range readmeName.FindAllString(ex.README, -1) {
 		name = strings.TrimSuffix(name, "_") // OTEL_EXPORTER_OTLP_ and the like, cut before _TRACES_
@@ -479,7 +474,7 @@ func serverEndpoint(env map[string]string) (host string, port int, proto string,
 }
 
 // serverEnv checks the OpenTelemetry variables set on the server: each is a variable of the
-// SDK (and, once the server documents its tracing settings, one the docs name), the sampler
+// SDK and one the server's docs name, the sampler
 // is one the SDK knows, with a ratio in [0, 1] where it takes one.
 func (c *checker) serverEnv(where string, env map[string]string, f *tracingFacts) {
 	for k := range env {
@@ -488,7 +483,7 @@ func (c *checker) serverEnv(where string, env map[string]string, f *tracingFacts
 		}
 		if !otelEnv[k] {
 			c.errorf("%s: %s is not an OpenTelemetry SDK variable", where, k)
-		} else if f.Traced && !strings.Contains(f.Docs, k) {
+		} else if !strings.Contains(f.Docs, k) {
 			c.errorf("%s: %s is not documented in docs/configuration.md or docs/observability.md", where, k)
 		}
 	}
@@ -725,9 +720,6 @@ func TestTracingExampleAgrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := loadTracingFacts(t, root)
-	if !f.Traced {
-		t.Log("docs/configuration.md documents no otlp_traces_endpoint yet: OTEL_* names checked against the SDK's list only")
-	}
 	for _, p := range tracingProblems(ex, f) {
 		t.Error(p)
 	}
