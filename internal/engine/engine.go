@@ -161,6 +161,11 @@ type Options struct {
 	// "auto" or "" (float32, what the model computes), or "f16" (halves:
 	// half the memory and memory traffic, rounded to nearest even).
 	CacheType string
+	// CacheTypeK and CacheTypeV store keys and values apart
+	// (--cache-type-k/-v, as llama.cpp's -ctk/-ctv; "" follows CacheType):
+	// any of kvcache.TypeNames. Types other than auto and f16 need the
+	// paged cache.
+	CacheTypeK, CacheTypeV string
 
 	// Speculative decoding: a proposer guesses up to SpecTokens tokens
 	// (--mtp-n-predict, 1..16) and one forward pass of the model verifies
@@ -256,14 +261,11 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 	if o.Draft != nil {
 		e.files = append(e.files, o.Draft.File)
 	}
-	f16 := false
-	switch o.CacheType {
-	case "", "auto", "f32":
-	case "f16":
-		f16 = true
-	default:
-		return nil, fmt.Errorf("KV cache type %q: want auto or f16", o.CacheType)
+	kt, vt, err := cacheTypes(o)
+	if err != nil {
+		return nil, err
 	}
+	f16 := kt == kvcache.F16 && vt == kvcache.F16
 	switch o.PagedAttn {
 	case "", "auto", "on":
 		e.paged = !o.NoKVCache
@@ -276,12 +278,17 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 	prefix := o.PrefixCacheN > 0 && !o.NoKVCache
 	switch {
 	case e.paged:
-		n, err := poolBlocks(o, sh, cfg.ContextLen, f16)
+		if err := errors.Join(kt.CheckRow(sh.KDim), vt.CheckRow(sh.VDim)); err != nil {
+			return nil, err
+		}
+		n, err := poolBlocks(o, sh, cfg.ContextLen, kt, vt)
 		if err != nil {
 			return nil, err
 		}
-		e.kv = kvcache.NewPaged(kvcache.NewPool(sh, o.BlockSize, n, f16), m.Identity(), prefix)
-		e.kvWarning = kvMemoryWarning(int64(n) * kvcache.BlockBytes(sh, o.BlockSize, f16))
+		e.kv = kvcache.NewPaged(kvcache.NewTypedPool(sh, o.BlockSize, n, kt, vt), m.Identity(), prefix)
+		e.kvWarning = kvMemoryWarning(int64(n) * kvcache.TypedBlockBytes(sh, o.BlockSize, kt, vt))
+	case !f16 && (kt != kvcache.F32 || vt != kvcache.F32):
+		return nil, fmt.Errorf("KV cache types %s/%s need the paged KV cache (this one is off: --paged-attn off or --no-kv-cache)", kt, vt)
 	case o.NoKVCache:
 		e.kv = kvcache.NewRecompute(sh, f16)
 	default:
