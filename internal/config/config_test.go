@@ -129,6 +129,8 @@ func TestDefaults(t *testing.T) {
 		"paged_attn.mode":                         "auto",
 		"paged_attn.block_size":                   32,
 		"paged_attn.cache_type":                   "auto",
+		"paged_attn.cache_type_k":                 "",
+		"paged_attn.cache_type_v":                 "",
 		"paged_attn.memory_mb":                    (*int)(nil),
 		"paged_attn.context_len":                  (*int)(nil),
 		"paged_attn.memory_fraction":              (*float64)(nil),
@@ -281,6 +283,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"isq": "",
 	}
 	serve["grammar-cache-mb"] = ""
+	serve["cache-type-k"], serve["cache-type-v"] = "", ""
 	serve["hf-revision"] = ""
 	serve["max-embedding-inputs"], serve["embedding-step-tokens"] = "", ""
 	for _, f := range []string{"allow-remote-images", "remote-image-max-mb", "remote-image-timeout-secs", "allow-private-image-hosts",
@@ -356,6 +359,8 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"paged_attn.mode":                         {`"off"`, "off"},
 		"paged_attn.block_size":                   {`16`, "16"},
 		"paged_attn.cache_type":                   {`"f16"`, "f16"},
+		"paged_attn.cache_type_k":                 {`"q8_0"`, "q8_0"},
+		"paged_attn.cache_type_v":                 {`"bf16"`, "bf16"},
 		"paged_attn.memory_mb":                    {`512`, "512"},
 		"paged_attn.context_len":                  {`8192`, "8192"},
 		"paged_attn.memory_fraction":              {`0.5`, "0.5"},
@@ -908,7 +913,6 @@ max_seq_len = 4096
 		"models.format.quantized_fille: unknown key; ignored (did you mean models.format.quantized_file?)",
 		"models.quantization.imatrix: not supported by this server; ignored",
 		"models.weird: unknown key; ignored",
-		`paged_attn.cache_type: f8e4m3 is not supported by this server; the KV cache is stored as float32 ("auto")`,
 		"runtime.matformer_slice_name: not supported by this server; ignored",
 		"runtime.max_seq: unknown key; ignored (did you mean runtime.max_seqs?)",
 		"sandbox: not supported by this server; ignored",
