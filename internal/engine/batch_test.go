@@ -363,9 +363,20 @@ func TestBatchedOutputMatchesAlone(t *testing.T) {
 	want := runAlone(t, ref, reqs)
 	// With keys and values stored as halves the tokens may differ from a
 	// float32 cache, but not between alone and batched.
-	ref16, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxSeqs = 1; o.PrefixCacheN = 0; o.CacheType = "f16" }))
-	want16 := runAlone(t, ref16, reqs)
-	f16 := func(o *engine.Options) { o.CacheType = "f16" }
+	// So with the other cache types (keys and values apart too).
+	kvTypes := func(o engine.Options) string { return o.CacheType + "/" + o.CacheTypeK + "/" + o.CacheTypeV }
+	wantTyped := map[string][]*engine.Result{}
+	typed := func(ct, k, v string) func(o *engine.Options) {
+		set := func(o *engine.Options) { o.CacheType, o.CacheTypeK, o.CacheTypeV = ct, k, v }
+		ref, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxSeqs = 1; o.PrefixCacheN = 0; set(o) }))
+		o := opts(set)
+		wantTyped[kvTypes(o)] = runAlone(t, ref, reqs)
+		return set
+	}
+	f16 := typed("f16", "", "")
+	q8 := typed("q8_0", "", "")
+	f8 := typed("f8e4m3", "", "")
+	q4bf16 := typed("", "q4_0", "bf16")
 
 	cases := []struct {
 		name        string
@@ -384,12 +395,15 @@ func TestBatchedOutputMatchesAlone(t *testing.T) {
 		{name: "no-kv-cache", opts: opts(func(o *engine.Options) { o.NoKVCache = true })},
 		{name: "f16-paged-preemption-prefix-hits", opts: opts(func(o *engine.Options) { f16(o); o.ContextLen = 400 }), warm: true, wantPreempt: true},
 		{name: "f16-contiguous-prefix-hits", opts: opts(func(o *engine.Options) { f16(o); o.PagedAttn = "off"; o.MaxNumBatchedTokens = 64 }), warm: true},
+		{name: "q8_0-paged-preemption-prefix-hits", opts: opts(func(o *engine.Options) { q8(o); o.ContextLen = 400 }), warm: true, wantPreempt: true},
+		{name: "f8e4m3-paged-chunked-prefill-prefix-hits", opts: opts(func(o *engine.Options) { f8(o); o.MaxNumBatchedTokens = 40 }), warm: true},
+		{name: "q4_0-bf16-paged-preemption", opts: opts(func(o *engine.Options) { q4bf16(o); o.ContextLen = 400; o.MaxDecodeStepsBeforePrefill = 2 }), wantPreempt: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			reqs, want := reqs, want
-			if c.opts.CacheType == "f16" {
-				want = want16
+			if w, ok := wantTyped[kvTypes(c.opts)]; ok {
+				want = w
 			}
 			if c.opts.NoKVCache {
 				// It recomputes every sequence for every token: keep it small.
