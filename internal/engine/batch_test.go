@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -664,7 +665,10 @@ func TestOptions(t *testing.T) {
 		opts(func(o *engine.Options) { o.MemoryFraction = 1.5 }),
 		opts(func(o *engine.Options) { o.MemoryMB = -1 }),
 		opts(func(o *engine.Options) { o.PrefixCacheN = -1 }),
-		opts(func(o *engine.Options) { o.CacheType = "f8e4m3" }),
+		opts(func(o *engine.Options) { o.CacheType = "q5_k" }),
+		opts(func(o *engine.Options) { o.CacheTypeV = "f8" }),
+		opts(func(o *engine.Options) { o.CacheType = "q8_0"; o.PagedAttn = "off" }), // the contiguous caches store f32 or f16
+		opts(func(o *engine.Options) { o.CacheTypeK = "q4_0"; o.NoKVCache = true }),
 		opts(func(o *engine.Options) { o.MaxSeqs = 0 }),
 		opts(func(o *engine.Options) { o.MaxNumBatchedTokens = -1 }),
 		opts(func(o *engine.Options) { o.MaxDecodeStepsBeforePrefill = 0 }),
@@ -693,6 +697,21 @@ func TestOptions(t *testing.T) {
 	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryMB = 1; o.CacheType = "f16" }))
 	if _, total := e.KVCacheBlocks(); total != 64 {
 		t.Errorf("1 MB budget of halves: %d blocks, want 64", total)
+	}
+	// The blocks' bytes follow the types: q8_0 and f8e4m3 34 bytes per 32
+	// values, q4_0 18, f16 and bf16 2 a value.
+	for _, c := range []struct {
+		ct, k, v string
+		want     int
+	}{{"q8_0", "", "", 120}, {"f8e4m3", "", "", 120}, {"q4_0", "", "", 227}, {"bf16", "", "", 64}, {"", "q8_0", "f16", 83}, {"f16", "q8_0", "", 83}} {
+		e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryMB = 1; o.CacheType, o.CacheTypeK, o.CacheTypeV = c.ct, c.k, c.v }))
+		if _, total := e.KVCacheBlocks(); total != c.want {
+			t.Errorf("1 MB budget of %s/%s/%s: %d blocks, want %d", c.ct, c.k, c.v, total, c.want)
+		}
+	}
+	if _, err := engine.New(m, opts(func(o *engine.Options) { o.CacheType = "q5_k" })); err == nil || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), "bf16, q8_0, q4_0, f8e4m3") {
+		t.Errorf("unknown cache type: %v, want one line listing the types", err)
 	}
 	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryFraction = 0.9; o.MemoryMB = 1 }))
 	if _, total := e.KVCacheBlocks(); total < 2048/16 || total > 2*32*2048/16 {
