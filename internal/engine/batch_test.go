@@ -708,6 +708,9 @@ func TestOptions(t *testing.T) {
 		if _, total := e.KVCacheBlocks(); total != c.want {
 			t.Errorf("1 MB budget of %s/%s/%s: %d blocks, want %d", c.ct, c.k, c.v, total, c.want)
 		}
+		if want := fmt.Sprintf("KV cache: %d tokens (%d blocks of 16)", 16*c.want, c.want); !strings.HasPrefix(e.KVSummary(), want) {
+			t.Errorf("summary %q, want it to start %q", e.KVSummary(), want)
+		}
 	}
 	if _, err := engine.New(m, opts(func(o *engine.Options) { o.CacheType = "q5_k" })); err == nil || strings.Contains(err.Error(), "\n") ||
 		!strings.Contains(err.Error(), "bf16, q8_0, q4_0, f8e4m3") {

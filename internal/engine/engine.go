@@ -243,6 +243,7 @@ type Engine struct {
 	files  []*gguf.File // the model's and the draft's, checked as requests arrive
 
 	kvWarning string // set by New: the KV pool may take most of the memory
+	kvSummary string // set by New: the paged pool's types, tokens and bytes
 	nextID    uint64
 	wake      chan struct{}
 	done      chan struct{}
@@ -287,6 +288,8 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 		}
 		e.kv = kvcache.NewPaged(kvcache.NewTypedPool(sh, o.BlockSize, n, kt, vt), m.Identity(), prefix)
 		e.kvWarning = kvMemoryWarning(int64(n) * kvcache.TypedBlockBytes(sh, o.BlockSize, kt, vt))
+		e.kvSummary = fmt.Sprintf("KV cache: %d tokens (%d blocks of %d), keys %s, values %s, up to %d MB",
+			n*o.BlockSize, n, o.BlockSize, kt, vt, int64(n)*kvcache.TypedBlockBytes(sh, o.BlockSize, kt, vt)>>20)
 	case !f16 && (kt != kvcache.F32 || vt != kvcache.F32):
 		return nil, fmt.Errorf("KV cache types %s/%s need the paged KV cache (this one is off: --paged-attn off or --no-kv-cache)", kt, vt)
 	case o.NoKVCache:
@@ -346,6 +349,11 @@ func (e *Engine) statsSink() StatsSink {
 // past kvWarnFraction of the machine's memory (it is allocated as it
 // fills), or "".
 func (e *Engine) KVWarning() string { return e.kvWarning }
+
+// KVSummary says how many tokens the paged KV cache holds, stored as what,
+// in how many megabytes at most ("" when not paged): the number of tokens
+// follows the cache types for a budget in megabytes or of memory.
+func (e *Engine) KVSummary() string { return e.kvSummary }
 
 // Broken is the error that made the engine unusable (a model file changed
 // on disk while in use: a *gguf.ChangedError), nil while it works. A

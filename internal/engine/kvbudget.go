@@ -33,7 +33,7 @@ func poolBlocks(o Options, sh kvcache.Shape, ctxLen int, kt, vt kvcache.Type) (i
 		}
 		n = int64(o.MemoryMB) << 20 / blockBytes
 		if n == 0 {
-			return 0, fmt.Errorf("KV cache memory of %d MB is smaller than one block (%d bytes)", o.MemoryMB, blockBytes)
+			return 0, fmt.Errorf("KV cache memory of %d MB is smaller than one block of %d tokens (%d bytes with keys %s and values %s)", o.MemoryMB, bs, blockBytes, kt, vt)
 		}
 
 	default:
