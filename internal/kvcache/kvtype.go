@@ -170,8 +170,39 @@ func DecodeRows(dst []float32, t Type, src []uint16, rowWords, off, w, cnt int) 
 
 // decode decodes one run of whole blocks.
 func decode(t Type, src []uint16, dst []float32) {
-	if t == F16 {
+	switch t {
+	case F16:
 		kernels.F16ToF32s(dst, src)
+		return
+	case BF16:
+		for i, h := range src[:len(dst)] {
+			dst[i] = kernels.BF16ToFP32(h)
+		}
+		return
+	case Q8_0:
+		// as kernels.Dequantize (the same products), without its checks
+		// and byte reads: attention decodes a head's rows at a time
+		for b := 0; b < len(dst); b += 32 {
+			blk, y := (*[17]uint16)(src[b/32*17:]), (*[32]float32)(dst[b:])
+			d := kernels.FP16ToFP32(blk[0])
+			for j, w := range blk[1:] {
+				y[2*j] = float32(int8(w)) * d
+				y[2*j+1] = float32(int8(w>>8)) * d
+			}
+		}
+		return
+	case Q4_0:
+		for b := 0; b < len(dst); b += 32 {
+			blk, y := (*[9]uint16)(src[b/32*9:]), (*[32]float32)(dst[b:])
+			d := kernels.FP16ToFP32(blk[0])
+			for j, w := range blk[1:] {
+				lo, hi := byte(w), byte(w>>8)
+				y[2*j] = float32(int32(lo&15)-8) * d
+				y[2*j+1] = float32(int32(hi&15)-8) * d
+				y[2*j+16] = float32(int32(lo>>4)-8) * d
+				y[2*j+17] = float32(int32(hi>>4)-8) * d
+			}
+		}
 		return
 	}
 	if kt, ok := t.kernelType(); ok {
@@ -263,9 +294,17 @@ func encodeF8Block(x *[32]float32, blk *[34]byte) {
 	}
 }
 
+// e4m3Values is e4m3Value of every code.
+var e4m3Values = func() (t [256]float32) {
+	for c := range t {
+		t[c] = e4m3Value(byte(c))
+	}
+	return t
+}()
+
 func decodeF8Block(blk *[34]byte, y *[32]float32) {
 	d := kernels.FP16ToFP32(uint16(blk[0]) | uint16(blk[1])<<8)
 	for i := range y {
-		y[i] = e4m3Value(blk[2+i]) * d
+		y[i] = e4m3Values[blk[2+i]] * d
 	}
 }
