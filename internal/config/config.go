@@ -481,7 +481,8 @@ func (c *Config) validatePagedAttn() error {
 		return c.bad("paged_attn.block_size", p.BlockSize, "must be between 1 and 1024")
 	}
 	for _, t := range []struct{ key, val string }{{"paged_attn.cache_type", p.CacheType}, {"paged_attn.cache_type_k", p.CacheTypeK}, {"paged_attn.cache_type_v", p.CacheTypeV}} {
-		if _, err := kvcache.ParseType(t.val); err != nil && (t.val != "" || t.key == "paged_attn.cache_type") {
+		// "" is for the keys' and values' own types only: it follows cache_type
+		if _, err := kvcache.ParseType(t.val); err != nil || (t.val == "" && t.key == "paged_attn.cache_type") {
 			return c.bad(t.key, t.val, "must be one of %s", kvcache.TypeNames())
 		}
 	}

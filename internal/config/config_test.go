@@ -810,6 +810,9 @@ func TestTOMLErrors(t *testing.T) {
 		{"[paged_attn]\nmode = true\n" + m, `(last key "paged_attn.mode"): incompatible types`},
 		{"[paged_attn]\nblock_size = 0\n" + m, "paged_attn.block_size = 0: must be between 1 and 1024"},
 		{"[paged_attn]\nblock_size = 4096\n" + m, "paged_attn.block_size = 4096: must be between 1 and 1024"},
+		{"[paged_attn]\ncache_type = \"q5_k\"\n" + m, `paged_attn.cache_type = "q5_k": must be one of auto (f32), f32, f16, bf16, q8_0, q4_0, f8e4m3`},
+		{"[paged_attn]\ncache_type_v = \"int8\"\n" + m, `paged_attn.cache_type_v = "int8": must be one of auto (f32), f32, f16, bf16, q8_0, q4_0, f8e4m3`},
+		{"[paged_attn]\ncache_type = \"\"\n" + m, `paged_attn.cache_type = "": must be one of`},
 		{"[paged_attn]\nmemory_mb = -1\n" + m, "paged_attn.memory_mb = -1: must be positive"},
 		{"[paged_attn]\ncontext_len = 0\n" + m, "paged_attn.context_len = 0: must be positive"},
 		{"[paged_attn]\nmemory_fraction = 0.0\n" + m, "paged_attn.memory_fraction = 0: must be in (0, 1]"},
@@ -899,6 +902,9 @@ max_seq_len = 4096
 	}
 	if len(c.Models) != 2 {
 		t.Fatalf("%d models", len(c.Models))
+	}
+	if c.PagedAttn.CacheType != "f8e4m3" { // mistral.rs's own type loads as it is now
+		t.Errorf("paged_attn.cache_type %q, want f8e4m3", c.PagedAttn.CacheType)
 	}
 	var got []string
 	for _, w := range warns {
