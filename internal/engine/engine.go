@@ -158,8 +158,9 @@ type Options struct {
 	NoKVCache    bool // recompute the whole sequence for every token (also no prefix cache)
 
 	// CacheType is how keys and values are stored (--pa-cache-type):
-	// "auto" or "" (float32, what the model computes), or "f16" (halves:
-	// half the memory and memory traffic, rounded to nearest even).
+	// "auto" or "" (float32, what the model computes), "f16" (halves:
+	// half the memory and memory traffic, rounded to nearest even), or one
+	// of the other kvcache.TypeNames (bf16, q8_0, q4_0, f8e4m3).
 	CacheType string
 	// CacheTypeK and CacheTypeV store keys and values apart
 	// (--cache-type-k/-v, as llama.cpp's -ctk/-ctv; "" follows CacheType):

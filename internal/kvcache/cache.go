@@ -4,8 +4,8 @@ import "mistralrs/internal/kernels"
 
 // Cache stores the keys and values of one sequence, per layer and
 // position. Rows are written as float32 and stored as float32 or halves (an
-// F16 cache: half the memory, rounded to nearest even): a key row has
-// KDim elements (all KV heads), a value row VDim.
+// F16 cache: half the memory, rounded to nearest even), or in a paged pool
+// as any Type: a key row has KDim elements (all KV heads), a value row VDim.
 //
 // It is shaped so that a paged (block-table) cache can implement it: rows are
 // written one at a time with Put and read back as runs of consecutive
