@@ -271,3 +271,25 @@ func TestTypedPoolRows(t *testing.T) {
 		t.Errorf("q8_0 takes %.3f of f32's memory", r)
 	}
 }
+
+// BenchmarkDecodeRows: a head of 64 values of 64 rows of 256 values, the
+// tile attention decodes; SetBytes counts float32 values out (4 bytes each)
+// so MB/s / 4 is values per microsecond.
+func BenchmarkDecodeRows(b *testing.B) {
+	const n, rows, hd = 256, 64, 64
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, typ := range []Type{F16, BF16, Q8_0, Q4_0, F8E4M3} {
+		b.Run(typ.String(), func(b *testing.B) {
+			words := typ.Words(n)
+			src := make([]uint16, rows*words)
+			for j := range rows {
+				EncodeRow(typ, src[j*words:(j+1)*words], testRow(rng, n))
+			}
+			dst := make([]float32, rows*hd)
+			b.SetBytes(4 * rows * hd)
+			for b.Loop() {
+				DecodeRows(dst, typ, src, words, 64, hd, rows)
+			}
+		})
+	}
+}
