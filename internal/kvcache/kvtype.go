@@ -182,12 +182,12 @@ func decode(t Type, src []uint16, dst []float32) {
 	case Q8_0:
 		// as kernels.Dequantize (the same products), without its checks
 		// and byte reads: attention decodes a head's rows at a time
+		bs := wordBytes(src)
 		for b := 0; b < len(dst); b += 32 {
-			blk, y := (*[17]uint16)(src[b/32*17:]), (*[32]float32)(dst[b:])
-			d := kernels.FP16ToFP32(blk[0])
-			for j, w := range blk[1:] {
-				y[2*j] = float32(int8(w)) * d
-				y[2*j+1] = float32(int8(w>>8)) * d
+			blk, y := (*[34]byte)(bs[b/32*34:]), (*[32]float32)(dst[b:])
+			d := kernels.FP16ToFP32(uint16(blk[0]) | uint16(blk[1])<<8)
+			for j, c := range (*[32]byte)(blk[2:]) {
+				y[j] = float32(int8(c)) * d
 			}
 		}
 		return
