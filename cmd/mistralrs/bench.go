@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -115,7 +116,7 @@ func newBenchCmd(g *config.GlobalConfig) *cobra.Command {
 	fl.IntSliceVarP(&f.gens, "n-gen", "n", []int{128}, "generation lengths to test (0 skips tg)")
 	fl.IntSliceVarP(&f.depths, "n-depth", "d", []int{0}, "tokens already in the cache before each test (its context depth)")
 	fl.IntSliceVarP(&f.threads, "threads", "t", []int{0}, "thread counts to test (0: one per core)")
-	fl.StringVar(&f.kvType, "cache-type", "auto", `KV cache storage: "auto" (f32) or "f16" (as --pa-cache-type)`)
+	fl.StringVar(&f.kvType, "cache-type", "auto", "KV cache storage of keys and values (as --pa-cache-type): "+kvcache.TypeNames())
 	fl.IntVarP(&f.reps, "repetitions", "r", 5, "repetitions of each test")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON array (llama-bench keys) instead of a table")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the warm-up run of each test")
@@ -138,14 +139,11 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	if f.spec.verifyCost && f.spec.speculative() {
 		return fmt.Errorf("--verify-cost and a speculative proposer both given: run them one at a time")
 	}
-	kvType := "f32"
-	switch f.kvType {
-	case "auto", "f32":
-	case "f16":
-		kvType = "f16"
-	default:
-		return fmt.Errorf("--cache-type %q: want auto or f16", f.kvType)
+	kvt, err := kvcache.ParseType(f.kvType)
+	if err != nil {
+		return fmt.Errorf("--cache-type: %w", err)
 	}
+	kvType := kvt.String()
 	m, err := loadModelWith(f.file, loader.Options{ISQ: f.isq, MMProj: f.mmproj}, cmd.ErrOrStderr())
 	if err != nil {
 		return err
@@ -215,7 +213,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		pool := kernels.NewPool(threads)
 		nThreads := pool.Threads()
 		for _, t := range tests {
-			b, err := newBenchRun(m, pool, t.depth, t.pp, t.tg, kvType == "f16")
+			b, err := newBenchRun(m, pool, t.depth, t.pp, t.tg, kvt)
 			if err != nil {
 				pool.Close()
 				return err
@@ -307,7 +305,7 @@ type benchRun struct {
 	promptTok, genTok []int32
 }
 
-func newBenchRun(m *loader.Model, pool *kernels.Pool, depth, pp, tg int, f16 bool) (*benchRun, error) {
+func newBenchRun(m *loader.Model, pool *kernels.Pool, depth, pp, tg int, kvt kvcache.Type) (*benchRun, error) {
 	net := m.Net
 	vocab := net.Config.Vocab
 	rng := rand.New(rand.NewPCG(uint64(pp), uint64(tg)))
@@ -320,7 +318,10 @@ func newBenchRun(m *loader.Model, pool *kernels.Pool, depth, pp, tg int, f16 boo
 	}
 	b := &benchRun{net: net, pool: pool, logits: make([]float32, vocab), depth: depth, pp: pp, tg: tg,
 		promptTok: randToks(pp), genTok: randToks(tg)}
-	b.cache = kvcache.NewContiguousCache(net.Config.KVShape(), depth+max(pp, tg+1), f16)
+	var err error
+	if b.cache, err = benchCache(net.Config.KVShape(), depth+max(pp, tg+1), kvt); err != nil {
+		return nil, err
+	}
 	if depth > 0 {
 		in := &model.SeqInput{Tokens: randToks(depth), Cache: b.cache}
 		if err := net.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
@@ -405,4 +406,19 @@ func meanSD64(xs []int64) (mean, sd int64) {
 	}
 	m, s := meanSD(fs)
 	return int64(m), int64(s)
+}
+
+// benchCache is a cache of n positions storing kvt: contiguous for f32 and
+// f16 (as before the other types), else one sequence of a paged pool, the
+// only cache that stores them.
+func benchCache(sh kvcache.Shape, n int, kvt kvcache.Type) (kvcache.Cache, error) {
+	switch kvt {
+	case kvcache.F32, kvcache.F16:
+		return kvcache.NewContiguousCache(sh, n, kvt == kvcache.F16), nil
+	}
+	if err := errors.Join(kvt.CheckRow(sh.KDim), kvt.CheckRow(sh.VDim)); err != nil {
+		return nil, err
+	}
+	const bs = 32
+	return kvcache.NewTypedPool(sh, bs, (n+bs-1)/bs, kvt, kvt).NewSeq(), nil
 }

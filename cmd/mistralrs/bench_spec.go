@@ -259,9 +259,7 @@ type labelledResult struct {
 func specBenchThreads(b *benchModel, threads int, tests []specTest) ([]labelledResult, error) {
 	o := config.DefaultEngineOptions()
 	o.Threads = threads
-	if b.kvType == "f16" {
-		o.CacheType = "f16"
-	}
+	o.CacheType = b.kvType
 	plain, err := engine.New(b.m, o)
 	if err != nil {
 		return nil, err
@@ -407,7 +405,16 @@ func runVerifyCost(b *benchModel) error {
 	for _, threads := range b.threads {
 		pool := kernels.NewPool(threads)
 		for _, d := range depths {
-			cache := kvcache.NewContiguousCache(cfg.KVShape(), d+s.verifyMaxK+1, b.kvType == "f16")
+			kvt, err := kvcache.ParseType(b.kvType)
+			if err != nil {
+				pool.Close()
+				return err
+			}
+			cache, err := benchCache(cfg.KVShape(), d+s.verifyMaxK+1, kvt)
+			if err != nil {
+				pool.Close()
+				return err
+			}
 			if d > 0 {
 				in := &model.SeqInput{Tokens: randToks(d), Cache: cache}
 				if err := net.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {

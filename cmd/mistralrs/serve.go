@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -161,7 +162,11 @@ func serveConfig(cmd *cobra.Command, cfg *config.Config, warns []config.Warning)
 	if tp != nil {
 		// Normally flushed by Serve after the drain; this covers the
 		// startup errors below.
-		defer func() { _ = tp.Shutdown(context.Background()) }()
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.Server.ShutdownTimeoutSecs)*time.Second)
+			defer cancel()
+			_ = tp.Shutdown(ctx)
+		}()
 		opts.Tracing = tp
 		log.Info("Sending OpenTelemetry traces to " + tp.Target())
 	}

@@ -12,6 +12,16 @@ import (
 func copyTree(t *testing.T, src, file, old, new string) string {
 	t.Helper()
 	dst := t.TempDir()
+	if !copyInto(t, src, dst, file, old, new) {
+		t.Fatalf("copying %s: %s does not contain %q", src, file, old)
+	}
+	return dst
+}
+
+// copyInto copies the folder src to dst, replacing old by new in file (relative to src; "" for
+// none), and reports whether it did.
+func copyInto(t *testing.T, src, dst, file, old, new string) bool {
+	t.Helper()
 	replaced := false
 	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -34,10 +44,10 @@ func copyTree(t *testing.T, src, file, old, new string) string {
 		}
 		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
 	})
-	if err != nil || !replaced {
-		t.Fatalf("copying %s: %v (replaced: %v)", src, err, replaced)
+	if err != nil {
+		t.Fatalf("copying %s: %v", src, err)
 	}
-	return dst
+	return replaced
 }
 
 // TestBrokenManifestFailsToDecode breaks a copy of the manifests in ways a YAML parser alone

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"mistralrs/internal/kvcache"
 	"mistralrs/internal/smallfile"
 	"mistralrs/internal/tracing"
 )
@@ -119,7 +120,10 @@ type RuntimeConfig struct {
 type PagedAttnConfig struct {
 	Mode      string `toml:"mode"` // "auto", "on" or "off"; auto is on in this engine
 	BlockSize int    `toml:"block_size"`
-	CacheType string `toml:"cache_type"` // "auto" (float32) or "f16"; applies to every KV cache
+	CacheType string `toml:"cache_type"` // "auto" (float32), "f16", "bf16", "q8_0", "q4_0" or "f8e4m3"; applies to every KV cache
+	// keys' and values' types apart (llama.cpp's -ctk/-ctv); "" follows CacheType
+	CacheTypeK string `toml:"cache_type_k"`
+	CacheTypeV string `toml:"cache_type_v"`
 	// At most one of the three budgets applies; see Budget.
 	MemoryMB       *int     `toml:"memory_mb"`
 	ContextLen     *int     `toml:"context_len"`
@@ -491,10 +495,11 @@ func (c *Config) validatePagedAttn() error {
 	if p.BlockSize < 1 || p.BlockSize > 1024 {
 		return c.bad("paged_attn.block_size", p.BlockSize, "must be between 1 and 1024")
 	}
-	switch p.CacheType {
-	case "auto", "f16":
-	default:
-		return c.bad("paged_attn.cache_type", p.CacheType, `must be "auto" (float32) or "f16" (f8e4m3 is not supported by this server)`)
+	for _, t := range []struct{ key, val string }{{"paged_attn.cache_type", p.CacheType}, {"paged_attn.cache_type_k", p.CacheTypeK}, {"paged_attn.cache_type_v", p.CacheTypeV}} {
+		// "" is for the keys' and values' own types only: it follows cache_type
+		if _, err := kvcache.ParseType(t.val); err != nil || (t.val == "" && t.key == "paged_attn.cache_type") {
+			return c.bad(t.key, t.val, "must be one of %s", kvcache.TypeNames())
+		}
 	}
 	if p.MemoryMB != nil && *p.MemoryMB <= 0 {
 		return c.bad("paged_attn.memory_mb", *p.MemoryMB, "must be positive")

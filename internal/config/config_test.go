@@ -129,6 +129,8 @@ func TestDefaults(t *testing.T) {
 		"paged_attn.mode":                         "auto",
 		"paged_attn.block_size":                   32,
 		"paged_attn.cache_type":                   "auto",
+		"paged_attn.cache_type_k":                 "",
+		"paged_attn.cache_type_v":                 "",
 		"paged_attn.memory_mb":                    (*int)(nil),
 		"paged_attn.context_len":                  (*int)(nil),
 		"paged_attn.memory_fraction":              (*float64)(nil),
@@ -156,6 +158,9 @@ func TestDefaults(t *testing.T) {
 		"server.remote_image_max_mb":         20,
 		"server.remote_image_timeout_secs":   10,
 		"server.allow_private_image_hosts":   false,
+		"server.otlp_traces_endpoint":        "",
+		"server.otlp_capture_content":        false,
+		"server.otlp_capture_content_bytes":  4096,
 		"runtime.encoder_cache_mb":           256,
 		"models.format.mmproj":               FileList(nil),
 		"models.multimodal.max_edge":         0,
@@ -281,6 +286,8 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 		"isq": "",
 	}
 	serve["grammar-cache-mb"] = ""
+	serve["otlp-traces-endpoint"], serve["otlp-capture-content"], serve["otlp-capture-content-bytes"] = "", "", ""
+	serve["cache-type-k"], serve["cache-type-v"] = "", ""
 	serve["hf-revision"] = ""
 	serve["max-embedding-inputs"], serve["embedding-step-tokens"] = "", ""
 	for _, f := range []string{"allow-remote-images", "remote-image-max-mb", "remote-image-timeout-secs", "allow-private-image-hosts",
@@ -356,6 +363,8 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"paged_attn.mode":                         {`"off"`, "off"},
 		"paged_attn.block_size":                   {`16`, "16"},
 		"paged_attn.cache_type":                   {`"f16"`, "f16"},
+		"paged_attn.cache_type_k":                 {`"q8_0"`, "q8_0"},
+		"paged_attn.cache_type_v":                 {`"bf16"`, "bf16"},
 		"paged_attn.memory_mb":                    {`512`, "512"},
 		"paged_attn.context_len":                  {`8192`, "8192"},
 		"paged_attn.memory_fraction":              {`0.5`, "0.5"},
@@ -381,6 +390,9 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"server.remote_image_max_mb":         {`5`, "5"},
 		"server.remote_image_timeout_secs":   {`3`, "3"},
 		"server.allow_private_image_hosts":   {`true`, "true"},
+		"server.otlp_traces_endpoint":        {`"http://collector:4318/v1/traces"`, "http://collector:4318/v1/traces"},
+		"server.otlp_capture_content":        {`true`, "true"},
+		"server.otlp_capture_content_bytes":  {`1024`, "1024"},
 		"runtime.encoder_cache_mb":           {`0`, "0"},
 		"models.format.mmproj":               {`"mmproj-f16.gguf"`, "mmproj-f16.gguf"},
 		"models.multimodal.max_edge":         {`1024`, "1024"},
@@ -805,6 +817,9 @@ func TestTOMLErrors(t *testing.T) {
 		{"[paged_attn]\nmode = true\n" + m, `(last key "paged_attn.mode"): incompatible types`},
 		{"[paged_attn]\nblock_size = 0\n" + m, "paged_attn.block_size = 0: must be between 1 and 1024"},
 		{"[paged_attn]\nblock_size = 4096\n" + m, "paged_attn.block_size = 4096: must be between 1 and 1024"},
+		{"[paged_attn]\ncache_type = \"q5_k\"\n" + m, `paged_attn.cache_type = "q5_k": must be one of auto (f32), f32, f16, bf16, q8_0, q4_0, f8e4m3`},
+		{"[paged_attn]\ncache_type_v = \"int8\"\n" + m, `paged_attn.cache_type_v = "int8": must be one of auto (f32), f32, f16, bf16, q8_0, q4_0, f8e4m3`},
+		{"[paged_attn]\ncache_type = \"\"\n" + m, `paged_attn.cache_type = "": must be one of`},
 		{"[paged_attn]\nmemory_mb = -1\n" + m, "paged_attn.memory_mb = -1: must be positive"},
 		{"[paged_attn]\ncontext_len = 0\n" + m, "paged_attn.context_len = 0: must be positive"},
 		{"[paged_attn]\nmemory_fraction = 0.0\n" + m, "paged_attn.memory_fraction = 0: must be in (0, 1]"},
@@ -895,6 +910,9 @@ max_seq_len = 4096
 	if len(c.Models) != 2 {
 		t.Fatalf("%d models", len(c.Models))
 	}
+	if c.PagedAttn.CacheType != "f8e4m3" { // mistral.rs's own type loads as it is now
+		t.Errorf("paged_attn.cache_type %q, want f8e4m3", c.PagedAttn.CacheType)
+	}
 	var got []string
 	for _, w := range warns {
 		got = append(got, w.String())
@@ -908,7 +926,6 @@ max_seq_len = 4096
 		"models.format.quantized_fille: unknown key; ignored (did you mean models.format.quantized_file?)",
 		"models.quantization.imatrix: not supported by this server; ignored",
 		"models.weird: unknown key; ignored",
-		`paged_attn.cache_type: f8e4m3 is not supported by this server; the KV cache is stored as float32 ("auto")`,
 		"runtime.matformer_slice_name: not supported by this server; ignored",
 		"runtime.max_seq: unknown key; ignored (did you mean runtime.max_seqs?)",
 		"sandbox: not supported by this server; ignored",
@@ -959,6 +976,29 @@ func TestAPIKeyEnv(t *testing.T) {
 	c.Server.APIKey = "from-flag"
 	if c.ApplyEnv(env); c.Server.APIKey != "from-flag" {
 		t.Errorf("flag and env: %q, want the flag's", c.Server.APIKey)
+	}
+}
+
+// The GenAI content-capture variable turns capture on; an invalid value
+// warns and leaves it off. A bad traces endpoint is refused by Validate.
+func TestOTLPSettings(t *testing.T) {
+	const env = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+	for v, want := range map[string]bool{"true": true, "1": true, "false": false, "": false} {
+		c := Default()
+		if w := c.ApplyEnv(func(k string) string { return map[string]string{env: v}[k] }); len(w) != 0 || c.Server.OTLPCaptureContent != want {
+			t.Errorf("%s=%q: %v, capture %v", env, v, w, c.Server.OTLPCaptureContent)
+		}
+	}
+	c := Default()
+	w := c.ApplyEnv(func(k string) string { return map[string]string{env: "yes please"}[k] })
+	if len(w) != 1 || !strings.Contains(w[0].String(), "want true or false") || c.Server.OTLPCaptureContent {
+		t.Errorf("invalid value: %v, capture %v", w, c.Server.OTLPCaptureContent)
+	}
+	for _, bad := range []string{"collector:4318", "grpc://collector:4317", "http://"} {
+		_, _, err := loadString(t, "[server]\notlp_traces_endpoint = \""+bad+"\"\n[[models]]\nmodel_id = \"m\"\n")
+		if err == nil || !strings.Contains(err.Error(), "server.otlp_traces_endpoint") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 }
 

@@ -19,6 +19,8 @@ func (c *Config) EngineOptions() engine.Options {
 		PagedAttn:                   p.Mode,
 		BlockSize:                   p.BlockSize,
 		CacheType:                   p.CacheType,
+		CacheTypeK:                  p.CacheTypeK,
+		CacheTypeV:                  p.CacheTypeV,
 		// The first model's proposer settings; the server gives each model
 		// its own (Config.SpeculativeFor) and loads its draft model.
 		SpecTokens: r.MTPNPredict,

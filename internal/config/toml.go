@@ -100,12 +100,6 @@ func parseTOML(path string, data []byte) (*Config, []Warning, error) {
 		fillUnsetModelDefaults(&c.Models[i])
 	}
 	warns := undecodedWarnings(md)
-	if c.PagedAttn.CacheType == "f8e4m3" {
-		// A mistral.rs file still loads, as with its other unsupported keys.
-		warns = append(warns, Warning{"paged_attn.cache_type", `f8e4m3 is not supported by this server; the KV cache is stored as float32 ("auto")`})
-		sort.SliceStable(warns, func(i, j int) bool { return warns[i].Key < warns[j].Key })
-		c.PagedAttn.CacheType = "auto"
-	}
 	warns = append(warns, precedenceWarnings(c)...)
 	if err := c.Validate(); err != nil {
 		return nil, warns, fmt.Errorf("%s: %w", path, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -363,9 +364,20 @@ func TestBatchedOutputMatchesAlone(t *testing.T) {
 	want := runAlone(t, ref, reqs)
 	// With keys and values stored as halves the tokens may differ from a
 	// float32 cache, but not between alone and batched.
-	ref16, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxSeqs = 1; o.PrefixCacheN = 0; o.CacheType = "f16" }))
-	want16 := runAlone(t, ref16, reqs)
-	f16 := func(o *engine.Options) { o.CacheType = "f16" }
+	// So with the other cache types (keys and values apart too).
+	kvTypes := func(o engine.Options) string { return o.CacheType + "/" + o.CacheTypeK + "/" + o.CacheTypeV }
+	wantTyped := map[string][]*engine.Result{}
+	typed := func(ct, k, v string) func(o *engine.Options) {
+		set := func(o *engine.Options) { o.CacheType, o.CacheTypeK, o.CacheTypeV = ct, k, v }
+		ref, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxSeqs = 1; o.PrefixCacheN = 0; set(o) }))
+		o := opts(set)
+		wantTyped[kvTypes(o)] = runAlone(t, ref, reqs)
+		return set
+	}
+	f16 := typed("f16", "", "")
+	q8 := typed("q8_0", "", "")
+	f8 := typed("f8e4m3", "", "")
+	q4bf16 := typed("", "q4_0", "bf16")
 
 	cases := []struct {
 		name        string
@@ -384,12 +396,15 @@ func TestBatchedOutputMatchesAlone(t *testing.T) {
 		{name: "no-kv-cache", opts: opts(func(o *engine.Options) { o.NoKVCache = true })},
 		{name: "f16-paged-preemption-prefix-hits", opts: opts(func(o *engine.Options) { f16(o); o.ContextLen = 400 }), warm: true, wantPreempt: true},
 		{name: "f16-contiguous-prefix-hits", opts: opts(func(o *engine.Options) { f16(o); o.PagedAttn = "off"; o.MaxNumBatchedTokens = 64 }), warm: true},
+		{name: "q8_0-paged-preemption-prefix-hits", opts: opts(func(o *engine.Options) { q8(o); o.ContextLen = 400 }), warm: true, wantPreempt: true},
+		{name: "f8e4m3-paged-chunked-prefill-prefix-hits", opts: opts(func(o *engine.Options) { f8(o); o.MaxNumBatchedTokens = 40 }), warm: true},
+		{name: "q4_0-bf16-paged-preemption", opts: opts(func(o *engine.Options) { q4bf16(o); o.ContextLen = 400; o.MaxDecodeStepsBeforePrefill = 2 }), wantPreempt: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			reqs, want := reqs, want
-			if c.opts.CacheType == "f16" {
-				want = want16
+			if w, ok := wantTyped[kvTypes(c.opts)]; ok {
+				want = w
 			}
 			if c.opts.NoKVCache {
 				// It recomputes every sequence for every token: keep it small.
@@ -650,7 +665,10 @@ func TestOptions(t *testing.T) {
 		opts(func(o *engine.Options) { o.MemoryFraction = 1.5 }),
 		opts(func(o *engine.Options) { o.MemoryMB = -1 }),
 		opts(func(o *engine.Options) { o.PrefixCacheN = -1 }),
-		opts(func(o *engine.Options) { o.CacheType = "f8e4m3" }),
+		opts(func(o *engine.Options) { o.CacheType = "q5_k" }),
+		opts(func(o *engine.Options) { o.CacheTypeV = "f8" }),
+		opts(func(o *engine.Options) { o.CacheType = "q8_0"; o.PagedAttn = "off" }), // the contiguous caches store f32 or f16
+		opts(func(o *engine.Options) { o.CacheTypeK = "q4_0"; o.NoKVCache = true }),
 		opts(func(o *engine.Options) { o.MaxSeqs = 0 }),
 		opts(func(o *engine.Options) { o.MaxNumBatchedTokens = -1 }),
 		opts(func(o *engine.Options) { o.MaxDecodeStepsBeforePrefill = 0 }),
@@ -679,6 +697,24 @@ func TestOptions(t *testing.T) {
 	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryMB = 1; o.CacheType = "f16" }))
 	if _, total := e.KVCacheBlocks(); total != 64 {
 		t.Errorf("1 MB budget of halves: %d blocks, want 64", total)
+	}
+	// The blocks' bytes follow the types: q8_0 and f8e4m3 34 bytes per 32
+	// values, q4_0 18, f16 and bf16 2 a value.
+	for _, c := range []struct {
+		ct, k, v string
+		want     int
+	}{{"q8_0", "", "", 120}, {"f8e4m3", "", "", 120}, {"q4_0", "", "", 227}, {"bf16", "", "", 64}, {"", "q8_0", "f16", 83}, {"f16", "q8_0", "", 83}} {
+		e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryMB = 1; o.CacheType, o.CacheTypeK, o.CacheTypeV = c.ct, c.k, c.v }))
+		if _, total := e.KVCacheBlocks(); total != c.want {
+			t.Errorf("1 MB budget of %s/%s/%s: %d blocks, want %d", c.ct, c.k, c.v, total, c.want)
+		}
+		if want := fmt.Sprintf("KV cache: %d tokens (%d blocks of 16)", 16*c.want, c.want); !strings.HasPrefix(e.KVSummary(), want) {
+			t.Errorf("summary %q, want it to start %q", e.KVSummary(), want)
+		}
+	}
+	if _, err := engine.New(m, opts(func(o *engine.Options) { o.CacheType = "q5_k" })); err == nil || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), "bf16, q8_0, q4_0, f8e4m3") {
+		t.Errorf("unknown cache type: %v, want one line listing the types", err)
 	}
 	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryFraction = 0.9; o.MemoryMB = 1 }))
 	if _, total := e.KVCacheBlocks(); total < 2048/16 || total > 2*32*2048/16 {

@@ -31,10 +31,13 @@ func collectChoices(t *testing.T, e *engine.Engine, req *engine.Request) ([]*eng
 // own random stream.
 func TestChoicesShareThePrompt(t *testing.T) {
 	m := tiny(t)
-	for _, mode := range []string{"paged", "contiguous", "paged-one-slot"} {
+	for _, mode := range []string{"paged", "contiguous", "paged-one-slot", "paged-q8_0"} {
 		t.Run(mode, func(t *testing.T) {
 			e, rec := newEngine(t, m, opts(func(o *engine.Options) {
 				switch mode {
+				case "paged-q8_0": // the choices fork blocks of quantized rows
+					o.CacheType = "q8_0"
+					o.PrefixCacheN = 0
 				case "contiguous":
 					o.PagedAttn = "off"
 					o.PrefixCacheN = 0

@@ -161,9 +161,15 @@ type Options struct {
 	NoKVCache    bool // recompute the whole sequence for every token (also no prefix cache)
 
 	// CacheType is how keys and values are stored (--pa-cache-type):
-	// "auto" or "" (float32, what the model computes), or "f16" (halves:
-	// half the memory and memory traffic, rounded to nearest even).
+	// "auto" or "" (float32, what the model computes), "f16" (halves:
+	// half the memory and memory traffic, rounded to nearest even), or one
+	// of the other kvcache.TypeNames (bf16, q8_0, q4_0, f8e4m3).
 	CacheType string
+	// CacheTypeK and CacheTypeV store keys and values apart
+	// (--cache-type-k/-v, as llama.cpp's -ctk/-ctv; "" follows CacheType):
+	// any of kvcache.TypeNames. Types other than auto and f16 need the
+	// paged cache.
+	CacheTypeK, CacheTypeV string
 
 	// Speculative decoding: a proposer guesses up to SpecTokens tokens
 	// (--mtp-n-predict, 1..16) and one forward pass of the model verifies
@@ -241,6 +247,7 @@ type Engine struct {
 	files  []*gguf.File // the model's and the draft's, checked as requests arrive
 
 	kvWarning string // set by New: the KV pool may take most of the memory
+	kvSummary string // set by New: the paged pool's types, tokens and bytes
 	nextID    uint64
 	wake      chan struct{}
 	done      chan struct{}
@@ -259,14 +266,11 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 	if o.Draft != nil {
 		e.files = append(e.files, o.Draft.File)
 	}
-	f16 := false
-	switch o.CacheType {
-	case "", "auto", "f32":
-	case "f16":
-		f16 = true
-	default:
-		return nil, fmt.Errorf("KV cache type %q: want auto or f16", o.CacheType)
+	kt, vt, err := cacheTypes(o)
+	if err != nil {
+		return nil, err
 	}
+	f16 := kt == kvcache.F16 && vt == kvcache.F16
 	switch o.PagedAttn {
 	case "", "auto", "on":
 		e.paged = !o.NoKVCache
@@ -279,12 +283,19 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 	prefix := o.PrefixCacheN > 0 && !o.NoKVCache
 	switch {
 	case e.paged:
-		n, err := poolBlocks(o, sh, cfg.ContextLen, f16)
+		if err := errors.Join(kt.CheckRow(sh.KDim), vt.CheckRow(sh.VDim)); err != nil {
+			return nil, err
+		}
+		n, err := poolBlocks(o, sh, cfg.ContextLen, kt, vt)
 		if err != nil {
 			return nil, err
 		}
-		e.kv = kvcache.NewPaged(kvcache.NewPool(sh, o.BlockSize, n, f16), m.Identity(), prefix)
-		e.kvWarning = kvMemoryWarning(int64(n) * kvcache.BlockBytes(sh, o.BlockSize, f16))
+		e.kv = kvcache.NewPaged(kvcache.NewTypedPool(sh, o.BlockSize, n, kt, vt), m.Identity(), prefix)
+		e.kvWarning = kvMemoryWarning(int64(n) * kvcache.TypedBlockBytes(sh, o.BlockSize, kt, vt))
+		e.kvSummary = fmt.Sprintf("KV cache: %d tokens (%d blocks of %d), keys %s, values %s, up to %d MB",
+			n*o.BlockSize, n, o.BlockSize, kt, vt, int64(n)*kvcache.TypedBlockBytes(sh, o.BlockSize, kt, vt)>>20)
+	case !f16 && (kt != kvcache.F32 || vt != kvcache.F32):
+		return nil, fmt.Errorf("KV cache types %s/%s need the paged KV cache (this one is off: --paged-attn off or --no-kv-cache)", kt, vt)
 	case o.NoKVCache:
 		e.kv = kvcache.NewRecompute(sh, f16)
 	default:
@@ -342,6 +353,11 @@ func (e *Engine) statsSink() StatsSink {
 // past kvWarnFraction of the machine's memory (it is allocated as it
 // fills), or "".
 func (e *Engine) KVWarning() string { return e.kvWarning }
+
+// KVSummary says how many tokens the paged KV cache holds, stored as what,
+// in how many megabytes at most ("" when not paged): the number of tokens
+// follows the cache types for a budget in megabytes or of memory.
+func (e *Engine) KVSummary() string { return e.kvSummary }
 
 // Broken is the error that made the engine unusable (a model file changed
 // on disk while in use: a *gguf.ChangedError), nil while it works. A

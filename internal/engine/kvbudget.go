@@ -16,9 +16,9 @@ import (
 // default fraction). Block memory is allocated as
 // blocks are first used, so a large budget is a ceiling, not an up-front
 // cost.
-func poolBlocks(o Options, sh kvcache.Shape, ctxLen int, f16 bool) (int, error) {
+func poolBlocks(o Options, sh kvcache.Shape, ctxLen int, kt, vt kvcache.Type) (int, error) {
 	bs := o.BlockSize
-	blockBytes := kvcache.BlockBytes(sh, bs, f16)
+	blockBytes := kvcache.TypedBlockBytes(sh, bs, kt, vt)
 	perSeq := int64((ctxLen + bs - 1) / bs)
 	var n int64
 	switch {
@@ -33,7 +33,7 @@ func poolBlocks(o Options, sh kvcache.Shape, ctxLen int, f16 bool) (int, error) 
 		}
 		n = int64(o.MemoryMB) << 20 / blockBytes
 		if n == 0 {
-			return 0, fmt.Errorf("KV cache memory of %d MB is smaller than one block (%d bytes)", o.MemoryMB, blockBytes)
+			return 0, fmt.Errorf("KV cache memory of %d MB is smaller than one block of %d tokens (%d bytes with keys %s and values %s)", o.MemoryMB, bs, blockBytes, kt, vt)
 		}
 
 	default:
@@ -110,4 +110,20 @@ func physicalMemory() (total, avail int64, err error) {
 		return 0, 0, fmt.Errorf("/proc/meminfo has no MemTotal/MemAvailable")
 	}
 	return total, avail, sc.Err()
+}
+
+// cacheTypes resolves the key and value types of o: CacheTypeK and
+// CacheTypeV, each defaulting to CacheType.
+func cacheTypes(o Options) (k, v kvcache.Type, err error) {
+	pick := func(s string) (kvcache.Type, error) {
+		if s == "" {
+			s = o.CacheType
+		}
+		return kvcache.ParseType(s)
+	}
+	if k, err = pick(o.CacheTypeK); err != nil {
+		return k, v, err
+	}
+	v, err = pick(o.CacheTypeV)
+	return k, v, err
 }

@@ -92,9 +92,34 @@ func TestSpeculativeGreedyIdentical(t *testing.T) {
 				t.Error("no staged drops with a budget smaller than the guesses")
 			}
 		}},
+		// A quantized cache rolls back rejected guesses too (against
+		// greedy decoding with the same cache type).
+		{"draft-other-q8_0", func(o *engine.Options) { o.Draft = tinyDraft(t); o.SpecTokens = 3; o.CacheType = "q8_0" }, nil},
+		{"ngram-preemption-q8_0", func(o *engine.Options) {
+			o.SpecNgram, o.SpecTokens, o.ContextLen, o.MaxDecodeStepsBeforePrefill = 2, 8, 400, 2
+			o.CacheType = "q8_0"
+		}, func(t *testing.T, rec *recorder) {
+			if rec.preempted == 0 || rec.hits == 0 {
+				t.Errorf("preemptions %d, prefix hits %d: the case wants both", rec.preempted, rec.hits)
+			}
+		}},
 	}
+	wantQ8 := func() func() []*engine.Result {
+		var w []*engine.Result
+		return func() []*engine.Result {
+			if w == nil {
+				ref, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxSeqs = 1; o.CacheType = "q8_0" }))
+				w = runConcurrently(t, ref, cloneRequests(reqs))
+			}
+			return w
+		}
+	}()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			want := want
+			if opts(c.mod).CacheType == "q8_0" {
+				want = wantQ8()
+			}
 			e, rec := newEngine(t, m, opts(c.mod))
 			got := runTogether(t, e, rec, cloneRequests(reqs))
 			again := runConcurrently(t, e, cloneRequests(reqs)) // prefix-cache hits

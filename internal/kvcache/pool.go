@@ -8,6 +8,7 @@
 package kvcache
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -27,8 +28,10 @@ import (
 // memory, which the garbage collector gives back to the OS.
 type Pool struct {
 	layers, kdim, vdim, bs int
-	stride                 int  // values of one layer in a block: bs*(kdim+vdim)
-	f16                    bool // values stored as halves
+	stride                 int  // values (words) of one layer in a block: bs*(kw+vw)
+	packed                 bool // stored in 16-bit words (every type but f32 for both)
+	kt, vt                 Type // how keys and values are stored
+	kw, vw                 int  // values (words) of a key row and a value row
 
 	// blocks holds the Total() blocks and then one sentinel per free list:
 	// doubly linked lists through prev/next (see the list constants).
@@ -94,13 +97,32 @@ func (b *block) resident() bool { return b.data != nil || b.data16 != nil }
 // sh, storing float32 values or, with f16, halves. Block memory is allocated when a block is first handed
 // out, so an oversized pool costs only its bookkeeping until it fills.
 func NewPool(sh Shape, blockSize, n int, f16 bool) *Pool {
+	t := F32
+	if f16 {
+		t = F16
+	}
+	return NewTypedPool(sh, blockSize, n, t, t)
+}
+
+// NewTypedPool is NewPool storing keys as kt and values as vt (the rows'
+// widths must suit them: Type.CheckRow).
+func NewTypedPool(sh Shape, blockSize, n int, kt, vt Type) *Pool {
 	layers, kdim, vdim := sh.Layers, sh.KDim, sh.VDim
 	if layers <= 0 || kdim <= 0 || vdim <= 0 || blockSize <= 0 || n <= 0 {
 		panic(fmt.Sprintf("kvcache: invalid pool %d layers, rows %d/%d, block size %d, %d blocks", layers, kdim, vdim, blockSize, n))
 	}
+	if err := errors.Join(kt.CheckRow(kdim), vt.CheckRow(vdim)); err != nil {
+		panic("kvcache: " + err.Error())
+	}
+	kw, vw := kdim, vdim
+	packed := kt != F32 || vt != F32
+	if packed {
+		kw, vw = kt.Words(kdim), vt.Words(vdim)
+	}
 	p := &Pool{
 		layers: layers, kdim: kdim, vdim: vdim, bs: blockSize,
-		stride: blockSize * (kdim + vdim), f16: f16,
+		stride: blockSize * (kw + vw), packed: packed,
+		kt: kt, vt: vt, kw: kw, vw: vw,
 		blocks:   make([]block, n+nLists),
 		cached:   make(map[Hash]int32),
 		keepWarm: max(4, n/32),
@@ -119,12 +141,24 @@ func NewPool(sh Shape, blockSize, n int, f16 bool) *Pool {
 // BlockBytes is the memory of one block of blockSize positions of rows of
 // shape sh, of float32 values or (f16) halves.
 func BlockBytes(sh Shape, blockSize int, f16 bool) int64 {
-	size := int64(4)
+	t := F32
 	if f16 {
-		size = 2
+		t = F16
 	}
-	return int64(sh.Layers) * int64(blockSize) * int64(sh.KDim+sh.VDim) * size
+	return TypedBlockBytes(sh, blockSize, t, t)
 }
+
+// TypedBlockBytes is BlockBytes of keys stored as kt and values as vt.
+func TypedBlockBytes(sh Shape, blockSize int, kt, vt Type) int64 {
+	row := int64(4) * int64(sh.KDim+sh.VDim)
+	if kt != F32 || vt != F32 {
+		row = kt.Bytes(sh.KDim) + vt.Bytes(sh.VDim)
+	}
+	return int64(sh.Layers) * int64(blockSize) * row
+}
+
+// Types returns how keys and values are stored.
+func (p *Pool) Types() (k, v Type) { return p.kt, p.vt }
 
 // BlockSize is the number of positions per block.
 func (p *Pool) BlockSize() int { return p.bs }
@@ -256,9 +290,9 @@ func (p *Pool) allocate() int32 {
 	}
 	b.ref = 1
 	switch {
-	case p.f16 && b.data16 == nil:
+	case p.packed && b.data16 == nil:
 		b.data16 = make([]uint16, p.gl*p.stride)
-	case !p.f16 && b.data == nil:
+	case !p.packed && b.data == nil:
 		b.data = make([]float32, p.gl*p.stride)
 	}
 	p.attachSliding(b)
@@ -295,9 +329,9 @@ func (p *Pool) copyRows(dst, src int32, rows int) {
 	for l := range p.layers {
 		df, dh, base := p.rowsOf(d, l)
 		sf, sh, _ := p.rowsOf(s, l)
-		k := [2]int{base, base + rows*p.kdim}
-		v := [2]int{base + p.bs*p.kdim, base + p.bs*p.kdim + rows*p.vdim}
-		if p.f16 {
+		k := [2]int{base, base + rows*p.kw}
+		v := [2]int{base + p.bs*p.kw, base + p.bs*p.kw + rows*p.vw}
+		if p.packed {
 			copy(dh[k[0]:k[1]], sh[k[0]:k[1]])
 			copy(dh[v[0]:v[1]], sh[v[0]:v[1]])
 			continue

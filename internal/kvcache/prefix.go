@@ -2,8 +2,6 @@ package kvcache
 
 import (
 	"slices"
-
-	"mistralrs/internal/kernels"
 )
 
 // PrefixStore is the non-paged prefix cache (mistral.rs's PrefixCacheManagerV2):
@@ -87,15 +85,15 @@ func CopyPrefix(dst, src Cache, sh Shape, n int) error {
 	if err := dst.Extend(n); err != nil {
 		return err
 	}
-	kb, vb := make([]float32, kdim), make([]float32, vdim) // rows converted from halves
+	kb, vb := make([]float32, kdim), make([]float32, vdim) // rows converted from other types
 	for l := range layers {
 		for pos := 0; pos < n; {
 			sp := src.Span(l, pos)
 			cnt := min(sp.N, n-pos)
 			for j := range cnt {
-				if sp.K16 != nil {
-					kernels.F16ToF32s(kb, sp.K16[j*kdim:(j+1)*kdim])
-					kernels.F16ToF32s(vb, sp.V16[j*vdim:(j+1)*vdim])
+				if sp.K == nil || sp.V == nil {
+					sp.KeyRows(kb, kdim, j, 1, 0, kdim)
+					sp.ValueRows(vb, vdim, j, 1, 0, vdim)
 					dst.Put(l, pos+j, kb, vb)
 				} else {
 					dst.Put(l, pos+j, sp.K[j*kdim:(j+1)*kdim], sp.V[j*vdim:(j+1)*vdim])

@@ -124,15 +124,19 @@ func (s *Seq) Shrink(n int) {
 func (s *Seq) Put(layer, pos int, k, v []float32) {
 	p := s.p
 	f32, f16, base := p.rowsOf(&p.blocks[s.blocks[pos/p.bs]], layer)
-	koff := base + (pos%p.bs)*p.kdim
-	voff := base + p.bs*p.kdim + (pos%p.bs)*p.vdim
-	if p.f16 {
+	koff := base + (pos%p.bs)*p.kw
+	voff := base + p.bs*p.kw + (pos%p.bs)*p.vw
+	switch {
+	case p.kt == F16 && p.vt == F16:
 		kernels.F32ToF16s(f16[koff:koff+p.kdim], k[:p.kdim])
 		kernels.F32ToF16s(f16[voff:voff+p.vdim], v[:p.vdim])
-		return
+	case p.packed:
+		EncodeRow(p.kt, f16[koff:koff+p.kw], k[:p.kdim])
+		EncodeRow(p.vt, f16[voff:voff+p.vw], v[:p.vdim])
+	default:
+		copy(f32[koff:koff+p.kdim], k)
+		copy(f32[voff:voff+p.vdim], v)
 	}
-	copy(f32[koff:koff+p.kdim], k)
-	copy(f32[voff:voff+p.vdim], v)
 }
 
 // Span implements Cache: the rows of pos's block from pos on.
@@ -140,10 +144,24 @@ func (s *Seq) Span(layer, pos int) Span {
 	p := s.p
 	f32, f16, base := p.rowsOf(&p.blocks[s.blocks[pos/p.bs]], layer)
 	j := pos % p.bs
-	kr := [2]int{base + j*p.kdim, base + p.bs*p.kdim}
-	vr := [2]int{base + p.bs*p.kdim + j*p.vdim, base + p.stride}
-	if p.f16 {
+	kr := [2]int{base + j*p.kw, base + p.bs*p.kw}
+	vr := [2]int{base + p.bs*p.kw + j*p.vw, base + p.stride}
+	switch {
+	case p.kt == F16 && p.vt == F16:
 		return Span{K16: f16[kr[0]:kr[1]], V16: f16[vr[0]:vr[1]], N: p.bs - j}
+	case p.packed:
+		sp := Span{N: p.bs - j, KT: p.kt, VT: p.vt, KW: p.kw, VW: p.vw}
+		if k := f16[kr[0]:kr[1]]; p.kt == F16 {
+			sp.K16 = k
+		} else {
+			sp.KQ = k
+		}
+		if v := f16[vr[0]:vr[1]]; p.vt == F16 {
+			sp.V16 = v
+		} else {
+			sp.VQ = v
+		}
+		return sp
 	}
 	return Span{K: f32[kr[0]:kr[1]], V: f32[vr[0]:vr[1]], N: p.bs - j}
 }

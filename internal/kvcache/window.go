@@ -82,9 +82,9 @@ func (p *Pool) attachSliding(b *block) {
 		return
 	}
 	switch n, n16 := len(p.wspare), len(p.wspare16); {
-	case p.f16 && n16 > 0:
+	case p.packed && n16 > 0:
 		b.wdata16, p.wspare16 = p.wspare16[n16-1], p.wspare16[:n16-1]
-	case p.f16:
+	case p.packed:
 		b.wdata16 = make([]uint16, p.sl*p.stride)
 	case n > 0:
 		b.wdata, p.wspare = p.wspare[n-1], p.wspare[:n-1]
@@ -101,9 +101,9 @@ func (p *Pool) dropSliding(b *block) {
 	}
 	p.unkeep(b)
 	switch {
-	case p.f16 && len(p.wspare16) < p.keepWarm:
+	case p.packed && len(p.wspare16) < p.keepWarm:
 		p.wspare16 = append(p.wspare16, b.wdata16)
-	case !p.f16 && len(p.wspare) < p.keepWarm:
+	case !p.packed && len(p.wspare) < p.keepWarm:
 		p.wspare = append(p.wspare, b.wdata)
 	}
 	b.wdata, b.wdata16 = nil, nil

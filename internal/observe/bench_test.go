@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // discardWriter is a minimal http.ResponseWriter, so the benchmark measures
@@ -30,8 +35,13 @@ type resettableBody struct{ strings.Reader }
 func (*resettableBody) Close() error { return nil }
 
 func benchStack(b *testing.B, wrap bool, method, target, body string) {
+	benchStackTraced(b, wrap, nil, method, target, body)
+}
+
+func benchStackTraced(b *testing.B, wrap bool, tp trace.TracerProvider, method, target, body string, hdr ...string) {
 	th := NewTracingHandler(io.Discard, nil) // access lines formatted, then discarded
 	opts := DefaultOptions()
+	opts.Tracer = tp
 	opts.Logger = slog.New(th)
 	opts.Models = testModels
 	o, err := New(opts)
@@ -53,6 +63,9 @@ func benchStack(b *testing.B, wrap bool, method, target, body string) {
 		h = o.Handler(mux)
 	}
 	req := httptest.NewRequest(method, target, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	rb := &resettableBody{}
 	if body != "" {
 		req.Body = rb
@@ -94,6 +107,21 @@ func BenchmarkStack(b *testing.B) {
 	chat := `{"model":"llama-3.2-1b","messages":[{"role":"user","content":"Hello there, how are you?"}],"max_tokens":64}`
 	b.Run("POST_chat/bare", func(b *testing.B) { benchStack(b, false, "POST", "/v1/chat/completions", chat) })
 	b.Run("POST_chat/observed", func(b *testing.B) { benchStack(b, true, "POST", "/v1/chat/completions", chat) })
+}
+
+// The stack with tracing off (the layer is absent: the same as "observed"
+// above) and on: the SDK's batch processor to an exporter that discards,
+// every span sampled, with and without an incoming traceparent.
+func BenchmarkStackTracing(b *testing.B) {
+	chat := `{"model":"llama-3.2-1b","messages":[{"role":"user","content":"Hello there, how are you?"}],"max_tokens":64}`
+	b.Run("off", func(b *testing.B) { benchStack(b, true, "POST", "/v1/chat/completions", chat) })
+	on := func(b *testing.B, hdr ...string) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		defer func() { _ = tp.Shutdown(context.Background()) }()
+		benchStackTraced(b, true, tp, "POST", "/v1/chat/completions", chat, hdr...)
+	}
+	b.Run("on", func(b *testing.B) { on(b) })
+	b.Run("on_traceparent", func(b *testing.B) { on(b, "traceparent", incoming) })
 }
 
 // Rendering /metrics with 10,000 series (plus the engine families):

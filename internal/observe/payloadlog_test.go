@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -98,5 +99,27 @@ func TestChronoOffsets(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s, want %s", got, c.want)
 		}
+	}
+}
+
+// The context variants add the request's trace id, and nothing without one.
+func TestPayloadLogTraceID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.log")
+	p, err := OpenPayloadLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	rec := &Record{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}
+	ctx := context.WithValue(context.Background(), ctxKey{}, rec)
+	_ = p.RequestCtx(ctx, `{"a":1}`)
+	_ = p.ErrorCtx(context.Background(), "boom")
+	_ = p.ResponseCtx(ctx, `{"b":2}`)
+	b, _ := os.ReadFile(path)
+	got := regexp.MustCompile(`at [^:]+:\d\d:\d\d[^ ]* [+-]\d\d:\d\d`).ReplaceAllString(string(b), "at T")
+	want := "Request at T trace_id=4bf92f3577b34da6a3ce929d0e0e4736: {\"a\":1}\n\nError response at T: boom\n\n" +
+		"Response at T trace_id=4bf92f3577b34da6a3ce929d0e0e4736: {\"b\":2}\n\n"
+	if got != want {
+		t.Errorf("got %q\nwant %q", got, want)
 	}
 }

@@ -325,6 +325,11 @@ func (e *modelEntry) load() (string, error) {
 		return StatusInternalError, fmt.Errorf("loading model %s: %w", e.spec.ID, err)
 	}
 	e.reg.log.Info(fmt.Sprintf("Model %s loaded in %.2fs%s", e.spec.ID, time.Since(start).Seconds(), packedNote(l.Model)))
+	if kv := l.Engine.KVSummary(); kv != "" {
+		// How many tokens the pool holds follows the cache type (f32, f16,
+		// q8_0, ...): the line says it, as llama.cpp's startup does.
+		e.reg.log.Info("Model " + e.spec.ID + ": " + kv)
+	}
 	if w := l.Engine.KVWarning(); w != "" {
 		e.reg.log.Warn("Model " + e.spec.ID + ": " + w)
 	}

@@ -2,77 +2,13 @@ package tracing
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
+	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
+	"mistralrs/internal/tracing/tracingtest"
 )
-
-// receiver is a local OTLP/HTTP collector: it decodes every export.
-type receiver struct {
-	mu      sync.Mutex
-	reqs    []*collectortrace.ExportTraceServiceRequest
-	paths   []string
-	headers []http.Header
-	status  int           // answered status; 0: 200
-	block   chan struct{} // when set, exports wait on it
-	entered chan struct{} // when set, told of each export before it blocks
-}
-
-func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	if rc.entered != nil {
-		rc.entered <- struct{}{}
-	}
-	if rc.block != nil {
-		select {
-		case <-rc.block:
-		case <-r.Context().Done():
-			return
-		}
-	}
-	var req collectortrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	rc.mu.Lock()
-	rc.reqs = append(rc.reqs, &req)
-	rc.paths = append(rc.paths, r.URL.Path)
-	rc.headers = append(rc.headers, r.Header.Clone())
-	rc.mu.Unlock()
-	if rc.status != 0 {
-		w.WriteHeader(rc.status)
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	b, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
-	_, _ = w.Write(b)
-}
-
-func (rc *receiver) spans() (spans []*tracepb.Span, service string) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	for _, req := range rc.reqs {
-		for _, rs := range req.ResourceSpans {
-			for _, kv := range rs.Resource.GetAttributes() {
-				if kv.Key == "service.name" {
-					service = kv.Value.GetStringValue()
-				}
-			}
-			for _, ss := range rs.ScopeSpans {
-				spans = append(spans, ss.Spans...)
-			}
-		}
-	}
-	return spans, service
-}
 
 // noEnv keeps the process's OTEL_* variables out of a test.
 func noEnv(t *testing.T) {
@@ -84,9 +20,13 @@ func noEnv(t *testing.T) {
 
 func TestOffByDefault(t *testing.T) {
 	noEnv(t)
+	before := runtime.NumGoroutine()
 	p, err := New(t.Context(), Config{})
 	if err != nil || p != nil {
 		t.Fatalf("no endpoint: provider %v, error %v", p, err)
+	}
+	if after := runtime.NumGoroutine(); after != before {
+		t.Errorf("goroutines %d → %d with tracing off", before, after)
 	}
 	if p.TracerProvider() != nil || p.Dropped() != 0 || p.Shutdown(t.Context()) != nil || p.Target() != "" {
 		t.Error("a nil provider is not inert")
@@ -95,12 +35,10 @@ func TestOffByDefault(t *testing.T) {
 
 func TestExportToReceiver(t *testing.T) {
 	noEnv(t)
-	rc := &receiver{}
-	srv := httptest.NewServer(rc)
-	defer srv.Close()
+	rc := tracingtest.Start(t)
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test")
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant=acme")
-	p, err := New(t.Context(), Config{Endpoint: srv.URL}) // no path: /v1/traces
+	p, err := New(t.Context(), Config{Endpoint: rc.URL}) // no path: /v1/traces
 	if err != nil || p == nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -109,15 +47,15 @@ func TestExportToReceiver(t *testing.T) {
 	if err := p.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	spans, service := rc.spans()
-	if len(spans) != 1 || spans[0].Name != "POST /v1/chat/completions" {
+	spans := rc.Spans()
+	if len(spans) != 1 || spans[0].Name != "POST /v1/chat/completions" || spans[0].Scope != ScopeName {
 		t.Fatalf("received %v", spans)
 	}
-	if service != DefaultServiceName {
-		t.Errorf("service.name %q", service)
+	if spans[0].Service != DefaultServiceName {
+		t.Errorf("service.name %q", spans[0].Service)
 	}
-	if rc.paths[0] != "/v1/traces" || rc.headers[0].Get("X-Tenant") != "acme" {
-		t.Errorf("path %q, headers %v", rc.paths[0], rc.headers[0])
+	if rc.Paths()[0] != "/v1/traces" || rc.Headers()[0].Get("X-Tenant") != "acme" {
+		t.Errorf("path %q, headers %v", rc.Paths()[0], rc.Headers()[0])
 	}
 	if p.Dropped() != 0 {
 		t.Errorf("dropped %d", p.Dropped())
@@ -128,10 +66,8 @@ func TestExportToReceiver(t *testing.T) {
 // sampler variable is the SDK's.
 func TestEnvironment(t *testing.T) {
 	noEnv(t)
-	rc := &receiver{}
-	srv := httptest.NewServer(rc)
-	defer srv.Close()
-	t.Setenv(EnvEndpoint, srv.URL)
+	rc := tracingtest.Start(t)
+	t.Setenv(EnvEndpoint, rc.URL)
 	t.Setenv("OTEL_SERVICE_NAME", "replica-7")
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
 	p, err := New(t.Context(), Config{})
@@ -144,7 +80,7 @@ func TestEnvironment(t *testing.T) {
 		t.Error("OTEL_TRACES_SAMPLER=always_off ignored")
 	}
 	_ = p.Shutdown(t.Context())
-	if spans, _ := rc.spans(); len(spans) != 0 {
+	if spans := rc.Spans(); len(spans) != 0 {
 		t.Errorf("unsampled spans exported: %v", spans)
 	}
 
@@ -156,8 +92,8 @@ func TestEnvironment(t *testing.T) {
 	_, span := p.TracerProvider().Tracer(ScopeName).Start(context.Background(), "x")
 	span.End()
 	_ = p.Shutdown(t.Context())
-	if spans, service := rc.spans(); len(spans) != 1 || service != "replica-7" || rc.paths[0] != "/v1/traces" {
-		t.Errorf("spans %d service %q path %v", len(spans), service, rc.paths)
+	if spans := rc.Spans(); len(spans) != 1 || spans[0].Service != "replica-7" || rc.Paths()[0] != "/v1/traces" {
+		t.Errorf("spans %v paths %v", spans, rc.Paths())
 	}
 }
 
@@ -190,10 +126,9 @@ func TestBadSettings(t *testing.T) {
 // the ending span never waits.
 func TestReceiverFails(t *testing.T) {
 	noEnv(t)
-	rc := &receiver{status: http.StatusInternalServerError}
-	srv := httptest.NewServer(rc)
-	defer srv.Close()
-	p, err := New(t.Context(), Config{Endpoint: srv.URL + "/v1/traces"})
+	rc := tracingtest.Start(t)
+	rc.Status = http.StatusInternalServerError
+	p, err := New(t.Context(), Config{Endpoint: rc.URL + "/v1/traces"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,11 +147,10 @@ func TestReceiverFails(t *testing.T) {
 func TestReceiverHangs(t *testing.T) {
 	noEnv(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "600000") // the export must stay blocked through the test
-	rc := &receiver{block: make(chan struct{}), entered: make(chan struct{}, 16)}
-	srv := httptest.NewServer(rc)
-	defer srv.Close()
+	rc := tracingtest.Start(t)
+	rc.Block, rc.Entered = make(chan struct{}), make(chan struct{}, 16)
 	const queue = 4
-	p, err := New(t.Context(), Config{Endpoint: srv.URL, QueueSize: queue})
+	p, err := New(t.Context(), Config{Endpoint: rc.URL, QueueSize: queue})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +159,7 @@ func TestReceiverHangs(t *testing.T) {
 	first.End()
 	flushed := make(chan error, 1)
 	go func() { flushed <- p.sdk.ForceFlush(context.Background()) }()
-	<-rc.entered // an export is in flight, and the collector holds it
+	<-rc.Entered // an export is in flight, and the collector holds it
 	const total = 20
 	for i := 0; i < total; i++ {
 		_, span := tr.Start(context.Background(), "x")
@@ -240,7 +174,7 @@ func TestReceiverHangs(t *testing.T) {
 		t.Fatalf("the flush returned (%v) while the collector hangs", err)
 	default:
 	}
-	close(rc.block)
+	close(rc.Block)
 	<-flushed
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -263,4 +197,21 @@ func TestClip(t *testing.T) {
 	if s, cut := Clip("abc"); s != "abc" || cut {
 		t.Errorf("Clip short: %q %v", s, cut)
 	}
+}
+
+// OTEL_EXPORTER_OTLP_PROTOCOL=grpc builds the gRPC exporter, which keeps
+// the URL's host and port (no /v1/traces path).
+func TestGRPCProtocol(t *testing.T) {
+	noEnv(t)
+	env := map[string]string{EnvTracesProtocol: "grpc"}
+	p, err := New(t.Context(), Config{Endpoint: "http://127.0.0.1:4317", Getenv: func(k string) string { return env[k] }})
+	if err != nil || p == nil {
+		t.Fatalf("grpc: %v", err)
+	}
+	if p.Target() != "http://127.0.0.1:4317" {
+		t.Errorf("target %q", p.Target())
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // nothing to flush; do not wait on a collector that is not there
+	_ = p.Shutdown(ctx)
 }

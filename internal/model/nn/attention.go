@@ -1,6 +1,9 @@
 package nn
 
-import "mistralrs/internal/kernels"
+import (
+	"mistralrs/internal/kernels"
+	"mistralrs/internal/kvcache"
+)
 
 // AttnOpts are the per-layer settings of attention.
 type AttnOpts struct {
@@ -171,6 +174,8 @@ func (s *Step) attendGroup(g *attnGroup, scores, tile []float32) {
 			cnt := min(sp.N, to-pos)
 			if sp.K16 != nil {
 				kernels.DotsF16(sc[i][pos:pos+cnt], q[i], sp.K16[kvh*hd:], kd, scale)
+			} else if sp.KQ != nil {
+				dotsDecoded(sc[i][pos:pos+cnt], q[i], &sp, kvh*hd, hd, scale, tile)
 			} else {
 				kernels.Dots(sc[i][pos:pos+cnt], q[i], sp.K[kvh*hd:], kd, scale)
 			}
@@ -183,6 +188,8 @@ func (s *Step) attendGroup(g *attnGroup, scores, tile []float32) {
 			cnt := min(sp.N, to-pos)
 			if sp.V16 != nil {
 				kernels.AxpysF16(out[i], sc[i][pos:pos+cnt], sp.V16[kvh*vdh:], vd)
+			} else if sp.VQ != nil {
+				axpysDecoded(out[i], sc[i][pos:pos+cnt], &sp, kvh*vdh, vdh, tile)
 			} else {
 				kernels.Axpys(out[i], sc[i][pos:pos+cnt], sp.V[kvh*vdh:], vd)
 			}
@@ -193,7 +200,13 @@ func (s *Step) attendGroup(g *attnGroup, scores, tile []float32) {
 	for pos := sLo; pos < sHi; {
 		sp := cache.Span(s.layer, pos)
 		cnt := min(sp.N, sHi-pos, attnTile)
-		rows, stride := headRows(sp.K, sp.K16, kvh*hd, kd, hd, cnt, quads, tile)
+		var rows []float32
+		var stride int
+		if sp.KQ != nil {
+			rows, stride = decodedRows(sp.KQ, sp.KT, sp.KW, kvh*hd, hd, cnt, tile)
+		} else {
+			rows, stride = headRows(sp.K, sp.K16, kvh*hd, kd, hd, cnt, quads, tile)
+		}
 		for qd := range quads {
 			for i := range part {
 				part[i] = sc[4*qd+i][pos : pos+cnt]
@@ -213,7 +226,13 @@ func (s *Step) attendGroup(g *attnGroup, scores, tile []float32) {
 	for pos := sLo; pos < sHi; {
 		sp := cache.Span(s.layer, pos)
 		cnt := min(sp.N, sHi-pos, attnTile)
-		rows, stride := headRows(sp.V, sp.V16, kvh*vdh, vd, vdh, cnt, quads, tile)
+		var rows []float32
+		var stride int
+		if sp.VQ != nil {
+			rows, stride = decodedRows(sp.VQ, sp.VT, sp.VW, kvh*vdh, vdh, cnt, tile)
+		} else {
+			rows, stride = headRows(sp.V, sp.V16, kvh*vdh, vd, vdh, cnt, quads, tile)
+		}
 		for qd := range quads {
 			for i := range part {
 				part[i] = sc[4*qd+i][pos : pos+cnt]
@@ -247,6 +266,34 @@ func headRows(f32 []float32, f16 []uint16, off, stride, w, cnt, uses int, tile [
 	}
 	kernels.F16RowsToF32(tile, f16[off:], stride, w, cnt)
 	return tile[:cnt*w], w
+}
+
+// decodedRows decodes cnt rows of one head (w values at off in rows of
+// words words of type t) into tile, for the float32 kernels: the cache
+// types other than f32 and f16 are read this way.
+func decodedRows(q []uint16, t kvcache.Type, words, off, w, cnt int, tile []float32) ([]float32, int) {
+	kvcache.DecodeRows(tile, t, q, words, off, w, cnt)
+	return tile[:cnt*w], w
+}
+
+// dotsDecoded is Dots over keys of a decoded type, a tile at a time.
+func dotsDecoded(sc, q []float32, sp *kvcache.Span, off, hd int, scale float32, tile []float32) {
+	step := len(tile) / hd
+	for j := 0; j < len(sc); j += step {
+		cnt := min(step, len(sc)-j)
+		kvcache.DecodeRows(tile, sp.KT, sp.KQ[j*sp.KW:], sp.KW, off, hd, cnt)
+		kernels.Dots(sc[j:j+cnt], q, tile, hd, scale)
+	}
+}
+
+// axpysDecoded is Axpys over values of a decoded type, a tile at a time.
+func axpysDecoded(out, sc []float32, sp *kvcache.Span, off, vdh int, tile []float32) {
+	step := len(tile) / vdh
+	for j := 0; j < len(sc); j += step {
+		cnt := min(step, len(sc)-j)
+		kvcache.DecodeRows(tile, sp.VT, sp.VQ[j*sp.VW:], sp.VW, off, vdh, cnt)
+		kernels.Axpys(out, sc[j:j+cnt], tile, vdh)
+	}
 }
 
 // softmax normalises x in place (vectorised exp where the kernels have
