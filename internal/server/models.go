@@ -237,7 +237,9 @@ func (e *modelEntry) acquire(ctx context.Context) (l *loadedModel, release func(
 		ch := e.loading
 		e.mu.Unlock()
 		if ch == nil {
-			if _, err := e.load(); err != nil {
+			// An unloaded model reloaded on demand: a load span under the
+			// request's that waited for it.
+			if _, err := tracedModelOp(ctx, "load", e.spec.ID, e.load); err != nil {
 				return nil, nil, err
 			}
 			continue

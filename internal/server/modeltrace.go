@@ -11,7 +11,8 @@ import (
 )
 
 // tracedModelOp runs a model-management operation (name: "unload",
-// "reload"; "" for a status query, which gets no span) in a span under the
+// "reload", or "load" when a request loads an unloaded model; "" for a
+// status query, which gets no span) in a span under the
 // request's, when that span records.
 func tracedModelOp(ctx context.Context, name, modelID string, op func() (string, error)) (string, error) {
 	parent := trace.SpanFromContext(ctx)

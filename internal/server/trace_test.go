@@ -22,6 +22,7 @@ import (
 	"mistralrs/internal/config"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/observe"
+	"mistralrs/internal/testutil"
 )
 
 // tracedServer is a server behind a stand-in for the HTTP server span: a
@@ -362,4 +363,153 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// An embeddings request is one span under the request's, with the inputs
+// it embedded and their tokens.
+func TestTraceEmbeddings(t *testing.T) {
+	ts := startTracedServer(t, sdktrace.AlwaysSample())
+	resp, data, err := ts.post(t, context.Background(), "/v1/embeddings", map[string]any{"model": "tiny", "input": []string{"hello", "world"}})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v: %s", err, resp, data)
+	}
+	var out embeddingListJSONForTrace
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	server, spans := ts.tree(t)
+	if len(spans) != 1 || spans[0].Name != "embeddings tiny" || spans[0].Parent.SpanID() != server.SpanContext.SpanID() {
+		t.Fatalf("spans %+v", spans)
+	}
+	a := attrs(spans[0])
+	if a["gen_ai.operation.name"].AsString() != "embeddings" || a["gen_ai.request.model"].AsString() != "tiny" ||
+		a["mistralrs.embeddings.inputs"].AsInt64() != 2 || a["gen_ai.usage.input_tokens"].AsInt64() != int64(out.Usage.PromptTokens) ||
+		out.Usage.PromptTokens == 0 {
+		t.Errorf("attributes %v, usage %+v", a, out.Usage)
+	}
+}
+
+type embeddingListJSONForTrace struct {
+	Usage struct {
+		PromptTokens int `json:"prompt_tokens"`
+	} `json:"usage"`
+}
+
+// A request for an unloaded model loads it in a span of its own, beside
+// its generation span.
+func TestTraceLoadOnDemand(t *testing.T) {
+	ts := startTracedServer(t, sdktrace.AlwaysSample())
+	if resp, data, err := ts.post(t, context.Background(), "/v1/models/unload", map[string]any{"model_id": "tiny"}); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v: %s", err, resp, data)
+	}
+	ts.tree(t)
+	for _, path := range []string{"/v1/chat/completions", "/v1/embeddings"} {
+		body := map[string]any{"model": "tiny", "max_tokens": 2, "messages": []map[string]any{{"role": "user", "content": "hi"}}}
+		if path == "/v1/embeddings" {
+			body = map[string]any{"model": "tiny", "input": "hi"}
+			if resp, data, err := ts.post(t, context.Background(), "/v1/models/unload", map[string]any{"model_id": "tiny"}); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%v %v: %s", err, resp, data)
+			}
+			ts.tree(t)
+		}
+		resp, data, err := ts.post(t, context.Background(), path, body)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%v %v: %s", err, resp, data)
+		}
+		server, spans := ts.tree(t)
+		var names []string
+		for _, s := range spans {
+			names = append(names, s.Name)
+			if s.Name == "model load tiny" && (s.Parent.SpanID() != server.SpanContext.SpanID() || attrs(s)["mistralrs.model.status"].AsString() != StatusLoaded) {
+				t.Errorf("%s: load span's parent %s (server span %s), status %v", path, s.Parent.SpanID(), server.SpanContext.SpanID(), attrs(s)["mistralrs.model.status"])
+			}
+		}
+		if !slices.Contains(names, "model load tiny") {
+			t.Errorf("%s: spans %v", path, names)
+		}
+		// Loaded now: the next request loads nothing.
+		if _, _, err := ts.post(t, context.Background(), path, body); err != nil {
+			t.Fatal(err)
+		}
+		_, spans = ts.tree(t)
+		for _, s := range spans {
+			if strings.HasPrefix(s.Name, "model ") {
+				t.Errorf("%s: a loaded model's request has span %s", path, s.Name)
+			}
+		}
+	}
+}
+
+// A sequence preempted under a tiny KV pool shows it in its generation
+// span: preempted events each followed by resumed, and their count.
+func TestTracePreemption(t *testing.T) {
+	ts := startTracedServer(t, sdktrace.AlwaysSample(), func(o *Options) {
+		o.Engine.ContextLen, o.Engine.MemoryFraction, o.Engine.BlockSize = 64, 0, 16
+	})
+	resp, data, err := ts.post(t, context.Background(), "/v1/chat/completions", map[string]any{"model": "tiny", "n": 4, "max_tokens": 30,
+		"ignore_eos": true, "temperature": 1, "messages": []map[string]any{{"role": "user", "content": "hi"}}})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v: %s", err, resp, data)
+	}
+	server, gens := ts.tree(t)
+	if len(gens) != 4 {
+		t.Fatalf("%d generation spans for 4 choices", len(gens))
+	}
+	total := int64(0)
+	for _, g := range gens {
+		if g.Parent.SpanID() != server.SpanContext.SpanID() {
+			t.Errorf("span %s not under the server span", g.Name)
+		}
+		ev := eventNames(g)
+		p := int64(countName(ev, "preempted"))
+		if r := int64(countName(ev, "resumed")); r != p || attrs(g)["mistralrs.preemptions"].AsInt64() != p {
+			t.Errorf("events %v, preemptions attribute %v", ev, attrs(g)["mistralrs.preemptions"])
+		}
+		if i := slices.Index(ev, "preempted"); i >= 0 && !slices.Contains(ev[i:], "resumed") {
+			t.Errorf("preempted, never resumed: %v", ev)
+		}
+		if !slices.Contains(ev, "decode") {
+			t.Errorf("no decode event in %v", ev)
+		}
+		total += p
+	}
+	if total == 0 {
+		t.Errorf("no preemption under a KV pool of 64 tokens for 4 sequences of up to ~40")
+	}
+}
+
+func countName(names []string, name string) int {
+	n := 0
+	for _, s := range names {
+		if s == name {
+			n++
+		}
+	}
+	return n
+}
+
+// A request through a LoRA adapter says which adapter, and which of its
+// generations, served it.
+func TestTraceLoRA(t *testing.T) {
+	base := testutil.SharedFile(t, "testdata", "reference", "tiny-f32.gguf") // skips without ../shared
+	adapterA := testutil.SharedFile(t, "testdata", "lora", "lora-attn-r8.gguf")
+	ts := startTracedServer(t, sdktrace.AlwaysSample(), func(o *Options) {
+		lo := loader.Options{ID: "ref"}
+		o.Models = []ModelSpec{{ID: "ref", Load: func() (*loader.Model, error) { return loader.Load(base, lo) },
+			LoRA: &config.LoRARuntime{Preload: []config.LoRAModule{{Alias: "A", Path: adapterA}}}}}
+	})
+	for _, c := range []struct{ model, adapter string }{{"ref::A", "A"}, {"ref", ""}} {
+		resp, data, err := ts.post(t, context.Background(), "/v1/completions", map[string]any{"model": c.model, "prompt": "hello", "max_tokens": 2})
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%v %v: %s", err, resp, data)
+		}
+		_, gens := ts.tree(t)
+		if len(gens) != 1 {
+			t.Fatalf("%s: %d generation spans", c.model, len(gens))
+		}
+		a := attrs(gens[0])
+		if a["mistralrs.lora.adapter"].AsString() != c.adapter || (c.adapter != "") != (a["mistralrs.lora.generation"].AsString() != "") {
+			t.Errorf("%s: adapter %q generation %q", c.model, a["mistralrs.lora.adapter"].AsString(), a["mistralrs.lora.generation"].AsString())
+		}
+	}
 }

@@ -29,6 +29,7 @@ const ProviderName = "mistralrs"
 const (
 	OpChat           = "chat"
 	OpTextCompletion = "text_completion"
+	OpEmbeddings     = "embeddings"
 )
 
 // genTrace is a job's generation spans and the engine events they are
@@ -242,4 +243,40 @@ func content(key, s string) []attribute.KeyValue {
 		a = append(a, attribute.Int(key+".bytes", len(s)))
 	}
 	return a
+}
+
+// EmbedTrace is an embeddings request's generation span: one for all its
+// inputs, which enter the engine together.
+type EmbedTrace struct{ sp trace.Span }
+
+// StartEmbeddings opens the span of an embeddings request for model with
+// inputs inputs under ctx's span, or returns nil (allocating nothing) when
+// that span does not record.
+func StartEmbeddings(ctx context.Context, model string, inputs int) *EmbedTrace {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return nil
+	}
+	_, sp := parent.TracerProvider().Tracer(tracing.ScopeName).Start(ctx, OpEmbeddings+" "+model,
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", OpEmbeddings),
+			attribute.String("gen_ai.provider.name", ProviderName),
+			attribute.String("gen_ai.request.model", model),
+			attribute.Int("mistralrs.embeddings.inputs", inputs)))
+	return &EmbedTrace{sp: sp}
+}
+
+// End records the input tokens embedded, or the request's error, and ends
+// the span.
+func (t *EmbedTrace) End(inputTokens int, err error) {
+	if t == nil {
+		return
+	}
+	if err != nil {
+		t.sp.RecordError(err)
+		t.sp.SetStatus(codes.Error, err.Error())
+	} else {
+		t.sp.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", inputTokens))
+	}
+	t.sp.End()
 }

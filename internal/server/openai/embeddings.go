@@ -114,27 +114,33 @@ func (a *API) Embeddings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// The span covers a reload of the model too (its own span beneath).
+	tr := gen.StartEmbeddings(r.Context(), entry.ID(), len(inputs))
+	fail := func(err error) {
+		tr.End(0, err)
+		a.writeEmbeddingError(w, r, err)
+	}
 	lm, release, err := entry.Acquire(r.Context())
 	if err != nil {
-		a.writeEmbeddingError(w, r, err)
+		fail(err)
 		return
 	}
 	defer release()
 	prompts, used, err := embeddingPrompts(lm, inputs, req.TruncateSequence != nil && *req.TruncateSequence)
 	if err != nil {
-		a.writeEmbeddingError(w, r, err)
+		fail(err)
 		return
 	}
 	vecs, err := lm.Engine.Embed(r.Context(), prompts)
 	if err != nil {
-		a.writeEmbeddingError(w, r, embedError(err))
+		fail(embedError(err))
 		return
 	}
 	resp := embeddingListJSON{Object: "list", Model: entry.ID(), Data: make([]embeddingJSON, len(vecs)),
 		Usage: embeddingUsageJSON{PromptTokens: used, TotalTokens: used}}
 	for i, v := range vecs {
 		if !finite(v) {
-			a.writeEmbeddingError(w, r, fmt.Errorf("embedding %d of model %s is not finite (NaN or infinity in the hidden states)", i, entry.ID()))
+			fail(fmt.Errorf("embedding %d of model %s is not finite (NaN or infinity in the hidden states)", i, entry.ID()))
 			return
 		}
 		var e any = v
@@ -143,6 +149,7 @@ func (a *API) Embeddings(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Data[i] = embeddingJSON{Object: "embedding", Embedding: e, Index: i}
 	}
+	tr.End(used, nil)
 	a.b.Respond(w, r, resp)
 }
 
