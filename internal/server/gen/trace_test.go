@@ -2,6 +2,7 @@ package gen
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -27,6 +28,40 @@ func TestStartTraceOff(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per request with tracing off", allocs)
+	}
+}
+
+// An embeddings request without a recording span makes no span and
+// allocates nothing; with one, its span has the inputs, their tokens or
+// the error.
+func TestEmbeddingsTrace(t *testing.T) {
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(100, func() {
+		StartEmbeddings(ctx, "m", 3).End(7, nil)
+	})
+	if allocs != 0 || StartEmbeddings(ctx, "m", 3) != nil {
+		t.Errorf("%v allocations per request with tracing off", allocs)
+	}
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	ctx, parent := tp.Tracer("test").Start(ctx, "server")
+	StartEmbeddings(ctx, "m", 3).End(7, nil)
+	StartEmbeddings(ctx, "m", 1).End(0, errors.New("boom"))
+	parent.End()
+	spans := exp.GetSpans()
+	if len(spans) != 3 || spans[0].Name != "embeddings m" || spans[0].Parent.SpanID() != parent.SpanContext().SpanID() {
+		t.Fatalf("spans %+v", spans)
+	}
+	got := map[attribute.Key]attribute.Value{}
+	for _, kv := range spans[0].Attributes {
+		got[kv.Key] = kv.Value
+	}
+	if got["gen_ai.operation.name"].AsString() != OpEmbeddings || got["mistralrs.embeddings.inputs"].AsInt64() != 3 ||
+		got["gen_ai.usage.input_tokens"].AsInt64() != 7 {
+		t.Errorf("attributes %v", got)
+	}
+	if spans[1].Status.Description != "boom" {
+		t.Errorf("failed request's status %+v", spans[1].Status)
 	}
 }
 
