@@ -291,37 +291,50 @@ func TestTraceModelManagement(t *testing.T) {
 }
 
 // A constrained request's spans say the constraint's kind and whether the
-// grammar cache held it: a miss the first time, a hit the second.
+// grammar cache held it: a miss the first time, a hit the second; for a
+// grammar (response_format and grammar go the same way) and for a forced
+// tool call's.
 func TestTraceGrammarCompile(t *testing.T) {
 	ts := startTracedServer(t, sdktrace.AlwaysSample())
-	body := map[string]any{"model": "tiny", "max_tokens": 4, "messages": []map[string]any{{"role": "user", "content": "hi"}},
-		"grammar": map[string]any{"type": "regex", "value": "[ab]{1,8}"}}
-	for _, wantHit := range []bool{false, true} {
-		resp, data, err := ts.post(t, context.Background(), "/v1/chat/completions", body)
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("%v %v: %s", err, resp, data)
-		}
-		_, gens := ts.tree(t)
-		if len(gens) != 1 {
-			t.Fatalf("%d generation spans", len(gens))
-		}
-		if k := attrs(gens[0])["mistralrs.constraint"].AsString(); k != "regex" {
-			t.Errorf("constraint %q", k)
-		}
-		var found bool
-		for _, e := range gens[0].Events {
-			if e.Name != "grammar_compile" {
-				continue
+	msgs := []map[string]any{{"role": "user", "content": "hi"}}
+	tool := map[string]any{"type": "function", "function": map[string]any{"name": "get_time",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"zone": map[string]any{"type": "string"}}}}}
+	for _, c := range []struct {
+		kind string
+		body map[string]any
+	}{
+		{"regex", map[string]any{"model": "tiny", "max_tokens": 4, "messages": msgs,
+			"grammar": map[string]any{"type": "regex", "value": "[ab]{1,8}"}}},
+		{"tool_call", map[string]any{"model": "tiny", "max_tokens": 4, "messages": msgs,
+			"tools": []any{tool}, "tool_choice": "required"}},
+	} {
+		for _, wantHit := range []bool{false, true} {
+			resp, data, err := ts.post(t, context.Background(), "/v1/chat/completions", c.body)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%s: %v %v: %s", c.kind, err, resp, data)
 			}
-			found = true
-			for _, kv := range e.Attributes {
-				if kv.Key == "mistralrs.grammar_cache.hit" && kv.Value.AsBool() != wantHit {
-					t.Errorf("cache hit %v, want %v", kv.Value.AsBool(), wantHit)
+			_, gens := ts.tree(t)
+			if len(gens) != 1 {
+				t.Fatalf("%s: %d generation spans", c.kind, len(gens))
+			}
+			if k := attrs(gens[0])["mistralrs.constraint"].AsString(); k != c.kind {
+				t.Errorf("constraint %q, want %q", k, c.kind)
+			}
+			var found bool
+			for _, e := range gens[0].Events {
+				if e.Name != "grammar_compile" {
+					continue
+				}
+				found = true
+				for _, kv := range e.Attributes {
+					if kv.Key == "mistralrs.grammar_cache.hit" && kv.Value.AsBool() != wantHit {
+						t.Errorf("%s: cache hit %v, want %v", c.kind, kv.Value.AsBool(), wantHit)
+					}
 				}
 			}
-		}
-		if !found {
-			t.Errorf("no grammar_compile event in %v", eventNames(gens[0]))
+			if !found {
+				t.Errorf("%s: no grammar_compile event in %v", c.kind, eventNames(gens[0]))
+			}
 		}
 	}
 }

@@ -184,7 +184,8 @@ func (b *Base) prepare(ctx context.Context, j *Job, req *Request) error {
 // forceToolCall constrains the answer to one call for a "required" or
 // named tool_choice.
 func (b *Base) forceToolCall(j *Job, req *Request) error {
-	tg, err := b.ToolCallGrammar(j.Model.Template.Source(), req.ToolDefs, req.ToolChoice)
+	var note GrammarCompile
+	tg, err := b.ToolCallGrammar(&note, j.Model.Template.Source(), req.ToolDefs, req.ToolChoice)
 	if err == nil && tg != nil && j.Req.Grammar != nil {
 		err = BadRequest("tool_choice", "tool_choice %s cannot be combined with response_format or grammar", string(req.ToolChoice))
 	}
@@ -193,7 +194,7 @@ func (b *Base) forceToolCall(j *Job, req *Request) error {
 	}
 	if tg != nil {
 		j.Req.Grammar = tg
-		j.Compile = GrammarCompile{Kind: "tool_call"}
+		j.Compile = note
 	}
 	return nil
 }

@@ -15,8 +15,12 @@ import (
 // [TOOL_CALLS] list, else a bare JSON object as Llama 3 writes), whose
 // arguments follow the function's parameter schema. nil for other modes.
 // The tools are checked already (ToolsParser, CheckTool): names unique,
-// parameters object schemas.
-func (b *Base) ToolCallGrammar(tmplSrc string, tools []json.RawMessage, choice json.RawMessage) (*constrain.Grammar, error) {
+// parameters object schemas. note, when not nil, receives how the grammar
+// came from the grammar cache (for the generation spans).
+func (b *Base) ToolCallGrammar(note *GrammarCompile, tmplSrc string, tools []json.RawMessage, choice json.RawMessage) (*constrain.Grammar, error) {
+	if note == nil {
+		note = &GrammarCompile{}
+	}
 	mode, err := toolChoiceMode(choice)
 	if err != nil || (mode != "required" && mode != "function") {
 		return nil, err
@@ -46,7 +50,7 @@ func (b *Base) ToolCallGrammar(tmplSrc string, tools []json.RawMessage, choice j
 		Prefix, Suffix string
 		Call           *toolCallSchema
 	}{prefix, suffix, call})
-	g, err := b.grammars.compile(&GrammarCompile{}, "tool_call", key, func() (*constrain.Grammar, error) {
+	g, err := b.grammars.compile(note, "tool_call", key, func() (*constrain.Grammar, error) {
 		g, err := constrain.FromJSONSchemaDocs(call.Schema, call.Params)
 		if err != nil {
 			return nil, err

@@ -69,7 +69,7 @@ func (b *Base) startTrace(ctx context.Context, j *Job) *genTrace {
 	if t.content {
 		t.spans[0].SetAttributes(content("mistralrs.prompt", j.Model.Tok.Decode(j.Req.Prompt))...)
 	}
-	if c := j.Compile; c.Kind != "" && c.Kind != "tool_call" {
+	if c := j.Compile; c.Kind != "" {
 		// The compile ran before the spans began: the event keeps its time.
 		for _, sp := range t.spans {
 			sp.AddEvent("grammar_compile", trace.WithTimestamp(c.At), trace.WithAttributes(
