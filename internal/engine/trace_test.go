@@ -30,9 +30,11 @@ func (tr *traced) kinds(index int) []engine.TraceKind {
 // steps it ran.
 func TestTraceEventsPerSequence(t *testing.T) {
 	m := tiny(t)
-	reqs := requests(16, 20, 200)
+	reqs, pool := requests(16, 20, 200), 400
 	if raceEnabled {
-		reqs = requests(16, 6, 60)
+		// Shorter sequences under the race detector, in a pool small
+		// enough that the running ones still outgrow it.
+		reqs, pool = requests(16, 6, 60), 160
 	}
 	trs := make([]*traced, len(reqs))
 	for i, r := range reqs {
@@ -40,7 +42,7 @@ func TestTraceEventsPerSequence(t *testing.T) {
 		r.Trace = trs[i].hook
 	}
 	e, rec := newEngine(t, m, opts(func(o *engine.Options) {
-		o.ContextLen = 400
+		o.ContextLen = pool
 		o.MaxDecodeStepsBeforePrefill = 2
 		o.MaxNumBatchedTokens = 40
 	}))
