@@ -169,8 +169,8 @@ func (g *gemma3) tokens() int { n := g.grid / g.pool; return n * n }
 // not apply: the size is fixed.
 func (g *gemma3) prepare(img *rgbImage, _ int) (*Prepared, error) {
 	if img.w != g.size || img.h != g.size {
-		w, h := fitSize(img.w, img.h, g.size)
-		img = padCenter(resizeBilinear(img, w, h), g.size)
+		w, h := fitSize(img.w, img.h, g.size, g.size)
+		img = padCenter(resizeBilinear(img, w, h), g.size, g.size)
 	}
 	return &Prepared{Tokens: g.tokens(), w: img.w, h: img.h, pix: img.pix, planes: normalize(img, g.mean, g.std)}, nil
 }

@@ -75,13 +75,13 @@ func (m *rgbImage) fromRows(b image.Rectangle, fill func(y int, row []uint8)) {
 	}
 }
 
-// fitSize is llama.cpp's aspect-preserving size of a w × h image inside an
-// s × s square: the scale and the products in float32, rounded up, capped.
-func fitSize(w, h, s int) (int, int) {
-	k := min(float32(s)/float32(w), float32(s)/float32(h))
+// fitSize is llama.cpp's aspect-preserving size of a w × h image inside a
+// tw × th box: the scale and the products in float32, rounded up, capped.
+func fitSize(w, h, tw, th int) (int, int) {
+	k := min(float32(tw)/float32(w), float32(th)/float32(h))
 	nw := int(math.Ceil(float64(float32(float32(w) * k))))
 	nh := int(math.Ceil(float64(float32(float32(h) * k))))
-	return max(min(nw, s), 1), max(min(nh, s), 1)
+	return max(min(nw, tw), 1), max(min(nh, th), 1)
 }
 
 // resizeBilinear is llama.cpp's bilinear resize: corner-aligned sampling
@@ -133,16 +133,16 @@ func corners(src, n int) []sample {
 	return out
 }
 
-// padCenter pastes m at the centre of an s × s black canvas (offsets by
+// padCenter pastes m at the centre of a tw × th black canvas (offsets by
 // integer division, as llama.cpp does).
-func padCenter(m *rgbImage, s int) *rgbImage {
-	if m.w == s && m.h == s {
+func padCenter(m *rgbImage, tw, th int) *rgbImage {
+	if m.w == tw && m.h == th {
 		return m
 	}
-	dst := &rgbImage{w: s, h: s, pix: make([]uint8, 3*s*s)}
-	ox, oy := (s-m.w)/2, (s-m.h)/2
+	dst := &rgbImage{w: tw, h: th, pix: make([]uint8, 3*tw*th)}
+	ox, oy := (tw-m.w)/2, (th-m.h)/2
 	for y := range m.h {
-		copy(dst.pix[3*((y+oy)*s+ox):], m.pix[3*y*m.w:3*(y+1)*m.w])
+		copy(dst.pix[3*((y+oy)*tw+ox):], m.pix[3*y*m.w:3*(y+1)*m.w])
 	}
 	return dst
 }

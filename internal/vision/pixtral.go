@@ -211,8 +211,8 @@ func (x *pixtral) prepare(img *rgbImage, maxEdge int) (*Prepared, error) {
 	a := x.align()
 	tw, th := pixtralSize(vw, vh, a, x.minTok*a*a, x.maxTok*a*a)
 	if tw != img.w || th != img.h {
-		w, h := fitRect(img.w, img.h, tw, th)
-		img = padRect(resizeBilinear(img, w, h), tw, th)
+		w, h := fitSize(img.w, img.h, tw, th)
+		img = padCenter(resizeBilinear(img, w, h), tw, th)
 	}
 	gx, gy := tw/a, th/a
 	tokens := gx * gy
@@ -255,29 +255,6 @@ func pixtralSize(w, h, align, minPix, maxPix int) (int, int) {
 		wb = ceil(float32(float32(w) * beta))
 	}
 	return wb, hb
-}
-
-// fitRect is llama.cpp's aspect-preserving size of a w × h image inside a
-// tw × th box: the scale and the products in float32, rounded up, capped.
-func fitRect(w, h, tw, th int) (int, int) {
-	k := min(float32(tw)/float32(w), float32(th)/float32(h))
-	nw := int(math.Ceil(float64(float32(float32(w) * k))))
-	nh := int(math.Ceil(float64(float32(float32(h) * k))))
-	return max(min(nw, tw), 1), max(min(nh, th), 1)
-}
-
-// padRect pastes m at the centre of a tw × th black canvas (offsets by
-// integer division, as llama.cpp does).
-func padRect(m *rgbImage, tw, th int) *rgbImage {
-	if m.w == tw && m.h == th {
-		return m
-	}
-	dst := &rgbImage{w: tw, h: th, pix: make([]uint8, 3*tw*th)}
-	ox, oy := (tw-m.w)/2, (th-m.h)/2
-	for y := range m.h {
-		copy(dst.pix[3*((y+oy)*tw+ox):], m.pix[3*y*m.w:3*(y+1)*m.w])
-	}
-	return dst
 }
 
 // units lays out the encoding of pr: the patch embedding, per layer the
