@@ -12,6 +12,7 @@ import (
 	"mistralrs/internal/kvcache"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/model"
+	"mistralrs/internal/model/modeltest"
 	"mistralrs/internal/vision"
 )
 
@@ -126,7 +127,7 @@ func (f *pixtralFixture) teacherForced(t *testing.T, req *engine.Request, c *pix
 	}
 	worst := 0.0
 	for k := range c.Greedy {
-		lp := logSoftmax(in.AllLogits[(len(req.Prompt)-1+k)*V : (len(req.Prompt)+k)*V])
+		lp := modeltest.LogSoftmax(in.AllLogits[(len(req.Prompt)-1+k)*V : (len(req.Prompt)+k)*V])
 		for i, v := range lp {
 			worst = max(worst, math.Abs(v-float64(steps[k*V+i])))
 		}
@@ -156,7 +157,7 @@ func TestPixtralVisionReference(t *testing.T) {
 			if res.PromptTokens != len(req.Prompt) {
 				t.Errorf("prompt tokens %d, want %d", res.PromptTokens, len(req.Prompt))
 			}
-			steps := readF32(t, filepath.Join(pixtralDir, c.StepsFile))
+			steps := modeltest.ReadF32(t, filepath.Join(pixtralDir, c.StepsFile))
 			V := f.m.Net.Config.Vocab
 			n := c.sure(steps, V)
 			if !slices.Equal(res.Tokens[:n], c.Greedy[:n]) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"mistralrs/internal/engine"
+	"mistralrs/internal/model/modeltest"
 )
 
 // slowUnit makes every Advance call do one unit of work: a step's leftover
@@ -58,7 +59,7 @@ func TestVisionBatched(t *testing.T) {
 	want := runAlone(t, ref, mk())
 	for i, n := range names {
 		c := f.cases[n]
-		k := c.sure(readF32(t, f.dir+"/"+c.StepsFile), f.m.Net.Config.Vocab)
+		k := c.sure(modeltest.ReadF32(t, f.dir+"/"+c.StepsFile), f.m.Net.Config.Vocab)
 		if !slices.Equal(want[i].Tokens[:k], c.Greedy[:k]) {
 			t.Fatalf("%s alone: %v\nllama.cpp %v", n, want[i].Tokens, c.Greedy)
 		}

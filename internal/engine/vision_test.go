@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"math"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"mistralrs/internal/kvcache"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/model"
+	"mistralrs/internal/model/modeltest"
 	"mistralrs/internal/sampler"
 	"mistralrs/internal/testutil"
 )
@@ -88,19 +88,6 @@ func loadVision(t testing.TB) *visionFixture {
 	return visionFix
 }
 
-func readF32(t testing.TB, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
 // refEncoder is the test double of an image encoder: it returns its rows
 // after units units of work, unit FLOPs each.
 type refEncoder struct {
@@ -168,7 +155,7 @@ func (f *visionFixture) request(t testing.TB, name string, enc encoderSpec) *eng
 			t.Fatalf("case %s: image chunk of %d tokens, non-causal %v", name, ch.ImageTokens, ch.NonCausal)
 		}
 		file := c.Embds[img].File
-		rows := readF32(t, filepath.Join(f.dir, file))
+		rows := modeltest.ReadF32(t, filepath.Join(f.dir, file))
 		req.Images = append(req.Images, enc.image(t, rows, sha256.Sum256([]byte(file)), len(req.Prompt)))
 		req.Prompt = append(req.Prompt, make([]int32, 16)...)
 		img++
@@ -221,32 +208,16 @@ func (f *visionFixture) teacherForced(t *testing.T, req *engine.Request, c *visi
 		t.Fatal(err)
 	}
 	_ = E
-	want := readF32(t, filepath.Join(f.dir, c.StepsFile))
+	want := modeltest.ReadF32(t, filepath.Join(f.dir, c.StepsFile))
 	worst := 0.0
 	for k := range c.Greedy {
 		row := in.AllLogits[(len(req.Prompt)-1+k)*V : (len(req.Prompt)+k)*V]
-		lp := logSoftmax(row)
+		lp := modeltest.LogSoftmax(row)
 		for i, v := range lp {
 			worst = max(worst, math.Abs(v-float64(want[k*V+i])))
 		}
 	}
 	return worst
-}
-
-func logSoftmax(x []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = math.Max(mx, float64(v))
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - mx)
-	}
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - mx - math.Log(sum)
-	}
-	return out
 }
 
 // visionOpts are the engine settings of the vision tests.
@@ -276,7 +247,7 @@ func TestVisionReference(t *testing.T) {
 			if res.PromptTokens != len(req.Prompt) {
 				t.Errorf("prompt tokens %d, want %d", res.PromptTokens, len(req.Prompt))
 			}
-			steps := readF32(t, filepath.Join(f.dir, c.StepsFile))
+			steps := modeltest.ReadF32(t, filepath.Join(f.dir, c.StepsFile))
 			V := f.m.Net.Config.Vocab
 			n := c.sure(steps, V)
 			if !slices.Equal(res.Tokens[:n], c.Greedy[:n]) {

@@ -106,23 +106,6 @@ func teacherForced(t *testing.T, m *model.Model, pool *kernels.Pool, ctx []int32
 	return out
 }
 
-func logSoftmax(x []float32) []float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = max(mx, float64(v))
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - mx)
-	}
-	lse := mx + math.Log(sum)
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - lse
-	}
-	return out
-}
-
 // kl is KL(p || q) of two distributions given as log-probabilities.
 func kl(lp, lq []float64) float64 {
 	var d float64
@@ -169,7 +152,7 @@ func TestKVTypeAccuracy(t *testing.T) {
 			steps[rm.group] += len(ref)
 			lref := make([][]float64, len(ref))
 			for i := range ref {
-				lref[i] = logSoftmax(ref[i])
+				lref[i] = modeltest.LogSoftmax(ref[i])
 			}
 			for _, typ := range types {
 				got := teacherForced(t, m, pool, ctx, path, typ, typ)
@@ -178,7 +161,7 @@ func TestKVTypeAccuracy(t *testing.T) {
 					if modeltest.Argmax(got[i]) == path[i] {
 						a++
 					}
-					k += kl(lref[i], logSoftmax(got[i]))
+					k += kl(lref[i], modeltest.LogSoftmax(got[i]))
 				}
 				agree[key{rm.group, typ}] += a
 				klSum[key{rm.group, typ}] += k

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/model/modeltest"
 )
 
 // fixtureDir is the Gemma 3 vision fixture (../shared/testdata/vision: a
@@ -48,20 +49,6 @@ func decodeFile(t testing.TB, path string) image.Image {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return img
-}
-
-// readF32 reads a little-endian float32 file.
-func readF32(t testing.TB, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
 }
 
 // fixtureImages are the test images, each with its preprocessed twin and
@@ -194,7 +181,7 @@ func TestEmbeddingsMatchLlamaCpp(t *testing.T) {
 			projectors[tc.mmproj] = p
 		}
 		got := encode(t, p, pool, decodeFile(t, fixture(t, tc.image)))
-		d := maxAbsDiff(t, got, readF32(t, fixture(t, tc.ref)))
+		d := maxAbsDiff(t, got, modeltest.ReadF32(t, fixture(t, tc.ref)))
 		bound := 3e-4
 		if tc.mmproj == "mmproj-f16.gguf" {
 			// The README's bound for the F16 file. Rounding every product's
@@ -203,7 +190,7 @@ func TestEmbeddingsMatchLlamaCpp(t *testing.T) {
 			// moves by 2.0e-3 (mean 3.4e-4), as far as it is from llama.cpp.
 			bound = 5e-3
 		}
-		t.Logf("%s %s: max |Δ| %.3g mean %.3g", tc.mmproj, tc.image, d, meanAbsDiff(got, readF32(t, fixture(t, tc.ref))))
+		t.Logf("%s %s: max |Δ| %.3g mean %.3g", tc.mmproj, tc.image, d, meanAbsDiff(got, modeltest.ReadF32(t, fixture(t, tc.ref))))
 		if d > bound {
 			t.Errorf("%s %s: max |Δ| %.3g from llama.cpp's embeddings, more than %g", tc.mmproj, tc.image, d, bound)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"mistralrs/internal/gguf"
 	"mistralrs/internal/kernels"
+	"mistralrs/internal/model/modeltest"
 )
 
 // The pixtral fixture's files are committed (testdata/pixtral, made by
@@ -152,7 +153,7 @@ func TestPixtralEmbeddingsMatchLlamaCpp(t *testing.T) {
 	for name, want := range loadPixtralRef(t).Images {
 		t.Run(name, func(t *testing.T) {
 			pr := prepareFile(t, p, name, 0)
-			ref := readF32(t, filepath.Join(pixtralData, want.File))
+			ref := modeltest.ReadF32(t, filepath.Join(pixtralData, want.File))
 			e := p.Encode(pr)
 			units, last := 0, e.Cost()
 			for !e.Advance(pool, 1) {

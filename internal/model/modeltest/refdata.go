@@ -32,7 +32,7 @@ func LogSoftmax(x []float32) []float64 {
 }
 
 // ReadF32 reads a file of little-endian float32.
-func ReadF32(t *testing.T, path string) []float32 {
+func ReadF32(t testing.TB, path string) []float32 {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
