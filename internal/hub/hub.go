@@ -387,28 +387,11 @@ func missingFiles(dir string, files []string) []string {
 // presentGGUF lists the GGUF files that open in a snapshot, repo-relative.
 func presentGGUF(dir string) []string {
 	var out []string
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
+	for _, f := range presentFiles(dir) {
+		if isGGUF(path.Base(f)) {
+			out = append(out, f)
 		}
-		if d.IsDir() {
-			if p != dir && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !isGGUF(d.Name()) {
-			return nil
-		}
-		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
-			return nil
-		}
-		if rel, err := filepath.Rel(dir, p); err == nil {
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	sort.Strings(out)
+	}
 	return out
 }
 
