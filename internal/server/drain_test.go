@@ -58,15 +58,7 @@ func drainCut(t *testing.T, path, id string, body map[string]any, hdr ...string)
 	if a.err != nil {
 		t.Fatalf("request cut without an answer: %v", a.err)
 	}
-	select {
-	case err := <-ts.served:
-		ts.served <- err // for the cleanup
-		if err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
-	}
+	ts.waitServed(t, 10*time.Second)
 	return a.resp, a.body, ts
 }
 

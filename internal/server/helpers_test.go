@@ -181,6 +181,21 @@ func startServer(t testing.TB, opts ...testOpt) *testServer {
 	return ts
 }
 
+// waitServed waits up to limit for Serve to return after a shutdown and
+// checks that it returned nil; the result is put back for the cleanup.
+func (ts *testServer) waitServed(t *testing.T, limit time.Duration) {
+	t.Helper()
+	select {
+	case err := <-ts.served:
+		ts.served <- err
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(limit):
+		t.Fatal("Serve did not return")
+	}
+}
+
 // post sends a JSON body and returns the response and its body.
 func (ts *testServer) post(path string, body any, hdr ...string) (*http.Response, []byte) {
 	ts.t.Helper()

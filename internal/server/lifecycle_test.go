@@ -174,15 +174,7 @@ func TestGracefulShutdownLetsStreamsFinish(t *testing.T) {
 	if len(data) < 2 || data[len(data)-1] != "[DONE]" || !strings.Contains(data[len(data)-2], `"finish_reason":"length"`) {
 		t.Fatalf("stream after shutdown began: %q", data)
 	}
-	select {
-	case err := <-ts.served:
-		ts.served <- err // for the cleanup
-		if err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
-	}
+	ts.waitServed(t, 10*time.Second)
 }
 
 // (A second of drain time: half of it is left to write the final chunk; at
@@ -198,15 +190,7 @@ func TestShutdownTimeoutEndsStreams(t *testing.T) {
 	}
 	start := time.Now()
 	ts.cancel()
-	select {
-	case err := <-ts.served:
-		ts.served <- err
-		if err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
-	}
+	ts.waitServed(t, 10*time.Second)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("shutdown took %v", d)
 	}

@@ -166,15 +166,7 @@ func TestReadinessDrain(t *testing.T) {
 			t.Errorf("access line %q", line)
 		}
 	}
-	select {
-	case err := <-ts.served:
-		ts.served <- err // for the cleanup
-		if err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Serve did not return")
-	}
+	ts.waitServed(t, 20*time.Second)
 }
 
 // Readiness about one model (?model=ID) follows the model: 503 while it is
