@@ -18,10 +18,7 @@ import (
 // shutdown begins), once Serve has returned.
 func drainCut(t *testing.T, path, id string, body map[string]any, hdr ...string) (*http.Response, []byte, *testServer) {
 	t.Helper()
-	// A second of drain time leaves the handlers half of it to write the
-	// canceled answer: with 200 ms, a loaded machine sometimes closed the
-	// connection first (EOF).
-	ts := slowServer(t, func(o *Options) { o.ShutdownTimeout = time.Second })
+	ts := cutServer(t)
 	data, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", ts.url+path, bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/json")

@@ -27,6 +27,22 @@ import (
 var slowConfig = mdl.RandomConfig{Arch: "llama", Layers: 2, Embd: 256, FF: 1024, Heads: 4, KVHeads: 2,
 	Vocab: 300, ContextLen: 2048, Type: kernels.F32, Seed: 3}
 
+// cutConfig is slowConfig eight times heavier (about 2 ms a decode step on
+// an idle AVX-512 core), for the tests whose generation must outlast the
+// drain time: with slowConfig 2000 tokens took only half a second there.
+var cutConfig = mdl.RandomConfig{Arch: "llama", Layers: 4, Embd: 512, FF: 2048, Heads: 8, KVHeads: 4,
+	Vocab: 300, ContextLen: 2048, Type: kernels.F32, Seed: 3}
+
+// cutServer serves cutConfig as "slow" with a second of drain time: half
+// of it is left to write the canceled answer (at 200 ms a loaded machine
+// sometimes closed the connection first).
+func cutServer(t *testing.T) *testServer {
+	return startServer(t, func(o *Options) {
+		o.Models = []ModelSpec{tinySpec(t, "slow", cutConfig, loader.Options{})}
+		o.ShutdownTimeout = time.Second
+	})
+}
+
 func slowServer(t *testing.T, opts ...testOpt) *testServer {
 	return startServer(t, append([]testOpt{func(o *Options) {
 		o.Models = []ModelSpec{tinySpec(t, "slow", slowConfig, loader.Options{})}
@@ -177,10 +193,8 @@ func TestGracefulShutdownLetsStreamsFinish(t *testing.T) {
 	ts.waitServed(t, 10*time.Second)
 }
 
-// (A second of drain time: half of it is left to write the final chunk; at
-// 200 ms a loaded machine sometimes closed the connection first.)
 func TestShutdownTimeoutEndsStreams(t *testing.T) {
-	ts := slowServer(t, func(o *Options) { o.ShutdownTimeout = time.Second })
+	ts := cutServer(t)
 	resp := ts.openStream(t, "cut", map[string]any{"prompt": "abc", "max_tokens": 2000, "ignore_eos": true})
 	defer resp.Body.Close()
 	rd := bufio.NewReader(resp.Body)
@@ -212,7 +226,7 @@ func TestShutdownTimeoutEndsStreams(t *testing.T) {
 }
 
 func TestShutdownTimeoutEndsAnthropicStream(t *testing.T) {
-	ts := slowServer(t, func(o *Options) { o.ShutdownTimeout = time.Second })
+	ts := cutServer(t)
 	data, _ := json.Marshal(map[string]any{"model": "slow", "max_tokens": 1800, "stream": true, "ignore_eos": true,
 		"messages": []map[string]any{{"role": "user", "content": "abc"}}})
 	req, _ := http.NewRequest("POST", ts.url+"/v1/messages", bytes.NewReader(data))
