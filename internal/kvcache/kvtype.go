@@ -215,4 +215,3 @@ func encodeF8Block(x *[32]float32, blk *[34]byte) {
 		blk[2+i] = e4m3(v * id)
 	}
 }
-
