@@ -166,6 +166,9 @@ func expSumGo(x []float32, m float32) float32 {
 	return acc[0]
 }
 
+// Exp is the kernels' exp (ExpSum's, SiLUMul's) of one value.
+func Exp(x float32) float32 { return expGo(x) }
+
 // fma32 is a·b+c rounded once to float32 (the assembly's VFMADD231PS).
 // The float64 fused multiply-add rounds a·b+c (a·b exact in float64) to 53
 // bits first; rounding that to 24 bits is the single rounding except when
