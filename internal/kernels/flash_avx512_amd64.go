@@ -16,6 +16,9 @@ func flashAccumAVX512(o *float32, ldo int, p, v *float32, nq, nk, vd int)
 func expSumAVX512(x *float32, n int, m float32) float32
 
 //go:noescape
+func rowMaxAVX512(x *float32, n int) float32
+
+//go:noescape
 func kTileF32AVX512(dst *float32, ld int, src *float32, stride, w, cnt int)
 
 //go:noescape
@@ -39,6 +42,7 @@ var flashAVX512 = &flashKernels{
 		flashAccumAVX512(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
 	},
 	expSum: func(x []float32, m float32) float32 { return expSumAVX512(&x[0], len(x), m) },
+	rowMax: func(x []float32) float32 { return rowMaxAVX512(&x[0], len(x)) },
 	kTile: [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int{
 		KVF32: func(dst []float32, ld int, r KVRows, w, cnt int) int {
 			if r.F32 == nil {
