@@ -28,6 +28,12 @@ func kTileF16AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
 func kTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
 
 //go:noescape
+func vTileF32AVX512(dst *float32, ld int, src *float32, stride, w, cnt int)
+
+//go:noescape
+func vTileF16AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+
+//go:noescape
 func vTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
 
 var flashAVX512 = &flashKernels{
@@ -64,6 +70,17 @@ var flashAVX512 = &flashKernels{
 		},
 	},
 	vTile: [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int{
+		KVF32: func(dst []float32, ld int, r KVRows, w, cnt int) int {
+			if r.F32 == nil {
+				return 0
+			}
+			vTileF32AVX512(&dst[0], ld, &r.F32[r.Off], 4*r.Stride, w, cnt)
+			return cnt
+		},
+		KVF16: func(dst []float32, ld int, r KVRows, w, cnt int) int {
+			vTileF16AVX512(&dst[0], ld, &r.W[r.Off], 2*r.Stride, w, cnt)
+			return cnt
+		},
 		KVQ8_0: func(dst []float32, ld int, r KVRows, w, cnt int) int {
 			if r.Off%32 != 0 || w%32 != 0 {
 				return 0
