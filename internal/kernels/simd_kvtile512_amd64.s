@@ -266,13 +266,56 @@
 	VMULPS Z16, Z15, Z15 \
 	ADDQ R13, AX
 
-// KTILE(LOAD, BLOCK) is the body of
+// PF2(r), PF4(r): prefetch the first two (four) cache lines of the head
+// in the row at r; PFNEXT(PF) prefetches the 16 rows after the group's
+// (SI on), which a row-at-a-time walk of strided rows would otherwise
+// fetch one miss at a time behind the transposition's shuffles.
+#define PF2(r) PREFETCHT0 (r); PREFETCHT0 64(r)
+#define PF4(r) PREFETCHT0 (r); PREFETCHT0 64(r); PREFETCHT0 128(r); PREFETCHT0 192(r)
+#define PFNEXT(PF) \
+	MOVQ R13, AX; \
+	SHLQ $4, AX; \
+	ADDQ SI, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX; \
+	PF(AX); \
+	ADDQ R13, AX
+
+// KTILE(LOAD, BLOCK, PF) is the body of
 // func kTileXAVX512(dst *float32, ld int, src *T, stride, w, cnt int):
 // dst[d*ld+j] = value d of key j for d < w, j < cnt (both multiples of
 // 16); src is the head's first element (block) of key 0, stride the
 // bytes from a key to the next. BLOCK sets AX to the start of the 16
 // values d0 = DX/4.. of the first key (SI) of the group, and R14 for Q8.
-#define KTILE(LOAD, BLOCK) \
+#define KTILE(LOAD, BLOCK, PF) \
 	MOVQ dst+0(FP), DI; \
 	MOVQ ld+8(FP), R8; \
 	SHLQ $2, R8; \
@@ -286,6 +329,7 @@
 	SHRQ $4, BX; \
 	JZ   kdone; \
 kgroup: \
+	PFNEXT(PF); \
 	XORQ DX, DX; \
 	MOVQ DI, CX; \
 kblock: \
@@ -325,15 +369,15 @@ kdone: \
 
 // func kTileF32AVX512(dst *float32, ld int, src *float32, stride, w, cnt int)
 TEXT ·kTileF32AVX512(SB), NOSPLIT, $0-48
-	KTILE(LOADF32, BLOCKF32)
+	KTILE(LOADF32, BLOCKF32, PF4)
 
 // func kTileF16AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
 TEXT ·kTileF16AVX512(SB), NOSPLIT, $0-48
-	KTILE(LOADF16, BLOCKF16)
+	KTILE(LOADF16, BLOCKF16, PF2)
 
 // func kTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
 TEXT ·kTileQ8AVX512(SB), NOSPLIT, $0-48
-	KTILE(LOADQ8, BLOCKQ8)
+	KTILE(LOADQ8, BLOCKQ8, PF2)
 
 // func vTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
 // VTile of Q8_0: dst[j*ld+d] = value d of row j, for d < w (a multiple of
@@ -351,7 +395,10 @@ TEXT ·vTileQ8AVX512(SB), NOSPLIT, $0-48
 	JZ   vdone
 
 vrow:
-	MOVQ SI, AX
+	LEAQ       (SI)(R13*8), AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	MOVQ       SI, AX
 	MOVQ DI, R10
 	MOVQ R12, CX
 
@@ -379,11 +426,11 @@ vdone:
 	VZEROUPPER
 	RET
 
-// VTILE16(LOAD16, E16) is the body of
+// VTILE16(LOAD16, E16, PF) is the body of
 // func vTileXAVX512(dst *float32, ld int, src *T, stride, w, cnt int):
 // dst[j*ld+d] = value d of row j for d < w (a multiple of 16), j < cnt;
 // stride in bytes, E16 the bytes of 16 stored values.
-#define VTILE16(LOAD16, E16) \
+#define VTILE16(LOAD16, E16, PF) \
 	MOVQ  dst+0(FP), DI; \
 	MOVQ  ld+8(FP), R8; \
 	SHLQ  $2, R8; \
@@ -395,6 +442,8 @@ vdone:
 	TESTQ BX, BX; \
 	JZ    v16done; \
 v16row: \
+	LEAQ (SI)(R13*8), AX; \
+	PF(AX); \
 	MOVQ SI, AX; \
 	MOVQ DI, R10; \
 	MOVQ R12, CX; \
@@ -418,8 +467,8 @@ v16done: \
 
 // func vTileF32AVX512(dst *float32, ld int, src *float32, stride, w, cnt int)
 TEXT ·vTileF32AVX512(SB), NOSPLIT, $0-48
-	VTILE16(LOADV32, 64)
+	VTILE16(LOADV32, 64, PF4)
 
 // func vTileF16AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
 TEXT ·vTileF16AVX512(SB), NOSPLIT, $0-48
-	VTILE16(LOADV16, 32)
+	VTILE16(LOADV16, 32, PF2)

@@ -197,8 +197,13 @@ func TestFlashSplits(t *testing.T) {
 // benchAttention times layer 0's attention of n new tokens after depth
 // positions of one sequence, Llama 3.2 1B's attention shape (32 heads, 8
 // KV heads, head 64), 2 threads: go test -bench Flash -run - ./internal/model/nn
-func benchAttention(b *testing.B, typ kvcache.Type, depth, n int) {
-	c := &Config{Layers: 1, Embd: 8, Heads: 32, KVHeads: 8, HeadDim: 64, ValueDim: 64, Vocab: 32, RMSEps: 1e-6}
+func benchAttention(b *testing.B, typ kvcache.Type, depth, n int) { benchAttentionLayers(b, typ, depth, n, 1) }
+
+// benchAttentionLayers runs every layer of layers in turn: 16 layers of
+// keys and values at depth 8000 (262 MB at f16) do not fit in the caches,
+// as a model's do not.
+func benchAttentionLayers(b *testing.B, typ kvcache.Type, depth, n, layers int) {
+	c := &Config{Layers: layers, Embd: 8, Heads: 32, KVHeads: 8, HeadDim: 64, ValueDim: 64, Vocab: 32, RMSEps: 1e-6}
 	rng := rand.New(rand.NewPCG(1, 1))
 	row := func(k int) []float32 {
 		r := make([]float32, k)
@@ -214,7 +219,9 @@ func benchAttention(b *testing.B, typ kvcache.Type, depth, n int) {
 	}
 	k, v := row(c.KDim()), row(c.VDim())
 	for p := range depth + n {
-		cache.Put(0, p, k, v)
+		for l := range layers {
+			cache.Put(l, p, k, v)
+		}
 	}
 	cache.Truncate(depth)
 	p := kernels.NewPool(2)
@@ -227,16 +234,26 @@ func benchAttention(b *testing.B, typ kvcache.Type, depth, n int) {
 	copy(s.Q, row(len(s.Q)))
 	b.ResetTimer()
 	for range b.N {
-		s.Attention(0, AttnOpts{})
+		for l := range layers {
+			s.Attention(l, AttnOpts{})
+		}
 	}
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "tok/s")
 }
 
 func BenchmarkFlashDecode(b *testing.B) {
 	for _, typ := range []kvcache.Type{kvcache.F32, kvcache.F16, kvcache.Q8_0} {
-		for _, depth := range []int{2048, 8000} {
+		for _, depth := range []int{64, 2048, 8000} {
 			b.Run(fmt.Sprintf("%s/d%d", typ, depth), func(b *testing.B) { benchAttention(b, typ, depth, 1) })
 		}
+	}
+}
+
+// BenchmarkFlashDecodeDRAM: 16 layers at depth 8000 (keys and values from
+// memory, not the caches).
+func BenchmarkFlashDecodeDRAM(b *testing.B) {
+	for _, typ := range []kvcache.Type{kvcache.F32, kvcache.F16, kvcache.Q8_0} {
+		b.Run(typ.String(), func(b *testing.B) { benchAttentionLayers(b, typ, 8000, 1, 16) })
 	}
 }
 
