@@ -197,7 +197,9 @@ func TestFlashSplits(t *testing.T) {
 // benchAttention times layer 0's attention of n new tokens after depth
 // positions of one sequence, Llama 3.2 1B's attention shape (32 heads, 8
 // KV heads, head 64), 2 threads: go test -bench Flash -run - ./internal/model/nn
-func benchAttention(b *testing.B, typ kvcache.Type, depth, n int) { benchAttentionLayers(b, typ, depth, n, 1) }
+func benchAttention(b *testing.B, typ kvcache.Type, depth, n int) {
+	benchAttentionLayers(b, typ, depth, n, 1)
+}
 
 // benchAttentionLayers runs every layer of layers in turn: 16 layers of
 // keys and values at depth 8000 (262 MB at f16) do not fit in the caches,
