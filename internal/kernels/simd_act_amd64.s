@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "simd_amd64.h"
+#include "simd_data.h"
 
 // QACONST sets the constants: Y15 abs mask, Y12 the VPERMD order of the
 // packed bytes, X11 127.0.
@@ -191,12 +192,4 @@ qa8loop:
 	VZEROUPPER
 	RET
 
-DATA qaperm<>+0(SB)/4, $0
-DATA qaperm<>+4(SB)/4, $4
-DATA qaperm<>+8(SB)/4, $1
-DATA qaperm<>+12(SB)/4, $5
-DATA qaperm<>+16(SB)/4, $2
-DATA qaperm<>+20(SB)/4, $6
-DATA qaperm<>+24(SB)/4, $3
-DATA qaperm<>+28(SB)/4, $7
-GLOBL qaperm<>(SB), RODATA|NOPTR, $32
+PERM8(qaperm<>, 0, 4, 1, 5, 2, 6, 3, 7)

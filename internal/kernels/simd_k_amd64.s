@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "simd_amd64.h"
+#include "simd_data.h"
 
 // K-quants: super-blocks of 256 weights against 8 activation blocks of 32.
 // Each activation block has its own scale, so every sub-block's integer sum
@@ -565,15 +566,7 @@ q6kx4loop:
 	VZEROUPPER
 	RET
 
-DATA permsums<>+0(SB)/4, $0
-DATA permsums<>+4(SB)/4, $4
-DATA permsums<>+8(SB)/4, $1
-DATA permsums<>+12(SB)/4, $5
-DATA permsums<>+16(SB)/4, $2
-DATA permsums<>+20(SB)/4, $6
-DATA permsums<>+24(SB)/4, $3
-DATA permsums<>+28(SB)/4, $7
-GLOBL permsums<>(SB), RODATA|NOPTR, $32
+PERM8(permsums<>, 0, 4, 1, 5, 2, 6, 3, 7)
 
 // func dotQ6_KAVX2(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
 // rows consecutive weight rows, as dotQ4_0AVX2, with the quants (0..63)
@@ -636,38 +629,18 @@ q6kloop:
 	VZEROUPPER
 	RET
 
-DATA q6m30<>+0(SB)/8, $0x3030303030303030
-DATA q6m30<>+8(SB)/8, $0x3030303030303030
-DATA q6m30<>+16(SB)/8, $0x3030303030303030
-DATA q6m30<>+24(SB)/8, $0x3030303030303030
-GLOBL q6m30<>(SB), RODATA|NOPTR, $32
+SPLAT32(q6m30<>, 0x3030303030303030)
 
-// VPSHUFB masks for block t of a half: lane 0 repeats int16 word 2t, lane 1
-// word 2t+1.
-DATA q6shuf<>+0(SB)/8, $0x0100010001000100
-DATA q6shuf<>+8(SB)/8, $0x0100010001000100
-DATA q6shuf<>+16(SB)/8, $0x0302030203020302
-DATA q6shuf<>+24(SB)/8, $0x0302030203020302
-DATA q6shuf<>+32(SB)/8, $0x0504050405040504
-DATA q6shuf<>+40(SB)/8, $0x0504050405040504
-DATA q6shuf<>+48(SB)/8, $0x0706070607060706
-DATA q6shuf<>+56(SB)/8, $0x0706070607060706
-DATA q6shuf<>+64(SB)/8, $0x0908090809080908
-DATA q6shuf<>+72(SB)/8, $0x0908090809080908
-DATA q6shuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA q6shuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA q6shuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA q6shuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA q6shuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA q6shuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+// VPSHUFB masks for block t of a half (q6shuf<>+32t): lane 0 repeats
+// int16 word 2t, lane 1 word 2t+1. Q6SHUFW(k) writes the 16 bytes of word
+// k at q6shuf<>+16k.
+#define Q6SHUFW(k) \
+	DATA q6shuf<>+(16*k)(SB)/8, $(0x0100010001000100+k*0x0202020202020202); \
+	DATA q6shuf<>+(16*k+8)(SB)/8, $(0x0100010001000100+k*0x0202020202020202)
+
+Q6SHUFW(0); Q6SHUFW(1); Q6SHUFW(2); Q6SHUFW(3)
+Q6SHUFW(4); Q6SHUFW(5); Q6SHUFW(6); Q6SHUFW(7)
 GLOBL q6shuf<>(SB), RODATA|NOPTR, $128
 
-DATA q5kx10<>+0(SB)/8, $0x1010101010101010
-DATA q5kx10<>+8(SB)/8, $0x1010101010101010
-GLOBL q5kx10<>(SB), RODATA|NOPTR, $16
-
-DATA q6m0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA q6m0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA q6m0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA q6m0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL q6m0f<>(SB), RODATA|NOPTR, $32
+SPLAT16(q5kx10<>, 0x1010101010101010)
+SPLAT32(q6m0f<>, 0x0f0f0f0f0f0f0f0f)
