@@ -187,6 +187,15 @@
 
 // ---------------------------------------------------------------- Q8_0
 
+// KERNELS4(n1, d1, n4, d4, f1, f4, ONE, FOUR, N, D): a type's four kernels
+// (TEXT symbols n1, d1 one-input, n4, d4 four-input; frames f1, f4): ONE
+// and FOUR with the widening multiply-adds (N) and with SDOT (D).
+#define KERNELS4(n1, d1, n4, d4, f1, f4, ONE, FOUR, N, D) \
+	TEXT n1(SB), NOSPLIT, f1; ONE(N); \
+	TEXT d1(SB), NOSPLIT, f1; ONE(D); \
+	TEXT n4(SB), NOSPLIT, f4; FOUR(N); \
+	TEXT d4(SB), NOSPLIT, f4; FOUR(D)
+
 // Q8W loads a weight block at R0 (moved on by 34): quants in V0, V1 and
 // the scale d_w in F16 (through the table at R4).
 #define Q8W \
@@ -248,20 +257,9 @@ q8blk4:                                  \
 	RET
 
 // func dotQ8_0NEON(w *byte, qs *int8, d *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ8_0NEON(SB), NOSPLIT, $0-56
-	DOTQ8_0(I32N)
-
-// func dotQ8_0SDOT(w *byte, qs *int8, d *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ8_0SDOT(SB), NOSPLIT, $0-56
-	DOTQ8_0(I32D)
-
 // func dot4Q8_0NEON(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q8_0NEON(SB), NOSPLIT, $0-64
-	DOT4Q8_0(I32N)
-
-// func dot4Q8_0SDOT(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q8_0SDOT(SB), NOSPLIT, $0-64
-	DOT4Q8_0(I32D)
+// and the same for the SDOT ones.
+KERNELS4(·dotQ8_0NEON, ·dotQ8_0SDOT, ·dot4Q8_0NEON, ·dot4Q8_0SDOT, $0-56, $0-64, DOTQ8_0, DOT4Q8_0, I32N, I32D)
 
 // ---------------------------------------------------------------- Q4_0
 
@@ -346,21 +344,19 @@ qsblk4:                                  \
 	LOOP(R5, qsrow4);                \
 	RET
 
-// func dotQ4_0NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_0NEON(SB), NOSPLIT, $0-64
-	DOTQS(Q4CONST, Q4W, Q4A, I32N)
+// QSKERNELS(n1, d1, n4, d4, CONST, W, A): the four kernels of a type of
+// blocks of 32 with a scale and an offset or minimum, DOTQS and DOT4QS with
+// its macros:
+// func dotXNEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+// func dot4XNEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+// and the same for the SDOT ones.
+#define QSKERNELS(n1, d1, n4, d4, CONST, W, A) \
+	TEXT n1(SB), NOSPLIT, $0-64; DOTQS(CONST, W, A, I32N); \
+	TEXT d1(SB), NOSPLIT, $0-64; DOTQS(CONST, W, A, I32D); \
+	TEXT n4(SB), NOSPLIT, $0-72; DOT4QS(CONST, W, A, I32N); \
+	TEXT d4(SB), NOSPLIT, $0-72; DOT4QS(CONST, W, A, I32D)
 
-// func dotQ4_0SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_0SDOT(SB), NOSPLIT, $0-64
-	DOTQS(Q4CONST, Q4W, Q4A, I32D)
-
-// func dot4Q4_0NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_0NEON(SB), NOSPLIT, $0-72
-	DOT4QS(Q4CONST, Q4W, Q4A, I32N)
-
-// func dot4Q4_0SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
-	DOT4QS(Q4CONST, Q4W, Q4A, I32D)
+QSKERNELS(·dotQ4_0NEON, ·dotQ4_0SDOT, ·dot4Q4_0NEON, ·dot4Q4_0SDOT, Q4CONST, Q4W, Q4A)
 
 // ---------------------------------------------------------------- Q4_1, Q5_0, Q5_1
 
@@ -438,53 +434,9 @@ TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
 	HALFP(F15); \
 	Q5QS
 
-// func dotQ4_1NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_1NEON(SB), NOSPLIT, $0-64
-	DOTQS(Q41CONST, Q41W, Q41A, I32N)
-
-// func dotQ4_1SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_1SDOT(SB), NOSPLIT, $0-64
-	DOTQS(Q41CONST, Q41W, Q41A, I32D)
-
-// func dot4Q4_1NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_1NEON(SB), NOSPLIT, $0-72
-	DOT4QS(Q41CONST, Q41W, Q41A, I32N)
-
-// func dot4Q4_1SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_1SDOT(SB), NOSPLIT, $0-72
-	DOT4QS(Q41CONST, Q41W, Q41A, I32D)
-
-// func dotQ5_0NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_0NEON(SB), NOSPLIT, $0-64
-	DOTQS(Q5CONST, Q50W, Q4A, I32N)
-
-// func dotQ5_0SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_0SDOT(SB), NOSPLIT, $0-64
-	DOTQS(Q5CONST, Q50W, Q4A, I32D)
-
-// func dot4Q5_0NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_0NEON(SB), NOSPLIT, $0-72
-	DOT4QS(Q5CONST, Q50W, Q4A, I32N)
-
-// func dot4Q5_0SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_0SDOT(SB), NOSPLIT, $0-72
-	DOT4QS(Q5CONST, Q50W, Q4A, I32D)
-
-// func dotQ5_1NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_1NEON(SB), NOSPLIT, $0-64
-	DOTQS(Q5CONST, Q51W, Q41A, I32N)
-
-// func dotQ5_1SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_1SDOT(SB), NOSPLIT, $0-64
-	DOTQS(Q5CONST, Q51W, Q41A, I32D)
-
-// func dot4Q5_1NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_1NEON(SB), NOSPLIT, $0-72
-	DOT4QS(Q5CONST, Q51W, Q41A, I32N)
-
-// func dot4Q5_1SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_1SDOT(SB), NOSPLIT, $0-72
-	DOT4QS(Q5CONST, Q51W, Q41A, I32D)
+QSKERNELS(·dotQ4_1NEON, ·dotQ4_1SDOT, ·dot4Q4_1NEON, ·dot4Q4_1SDOT, Q41CONST, Q41W, Q41A)
+QSKERNELS(·dotQ5_0NEON, ·dotQ5_0SDOT, ·dot4Q5_0NEON, ·dot4Q5_0SDOT, Q5CONST, Q50W, Q4A)
+QSKERNELS(·dotQ5_1NEON, ·dotQ5_1SDOT, ·dot4Q5_1NEON, ·dot4Q5_1SDOT, Q5CONST, Q51W, Q41A)
 
 // ---------------------------------------------------------------- Q4_K, Q5_K
 
@@ -757,37 +709,17 @@ ksb4:                                    \
 	LOOP(R5, krow4);                 \
 	RET
 
-// func dotQ4_KNEON(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_KNEON(SB), NOSPLIT, $0-64
-	DOTK(Q4KSB, I32N)
+// KKERNELS(n1, d1, n4, d4, SUB, PRE, DEC): a K-quant's four kernels (with
+// QSKERNELS' signatures, nsb super-blocks for nb), DOTK and DOT4K with its
+// macros.
+#define KKERNELS(n1, d1, n4, d4, SUB, PRE, DEC) \
+	TEXT n1(SB), NOSPLIT, $0-64; DOTK(SUB, I32N); \
+	TEXT d1(SB), NOSPLIT, $0-64; DOTK(SUB, I32D); \
+	TEXT n4(SB), NOSPLIT, $0-72; DOT4K(PRE, DEC, I32N); \
+	TEXT d4(SB), NOSPLIT, $0-72; DOT4K(PRE, DEC, I32D)
 
-// func dotQ4_KSDOT(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_KSDOT(SB), NOSPLIT, $0-64
-	DOTK(Q4KSB, I32D)
-
-// func dot4Q4_KNEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_KNEON(SB), NOSPLIT, $0-72
-	DOT4K(Q4KPRE, Q4KDEC, I32N)
-
-// func dot4Q4_KSDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_KSDOT(SB), NOSPLIT, $0-72
-	DOT4K(Q4KPRE, Q4KDEC, I32D)
-
-// func dotQ5_KNEON(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_KNEON(SB), NOSPLIT, $0-64
-	DOTK(Q5KSB, I32N)
-
-// func dotQ5_KSDOT(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_KSDOT(SB), NOSPLIT, $0-64
-	DOTK(Q5KSB, I32D)
-
-// func dot4Q5_KNEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_KNEON(SB), NOSPLIT, $0-72
-	DOT4K(Q5KPRE, Q5KDEC, I32N)
-
-// func dot4Q5_KSDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_KSDOT(SB), NOSPLIT, $0-72
-	DOT4K(Q5KPRE, Q5KDEC, I32D)
+KKERNELS(·dotQ4_KNEON, ·dotQ4_KSDOT, ·dot4Q4_KNEON, ·dot4Q4_KSDOT, Q4KSB, Q4KPRE, Q4KDEC)
+KKERNELS(·dotQ5_KNEON, ·dotQ5_KSDOT, ·dot4Q5_KNEON, ·dot4Q5_KSDOT, Q5KSB, Q5KPRE, Q5KDEC)
 
 // ---------------------------------------------------------------- Q6_K
 
@@ -1051,20 +983,9 @@ q6ksb4:                                  \
 	RET
 
 // func dotQ6_KNEON(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ6_KNEON(SB), NOSPLIT, $0-64
-	DOTQ6_K(I16N)
-
-// func dotQ6_KSDOT(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ6_KSDOT(SB), NOSPLIT, $0-64
-	DOTQ6_K(I16D)
-
 // func dot4Q6_KNEON(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q6_KNEON(SB), NOSPLIT, $0-72
-	DOT4Q6_K(I16N)
-
-// func dot4Q6_KSDOT(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q6_KSDOT(SB), NOSPLIT, $0-72
-	DOT4Q6_K(I16D)
+// and the same for the SDOT ones.
+KERNELS4(·dotQ6_KNEON, ·dotQ6_KSDOT, ·dot4Q6_KNEON, ·dot4Q6_KSDOT, $0-64, $0-72, DOTQ6_K, DOT4Q6_K, I16N, I16D)
 
 // ---------------------------------------------------------------- pairs of rows (SMMLA)
 
@@ -1273,24 +1194,12 @@ mmblk:                                        \
 #define MMSPTRS PTRS4(R21, R8, R16, R17, R23)
 
 // func dot4Q8_0SMMLA(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q8_0SMMLA(SB), NOSPLIT, $0-64
-	DOT4MM(Q8ARGS, 56, MMNOS, 34, MMQ8CONST, Q8W2, Q8MMA)
-
-// func dot4Q4_0SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_0SMMLA(SB), NOSPLIT, $0-72
-	DOT4MM(QSARGS, 64, MMSPTRS, 18, MMQ4CONST, Q4W2, Q4MMA)
-
-// func dot4Q4_1SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_1SMMLA(SB), NOSPLIT, $0-72
-	DOT4MM(QSARGS, 64, MMSPTRS, 20, Q41CONST, Q41W2, Q41MMA)
-
-// func dot4Q5_0SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_0SMMLA(SB), NOSPLIT, $0-72
-	DOT4MM(QSARGS, 64, MMSPTRS, 22, MMQ5CONST, Q50W2, Q4MMA)
-
-// func dot4Q5_1SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_1SMMLA(SB), NOSPLIT, $0-72
-	DOT4MM(QSARGS, 64, MMSPTRS, 24, MMQ5CONST, Q51W2, Q41MMA)
+// func dot4XSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q8_0SMMLA(SB), NOSPLIT, $0-64; DOT4MM(Q8ARGS, 56, MMNOS, 34, MMQ8CONST, Q8W2, Q8MMA)
+TEXT ·dot4Q4_0SMMLA(SB), NOSPLIT, $0-72; DOT4MM(QSARGS, 64, MMSPTRS, 18, MMQ4CONST, Q4W2, Q4MMA)
+TEXT ·dot4Q4_1SMMLA(SB), NOSPLIT, $0-72; DOT4MM(QSARGS, 64, MMSPTRS, 20, Q41CONST, Q41W2, Q41MMA)
+TEXT ·dot4Q5_0SMMLA(SB), NOSPLIT, $0-72; DOT4MM(QSARGS, 64, MMSPTRS, 22, MMQ5CONST, Q50W2, Q4MMA)
+TEXT ·dot4Q5_1SMMLA(SB), NOSPLIT, $0-72; DOT4MM(QSARGS, 64, MMSPTRS, 24, MMQ5CONST, Q51W2, Q41MMA)
 
 // ---------------------------------------------------------------- pairs of rows, K-quants (SMMLA)
 
@@ -1696,17 +1605,11 @@ q6mmsb:                                  \
 	LOOP(R5, q6mmrow);               \
 	RET
 
-// func dot4Q4_KSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_KSMMLA(SB), NOSPLIT, $0-72
-	DOT4KMM(144, 16, KMMC)
-
-// func dot4Q5_KSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_KSMMLA(SB), NOSPLIT, $0-72
-	DOT4KMM(176, 48, KMMC5)
-
-// func dot4Q6_KSMMLA(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q6_KSMMLA(SB), NOSPLIT, $0-72
-	DOT4Q6MM
+// func dot4XSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+// (Q6_K: d *[4]*float32, b *[4]*int16 for d, s)
+TEXT ·dot4Q4_KSMMLA(SB), NOSPLIT, $0-72; DOT4KMM(144, 16, KMMC)
+TEXT ·dot4Q5_KSMMLA(SB), NOSPLIT, $0-72; DOT4KMM(176, 48, KMMC5)
+TEXT ·dot4Q6_KSMMLA(SB), NOSPLIT, $0-72; DOT4Q6MM
 
 // ---------------------------------------------------------------- floats
 
@@ -1791,29 +1694,17 @@ floop4:                                 \
 	LOOP(R5, frow4);                \
 	RET
 
-// func dotF32NEON(w *float32, x *float32, n, rows int, out *float32)
-TEXT ·dotF32NEON(SB), NOSPLIT, $0-40
-	DOTFLOAT(F32W)
+// FKERNELS(n1, n4, W): a float type's two kernels, DOTFLOAT and DOT4FLOAT
+// with its loads W:
+// func dotXNEON(w *byte, x *float32, n, rows int, out *float32)
+// func dot4XNEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
+#define FKERNELS(n1, n4, W) \
+	TEXT n1(SB), NOSPLIT, $0-40; DOTFLOAT(W); \
+	TEXT n4(SB), NOSPLIT, $0-48; DOT4FLOAT(W)
 
-// func dot4F32NEON(w *float32, x *[4]*float32, n, rows int, out *float32, stride int)
-TEXT ·dot4F32NEON(SB), NOSPLIT, $0-48
-	DOT4FLOAT(F32W)
-
-// func dotF16NEON(w *byte, x *float32, n, rows int, out *float32)
-TEXT ·dotF16NEON(SB), NOSPLIT, $0-40
-	DOTFLOAT(F16W)
-
-// func dot4F16NEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
-TEXT ·dot4F16NEON(SB), NOSPLIT, $0-48
-	DOT4FLOAT(F16W)
-
-// func dotBF16NEON(w *byte, x *float32, n, rows int, out *float32)
-TEXT ·dotBF16NEON(SB), NOSPLIT, $0-40
-	DOTFLOAT(BF16W)
-
-// func dot4BF16NEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
-TEXT ·dot4BF16NEON(SB), NOSPLIT, $0-48
-	DOT4FLOAT(BF16W)
+FKERNELS(·dotF32NEON, ·dot4F32NEON, F32W)
+FKERNELS(·dotF16NEON, ·dot4F16NEON, F16W)
+FKERNELS(·dotBF16NEON, ·dot4BF16NEON, BF16W)
 
 // func axpyNEON(alpha float32, x, y *float32, n int)
 // y[i] += alpha*x[i] (one FMA each) for n a multiple of 8.
