@@ -102,21 +102,11 @@ var genericTmpl = template.Must(template.New("generic").Parse(header + `package 
 func genericKernels() map[Type]*typeKernels {
 	return map[Type]*typeKernels{
 {{- range .}}
-		{{.Name}}: {dot: dot{{.Name}}, dot4: dot4{{.Name}}},
+		{{.Name}}: {dot: dot{{.Name}}, dot4: {{if eq .Kind "float"}}dot4{{.Name}}{{else}}dot4Of(unpack{{.Name}}){{end}}},
 {{- end}}
 	}
 }
-{{range .}}{{if ne .Kind "float"}}
-func dot4{{.Name}}(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpack{{.Name}}(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-{{end}}{{end}}`))
+`))
 
 var isaTmpl = template.Must(template.New("isa").Parse(header + `//go:build {{.ISA.Build}}
 
