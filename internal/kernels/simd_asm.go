@@ -52,6 +52,7 @@ func setPath(name string) (prev string, err error) {
 		quantizeActAsm = simdQuantizeAct
 	}
 	installPath(name)
+	installFlash(name)
 	return prev, nil
 }
 

@@ -145,88 +145,19 @@ func EncodeRow(t Type, dst []uint16, x []float32) {
 // DecodeRows decodes values [off, off+w) of cnt rows of t, each rowWords
 // words apart in src, into dst (cnt rows of w values, one after another).
 func DecodeRows(dst []float32, t Type, src []uint16, rowWords, off, w, cnt int) {
-	bl := t.blockLen()
-	if off%bl == 0 && w%bl == 0 {
-		first, words := t.Words(off), t.Words(w)
-		for j := range cnt {
-			decode(t, src[j*rowWords+first:j*rowWords+first+words], dst[j*w:(j+1)*w])
-		}
-		return
-	}
-	// a head inside a block (heads narrower than 32): decode the blocks
-	// that overlap it
-	var buf [32]float32
-	bw := t.Words(bl)
-	for j := range cnt {
-		row, out := src[j*rowWords:], dst[j*w:(j+1)*w]
-		for i := off; i < off+w; {
-			b := i / bl
-			decode(t, row[b*bw:(b+1)*bw], buf[:bl])
-			k := copy(out[i-off:], buf[i-b*bl:bl])
-			i += k
-		}
-	}
+	kernels.VTile(dst, w, &kernels.KVRows{T: t.KV(), W: src, Stride: rowWords, Off: off}, w, cnt)
 }
 
-// decode decodes one run of whole blocks.
-func decode(t Type, src []uint16, dst []float32) {
-	switch t {
-	case F16:
-		kernels.F16ToF32s(dst, src)
-		return
-	case BF16:
-		for i, h := range src[:len(dst)] {
-			dst[i] = kernels.BF16ToFP32(h)
-		}
-		return
-	case Q8_0:
-		// as kernels.Dequantize (the same products), without its checks
-		// and byte reads: attention decodes a head's rows at a time
-		bs := wordBytes(src)
-		for b := 0; b < len(dst); b += 32 {
-			blk, y := (*[34]byte)(bs[b/32*34:]), (*[32]float32)(dst[b:])
-			d := kernels.FP16ToFP32(uint16(blk[0]) | uint16(blk[1])<<8)
-			for j, c := range (*[32]byte)(blk[2:]) {
-				y[j] = float32(int8(c)) * d
-			}
-		}
-		return
-	case Q4_0:
-		for b := 0; b < len(dst); b += 32 {
-			blk, y := (*[9]uint16)(src[b/32*9:]), (*[32]float32)(dst[b:])
-			d := kernels.FP16ToFP32(blk[0])
-			for j, w := range blk[1:] {
-				lo, hi := byte(w), byte(w>>8)
-				y[2*j] = float32(int32(lo&15)-8) * d
-				y[2*j+1] = float32(int32(hi&15)-8) * d
-				y[2*j+16] = float32(int32(lo>>4)-8) * d
-				y[2*j+17] = float32(int32(hi>>4)-8) * d
-			}
-		}
-		return
-	}
-	if kt, ok := t.kernelType(); ok {
-		kernels.Dequantize(kt, wordBytes(src), dst)
-		return
-	}
-	b := wordBytes(src)
-	for i := 0; i < len(dst); i += 32 {
-		decodeF8Block((*[34]byte)(b[i/32*34:]), (*[32]float32)(dst[i:]))
-	}
-}
+// KV is the kernels' name of t (the same order).
+func (t Type) KV() kernels.KVType { return kernels.KVType(t) }
 
 // e4m3Max is the largest finite E4M3 value (0x7e).
-const e4m3Max = 448
+const e4m3Max = kernels.E4M3Max
 
 // e4m3Table holds the values of the positive codes 0..0x7e, increasing.
 var e4m3Table = func() (t [0x7f]float32) {
 	for c := range t {
-		e, m := c>>3, c&7
-		if e == 0 {
-			t[c] = float32(m) / 8 * (1.0 / 64) // subnormal: m/8 · 2^-6
-		} else {
-			t[c] = (1 + float32(m)/8) * float32(math.Ldexp(1, e-7))
-		}
+		t[c] = kernels.E4M3ToFP32(byte(c))
 	}
 	return t
 }()
@@ -265,16 +196,7 @@ func e4m3(v float32) byte {
 
 // e4m3Value decodes an E4M3 code (the NaN codes 0x7f and 0xff read as ±448:
 // the encoder never writes them).
-func e4m3Value(c byte) float32 {
-	v := float32(e4m3Max)
-	if c&0x7f != 0x7f {
-		v = e4m3Table[c&0x7f]
-	}
-	if c&0x80 != 0 {
-		return -v
-	}
-	return v
-}
+func e4m3Value(c byte) float32 { return kernels.E4M3ToFP32(c) }
 
 func encodeF8Block(x *[32]float32, blk *[34]byte) {
 	var amax float32
@@ -291,20 +213,5 @@ func encodeF8Block(x *[32]float32, blk *[34]byte) {
 	id := 1 / d
 	for i, v := range x {
 		blk[2+i] = e4m3(v * id)
-	}
-}
-
-// e4m3Values is e4m3Value of every code.
-var e4m3Values = func() (t [256]float32) {
-	for c := range t {
-		t[c] = e4m3Value(byte(c))
-	}
-	return t
-}()
-
-func decodeF8Block(blk *[34]byte, y *[32]float32) {
-	d := kernels.FP16ToFP32(uint16(blk[0]) | uint16(blk[1])<<8)
-	for i := range y {
-		y[i] = e4m3Values[blk[2+i]] * d
 	}
 }

@@ -1,0 +1,200 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// Flash attention's kernels: a tile of queries against a tile of keys
+// (FlashScores), the softmax weights' exponentials and their sum (ExpSum),
+// and the weighted sum of a tile of values (FlashAccum). Internal/model/nn
+// runs the online softmax around them; the tile decoders (kvtile.go) give
+// them float32 keys (transposed) and values (row-major) of every KV type.
+//
+// Every output element is one accumulation in a fixed order that depends
+// only on the tile's shape, never on the number of queries (nq) or on
+// where a query sits among them: a query's bits do not depend on how the
+// queries were grouped (batch invariance). The accumulations are fused
+// multiply-adds (one rounding each), in the Go oracles (fma32) as in the
+// assembly, so that every path gives the oracle's bits.
+//
+// A path plugs in by registering its kernels under its name in
+// flashPaths (from a package-level variable's initializer, so that it is
+// there before the first setPath); installFlash picks, for the path in
+// use, the registration of the highest path at or below it in cpuPaths.
+// A nil entry means the Go oracle; the kernels are called after the
+// public functions have checked the shapes.
+
+// FlashTile is the most keys a flash tile holds (FlashScores' nk).
+const FlashTile = 64
+
+// flashKernels are one path's flash kernels; nil entries run the Go oracle.
+type flashKernels struct {
+	// scores is FlashScores for nq >= 1 (shapes checked).
+	scores func(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32)
+	// accum is FlashAccum for nq >= 1, vd a multiple of 16.
+	accum func(o []float32, ldo int, p, v []float32, nq, nk, vd int)
+	// expSum is ExpSum for len(x) a multiple of 16 (> 0).
+	expSum func(x []float32, m float32) float32
+	// kTile and vTile decode the first rows of r (a multiple of 16 of
+	// them, w a multiple of 16) as KTile and VTile do and return how many
+	// rows they did (0: none, the Go decoder does them all).
+	kTile, vTile [NumKVTypes]func(dst []float32, ld int, r *KVRows, w, cnt int) int
+}
+
+// flashPaths holds each path's registered flash kernels.
+var flashPaths = map[string]*flashKernels{}
+
+// flashNow is the installed path's kernels (read without a lock, as
+// dotTable is: paths switch only between kernel runs).
+var flashNow flashKernels
+
+// registerFlash records path's flash kernels (from an initializer).
+func registerFlash(path string, k *flashKernels) bool {
+	flashPaths[path] = k
+	return true
+}
+
+// installFlash installs the flash kernels for path name: those registered
+// for it or, failing that, for the highest path below it.
+func installFlash(name string) {
+	flashNow = flashKernels{}
+	for i := pathIndex(name); i > 0; i-- {
+		if k, ok := flashPaths[cpuPaths[i]]; ok {
+			flashNow = *k
+			return
+		}
+	}
+}
+
+// FlashScores sets s[i*nk+j] = scale · Σ_d q[i*ldq+d]·kt[d*nk+j] for i < nq,
+// j < nk: nq queries (rows ldq apart) against a tile of nk keys stored
+// transposed (kt: hd rows of nk). nk is a multiple of 16 and at most
+// FlashTile, hd a multiple of 16 (pad with zeros); every s[i][j] is one
+// accumulation of fused multiply-adds over d = 0..hd-1 in order, then
+// multiplied by scale, so its bits do not depend on nq.
+func FlashScores(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32) {
+	if nq <= 0 {
+		return
+	}
+	if nk <= 0 || nk%16 != 0 || nk > FlashTile || hd <= 0 || hd%16 != 0 || ldq < hd {
+		panic(fmt.Sprintf("kernels: FlashScores: nk %d, hd %d, ldq %d (want nk a multiple of 16 up to %d, hd a positive multiple of 16, ldq >= hd)", nk, hd, ldq, FlashTile))
+	}
+	_, _, _ = s[nq*nk-1], q[(nq-1)*ldq+hd-1], kt[hd*nk-1]
+	if f := flashNow.scores; f != nil {
+		f(s, q, ldq, kt, nq, nk, hd, scale)
+		return
+	}
+	flashScoresGo(s, q, ldq, kt, nq, nk, hd, scale)
+}
+
+func flashScoresGo(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32) {
+	for i := range nq {
+		row := s[i*nk : (i+1)*nk]
+		clear(row)
+		qi := q[i*ldq : i*ldq+hd]
+		for d, a := range qi {
+			k := kt[d*nk : (d+1)*nk]
+			for j := range row {
+				row[j] = fma32(a, k[j], row[j])
+			}
+		}
+		for j := range row {
+			row[j] *= scale
+		}
+	}
+}
+
+// FlashAccum adds Σ_j p[i*nk+j]·v[j*vd+d] to o[i*ldo+d] for i < nq, d < vd,
+// j in order 0..nk-1 (one fused multiply-add per term into the o element,
+// so its bits do not depend on nq): a tile of nk values of width vd,
+// row-major.
+func FlashAccum(o []float32, ldo int, p, v []float32, nq, nk, vd int) {
+	if nq <= 0 || nk <= 0 || vd <= 0 {
+		return
+	}
+	if ldo < vd {
+		panic(fmt.Sprintf("kernels: FlashAccum: ldo %d < vd %d", ldo, vd))
+	}
+	_, _, _ = o[(nq-1)*ldo+vd-1], p[nq*nk-1], v[nk*vd-1]
+	if f := flashNow.accum; f != nil && vd%16 == 0 {
+		f(o, ldo, p, v, nq, nk, vd)
+		return
+	}
+	flashAccumGo(o, ldo, p, v, nq, nk, vd)
+}
+
+func flashAccumGo(o []float32, ldo int, p, v []float32, nq, nk, vd int) {
+	for i := range nq {
+		oi := o[i*ldo : i*ldo+vd]
+		for j, a := range p[i*nk : (i+1)*nk] {
+			vj := v[j*vd : (j+1)*vd]
+			for d := range oi {
+				oi[d] = fma32(a, vj[d], oi[d])
+			}
+		}
+	}
+}
+
+// ExpSum sets x[j] = exp(x[j]-m) (the kernels' Cephes exp, as SiLUMul's
+// and Softmax's; -Inf gives 0) and returns Σ_j x[j], summed in a fixed
+// order that depends only on len(x): sixteen partial sums, x[j] going to
+// sum j%16 in order of j, then added pairwise (s[l] += s[l+8], then +4, +2,
+// +1).
+func ExpSum(x []float32, m float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	if f := flashNow.expSum; f != nil && len(x)%16 == 0 {
+		return f(x, m)
+	}
+	return expSumGo(x, m)
+}
+
+func expSumGo(x []float32, m float32) float32 {
+	var acc [16]float32
+	for j, v := range x {
+		e := expGo(v - m)
+		x[j] = e
+		acc[j%16] += e
+	}
+	for w := 8; w >= 1; w /= 2 {
+		for l := range w {
+			acc[l] += acc[l+w]
+		}
+	}
+	return acc[0]
+}
+
+// fma32 is a·b+c rounded once to float32 (the assembly's VFMADD231PS).
+// The float64 fused multiply-add rounds a·b+c (a·b exact in float64) to 53
+// bits first; rounding that to 24 bits is the single rounding except when
+// it lands exactly halfway between two float32s and was rounded there:
+// the exact sum's error (TwoSum) then says which way to go.
+func fma32(a, b, c float32) float32 {
+	p := float64(float64(a) * float64(b)) // exact: 48 bits
+	cc := float64(c)
+	s := float64(p + cc)
+	f := float32(s)
+	if float64(f) == s || math.IsInf(s, 0) {
+		return f
+	}
+	bb := float64(s - p)
+	err := float64(p-float64(s-bb)) + float64(cc-bb)
+	if err == 0 {
+		return f
+	}
+	// the other float32 neighbour of s
+	o := math.Nextafter32(f, float32(math.Inf(1)))
+	if float64(f) > s {
+		o = math.Nextafter32(f, float32(math.Inf(-1)))
+	}
+	if 2*s != float64(f)+float64(o) { // not halfway: f is right
+		return f
+	}
+	// halfway in float64, but the exact value lies on err's side
+	if (err > 0) == (float64(o) > s) {
+		return o
+	}
+	return f
+}
