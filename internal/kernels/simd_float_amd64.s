@@ -57,13 +57,7 @@ tail: \
 	ADDQ        $B8, SI; \
 done: \
 	VADDPS       Y8, Y0, Y0; \
-	HSUM1; \
-	MOVSS        X0, (AX); \
-	ADDQ         $4, AX; \
-	DECQ         rows+24(FP); \
-	JNZ          row; \
-	VZEROUPPER; \
-	RET
+	NEXTROW1(rows+24(FP), row)
 
 // FMA4(src, off) adds the weights in src times the 8 activations at
 // off(row k's pointer)(DX*1) to the accumulators of the four activation

@@ -93,6 +93,13 @@
 	VPADDW     rb, ra, dst; \
 	VPMADDWD   X15, dst, dst
 
+// KPAIR(o, a, b, t): a = the KT2-transposed sums of the two sub-blocks of
+// 32 at o(DI) (b and t clobbered).
+#define KPAIR(o, a, b, t) \
+	KP(o, o+16, o, o+16, X4, X5, a); \
+	KP(o+32, o+48, o+32, o+48, X5, X12, b); \
+	KT2(a, b, t)
+
 // KROW4(off, acc): acc += the Q4_K/Q5_K sums of the unpacked super-block at
 // 0(DI) (the scratch area: one quant a byte, in element order) against activation row
 // off/8 (its pointers at off in qs, d, s), scaled: d*sc*d_a*Σq*a - dmin*m*S
@@ -105,19 +112,11 @@
 	MOVQ        OFF(R10), R10; \
 	MOVQ        s+24(FP), R12; \
 	MOVQ        OFF(R12), R12; \
-	KP(0, 16, 0, 16, X4, X5, X6); \
-	KP(32, 48, 32, 48, X5, X12, X7); \
-	KT2(X6, X7, X8); \
-	KP(64, 80, 64, 80, X4, X5, X7); \
-	KP(96, 112, 96, 112, X5, X12, X8); \
-	KT2(X7, X8, X9); \
+	KPAIR(0, X6, X7, X8); \
+	KPAIR(64, X7, X8, X9); \
 	KT4(X6, X7, X8); \
-	KP(128, 144, 128, 144, X4, X5, X7); \
-	KP(160, 176, 160, 176, X5, X12, X8); \
-	KT2(X7, X8, X9); \
-	KP(192, 208, 192, 208, X4, X5, X8); \
-	KP(224, 240, 224, 240, X5, X12, X9); \
-	KT2(X8, X9, X4); \
+	KPAIR(128, X7, X8, X9); \
+	KPAIR(192, X8, X9, X4); \
 	KT4(X7, X8, X9); \
 	VINSERTI128 $1, X7, Y6, Y6; \
 	VCVTDQ2PS   Y6, Y6; \
@@ -254,13 +253,7 @@ loop: \
 	ADDQ $32, R10; \
 	DECQ CX; \
 	JNZ  loop; \
-	HSUM1; \
-	MOVSS        X0, (AX); \
-	ADDQ         $4, AX; \
-	DECQ         rows+48(FP); \
-	JNZ          row; \
-	VZEROUPPER; \
-	RET
+	NEXTROW1(rows+48(FP), row)
 
 #define PERMSUMS VMOVDQU permsums<>(SB), Y13
 #define NOSETUP
@@ -621,13 +614,7 @@ q6kloop:
 	JNZ  q6kloop
 
 	// The lane sums in dot4's order (see dotQ4_KAVX2).
-	HSUM1
-	MOVSS        X0, (AX)
-	ADDQ         $4, AX
-	DECQ         rows+48(FP)
-	JNZ          q6krow
-	VZEROUPPER
-	RET
+	NEXTROW1(rows+48(FP), q6krow)
 
 SPLAT32(q6m30<>, 0x3030303030303030)
 

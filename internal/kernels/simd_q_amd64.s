@@ -116,6 +116,15 @@
 #define C1MIN VMOVSS (R10), X6; MOVWLZX 2(SI), DX; VMOVSS (R8)(DX*4), X8
 #define CX4MIN MOVWLZX 2(SI), DX; VBROADCASTSS (R8)(DX*4), X8
 
+// QROW starts a row (or four): DI, BX, R10 at the activation quants,
+// scales and sums, CX = nb, X13 = 0.
+#define QROW \
+	MOVQ   qs+8(FP), DI; \
+	MOVQ   d+16(FP), BX; \
+	MOVQ   s+24(FP), R10; \
+	MOVQ   nb+32(FP), CX; \
+	VXORPS X13, X13, X13
+
 // QDOT(SETUP, W, C4, C1, size) is the body of
 // func dotXAVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32):
 // rows consecutive weight rows (blocks of size bytes) against one
@@ -138,11 +147,7 @@
 	SUBQ  $4, rows+48(FP); \
 	JL    one; \
 four: \
-	MOVQ   qs+8(FP), DI; \
-	MOVQ   d+16(FP), BX; \
-	MOVQ   s+24(FP), R10; \
-	MOVQ   nb+32(FP), CX; \
-	VXORPS X13, X13, X13; \
+	QROW; \
 	LEAQ   (SI)(R9*1), R15; \
 	ADDQ   R13, R15; \
 fourloop: \
@@ -177,11 +182,7 @@ one: \
 	ADDQ $4, rows+48(FP); \
 	JZ   done; \
 onerow: \
-	MOVQ   qs+8(FP), DI; \
-	MOVQ   d+16(FP), BX; \
-	MOVQ   s+24(FP), R10; \
-	MOVQ   nb+32(FP), CX; \
-	VXORPS X13, X13, X13; \
+	QROW; \
 oneloop: \
 	W((SI), X0); \
 	ISUM1; \
