@@ -57,7 +57,7 @@ tail: \
 	ADDQ        $B8, SI; \
 done: \
 	VADDPS       Y8, Y0, Y0; \
-	NEXTROW1(rows+24(FP), row)
+	NEXTROW1(24, row)
 
 // FMA4(src, off) adds the weights in src times the 8 activations at
 // off(row k's pointer)(DX*1) to the accumulators of the four activation

@@ -253,7 +253,7 @@ loop: \
 	ADDQ $32, R10; \
 	DECQ CX; \
 	JNZ  loop; \
-	NEXTROW1(rows+48(FP), row)
+	NEXTROW1(48, row)
 
 #define PERMSUMS VMOVDQU permsums<>(SB), Y13
 #define NOSETUP
@@ -614,7 +614,7 @@ q6kloop:
 	JNZ  q6kloop
 
 	// The lane sums in dot4's order (see dotQ4_KAVX2).
-	NEXTROW1(rows+48(FP), q6krow)
+	NEXTROW1(48, q6krow)
 
 SPLAT32(q6m30<>, 0x3030303030303030)
 
