@@ -136,8 +136,8 @@ func flashAccumGo(o []float32, ldo int, p, v []float32, nq, nk, vd int) {
 	}
 }
 
-// ExpSum sets x[j] = exp(x[j]-m) (the kernels' Cephes exp, as SiLUMul's
-// and Softmax's; -Inf gives 0) and returns Σ_j x[j], summed in a fixed
+// ExpSum sets x[j] = exp(x[j]-m) (the kernels' Cephes exp, every product
+// and sum rounded: flashExp; -Inf gives 0) and returns Σ_j x[j], summed in a fixed
 // order that depends only on len(x): sixteen partial sums, x[j] going to
 // sum j%16 in order of j, then added pairwise (s[l] += s[l+8], then +4, +2,
 // +1).
@@ -154,7 +154,7 @@ func ExpSum(x []float32, m float32) float32 {
 func expSumGo(x []float32, m float32) float32 {
 	var acc [16]float32
 	for j, v := range x {
-		e := expGo(v - m)
+		e := flashExp(v - m)
 		x[j] = e
 		acc[j%16] += e
 	}
@@ -164,6 +164,36 @@ func expSumGo(x []float32, m float32) float32 {
 		}
 	}
 	return acc[0]
+}
+
+// Exp is ExpSum's exp of one value.
+func Exp(x float32) float32 { return flashExp(x) }
+
+// flashExp is expGo with every product and sum rounded (the conversions
+// keep compilers that fuse, as arm64's, from fusing): the assembly's
+// operations, on every architecture.
+func flashExp(x float32) float32 {
+	switch {
+	case x != x:
+		return x
+	case x < expLo:
+		return 0
+	case x > expHi:
+		return float32(math.Inf(1))
+	}
+	k := float32(float32(x*expLog2e)+0x1.8p23) - 0x1.8p23
+	r := x - float32(k*expC1)
+	r -= float32(k * expC2)
+	y := float32(expP0)
+	y = float32(y*r) + expP1
+	y = float32(y*r) + expP2
+	y = float32(y*r) + expP3
+	y = float32(y*r) + expP4
+	y = float32(y*r) + expP5
+	y *= r
+	y = float32(y*r) + r
+	y++
+	return y * math.Float32frombits(uint32(int32(k)+127)<<23)
 }
 
 // fma32 is a·b+c rounded once to float32 (the assembly's VFMADD231PS).

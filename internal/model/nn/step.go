@@ -80,14 +80,11 @@ type Step struct {
 	rows         []int
 	xr, logitBuf []float32
 
-	// attention work: groups of queries dealt round-robin to chunks, each
-	// chunk with its own score buffers (AttnGroupMax of ctx floats)
-	groups       []attnGroup
-	nChunks, ctx int
-	layer        int
-	attn         AttnOpts
-	scores       []float32
-	tiles        []float32 // per chunk: attnTile rows of one head, gathered
+	// attention work (attention.go)
+	at    attnState
+	ctx   int
+	layer int
+	attn  AttnOpts
 
 	extra [][]float32 // Buf's slots
 
@@ -98,7 +95,7 @@ type Step struct {
 	loraJob                   loraJob
 	loraFn                    func(lo, hi int) // built once: closures would allocate per call
 
-	attnFn, swigluFn, gegluFn func(lo, hi int) // built once: closures would allocate per call
+	attnFn, mergeFn, swigluFn, gegluFn func(lo, hi int) // built once: closures would allocate per call
 }
 
 type ropeAngles struct {
@@ -244,7 +241,7 @@ func grow(buf []float32, n int) []float32 {
 func (s *Step) size(T, R, ctx int) {
 	c := s.Cfg
 	if s.attnFn == nil {
-		s.attnFn = s.attendChunks
+		s.attnFn, s.mergeFn = s.attendSlots, s.mergeGroups
 		s.swigluFn = s.swigluRange
 		s.gegluFn = s.gegluRange
 	}

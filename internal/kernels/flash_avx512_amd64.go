@@ -1,0 +1,76 @@
+//go:build amd64 && !purego
+
+package kernels
+
+// The avx512 path's flash kernels (simd_flash512_amd64.s,
+// simd_kvtile512_amd64.s): AVX-512F and F16C, which the avx512 and
+// avx512bw paths both have.
+
+//go:noescape
+func flashScores64AVX512(s, q *float32, ldq int, kt *float32, nq, hd int, scale float32)
+
+//go:noescape
+func flashAccumAVX512(o *float32, ldo int, p, v *float32, nq, nk, vd int)
+
+//go:noescape
+func expSumAVX512(x *float32, n int, m float32) float32
+
+//go:noescape
+func kTileF32AVX512(dst *float32, ld int, src *float32, stride, w, cnt int)
+
+//go:noescape
+func kTileF16AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+
+//go:noescape
+func kTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+
+//go:noescape
+func vTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+
+var flashAVX512 = &flashKernels{
+	scores: func(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32) {
+		if nk != FlashTile {
+			flashScoresGo(s, q, ldq, kt, nq, nk, hd, scale)
+			return
+		}
+		flashScores64AVX512(&s[0], &q[0], ldq, &kt[0], nq, hd, scale)
+	},
+	accum: func(o []float32, ldo int, p, v []float32, nq, nk, vd int) {
+		flashAccumAVX512(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
+	},
+	expSum: func(x []float32, m float32) float32 { return expSumAVX512(&x[0], len(x), m) },
+	kTile: [NumKVTypes]func(dst []float32, ld int, r *KVRows, w, cnt int) int{
+		KVF32: func(dst []float32, ld int, r *KVRows, w, cnt int) int {
+			if r.F32 == nil {
+				return 0
+			}
+			kTileF32AVX512(&dst[0], ld, &r.F32[r.Off], 4*r.Stride, w, cnt)
+			return cnt
+		},
+		KVF16: func(dst []float32, ld int, r *KVRows, w, cnt int) int {
+			kTileF16AVX512(&dst[0], ld, &r.W[r.Off], 2*r.Stride, w, cnt)
+			return cnt
+		},
+		KVQ8_0: func(dst []float32, ld int, r *KVRows, w, cnt int) int {
+			if r.Off%32 != 0 || w%32 != 0 {
+				return 0
+			}
+			kTileQ8AVX512(&dst[0], ld, &r.W[r.Off/32*17], 2*r.Stride, w, cnt)
+			return cnt
+		},
+	},
+	vTile: [NumKVTypes]func(dst []float32, ld int, r *KVRows, w, cnt int) int{
+		KVQ8_0: func(dst []float32, ld int, r *KVRows, w, cnt int) int {
+			if r.Off%32 != 0 || w%32 != 0 {
+				return 0
+			}
+			vTileQ8AVX512(&dst[0], ld, &r.W[r.Off/32*17], 2*r.Stride, w, cnt)
+			return cnt
+		},
+	},
+}
+
+var (
+	_ = registerFlash("avx512", flashAVX512)
+	_ = registerFlash("avx512bw", flashAVX512)
+)

@@ -1,0 +1,258 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+)
+
+// eachPath runs f under every path this CPU has (the generic one
+// included), restoring the path in use after.
+func eachPath(t *testing.T, f func(t *testing.T, path string)) {
+	t.Helper()
+	prev := Path()
+	defer func() {
+		if _, err := setPath(prev); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for _, p := range Paths() {
+		if _, err := setPath(p); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(p, func(t *testing.T) { f(t, p) })
+	}
+}
+
+func randF32(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
+
+func sameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: element %d: %v, want %v (the Go oracle's)", what, i, got[i], want[i])
+		}
+	}
+}
+
+// fma32 rounds a·b+c once: against big.Float's exact sum, on random
+// operands and on sums that fall halfway between two float32s in float64.
+func TestFMA32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	exact := func(a, b, c float32) float32 {
+		x := new(big.Float).SetPrec(200).SetFloat64(float64(a))
+		x.Mul(x, new(big.Float).SetPrec(200).SetFloat64(float64(b)))
+		x.Add(x, new(big.Float).SetPrec(200).SetFloat64(float64(c)))
+		f, _ := x.Float32()
+		return f
+	}
+	check := func(a, b, c float32) {
+		if got, want := fma32(a, b, c), exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("fma32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
+		}
+	}
+	for range 20000 {
+		check(float32(rng.NormFloat64()), float32(rng.NormFloat64()), float32(rng.NormFloat64()))
+	}
+	// c = 1, a·b = 2^-24 + 2^-47: the float64 sum rounds to the midpoint
+	// 1 + 2^-24, the exact one lies above it
+	a, b := float32(1+math.Ldexp(1, -23)), float32(math.Ldexp(1, -24))
+	check(a, b, 1)
+	check(-a, b, -1)
+	check(a, -b, 1)
+}
+
+func TestFlashScoresOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	eachPath(t, func(t *testing.T, path string) {
+		for _, hd := range []int{16, 64, 80, 128} {
+			for _, nk := range []int{16, 32, 48, 64} {
+				for _, nq := range []int{1, 3, 4, 5, 9} {
+					ldq := hd + 16
+					q, kt := randF32(rng, nq*ldq), randF32(rng, hd*nk)
+					got, want := make([]float32, nq*nk), make([]float32, nq*nk)
+					FlashScores(got, q, ldq, kt, nq, nk, hd, 0.125)
+					flashScoresGo(want, q, ldq, kt, nq, nk, hd, 0.125)
+					sameBits(t, fmt.Sprintf("hd %d nk %d nq %d", hd, nk, nq), got, want)
+					// a row's bits do not depend on the rows around it
+					one := make([]float32, nk)
+					FlashScores(one, q[(nq-1)*ldq:], ldq, kt, 1, nk, hd, 0.125)
+					sameBits(t, "last row alone", one, got[(nq-1)*nk:])
+				}
+			}
+		}
+	})
+}
+
+func TestFlashAccumOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	eachPath(t, func(t *testing.T, path string) {
+		for _, vd := range []int{16, 64, 80, 128, 24} {
+			for _, nk := range []int{1, 16, 64} {
+				for _, nq := range []int{1, 3, 4, 7} {
+					ldo := vd + 8
+					o, p, v := randF32(rng, nq*ldo), randF32(rng, nq*nk), randF32(rng, nk*vd)
+					for j := range p {
+						if j%5 == 0 {
+							p[j] = 0 // masked weights
+						}
+					}
+					got, want := append([]float32(nil), o...), append([]float32(nil), o...)
+					FlashAccum(got, ldo, p, v, nq, nk, vd)
+					flashAccumGo(want, ldo, p, v, nq, nk, vd)
+					sameBits(t, fmt.Sprintf("vd %d nk %d nq %d", vd, nk, nq), got, want)
+				}
+			}
+		}
+	})
+}
+
+func TestExpSumOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	eachPath(t, func(t *testing.T, path string) {
+		for _, n := range []int{16, 64, 17, 5} {
+			x := randF32(rng, n)
+			for i := range x {
+				x[i] *= 30
+				if i%7 == 3 {
+					x[i] = float32(math.Inf(-1))
+				}
+			}
+			x[0] = -200 // below exp's range: 0
+			m := float32(math.Inf(-1))
+			for _, v := range x {
+				m = max(m, v)
+			}
+			got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+			gs, ws := ExpSum(got, m), expSumGo(want, m)
+			sameBits(t, fmt.Sprintf("n %d", n), got, want)
+			if math.Float32bits(gs) != math.Float32bits(ws) {
+				t.Fatalf("n %d: sum %v, want %v", n, gs, ws)
+			}
+			var ref float64
+			for i, v := range x {
+				e := math.Exp(float64(v - m))
+				ref += e
+				if d := math.Abs(float64(got[i]) - e); d > 3e-7*e+1e-30 {
+					t.Fatalf("n %d: exp(%g) = %g, want %g", n, v-m, got[i], e)
+				}
+			}
+			if math.Abs(float64(gs)-ref) > 1e-6*ref {
+				t.Fatalf("n %d: sum %g, want %g", n, gs, ref)
+			}
+		}
+	})
+}
+
+// kvRowsOf stores rows (n values each) as t in a run of cached rows with
+// stride words (or values) between them.
+func kvRowsOf(t KVType, rows [][]float32, pad int) KVRows {
+	n := len(rows[0])
+	if t == KVF32 {
+		stride := n + pad
+		f := make([]float32, len(rows)*stride)
+		for j, r := range rows {
+			copy(f[j*stride:], r)
+		}
+		return KVRows{T: t, F32: f, Stride: stride}
+	}
+	words := t.Words(n)
+	stride := words + pad
+	w := make([]uint16, len(rows)*stride)
+	for j, r := range rows {
+		encodeKVRow(t, w[j*stride:j*stride+words], r)
+	}
+	return KVRows{T: t, W: w, Stride: stride}
+}
+
+// encodeKVRow is a test encoder: halves, bf16 truncation, the kernels'
+// quantizers, and for f8e4m3 the nearest code to x/d by search.
+func encodeKVRow(t KVType, dst []uint16, x []float32) {
+	switch t {
+	case KVF16:
+		F32ToF16s(dst, x)
+	case KVBF16:
+		for i, v := range x {
+			dst[i] = uint16(math.Float32bits(v) >> 16)
+		}
+	case KVQ8_0:
+		Quantize(Q8_0, x, kvBytes(dst))
+	case KVQ4_0:
+		Quantize(Q4_0, x, kvBytes(dst))
+	case KVF8E4M3:
+		b := kvBytes(dst)
+		for i := 0; i < len(x); i += 32 {
+			var amax float32
+			for _, v := range x[i : i+32] {
+				amax = max(amax, float32(math.Abs(float64(v))))
+			}
+			h := FP32ToFP16(amax / E4M3Max)
+			b[i/32*34], b[i/32*34+1] = byte(h), byte(h>>8)
+			d := FP16ToFP32(h)
+			for j, v := range x[i : i+32] {
+				best := 0
+				for c := range 256 {
+					if math.Abs(float64(E4M3ToFP32(byte(c))*d-v)) < math.Abs(float64(E4M3ToFP32(byte(best))*d-v)) {
+						best = c
+					}
+				}
+				b[i/32*34+2+j] = byte(best)
+			}
+		}
+	}
+}
+
+// KTile and VTile give the Go decoder's bits on every path, for every
+// type, heads at block boundaries and inside blocks, runs of any length.
+func TestKVTilesOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	eachPath(t, func(t *testing.T, path string) {
+		for typ := range NumKVTypes {
+			for _, sh := range []struct{ n, off, w int }{{128, 64, 64}, {256, 128, 128}, {160, 80, 80}, {64, 16, 16}, {96, 0, 96}} {
+				if bl := typ.BlockLen(); sh.n%bl != 0 {
+					continue
+				}
+				for _, cnt := range []int{1, 16, 21, 64} {
+					rows := make([][]float32, cnt)
+					for j := range rows {
+						rows[j] = randF32(rng, sh.n)
+					}
+					r := kvRowsOf(typ, rows, 3)
+					r.Off = sh.off
+					what := fmt.Sprintf("%d: rows of %d, head at %d of %d, %d rows", typ, sh.n, sh.off, sh.w, cnt)
+					// the reference: each row decoded alone
+					want := make([]float32, cnt*sh.w)
+					for j := range cnt {
+						decodeKVRow(want[j*sh.w:(j+1)*sh.w], &r, j, sh.w)
+					}
+					vld := sh.w + 6
+					v := make([]float32, cnt*vld)
+					VTile(v, vld, &r, sh.w, cnt)
+					const ld = 70
+					kt := make([]float32, sh.w*ld)
+					KTile(kt, ld, &r, sh.w, cnt)
+					for j := range cnt {
+						sameBits(t, "VTile "+what, v[j*vld:j*vld+sh.w], want[j*sh.w:(j+1)*sh.w])
+						for d := range sh.w {
+							if g, w := kt[d*ld+j], want[j*sh.w+d]; math.Float32bits(g) != math.Float32bits(w) {
+								t.Fatalf("KTile %s: key %d value %d: %v, want %v", what, j, d, g, w)
+							}
+						}
+					}
+					// the decoded values are the stored ones
+					if typ == KVF32 {
+						sameBits(t, "f32 "+what, want[:sh.w], rows[0][sh.off:sh.off+sh.w])
+					}
+				}
+			}
+		}
+	})
+}

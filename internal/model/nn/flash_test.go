@@ -1,0 +1,195 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"mistralrs/internal/kernels"
+	"mistralrs/internal/kvcache"
+)
+
+// flashCase is one sequence: past positions in its cache, then n new
+// tokens (a non-causal run of embeds at [ncOff, ncOff+ncLen) if ncLen > 0).
+type flashCase struct {
+	past, n      int
+	ncOff, ncLen int
+}
+
+// flashRun builds the caches (paged, block size bs, keys kt and values
+// vt) and runs one step's attention of layer 0, returning Att, the rows
+// stored (decoded back from the caches) and the queries.
+func flashRun(t *testing.T, c *Config, cases []flashCase, kt, vt kvcache.Type, bs, threads, group int, opt AttnOpts, seed uint64) (att []float32, keys, vals [][][]float32, q []float32, s *Step) {
+	t.Helper()
+	defer func(g int) { AttnGroupMax = g }(AttnGroupMax)
+	AttnGroupMax = group
+	rng := rand.New(rand.NewPCG(seed, 1))
+	kd, vd := c.KDim(), c.VDim()
+	randRow := func(n int) []float32 {
+		r := make([]float32, n)
+		for i := range r {
+			r[i] = float32(rng.NormFloat64())
+		}
+		return r
+	}
+	b := &Batch{}
+	keys, vals = make([][][]float32, len(cases)), make([][][]float32, len(cases))
+	for i, cs := range cases {
+		total := cs.past + cs.n
+		pool := kvcache.NewTypedPool(c.KVShape(), bs, (total+bs-1)/bs, kt, vt)
+		cache := pool.NewSeq()
+		if err := cache.Extend(cs.past); err != nil {
+			t.Fatal(err)
+		}
+		for p := range total {
+			keys[i], vals[i] = append(keys[i], randRow(kd)), append(vals[i], randRow(vd))
+			if p < cs.past {
+				cache.Put(0, p, keys[i][p], vals[i][p])
+			}
+		}
+		toks := make([]int32, cs.n)
+		var runs []Embeds
+		if cs.ncLen > 0 {
+			runs = []Embeds{{Off: cs.ncOff, Rows: make([]float32, cs.ncLen*c.Embd), NonCausal: true}}
+		}
+		b.Seqs = append(b.Seqs, &SeqInput{Tokens: toks, Pos: cs.past, Cache: cache, Embeds: runs})
+	}
+	var p *kernels.Pool
+	if threads > 1 {
+		p = kernels.NewPool(threads)
+		defer p.Close()
+	}
+	s = &Step{}
+	if err := s.Prepare(c, p, b); err != nil {
+		t.Fatal(err)
+	}
+	for t := range s.T {
+		i, p := s.tokSeq[t], s.tokPos[t]
+		b.Seqs[i].Cache.Put(0, p, keys[i][p], vals[i][p])
+	}
+	// the reference reads the rows as the cache stores them
+	for i, sq := range b.Seqs {
+		for p := range keys[i] {
+			sp := sq.Cache.Span(0, p)
+			sp.KeyRows(keys[i][p], kd, 0, 1, 0, kd)
+			sp.ValueRows(vals[i][p], vd, 0, 1, 0, vd)
+		}
+	}
+	qrng := rand.New(rand.NewPCG(seed, 2))
+	for i := range s.Q {
+		s.Q[i] = float32(qrng.NormFloat64())
+	}
+	s.Attention(0, opt)
+	return append([]float32(nil), s.Att...), keys, vals, append([]float32(nil), s.Q...), s
+}
+
+// checkFlashRef compares Att with refAttend (float64) for every query.
+func checkFlashRef(t *testing.T, c *Config, cases []flashCase, att, q []float32, keys, vals [][][]float32, window int, tol float64, what string) {
+	t.Helper()
+	scale := 1 / math.Sqrt(float64(c.HeadDim))
+	worst, tok := 0.0, 0
+	for i, cs := range cases {
+		for j := range cs.n {
+			pos := cs.past + j
+			end := pos + 1
+			if cs.ncLen > 0 && j >= cs.ncOff && j < cs.ncOff+cs.ncLen {
+				end = cs.past + cs.ncOff + cs.ncLen
+			}
+			lo := 0
+			if window > 0 {
+				lo = max(0, pos+1-window)
+			}
+			for h := range c.Heads {
+				qh := q[tok*c.QDim()+h*c.HeadDim : tok*c.QDim()+(h+1)*c.HeadDim]
+				want := refAttend(c, qh, keys[i], vals[i], h, lo, end, scale)
+				got := att[tok*c.ODim()+h*c.ValueDim : tok*c.ODim()+(h+1)*c.ValueDim]
+				for k := range want {
+					worst = max(worst, math.Abs(want[k]-float64(got[k])))
+				}
+			}
+			tok++
+		}
+	}
+	if worst > tol {
+		t.Errorf("%s: max |Δ| %.3g against the float64 reference (tolerance %.3g)", what, worst, tol)
+	}
+}
+
+func sameAtt(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: Att[%d] = %v, want %v (identical bits)", what, i, got[i], want[i])
+		}
+	}
+}
+
+// Flash attention over paged caches of every type matches float64
+// attention over the rows the cache stores, with GQA, windows, non-causal
+// runs, heads of 64 and of 80 (padded to 96 in the kernels), blocks of 16
+// and of 5 positions, and contexts past a chunk.
+func TestFlashAttentionTypes(t *testing.T) {
+	cases := []flashCase{
+		{past: 1100, n: 3},
+		{past: 0, n: 70},
+		{past: 37, n: 20, ncOff: 4, ncLen: 9},
+	}
+	for _, hd := range []int{64, 80} {
+		c := &Config{Layers: 1, Embd: 8, Heads: 8, KVHeads: 2, HeadDim: hd, ValueDim: hd, Vocab: 32, RMSEps: 1e-6}
+		for _, kt := range []kvcache.Type{kvcache.F32, kvcache.F16, kvcache.BF16, kvcache.Q8_0, kvcache.Q4_0, kvcache.F8E4M3} {
+			if kt.CheckRow(c.KDim()) != nil {
+				continue
+			}
+			vt := kt
+			if kt == kvcache.Q4_0 {
+				vt = kvcache.Q8_0 // K and V may differ
+			}
+			for _, window := range []int{0, 50} {
+				bs := 16
+				if kt == kvcache.F16 {
+					bs = 5
+				}
+				what := fmt.Sprintf("hd %d %s/%s window %d", hd, kt, vt, window)
+				att, keys, vals, q, _ := flashRun(t, c, cases, kt, vt, bs, 2, 64, AttnOpts{Window: window}, 11)
+				checkFlashRef(t, c, cases, att, q, keys, vals, window, 2e-5, what)
+			}
+		}
+	}
+}
+
+// A query's bits do not depend on its group (alone or with others), the
+// thread count, or whether decode's chunks were split among threads.
+func TestFlashInvariance(t *testing.T) {
+	c := &Config{Layers: 1, Embd: 8, Heads: 8, KVHeads: 2, HeadDim: 64, ValueDim: 64, Vocab: 32, RMSEps: 1e-6}
+	for _, cases := range [][]flashCase{
+		{{past: 2500, n: 1}},                                       // decode at depth: split over threads
+		{{past: 2100, n: 1}, {past: 300, n: 1}},                    // two sequences
+		{{past: 1000, n: 40}, {past: 5, n: 9, ncOff: 2, ncLen: 4}}, // prefill across a chunk boundary
+	} {
+		for _, typ := range []kvcache.Type{kvcache.F32, kvcache.Q8_0} {
+			for _, window := range []int{0, 700} {
+				opt := AttnOpts{Window: window}
+				want, keys, vals, q, _ := flashRun(t, c, cases, typ, typ, 16, 1, 1, opt, 5)
+				checkFlashRef(t, c, cases, want, q, keys, vals, window, 2e-5, fmt.Sprintf("%s window %d", typ, window))
+				for _, threads := range []int{2, 3, 4} {
+					for _, group := range []int{4, 64} {
+						got, _, _, _, s := flashRun(t, c, cases, typ, typ, 16, threads, group, opt, 5)
+						what := fmt.Sprintf("%v %s window %d: %d threads, groups of %d (split %v)", cases, typ, window, threads, group, s.at.split)
+						sameAtt(t, what, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Decode of one sequence at depth splits its chunks among the threads.
+func TestFlashSplits(t *testing.T) {
+	c := &Config{Layers: 1, Embd: 8, Heads: 8, KVHeads: 2, HeadDim: 64, ValueDim: 64, Vocab: 32, RMSEps: 1e-6}
+	cases := []flashCase{{past: 3000, n: 1}}
+	_, _, _, _, s := flashRun(t, c, cases, kvcache.F16, kvcache.F16, 32, 4, 64, AttnOpts{}, 3)
+	if !s.at.split || len(s.at.items) != 2*3 {
+		t.Fatalf("split %v, %d items: want the 2 groups' 3 chunks each as items", s.at.split, len(s.at.items))
+	}
+}
