@@ -95,6 +95,49 @@ func asmDot4(p asmPath, t Type, w *byte, x *[4]*float32, qs *[4]*int8, d, s *[4]
 	}
 }
 
+// avx2TileKernels returns the avx2 path's KV tile decoders
+// (nil: the Go decoder's).
+func avx2TileKernels() (k, v [NumKVTypes]tileAsm) {
+	k[KVF32], v[KVF32] = kTileF32AVX2, vTileF32AVX2
+	if cpu.X86.HasF16C {
+		k[KVF16], v[KVF16] = kTileF16AVX2, vTileF16AVX2
+	}
+	k[KVBF16], v[KVBF16] = kTileBF16AVX2, vTileBF16AVX2
+	k[KVQ8_0], v[KVQ8_0] = kTileQ8_0AVX2, vTileQ8_0AVX2
+	k[KVQ4_0], v[KVQ4_0] = kTileQ4_0AVX2, vTileQ4_0AVX2
+	return k, v
+}
+
+//go:noescape
+func kTileF32AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileF32AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileF16AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileF16AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileBF16AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileBF16AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileQ8_0AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileQ8_0AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileQ4_0AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileQ4_0AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
 // The avx2 path's kernels (AVX2).
 
 //go:noescape

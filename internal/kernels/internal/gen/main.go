@@ -52,6 +52,22 @@ var isas = []isa{
 	{Name: "i8mm", Asm: "SMMLA", Const: "asmSMMLA", Arch: "arm64", CPU: "ARM64", Pairs: true, Base: &dotprod},
 }
 
+// kvTile is a KV cache type (kernels.KVType KV<Name>) with assembly tile
+// decoders, kTile<Name><Asm> and vTile<Name><Asm>, on the paths of ISAs
+// (mapped to the extra CPU feature they need on top of the path's own).
+type kvTile struct {
+	Name string
+	ISAs map[string]string
+}
+
+var kvTiles = []kvTile{
+	{Name: "F32", ISAs: map[string]string{"avx2": ""}},
+	{Name: "F16", ISAs: map[string]string{"avx2": "HasF16C"}},
+	{Name: "BF16", ISAs: map[string]string{"avx2": ""}},
+	{Name: "Q8_0", ISAs: map[string]string{"avx2": ""}},
+	{Name: "Q4_0", ISAs: map[string]string{"avx2": ""}},
+}
+
 // arches are the architectures with assembly kernels, one generated file
 // each.
 var arches = []string{"amd64", "arm64"}
@@ -205,7 +221,26 @@ func asmDot4(p asmPath, t Type, w *byte, x *[4]*float32, qs *[4]*int8, d, s *[4]
 		panic(noAsm(p, t))
 	}
 }
-{{range .Paths}}{{$p := .}}
+{{range .Paths}}{{if .Tiles}}
+// {{.ISA.Name}}TileKernels returns the {{.ISA.Name}} path's KV tile decoders
+// (nil: the Go decoder's).
+func {{.ISA.Name}}TileKernels() (k, v [NumKVTypes]tileAsm) {
+{{- range .Tiles}}
+	{{if .Need}}if cpu.{{.CPU}}.{{.Need}} {
+		{{end}}k[KV{{.Name}}], v[KV{{.Name}}] = kTile{{.Name}}{{.Asm}}, vTile{{.Name}}{{.Asm}}
+	{{- if .Need}}
+	}{{end}}
+{{- end}}
+	return k, v
+}
+{{range .Tiles}}
+//go:noescape
+func kTile{{.Name}}{{.Asm}}(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTile{{.Name}}{{.Asm}}(dst *float32, ld int, src *byte, stride, w, cnt int)
+{{end}}{{end}}{{end}}
+{{- range .Paths}}{{$p := .}}
 // The {{.ISA.Name}} path's kernels ({{.ISA.Asm}}).
 {{range .Types}}{{if not $p.ISA.Pairs}}
 //go:noescape
@@ -220,6 +255,12 @@ type pathData struct {
 	ISA   isa
 	Doc   string
 	Types []isaType
+	Tiles []tileType
+}
+
+// tileType is a KV type's tile decoders on a path.
+type tileType struct {
+	Name, Asm, CPU, Need string
 }
 
 // On is the path's asmKernel paths: one-input, four-input, odd row.
@@ -409,6 +450,12 @@ func archFile(arch string) ([]byte, error) {
 			pd.Types = append(pd.Types, isaType{T: t, ISA: is, Need: need})
 			data.Unsafe = data.Unsafe || t.Ptr == "*float32"
 			data.CPU = data.CPU || need != ""
+		}
+		for _, kt := range kvTiles {
+			if need, ok := kt.ISAs[is.Name]; ok {
+				pd.Tiles = append(pd.Tiles, tileType{Name: kt.Name, Asm: is.Asm, CPU: is.CPU, Need: need})
+				data.CPU = data.CPU || need != ""
+			}
 		}
 		data.ISAs = append(data.ISAs, is)
 		data.Paths = append(data.Paths, pd)
