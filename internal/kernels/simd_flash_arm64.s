@@ -1,0 +1,263 @@
+//go:build arm64 && !purego
+
+#include "textflag.h"
+
+// Flash attention's kernels on the neon path (flash.go has the contracts
+// and the Go oracles; every output is the oracle's bits), as the avx2
+// path's (simd_flash_amd64.s): FlashScores and FlashAccum are one tile
+// product C += A·B, four rows of A at a time (the last M%4 one by one)
+// against 16 columns of B (four registers), each C element one chain of
+// fused multiply-adds (FMLA) over k in order.
+//
+// Registers: R0 = C, R1 = ldc, R2 = A, R3 = lda, R4 = B, R5 = ldb (strides
+// in bytes), R6 = M, R7 = K, R8 = N in bytes; R9 the column offset, R10
+// walks B's column block, R11-R14 A's rows, R15 k, R16 C's rows. V0-V15
+// accumulate (four a row), V16-V19 hold B's 16 values, V20 a broadcast A
+// value, V24 scale.
+
+#define FMUL_4S(d, n, m)  WORD $(0x6e20dc00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S * Vm.4S
+#define FADD_4S(d, n, m)  WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S + Vm.4S
+#define FSUB_4S(d, n, m)  WORD $(0x4ea0d400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S - Vm.4S
+#define FMAX_4S(d, n, m)  WORD $(0x4e20f400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = max(Vn.4S, Vm.4S)
+#define FMIN_4S(d, n, m)  WORD $(0x4ea0f400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = min(Vn.4S, Vm.4S)
+#define FCMGT_4S(d, n, m) WORD $(0x6ea0e400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S > Vm.4S (all ones)
+#define FCMEQ_4S(d, n, m) WORD $(0x4e20e400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S == Vm.4S
+#define FCVTZS_4S(d, n)   WORD $(0x4ea1b800 | ((n)<<5) | (d))             // Vd.4S = int32(Vn.4S), toward zero
+#define BIT_16B(d, n, m)  WORD $(0x6ea01c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd = Vn where Vm is set
+#define BIF_16B(d, n, m)  WORD $(0x6ee01c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd = Vn where Vm is clear
+#define FADDP_S(d, n)     WORD $(0x7e30d800 | ((n)<<5) | (d))             // Sd = Vn.S[0] + Vn.S[1]
+#define ADD_4S(d, n, m)   WORD $(0x4ea08400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S + Vm.4S (int32)
+#define SHL23_4S(d, n)    WORD $(0x4f375400 | ((n)<<5) | (d))             // Vd.4S = Vn.4S << 23
+
+// NFMA(a, c0, c1, c2, c3): c0-c3 += the A value at a (moved on by 4)
+// times V16-V19.
+#define NFMA(a, c0, c1, c2, c3) \
+	VLD1R.P 4(a), [V20.S4];     \
+	VFMLA   V16.S4, V20.S4, c0.S4; \
+	VFMLA   V17.S4, V20.S4, c1.S4; \
+	VFMLA   V18.S4, V20.S4, c2.S4; \
+	VFMLA   V19.S4, V20.S4, c3.S4
+
+// A row's 16 C values at p from or to c0-c3.
+#define NLOAD(p, c0, c1, c2, c3) VLD1 (p), [c0.S4, c1.S4, c2.S4, c3.S4]
+#define NSTORE(p, c0, c1, c2, c3) VST1 [c0.S4, c1.S4, c2.S4, c3.S4], (p)
+
+// NROWS4(OP): OP on the four rows' C values at column R9 (R16 clobbered).
+#define NROWS4(OP) \
+	ADD R9, R0, R16;              \
+	OP(R16, V0, V1, V2, V3);      \
+	ADD R1, R16, R16;             \
+	OP(R16, V4, V5, V6, V7);      \
+	ADD R1, R16, R16;             \
+	OP(R16, V8, V9, V10, V11);    \
+	ADD R1, R16, R16;             \
+	OP(R16, V12, V13, V14, V15)
+
+#define NROW1(OP) \
+	ADD R9, R0, R16; \
+	OP(R16, V0, V1, V2, V3)
+
+#define NZERO(v) VEOR v.B16, v.B16, v.B16
+#define NZERO4 NZERO(V0); NZERO(V1); NZERO(V2); NZERO(V3)
+#define NZERO16 NZERO4; NZERO(V4); NZERO(V5); NZERO(V6); NZERO(V7); NZERO(V8); NZERO(V9); NZERO(V10); NZERO(V11); NZERO(V12); NZERO(V13); NZERO(V14); NZERO(V15)
+#define NSCALE(v) FMUL_4S(v, v, 24)
+#define NSCALE4 NSCALE(0); NSCALE(1); NSCALE(2); NSCALE(3)
+#define NSCALE16 NSCALE4; NSCALE(4); NSCALE(5); NSCALE(6); NSCALE(7); NSCALE(8); NSCALE(9); NSCALE(10); NSCALE(11); NSCALE(12); NSCALE(13); NSCALE(14); NSCALE(15)
+#define NLOAD16 NROWS4(NLOAD)
+#define NLOAD4 NROW1(NLOAD)
+#define NOTHING
+
+// NTILE(INIT16, END16, INIT4, END4) is the body of both kernels.
+#define NTILE(INIT16, END16, INIT4, END4) \
+quad:                               \
+	SUBS $4, R6, R6;            \
+	BLT  single;                \
+	MOVD ZR, R9;                \
+quadcol:                            \
+	INIT16;                     \
+	ADD  R9, R4, R10;           \
+	MOVD R2, R11;               \
+	ADD  R3, R11, R12;          \
+	ADD  R3, R12, R13;          \
+	ADD  R3, R13, R14;          \
+	MOVD R7, R15;               \
+quadk:                              \
+	VLD1 (R10), [V16.S4, V17.S4, V18.S4, V19.S4]; \
+	ADD  R5, R10, R10;          \
+	NFMA(R11, V0, V1, V2, V3);  \
+	NFMA(R12, V4, V5, V6, V7);  \
+	NFMA(R13, V8, V9, V10, V11); \
+	NFMA(R14, V12, V13, V14, V15); \
+	SUBS $1, R15, R15;          \
+	BNE  quadk;                 \
+	END16;                      \
+	NROWS4(NSTORE);             \
+	ADD  $64, R9, R9;           \
+	CMP  R8, R9;                \
+	BLT  quadcol;               \
+	ADD  R3<<2, R2, R2;         \
+	ADD  R1<<2, R0, R0;         \
+	B    quad;                  \
+single:                             \
+	ADDS $4, R6, R6;            \
+	BEQ  done;                  \
+one:                                \
+	MOVD ZR, R9;                \
+onecol:                             \
+	INIT4;                      \
+	ADD  R9, R4, R10;           \
+	MOVD R2, R11;               \
+	MOVD R7, R15;               \
+onek:                               \
+	VLD1 (R10), [V16.S4, V17.S4, V18.S4, V19.S4]; \
+	ADD  R5, R10, R10;          \
+	NFMA(R11, V0, V1, V2, V3);  \
+	SUBS $1, R15, R15;          \
+	BNE  onek;                  \
+	END4;                       \
+	NROW1(NSTORE);              \
+	ADD  $64, R9, R9;           \
+	CMP  R8, R9;                \
+	BLT  onecol;                \
+	ADD  R3, R2, R2;            \
+	ADD  R1, R0, R0;            \
+	SUBS $1, R6, R6;            \
+	BNE  one;                   \
+done:                               \
+	RET
+
+// func flashScoresNEON(s, q *float32, ldq int, kt *float32, nq, nk, hd int, scale float32)
+TEXT ·flashScoresNEON(SB), NOSPLIT, $0-60
+	MOVD  s+0(FP), R0
+	MOVD  q+8(FP), R2
+	MOVD  ldq+16(FP), R3
+	LSL   $2, R3, R3
+	MOVD  kt+24(FP), R4
+	MOVD  nq+32(FP), R6
+	MOVD  nk+40(FP), R8
+	LSL   $2, R8, R8
+	MOVD  R8, R1
+	MOVD  R8, R5
+	MOVD  hd+48(FP), R7
+	FMOVS scale+56(FP), F24
+	VDUP  V24.S[0], V24.S4
+	NTILE(NZERO16, NSCALE16, NZERO4, NSCALE4)
+
+// func flashAccumNEON(o *float32, ldo int, p, v *float32, nq, nk, vd int)
+TEXT ·flashAccumNEON(SB), NOSPLIT, $0-56
+	MOVD o+0(FP), R0
+	MOVD ldo+8(FP), R1
+	LSL  $2, R1, R1
+	MOVD p+16(FP), R2
+	MOVD v+24(FP), R4
+	MOVD nq+32(FP), R6
+	MOVD nk+40(FP), R7
+	LSL  $2, R7, R3
+	MOVD vd+48(FP), R8
+	LSL  $2, R8, R8
+	MOVD R8, R5
+	NTILE(NLOAD16, NOTHING, NLOAD4, NOTHING)
+
+// ExpSum: flashExp's operations (every product and sum rounded) on four
+// values a vector. The constants, each in a register: V16 log2 e, V17
+// 1.5·2^23 (adding and subtracting it rounds to an integer), V18 C1, V19
+// C2, V20-V25 P0-P5, V26 1, V27 HI, V28 LO, V29 +Inf, V30 127 (int32), V31
+// 0.
+DATA flashexpc<>+0(SB)/4, $0x3fb8aa3b
+DATA flashexpc<>+4(SB)/4, $0x4b400000
+DATA flashexpc<>+8(SB)/4, $0x3f318000
+DATA flashexpc<>+12(SB)/4, $0xb95e8083
+DATA flashexpc<>+16(SB)/4, $0x39506967
+DATA flashexpc<>+20(SB)/4, $0x3ab743ce
+DATA flashexpc<>+24(SB)/4, $0x3c088908
+DATA flashexpc<>+28(SB)/4, $0x3d2aa9c1
+DATA flashexpc<>+32(SB)/4, $0x3e2aaaaa
+DATA flashexpc<>+36(SB)/4, $0x3f000000
+DATA flashexpc<>+40(SB)/4, $0x3f800000
+DATA flashexpc<>+44(SB)/4, $0x42b0c0a5
+DATA flashexpc<>+48(SB)/4, $0xc2aeac50
+DATA flashexpc<>+52(SB)/4, $0x7f800000
+DATA flashexpc<>+56(SB)/4, $127
+GLOBL flashexpc<>(SB), RODATA|NOPTR, $60
+
+#define EXPCONST(v) VLD1R.P 4(R9), [v.S4]
+
+// NEXPUP(y, r, c): y = y·r + c, rounded twice.
+#define NEXPUP(y, r, c) \
+	FMUL_4S(y, y, r); \
+	FADD_4S(y, y, c)
+
+// NEXP(x, r, k, y): y = exp(x) for the four values of x (kept); r, k are
+// clobbered: flashExp's steps on x clamped to [LO, HI], then 0 below LO,
+// +Inf above HI, x itself when NaN.
+#define NEXP(x, r, k, y) \
+	FMAX_4S(r, x, 28);     \
+	FMIN_4S(r, r, 27);     \
+	FMUL_4S(k, r, 16);     \
+	FADD_4S(k, k, 17);     \
+	FSUB_4S(k, k, 17);     \
+	FMUL_4S(y, k, 18);     \
+	FSUB_4S(r, r, y);      \
+	FMUL_4S(y, k, 19);     \
+	FSUB_4S(r, r, y);      \
+	FMUL_4S(y, r, 20);     \
+	FADD_4S(y, y, 21);     \
+	NEXPUP(y, r, 22);      \
+	NEXPUP(y, r, 23);      \
+	NEXPUP(y, r, 24);      \
+	NEXPUP(y, r, 25);      \
+	FMUL_4S(y, y, r);      \
+	NEXPUP(y, r, r);       \
+	FADD_4S(y, y, 26);     \
+	FCVTZS_4S(k, k);       \
+	ADD_4S(k, k, 30);      \
+	SHL23_4S(k, k);        \
+	FMUL_4S(y, y, k);      \
+	FCMGT_4S(k, 28, x);    \
+	BIT_16B(y, 31, k);     \
+	FCMGT_4S(k, x, 27);    \
+	BIT_16B(y, 29, k);     \
+	FCMEQ_4S(k, x, x);     \
+	BIF_16B(y, x, k)
+
+// NEXP4(off, acc): the four values at off(R0) = exp(value - m), added to
+// acc (V1-V4 scratch, V0 = m).
+#define NEXP4(off, acc) \
+	FMOVQ off(R0), F5; \
+	FSUB_4S(5, 5, 0);  \
+	NEXP(5, 1, 2, 3);  \
+	FMOVQ F3, off(R0); \
+	FADD_4S(acc, acc, 3)
+
+// func expSumNEON(x *float32, n int, m float32) float32
+// Sixteen lane sums (V8: j%16 < 4, V9, V10, V11), folded in halves as the
+// oracle does (l += l+8, +4, +2, +1); n is a multiple of 16.
+TEXT ·expSumNEON(SB), NOSPLIT, $0-28
+	MOVD  x+0(FP), R0
+	MOVD  n+8(FP), R1
+	LSR   $4, R1, R1
+	FMOVS m+16(FP), F0
+	VDUP  V0.S[0], V0.S4
+	MOVD  $flashexpc<>(SB), R9
+	EXPCONST(V16); EXPCONST(V17); EXPCONST(V18); EXPCONST(V19)
+	EXPCONST(V20); EXPCONST(V21); EXPCONST(V22); EXPCONST(V23)
+	EXPCONST(V24); EXPCONST(V25); EXPCONST(V26); EXPCONST(V27)
+	EXPCONST(V28); EXPCONST(V29); EXPCONST(V30)
+	NZERO(V31); NZERO(V8); NZERO(V9); NZERO(V10); NZERO(V11)
+
+nexploop:
+	NEXP4(0, 8)
+	NEXP4(16, 9)
+	NEXP4(32, 10)
+	NEXP4(48, 11)
+	ADD  $64, R0, R0
+	SUBS $1, R1, R1
+	BNE  nexploop
+	FADD_4S(8, 8, 10)
+	FADD_4S(9, 9, 11)
+	FADD_4S(8, 8, 9)
+	VEXT $8, V8.B16, V8.B16, V9.B16
+	FADD_4S(8, 8, 9)
+	FADDP_S(8, 8)
+	FMOVS F8, ret+24(FP)
+	RET
