@@ -1,6 +1,7 @@
 //go:build arm64 && !purego
 
 #include "textflag.h"
+#include "simd_neon_arm64.h"
 
 // Flash attention's kernels on the neon path (flash.go has the contracts
 // and the Go oracles; every output is the oracle's bits), as the avx2
@@ -14,20 +15,6 @@
 // walks B's column block, R11-R14 A's rows, R15 k, R16 C's rows. V0-V15
 // accumulate (four a row), V16-V19 hold B's 16 values, V20 a broadcast A
 // value, V24 scale.
-
-#define FMUL_4S(d, n, m)  WORD $(0x6e20dc00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S * Vm.4S
-#define FADD_4S(d, n, m)  WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S + Vm.4S
-#define FSUB_4S(d, n, m)  WORD $(0x4ea0d400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S - Vm.4S
-#define FMAX_4S(d, n, m)  WORD $(0x4e20f400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = max(Vn.4S, Vm.4S)
-#define FMIN_4S(d, n, m)  WORD $(0x4ea0f400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = min(Vn.4S, Vm.4S)
-#define FCMGT_4S(d, n, m) WORD $(0x6ea0e400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S > Vm.4S (all ones)
-#define FCMEQ_4S(d, n, m) WORD $(0x4e20e400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S == Vm.4S
-#define FCVTZS_4S(d, n)   WORD $(0x4ea1b800 | ((n)<<5) | (d))             // Vd.4S = int32(Vn.4S), toward zero
-#define BIT_16B(d, n, m)  WORD $(0x6ea01c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd = Vn where Vm is set
-#define BIF_16B(d, n, m)  WORD $(0x6ee01c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd = Vn where Vm is clear
-#define FADDP_S(d, n)     WORD $(0x7e30d800 | ((n)<<5) | (d))             // Sd = Vn.S[0] + Vn.S[1]
-#define ADD_4S(d, n, m)   WORD $(0x4ea08400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S + Vm.4S (int32)
-#define SHL23_4S(d, n)    WORD $(0x4f375400 | ((n)<<5) | (d))             // Vd.4S = Vn.4S << 23
 
 // NFMA(a, c0, c1, c2, c3): c0-c3 += the A value at a (moved on by 4)
 // times V16-V19.

@@ -1,6 +1,7 @@
 //go:build arm64 && !purego
 
 #include "textflag.h"
+#include "simd_neon_arm64.h"
 
 // Advanced SIMD kernels of arm64 (simd_arm64.go): the dot kernels of every
 // weight type for the neon path (*NEON, every ARMv8-A CPU), of the
@@ -40,28 +41,6 @@
 // The kernels are skeleton macros, each expanded in a TEXT of each path
 // with the path's I32/I16 macro; a skeleton loads its arguments (the ARGS
 // macros) and its labels are local to the TEXT it is expanded in.
-
-#define SMULL_8H(d, n, m)  WORD $(0x0e20c000 | ((m)<<16) | ((n)<<5) | (d)) // Vd.8H = Vn.8B * Vm.8B
-#define SMLAL_8H(d, n, m)  WORD $(0x0e208000 | ((m)<<16) | ((n)<<5) | (d)) // Vd.8H += Vn.8B * Vm.8B
-#define SMLAL2_8H(d, n, m) WORD $(0x4e208000 | ((m)<<16) | ((n)<<5) | (d)) // Vd.8H += Vn.16B[8:] * Vm.16B[8:]
-#define SADDLP_4S(d, n)    WORD $(0x4e602800 | ((n)<<5) | (d))             // Vd.4S = pairwise sums of Vn.8H
-#define SADALP_4S(d, n)    WORD $(0x4e606800 | ((n)<<5) | (d))             // Vd.4S += pairwise sums of Vn.8H
-#define SDOT_4S(d, n, m)   WORD $(0x4e809400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S[i] += Σ_j<4 Vn.16B[4i+j] * Vm.16B[4i+j]
-#define SMMLA_4S(d, n, m)  WORD $(0x4e80a400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S[2i+j] += Σ_k<8 Vn.16B[8i+k] * Vm.16B[8j+k]
-#define ZERO_2D(d)         WORD $(0x6f00e400 | (d))                        // Vd = 0 (MOVI Vd.2D, #0)
-#define MUL_4S(d, n, m)    WORD $(0x4ea09c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S * Vm.4S
-#define SXTL_8H(d, n)      WORD $(0x0f08a400 | ((n)<<5) | (d))             // Vd.8H = int16(Vn.8B)
-#define SXTL2_8H(d, n)     WORD $(0x4f08a400 | ((n)<<5) | (d))             // Vd.8H = int16(Vn.16B[8:])
-#define SXTL_4S(d, n)      WORD $(0x0f10a400 | ((n)<<5) | (d))             // Vd.4S = int32(Vn.4H)
-#define SXTL2_4S(d, n)     WORD $(0x4f10a400 | ((n)<<5) | (d))             // Vd.4S = int32(Vn.8H[4:])
-#define SCVTF_4S(d, n)     WORD $(0x4e21d800 | ((n)<<5) | (d))             // Vd.4S = float32(int32 Vn.4S)
-#define UCVTF_4S(d, n)     WORD $(0x6e21d800 | ((n)<<5) | (d))             // Vd.4S = float32(uint32 Vn.4S)
-#define FMUL_4S(d, n, m)   WORD $(0x6e20dc00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S * Vm.4S
-#define FADD_4S(d, n, m)   WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S + Vm.4S
-#define FADDP_4S(d, n, m)  WORD $(0x6e20d400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = [n0+n1, n2+n3, m0+m1, m2+m3]
-#define FADDP_S(d, n)      WORD $(0x7e30d800 | ((n)<<5) | (d))             // Sd = Vn.S[0] + Vn.S[1]
-#define FCVTL_4S(d, n)     WORD $(0x0e217800 | ((n)<<5) | (d))             // Vd.4S = float32(Vn.4H)
-#define FCVTL2_4S(d, n)    WORD $(0x4e217800 | ((n)<<5) | (d))             // Vd.4S = float32(Vn.8H[4:])
 
 // I32N / I32D(x, a0, b0, a1, b1, t0, t1): Vx.4S = int32 partial sums of
 // the 32 products a0·b0, a1·b1 (int8 x 16 each), whose total is the exact
@@ -599,11 +578,6 @@ ksb:                                     \
 	FMOVS.P F30, 4(R6);              \
 	LOOP(R5, krow);                  \
 	RET
-
-#define ADDP_4S(d, n, m) WORD $(0x4ea0bc00 | ((m)<<16) | ((n)<<5) | (d))              // Vd.4S = [n0+n1, n2+n3, m0+m1, m2+m3]
-#define FMLA_4S(d, n, m) WORD $(0x4e20cc00 | ((m)<<16) | ((n)<<5) | (d))              // Vd.4S += Vn.4S * Vm.4S
-#define FMADD_S(d, n, m, a) WORD $(0x1f000000 | ((m)<<16) | ((a)<<10) | ((n)<<5) | (d)) // Sd = Sa + Sn*Sm
-#define FMSUB_S(d, n, m, a) WORD $(0x1f008000 | ((m)<<16) | ((a)<<10) | ((n)<<5) | (d)) // Sd = Sa - Sn*Sm
 
 // The four-input K kernels unpack each chunk once for the four activation
 // rows. Activation row k's sub-block sums build up in V(16+2k) (sub-blocks
@@ -1214,9 +1188,6 @@ TEXT ·dot4Q5_1SMMLA(SB), NOSPLIT, $0-72; DOT4MM(QSARGS, 64, MMSPTRS, 24, MMQ5CO
 // the activation rows' quants at R1, R2 (rows 0, 1) and R8, R16 (2, 3);
 // V20, V21 are the outputs (MMSTORE's).
 
-#define MLA_4S(d, n, m)  WORD $(0x4ea09400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S += Vn.4S * Vm.4S (int32)
-#define FMLS_4S(d, n, m) WORD $(0x4ea0cc00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S -= Vn.4S * Vm.4S
-
 // MMACT(qa, qb): 32 quants of activation rows a and b (at qa, qb, moved on
 // by 32) paired by 8 as WZIP pairs the weights: V30, V10, V8, V11 = [a's,
 // b's] elements 0-7, 8-15, 16-23, 24-31. V9 is clobbered.
@@ -1619,9 +1590,6 @@ TEXT ·dot4Q6_KSMMLA(SB), NOSPLIT, $0-72; DOT4Q6MM
 // added, then summed as HSUM4 does. Registers: R19 x (dot4: the array of
 // four), R22 n/8.
 
-#define SHLL_4S(d, n)  WORD $(0x2e613800 | ((n)<<5) | (d)) // Vd.4S = uint32(Vn.4H) << 16
-#define SHLL2_4S(d, n) WORD $(0x6e613800 | ((n)<<5) | (d)) // Vd.4S = uint32(Vn.8H[4:]) << 16
-
 #define F32W \
 	VLD1.P 32(R0), [V1.S4, V2.S4]
 
@@ -1727,15 +1695,6 @@ axpyloop:
 
 // ---------------------------------------------------------------- activations
 
-#define FABS_4S(d, n)     WORD $(0x4ea0f800 | ((n)<<5) | (d))             // Vd.4S = |Vn.4S|
-#define FMAX_4S(d, n, m)  WORD $(0x4e20f400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = max(Vn.4S, Vm.4S)
-#define FMAXV_S(d, n)     WORD $(0x6e30f800 | ((n)<<5) | (d))             // Sd = max of Vn.4S
-#define FCVTNS_4S(d, n)   WORD $(0x4e21a800 | ((n)<<5) | (d))             // Vd.4S = int32(round half even(Vn.4S)); NaN -> 0
-#define XTN_4H(d, n)      WORD $(0x0e612800 | ((n)<<5) | (d))             // Vd.4H = int16(Vn.4S) (truncating)
-#define XTN2_8H(d, n)     WORD $(0x4e612800 | ((n)<<5) | (d))             // Vd.8H[4:] = int16(Vn.4S)
-#define XTN_8B(d, n)      WORD $(0x0e212800 | ((n)<<5) | (d))             // Vd.8B = int8(Vn.8H)
-#define XTN2_16B(d, n)    WORD $(0x4e212800 | ((n)<<5) | (d))             // Vd.16B[8:] = int8(Vn.8H)
-
 // EACH8(M): M(i) for i = 0..7, on the eight vectors of a block (V0-V7).
 #define EACH8(M) M(0); M(1); M(2); M(3); M(4); M(5); M(6); M(7)
 
@@ -1810,9 +1769,6 @@ qloop:
 	RET
 
 // ---------------------------------------------------------------- fp16 conversions
-
-#define FCVTN_4H(d, n)  WORD $(0x0e216800 | ((n)<<5) | (d)) // Vd.4H = half(Vn.4S), round to nearest even
-#define FCVTN2_8H(d, n) WORD $(0x4e216800 | ((n)<<5) | (d)) // Vd.8H[4:] = half(Vn.4S)
 
 // func f16ToF32NEON(dst *float32, src *uint16, n int)
 // n (a multiple of 8) halves to float32, exactly.
