@@ -169,6 +169,47 @@ func asmDot4(p asmPath, t Type, w *byte, x *[4]*float32, qs *[4]*int8, d, s *[4]
 	}
 }
 
+// neonTileKernels returns the neon path's KV tile decoders
+// (nil: the Go decoder's).
+func neonTileKernels() (k, v [NumKVTypes]tileAsm) {
+	k[KVF32], v[KVF32] = kTileF32NEON, vTileF32NEON
+	k[KVF16], v[KVF16] = kTileF16NEON, vTileF16NEON
+	k[KVBF16], v[KVBF16] = kTileBF16NEON, vTileBF16NEON
+	k[KVQ8_0], v[KVQ8_0] = kTileQ8_0NEON, vTileQ8_0NEON
+	k[KVQ4_0], v[KVQ4_0] = kTileQ4_0NEON, vTileQ4_0NEON
+	return k, v
+}
+
+//go:noescape
+func kTileF32NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileF32NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileF16NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileF16NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileBF16NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileBF16NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileQ8_0NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileQ8_0NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileQ4_0NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileQ4_0NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
 // The neon path's kernels (NEON).
 
 //go:noescape

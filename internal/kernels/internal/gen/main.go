@@ -61,11 +61,11 @@ type kvTile struct {
 }
 
 var kvTiles = []kvTile{
-	{Name: "F32", ISAs: map[string]string{"avx2": ""}},
-	{Name: "F16", ISAs: map[string]string{"avx2": "HasF16C"}},
-	{Name: "BF16", ISAs: map[string]string{"avx2": ""}},
-	{Name: "Q8_0", ISAs: map[string]string{"avx2": ""}},
-	{Name: "Q4_0", ISAs: map[string]string{"avx2": ""}},
+	{Name: "F32", ISAs: map[string]string{"avx2": "", "neon": ""}},
+	{Name: "F16", ISAs: map[string]string{"avx2": "HasF16C", "neon": ""}},
+	{Name: "BF16", ISAs: map[string]string{"avx2": "", "neon": ""}},
+	{Name: "Q8_0", ISAs: map[string]string{"avx2": "", "neon": ""}},
+	{Name: "Q4_0", ISAs: map[string]string{"avx2": "", "neon": ""}},
 }
 
 // arches are the architectures with assembly kernels, one generated file
