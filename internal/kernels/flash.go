@@ -39,7 +39,7 @@ type flashKernels struct {
 	// kTile and vTile decode the first rows of r (a multiple of 16 of
 	// them, w a multiple of 16) as KTile and VTile do and return how many
 	// rows they did (0: none, the Go decoder does them all).
-	kTile, vTile [NumKVTypes]func(dst []float32, ld int, r *KVRows, w, cnt int) int
+	kTile, vTile [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int
 }
 
 // flashPaths holds each path's registered flash kernels.

@@ -39,19 +39,19 @@ var flashAVX512 = &flashKernels{
 		flashAccumAVX512(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
 	},
 	expSum: func(x []float32, m float32) float32 { return expSumAVX512(&x[0], len(x), m) },
-	kTile: [NumKVTypes]func(dst []float32, ld int, r *KVRows, w, cnt int) int{
-		KVF32: func(dst []float32, ld int, r *KVRows, w, cnt int) int {
+	kTile: [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int{
+		KVF32: func(dst []float32, ld int, r KVRows, w, cnt int) int {
 			if r.F32 == nil {
 				return 0
 			}
 			kTileF32AVX512(&dst[0], ld, &r.F32[r.Off], 4*r.Stride, w, cnt)
 			return cnt
 		},
-		KVF16: func(dst []float32, ld int, r *KVRows, w, cnt int) int {
+		KVF16: func(dst []float32, ld int, r KVRows, w, cnt int) int {
 			kTileF16AVX512(&dst[0], ld, &r.W[r.Off], 2*r.Stride, w, cnt)
 			return cnt
 		},
-		KVQ8_0: func(dst []float32, ld int, r *KVRows, w, cnt int) int {
+		KVQ8_0: func(dst []float32, ld int, r KVRows, w, cnt int) int {
 			if r.Off%32 != 0 || w%32 != 0 {
 				return 0
 			}
@@ -59,8 +59,8 @@ var flashAVX512 = &flashKernels{
 			return cnt
 		},
 	},
-	vTile: [NumKVTypes]func(dst []float32, ld int, r *KVRows, w, cnt int) int{
-		KVQ8_0: func(dst []float32, ld int, r *KVRows, w, cnt int) int {
+	vTile: [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int{
+		KVQ8_0: func(dst []float32, ld int, r KVRows, w, cnt int) int {
 			if r.Off%32 != 0 || w%32 != 0 {
 				return 0
 			}

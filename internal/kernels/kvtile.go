@@ -77,7 +77,7 @@ func KTile(dst []float32, ld int, r *KVRows, w, cnt int) {
 	checkKVRows("KTile", dst, ld, r, w, cnt, (w-1)*ld+cnt)
 	j := 0
 	if f := flashNow.kTile[r.T]; f != nil && w%16 == 0 && cnt >= 16 {
-		j = f(dst, ld, r, w, cnt&^15)
+		j = f(dst, ld, *r, w, cnt&^15)
 	}
 	if j == cnt {
 		return
@@ -105,7 +105,7 @@ func VTile(dst []float32, ld int, r *KVRows, w, cnt int) {
 	checkKVRows("VTile", dst, ld, r, w, cnt, (cnt-1)*ld+w)
 	j := 0
 	if f := flashNow.vTile[r.T]; f != nil && w%16 == 0 && cnt >= 16 {
-		j = f(dst, ld, r, w, cnt&^15)
+		j = f(dst, ld, *r, w, cnt&^15)
 	}
 	for ; j < cnt; j++ {
 		decodeKVRow(dst[j*ld:j*ld+w], r, j, w)
