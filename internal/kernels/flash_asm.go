@@ -14,13 +14,13 @@ import "unsafe"
 type tileAsm func(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 // tileKernels returns the flashKernels entries of the decoders in k.
-func tileKernels(k [NumKVTypes]tileAsm) (out [NumKVTypes]func(dst []float32, ld int, r *KVRows, w, cnt int) int) {
+func tileKernels(k [NumKVTypes]tileAsm) (out [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int) {
 	for t, f := range k {
 		if f == nil {
 			continue
 		}
-		out[t] = func(dst []float32, ld int, r *KVRows, w, cnt int) int {
-			src, stride, ok := tileSrc(r, w)
+		out[t] = func(dst []float32, ld int, r KVRows, w, cnt int) int {
+			src, stride, ok := tileSrc(&r, w)
 			if !ok {
 				return 0
 			}
