@@ -4,10 +4,32 @@ package kernels
 
 import "unsafe"
 
-// The assembly KV tile decoders of the avx2 and neon paths take a head's
-// first byte and the rows' stride in bytes: tileKernels wraps a path's
-// (from the generator's table: <path>TileKernels in gen_asm_<arch>.go) as
-// flashKernels' kTile and vTile entries.
+// The flash kernels of the avx2 and neon paths take pointers (the public
+// functions have checked the shapes): asmFlash wraps a path's as its
+// flashKernels, the same way for both. Their KV tile decoders take a
+// head's first byte and the rows' stride in bytes; the generator's table
+// lists them (<path>TileKernels in gen_asm_<arch>.go).
+
+// asmFlash returns the flash kernels of a path from its assembly ones.
+func asmFlash(
+	scores func(s, q *float32, ldq int, kt *float32, nq, nk, hd int, scale float32),
+	accum func(o *float32, ldo int, p, v *float32, nq, nk, vd int),
+	expSum func(x *float32, n int, m float32) float32,
+	tiles func() (k, v [NumKVTypes]tileAsm),
+) *flashKernels {
+	k, v := tiles()
+	return &flashKernels{
+		scores: func(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32) {
+			scores(&s[0], &q[0], ldq, &kt[0], nq, nk, hd, scale)
+		},
+		accum: func(o []float32, ldo int, p, v []float32, nq, nk, vd int) {
+			accum(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
+		},
+		expSum: func(x []float32, m float32) float32 { return expSum(&x[0], len(x), m) },
+		kTile:  tileKernels(k),
+		vTile:  tileKernels(v),
+	}
+}
 
 // tileAsm is a tile decoder: cnt rows (a multiple of 16) of w values (whole
 // blocks) from src, stride bytes apart, to dst (rows ld apart).

@@ -16,19 +16,4 @@ func flashAccumAVX2(o *float32, ldo int, p, v *float32, nq, nk, vd int)
 //go:noescape
 func expSumAVX2(x *float32, n int, m float32) float32
 
-var _ = registerFlash("avx2", avx2Flash())
-
-func avx2Flash() *flashKernels {
-	k, v := avx2TileKernels()
-	return &flashKernels{
-		scores: func(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32) {
-			flashScoresAVX2(&s[0], &q[0], ldq, &kt[0], nq, nk, hd, scale)
-		},
-		accum: func(o []float32, ldo int, p, v []float32, nq, nk, vd int) {
-			flashAccumAVX2(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
-		},
-		expSum: func(x []float32, m float32) float32 { return expSumAVX2(&x[0], len(x), m) },
-		kTile:  tileKernels(k),
-		vTile:  tileKernels(v),
-	}
-}
+var _ = registerFlash("avx2", asmFlash(flashScoresAVX2, flashAccumAVX2, expSumAVX2, avx2TileKernels))

@@ -38,3 +38,14 @@
 	DATA name+off+20(SB)/4, $v; \
 	DATA name+off+24(SB)/4, $v; \
 	DATA name+off+28(SB)/4, $v
+
+// EXPCONSTS(ROW): exp's constants as ROW(i, bits) (simd_exp_amd64.h's
+// table, simd_flash_arm64.s's): log2 e, C1 and C2 (ln 2 in two parts),
+// P0-P5, 1, HI, LO, +Inf, 127 (the exponent's bias, an int32), 1.5·2^23
+// (adding and subtracting it rounds to an integer).
+#define EXPCONSTS(ROW) \
+	ROW(0, 0x3fb8aa3b); ROW(1, 0x3f318000); ROW(2, 0xb95e8083); \
+	ROW(3, 0x39506967); ROW(4, 0x3ab743ce); ROW(5, 0x3c088908); \
+	ROW(6, 0x3d2aa9c1); ROW(7, 0x3e2aaaaa); ROW(8, 0x3f000000); \
+	ROW(9, 0x3f800000); ROW(10, 0x42b0c0a5); ROW(11, 0xc2aeac50); \
+	ROW(12, 0x7f800000); ROW(13, 0x7f); ROW(14, 0x4b400000)

@@ -10,21 +10,10 @@
 // same code, so an element's result does not depend on where it lies).
 // exp is simd_exp_amd64.h's EXP; its constants are defined here.
 
-SPLAT4X8(·expc, 0, 0x3fb8aa3b)
-SPLAT4X8(·expc, 32, 0x3f318000)
-SPLAT4X8(·expc, 64, 0xb95e8083)
-SPLAT4X8(·expc, 96, 0x39506967)
-SPLAT4X8(·expc, 128, 0x3ab743ce)
-SPLAT4X8(·expc, 160, 0x3c088908)
-SPLAT4X8(·expc, 192, 0x3d2aa9c1)
-SPLAT4X8(·expc, 224, 0x3e2aaaaa)
-SPLAT4X8(·expc, 256, 0x3f000000)
-SPLAT4X8(·expc, 288, 0x3f800000)
-SPLAT4X8(·expc, 320, 0x42b0c0a5)
-SPLAT4X8(·expc, 352, 0xc2aeac50)
-SPLAT4X8(·expc, 384, 0x7f800000)
-SPLAT4X8(·expc, 416, 0x7f)
-GLOBL ·expc(SB), RODATA|NOPTR, $448
+#define EXPC8(i, v) SPLAT4X8(·expc, 32*i, v)
+
+EXPCONSTS(EXPC8)
+GLOBL ·expc(SB), RODATA|NOPTR, $480
 
 // The F32 and F16 kernels are one macro each (DOTS, AXPYS), instantiated
 // with the cache's element: KV(off, base, x, acc, t) adds x times the 8

@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "simd_neon_arm64.h"
+#include "simd_data.h"
 
 // Flash attention's kernels on the neon path (flash.go has the contracts
 // and the Go oracles; every output is the oracle's bits), as the avx2
@@ -146,25 +147,12 @@ TEXT ·flashAccumNEON(SB), NOSPLIT, $0-56
 	NTILE(NLOAD16, NOTHING, NLOAD4, NOTHING)
 
 // ExpSum: flashExp's operations (every product and sum rounded) on four
-// values a vector. The constants, each in a register: V16 log2 e, V17
-// 1.5·2^23 (adding and subtracting it rounds to an integer), V18 C1, V19
-// C2, V20-V25 P0-P5, V26 1, V27 HI, V28 LO, V29 +Inf, V30 127 (int32), V31
-// 0.
-DATA flashexpc<>+0(SB)/4, $0x3fb8aa3b
-DATA flashexpc<>+4(SB)/4, $0x4b400000
-DATA flashexpc<>+8(SB)/4, $0x3f318000
-DATA flashexpc<>+12(SB)/4, $0xb95e8083
-DATA flashexpc<>+16(SB)/4, $0x39506967
-DATA flashexpc<>+20(SB)/4, $0x3ab743ce
-DATA flashexpc<>+24(SB)/4, $0x3c088908
-DATA flashexpc<>+28(SB)/4, $0x3d2aa9c1
-DATA flashexpc<>+32(SB)/4, $0x3e2aaaaa
-DATA flashexpc<>+36(SB)/4, $0x3f000000
-DATA flashexpc<>+40(SB)/4, $0x3f800000
-DATA flashexpc<>+44(SB)/4, $0x42b0c0a5
-DATA flashexpc<>+48(SB)/4, $0xc2aeac50
-DATA flashexpc<>+52(SB)/4, $0x7f800000
-DATA flashexpc<>+56(SB)/4, $127
+// values a vector. The constants (simd_data.h's EXPCONSTS, in its order),
+// each in a register: V16 log2 e, V17 C1, V18 C2, V19-V24 P0-P5, V25 1,
+// V26 HI, V27 LO, V28 +Inf, V29 127 (int32), V30 1.5·2^23; V31 0.
+#define EXPC4(i, v) DATA flashexpc<>+(4*i)(SB)/4, $v
+
+EXPCONSTS(EXPC4)
 GLOBL flashexpc<>(SB), RODATA|NOPTR, $60
 
 #define EXPCONST(v) VLD1R.P 4(R9), [v.S4]
@@ -178,32 +166,32 @@ GLOBL flashexpc<>(SB), RODATA|NOPTR, $60
 // clobbered: flashExp's steps on x clamped to [LO, HI], then 0 below LO,
 // +Inf above HI, x itself when NaN.
 #define NEXP(x, r, k, y) \
-	FMAX_4S(r, x, 28);     \
-	FMIN_4S(r, r, 27);     \
+	FMAX_4S(r, x, 27);     \
+	FMIN_4S(r, r, 26);     \
 	FMUL_4S(k, r, 16);     \
-	FADD_4S(k, k, 17);     \
-	FSUB_4S(k, k, 17);     \
+	FADD_4S(k, k, 30);     \
+	FSUB_4S(k, k, 30);     \
+	FMUL_4S(y, k, 17);     \
+	FSUB_4S(r, r, y);      \
 	FMUL_4S(y, k, 18);     \
 	FSUB_4S(r, r, y);      \
-	FMUL_4S(y, k, 19);     \
-	FSUB_4S(r, r, y);      \
-	FMUL_4S(y, r, 20);     \
-	FADD_4S(y, y, 21);     \
+	FMUL_4S(y, r, 19);     \
+	FADD_4S(y, y, 20);     \
+	NEXPUP(y, r, 21);      \
 	NEXPUP(y, r, 22);      \
 	NEXPUP(y, r, 23);      \
 	NEXPUP(y, r, 24);      \
-	NEXPUP(y, r, 25);      \
 	FMUL_4S(y, y, r);      \
 	NEXPUP(y, r, r);       \
-	FADD_4S(y, y, 26);     \
+	FADD_4S(y, y, 25);     \
 	FCVTZS_4S(k, k);       \
-	ADD_4S(k, k, 30);      \
+	ADD_4S(k, k, 29);      \
 	SHL23_4S(k, k);        \
 	FMUL_4S(y, y, k);      \
-	FCMGT_4S(k, 28, x);    \
+	FCMGT_4S(k, 27, x);    \
 	BIT_16B(y, 31, k);     \
-	FCMGT_4S(k, x, 27);    \
-	BIT_16B(y, 29, k);     \
+	FCMGT_4S(k, x, 26);    \
+	BIT_16B(y, 28, k);     \
 	FCMEQ_4S(k, x, x);     \
 	BIF_16B(y, x, k)
 
