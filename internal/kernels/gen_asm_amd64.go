@@ -105,6 +105,7 @@ func avx2TileKernels() (k, v [NumKVTypes]tileAsm) {
 	k[KVBF16], v[KVBF16] = kTileBF16AVX2, vTileBF16AVX2
 	k[KVQ8_0], v[KVQ8_0] = kTileQ8_0AVX2, vTileQ8_0AVX2
 	k[KVQ4_0], v[KVQ4_0] = kTileQ4_0AVX2, vTileQ4_0AVX2
+	k[KVF8E4M3], v[KVF8E4M3] = kTileF8E4M3AVX2, vTileF8E4M3AVX2
 	return k, v
 }
 
@@ -137,6 +138,12 @@ func kTileQ4_0AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 //go:noescape
 func vTileQ4_0AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileF8E4M3AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileF8E4M3AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 // The avx2 path's kernels (AVX2).
 

@@ -21,9 +21,10 @@
 #define DF16(p, off, sh, y) VCVTPH2PS p, y
 #define DBF16(p, off, sh, y) VPMOVZXWD p, y; VPSLLD $16, y, y
 
-// DSCALE(p, y): y = float(y) times the block's half scale at p.
-#define DSCALE(p, y) \
-	VCVTDQ2PS   y, y; \
+// DSCALE(p, y): y = float(y) times the block's half scale at p; HSCALE
+// without the conversion.
+#define DSCALE(p, y) VCVTDQ2PS y, y; HSCALE(p, y)
+#define HSCALE(p, y) \
 	VPBROADCASTW p, X8; \
 	VCVTPH2PS   X8, Y8; \
 	VMULPS      Y8, y, y
@@ -38,11 +39,20 @@
 	VPSUBD    kv8<>(SB), y, y; \
 	DSCALE(p, y)
 
+// F8E4M3: the codes at off, looked up in e4m3Values (at R14: VGATHERDPS
+// with an all-ones mask, Y10; Y9 the indices).
+#define DF8E4M3(p, off, sh, y) \
+	VPMOVZXBD  off p, Y9; \
+	VPCMPEQD   Y10, Y10, Y10; \
+	VGATHERDPS Y10, (R14)(Y9*4), y; \
+	HSCALE(p, y)
+
 #define F32GROUPS(G) G(DF32, 0, 0)
 #define F16GROUPS(G) G(DF16, 0, 0)
 #define BF16GROUPS(G) G(DBF16, 0, 0)
 #define Q8_0GROUPS(G) G(DQ8_0, 2, 0); G(DQ8_0, 10, 0); G(DQ8_0, 18, 0); G(DQ8_0, 26, 0)
 #define Q4_0GROUPS(G) G(DQ4_0, 2, 0); G(DQ4_0, 10, 0); G(DQ4_0, 2, 4); G(DQ4_0, 10, 4)
+#define F8E4M3GROUPS(G) G(DF8E4M3, 2, 0); G(DF8E4M3, 10, 0); G(DF8E4M3, 18, 0); G(DF8E4M3, 26, 0)
 
 SPLAT32(kvm0f<>, 0x0000000f0000000f)
 SPLAT32(kv8<>, 0x0000000800000008)
@@ -105,8 +115,9 @@ SPLAT32(kv8<>, 0x0000000800000008)
 #define KGROUP(DEC, off, sh) KROWS(DEC, off, sh); TRANSPOSE8; KSTORE8
 
 // TILEARGS loads the arguments: DI = dst, R8 = ld in bytes, SI = src, DX
-// = stride, R12 = cnt.
+// = stride, R12 = cnt; R14 = e4m3Values.
 #define TILEARGS \
+	LEAQ ·e4m3Values(SB), R14; \
 	MOVQ dst+0(FP), DI; \
 	MOVQ ld+8(FP), R8; \
 	SHLQ $2, R8; \
@@ -174,3 +185,4 @@ KVTILES(·kTileF16AVX2, ·vTileF16AVX2, F16GROUPS, 16, 8)
 KVTILES(·kTileBF16AVX2, ·vTileBF16AVX2, BF16GROUPS, 16, 8)
 KVTILES(·kTileQ8_0AVX2, ·vTileQ8_0AVX2, Q8_0GROUPS, 34, 32)
 KVTILES(·kTileQ4_0AVX2, ·vTileQ4_0AVX2, Q4_0GROUPS, 18, 32)
+KVTILES(·kTileF8E4M3AVX2, ·vTileF8E4M3AVX2, F8E4M3GROUPS, 34, 32)
