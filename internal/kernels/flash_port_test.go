@@ -92,3 +92,43 @@ func BenchmarkFlashTile(b *testing.B) {
 		}
 	})
 }
+
+// TestKVTileF8Codes decodes every E4M3 code (the subnormal ones, the NaN
+// codes that read as ±448, both zeros) with KTile and VTile on every path
+// against the Go decoder: the random rows of TestKVTilesOracle reach few
+// of them.
+func TestKVTileF8Codes(t *testing.T) {
+	const rows, n = 16, 256
+	w := make([]uint16, rows*KVF8E4M3.Words(n))
+	b := kvBytes(w)
+	for j := range rows {
+		for blk := range n / 32 {
+			p := b[(j*n/32+blk)*34:]
+			h := FP32ToFP16(float32(j+1) / 8)
+			p[0], p[1] = byte(h), byte(h>>8)
+			for i := range 32 {
+				p[2+i] = byte(blk*32 + i + j) // every code, shifted by row
+			}
+		}
+	}
+	r := KVRows{T: KVF8E4M3, W: w, Stride: KVF8E4M3.Words(n)}
+	want := make([]float32, rows*n)
+	for j := range rows {
+		decodeKVRow(want[j*n:(j+1)*n], &r, j, n)
+	}
+	eachPath(t, func(t *testing.T, path string) {
+		v, k := make([]float32, rows*n), make([]float32, n*rows)
+		VTile(v, n, &r, n, rows)
+		KTile(k, rows, &r, n, rows)
+		for j := range rows {
+			for d := range n {
+				if g, x := v[j*n+d], want[j*n+d]; math.Float32bits(g) != math.Float32bits(x) {
+					t.Fatalf("VTile: row %d value %d: %v, want %v", j, d, g, x)
+				}
+				if g, x := k[d*rows+j], want[j*n+d]; math.Float32bits(g) != math.Float32bits(x) {
+					t.Fatalf("KTile: row %d value %d: %v, want %v", j, d, g, x)
+				}
+			}
+		}
+	})
+}

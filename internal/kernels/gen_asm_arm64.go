@@ -177,6 +177,7 @@ func neonTileKernels() (k, v [NumKVTypes]tileAsm) {
 	k[KVBF16], v[KVBF16] = kTileBF16NEON, vTileBF16NEON
 	k[KVQ8_0], v[KVQ8_0] = kTileQ8_0NEON, vTileQ8_0NEON
 	k[KVQ4_0], v[KVQ4_0] = kTileQ4_0NEON, vTileQ4_0NEON
+	k[KVF8E4M3], v[KVF8E4M3] = kTileF8E4M3NEON, vTileF8E4M3NEON
 	return k, v
 }
 
@@ -209,6 +210,12 @@ func kTileQ4_0NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 //go:noescape
 func vTileQ4_0NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileF8E4M3NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileF8E4M3NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 // The neon path's kernels (NEON).
 

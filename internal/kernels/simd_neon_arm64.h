@@ -57,3 +57,7 @@
 #define UXTL_4S(d, n)      WORD $(0x2f10a400 | ((n)<<5) | (d))             // Vd.4S = uint32(Vn.4H)
 #define USHR4_8B(d, n)     WORD $(0x2f0c0400 | ((n)<<5) | (d))             // Vd.8B = Vn.8B >> 4
 #define SUB_4S(d, n, m)    WORD $(0x6ea08400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S - Vm.4S (int32)
+#define SHL20_4S(d, n)     WORD $(0x4f345400 | ((n)<<5) | (d))             // Vd.4S = Vn.4S << 20
+#define SHL24_4S(d, n)     WORD $(0x4f385400 | ((n)<<5) | (d))             // Vd.4S = Vn.4S << 24
+#define CMHI_4S(d, n, m)   WORD $(0x6ea03400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S > Vm.4S (unsigned)
+#define CMEQ_4S(d, n, m)   WORD $(0x6ea08c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S == Vm.4S

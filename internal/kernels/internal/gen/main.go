@@ -66,7 +66,7 @@ var kvTiles = []kvTile{
 	{Name: "BF16", ISAs: map[string]string{"avx2": "", "neon": ""}},
 	{Name: "Q8_0", ISAs: map[string]string{"avx2": "", "neon": ""}},
 	{Name: "Q4_0", ISAs: map[string]string{"avx2": "", "neon": ""}},
-	{Name: "F8E4M3", ISAs: map[string]string{"avx2": ""}},
+	{Name: "F8E4M3", ISAs: map[string]string{"avx2": "", "neon": ""}},
 }
 
 // arches are the architectures with assembly kernels, one generated file
