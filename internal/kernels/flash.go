@@ -36,6 +36,8 @@ type flashKernels struct {
 	accum func(o []float32, ldo int, p, v []float32, nq, nk, vd int)
 	// expSum is ExpSum for len(x) a multiple of 16 (> 0).
 	expSum func(x []float32, m float32) float32
+	// rowMax is RowMax for len(x) a multiple of 16 (> 0).
+	rowMax func(x []float32) float32
 	// kTile and vTile decode the first rows of r (a multiple of 16 of
 	// them, w a multiple of 16) as KTile and VTile do and return how many
 	// rows they did (0: none, the Go decoder does them all).
@@ -164,6 +166,25 @@ func expSumGo(x []float32, m float32) float32 {
 		}
 	}
 	return acc[0]
+}
+
+// RowMax returns the largest value of x (len(x) > 0; no NaNs): the online
+// softmax's tile maximum (a maximum is exact, so any order gives its bits).
+func RowMax(x []float32) float32 {
+	if f := flashNow.rowMax; f != nil && len(x)%16 == 0 && len(x) > 0 {
+		return f(x)
+	}
+	return rowMaxGo(x)
+}
+
+func rowMaxGo(x []float32) float32 {
+	m := x[0]
+	for _, v := range x[1:] {
+		if v > m {
+			m = v
+		}
+	}
+	return m
 }
 
 // Exp is ExpSum's exp of one value.

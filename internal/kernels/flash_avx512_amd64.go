@@ -16,6 +16,9 @@ func flashAccumAVX512(o *float32, ldo int, p, v *float32, nq, nk, vd int)
 func expSumAVX512(x *float32, n int, m float32) float32
 
 //go:noescape
+func rowMaxAVX512(x *float32, n int) float32
+
+//go:noescape
 func kTileF32AVX512(dst *float32, ld int, src *float32, stride, w, cnt int)
 
 //go:noescape
@@ -23,6 +26,12 @@ func kTileF16AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
 
 //go:noescape
 func kTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+
+//go:noescape
+func vTileF32AVX512(dst *float32, ld int, src *float32, stride, w, cnt int)
+
+//go:noescape
+func vTileF16AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
 
 //go:noescape
 func vTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
@@ -39,6 +48,7 @@ var flashAVX512 = &flashKernels{
 		flashAccumAVX512(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
 	},
 	expSum: func(x []float32, m float32) float32 { return expSumAVX512(&x[0], len(x), m) },
+	rowMax: func(x []float32) float32 { return rowMaxAVX512(&x[0], len(x)) },
 	kTile: [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int{
 		KVF32: func(dst []float32, ld int, r KVRows, w, cnt int) int {
 			if r.F32 == nil {
@@ -60,6 +70,17 @@ var flashAVX512 = &flashKernels{
 		},
 	},
 	vTile: [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int{
+		KVF32: func(dst []float32, ld int, r KVRows, w, cnt int) int {
+			if r.F32 == nil {
+				return 0
+			}
+			vTileF32AVX512(&dst[0], ld, &r.F32[r.Off], 4*r.Stride, w, cnt)
+			return cnt
+		},
+		KVF16: func(dst []float32, ld int, r KVRows, w, cnt int) int {
+			vTileF16AVX512(&dst[0], ld, &r.W[r.Off], 2*r.Stride, w, cnt)
+			return cnt
+		},
 		KVQ8_0: func(dst []float32, ld int, r KVRows, w, cnt int) int {
 			if r.Off%32 != 0 || w%32 != 0 {
 				return 0

@@ -132,6 +132,9 @@ func TestExpSumOracle(t *testing.T) {
 				m = max(m, v)
 			}
 			got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+			if g, w := RowMax(x), rowMaxGo(x); g != w || w != m {
+				t.Fatalf("n %d: RowMax %v, want %v", n, g, w)
+			}
 			gs, ws := ExpSum(got, m), expSumGo(want, m)
 			sameBits(t, fmt.Sprintf("n %d", n), got, want)
 			if math.Float32bits(gs) != math.Float32bits(ws) {

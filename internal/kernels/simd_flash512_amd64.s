@@ -640,3 +640,33 @@ eloop:
 	VMOVSS        X14, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func rowMaxAVX512(x *float32, n int) float32
+// RowMax for n a multiple of 16 (> 0).
+TEXT ·rowMaxAVX512(SB), NOSPLIT, $0-20
+	MOVQ    x+0(FP), DI
+	MOVQ    n+8(FP), CX
+	SHRQ    $4, CX
+	VMOVUPS (DI), Z0
+	ADDQ    $64, DI
+	DECQ    CX
+	JZ      mdone
+
+mloop:
+	VMAXPS (DI), Z0, Z0
+	ADDQ   $64, DI
+	DECQ   CX
+	JNZ    mloop
+
+mdone:
+	VEXTRACTF64X4 $1, Z0, Y1
+	VMAXPS        Y1, Y0, Y0
+	VEXTRACTF128  $1, Y0, X1
+	VMAXPS        X1, X0, X0
+	VPERMILPS     $0x4e, X0, X1
+	VMAXPS        X1, X0, X0
+	VPERMILPS     $0xb1, X0, X1
+	VMAXPS        X1, X0, X0
+	VMOVSS        X0, ret+16(FP)
+	VZEROUPPER
+	RET

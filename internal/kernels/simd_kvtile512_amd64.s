@@ -378,3 +378,48 @@ vblock:
 vdone:
 	VZEROUPPER
 	RET
+
+// VTILE16(LOAD16, E16) is the body of
+// func vTileXAVX512(dst *float32, ld int, src *T, stride, w, cnt int):
+// dst[j*ld+d] = value d of row j for d < w (a multiple of 16), j < cnt;
+// stride in bytes, E16 the bytes of 16 stored values.
+#define VTILE16(LOAD16, E16) \
+	MOVQ  dst+0(FP), DI; \
+	MOVQ  ld+8(FP), R8; \
+	SHLQ  $2, R8; \
+	MOVQ  src+16(FP), SI; \
+	MOVQ  stride+24(FP), R13; \
+	MOVQ  w+32(FP), R12; \
+	SHRQ  $4, R12; \
+	MOVQ  cnt+40(FP), BX; \
+	TESTQ BX, BX; \
+	JZ    v16done; \
+v16row: \
+	MOVQ SI, AX; \
+	MOVQ DI, R10; \
+	MOVQ R12, CX; \
+v16blk: \
+	LOAD16; \
+	VMOVUPS Z0, (R10); \
+	ADDQ    $E16, AX; \
+	ADDQ    $64, R10; \
+	DECQ    CX; \
+	JNZ     v16blk; \
+	ADDQ R13, SI; \
+	ADDQ R8, DI; \
+	DECQ BX; \
+	JNZ  v16row; \
+v16done: \
+	VZEROUPPER; \
+	RET
+
+#define LOADV32 VMOVUPS (AX), Z0
+#define LOADV16 VCVTPH2PS (AX), Z0
+
+// func vTileF32AVX512(dst *float32, ld int, src *float32, stride, w, cnt int)
+TEXT ·vTileF32AVX512(SB), NOSPLIT, $0-48
+	VTILE16(LOADV32, 64)
+
+// func vTileF16AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+TEXT ·vTileF16AVX512(SB), NOSPLIT, $0-48
+	VTILE16(LOADV16, 32)

@@ -415,10 +415,7 @@ func onlineRow(row []float32, lo, n int, m, l *float32, o []float32) {
 	for j := n; j < len(row); j++ {
 		row[j] = ninf
 	}
-	mt := row[lo]
-	for _, v := range row[lo+1 : n] {
-		mt = max(mt, v)
-	}
+	mt := kernels.RowMax(row) // the masked entries are -Inf
 	if mt > *m {
 		if !math.IsInf(float64(*m), -1) {
 			f := kernels.Exp(*m - mt)

@@ -193,3 +193,57 @@ func TestFlashSplits(t *testing.T) {
 		t.Fatalf("split %v, %d items: want the 2 groups' 3 chunks each as items", s.at.split, len(s.at.items))
 	}
 }
+
+// benchAttention times layer 0's attention of n new tokens after depth
+// positions of one sequence, Llama 3.2 1B's attention shape (32 heads, 8
+// KV heads, head 64), 2 threads: go test -bench Flash -run - ./internal/model/nn
+func benchAttention(b *testing.B, typ kvcache.Type, depth, n int) {
+	c := &Config{Layers: 1, Embd: 8, Heads: 32, KVHeads: 8, HeadDim: 64, ValueDim: 64, Vocab: 32, RMSEps: 1e-6}
+	rng := rand.New(rand.NewPCG(1, 1))
+	row := func(k int) []float32 {
+		r := make([]float32, k)
+		for i := range r {
+			r[i] = float32(rng.NormFloat64())
+		}
+		return r
+	}
+	pool := kvcache.NewTypedPool(c.KVShape(), 32, (depth+n)/32+1, typ, typ)
+	cache := pool.NewSeq()
+	if err := cache.Extend(depth + n); err != nil {
+		b.Fatal(err)
+	}
+	k, v := row(c.KDim()), row(c.VDim())
+	for p := range depth + n {
+		cache.Put(0, p, k, v)
+	}
+	cache.Truncate(depth)
+	p := kernels.NewPool(2)
+	defer p.Close()
+	batch := &Batch{Seqs: []*SeqInput{{Tokens: make([]int32, n), Pos: depth, Cache: cache}}}
+	var s Step
+	if err := s.Prepare(c, p, batch); err != nil {
+		b.Fatal(err)
+	}
+	copy(s.Q, row(len(s.Q)))
+	b.ResetTimer()
+	for range b.N {
+		s.Attention(0, AttnOpts{})
+	}
+	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "tok/s")
+}
+
+func BenchmarkFlashDecode(b *testing.B) {
+	for _, typ := range []kvcache.Type{kvcache.F32, kvcache.F16, kvcache.Q8_0} {
+		for _, depth := range []int{2048, 8000} {
+			b.Run(fmt.Sprintf("%s/d%d", typ, depth), func(b *testing.B) { benchAttention(b, typ, depth, 1) })
+		}
+	}
+}
+
+func BenchmarkFlashPrefill(b *testing.B) {
+	for _, typ := range []kvcache.Type{kvcache.F32, kvcache.F16, kvcache.Q8_0} {
+		for _, depth := range []int{0, 2048} {
+			b.Run(fmt.Sprintf("%s/pp512/d%d", typ, depth), func(b *testing.B) { benchAttention(b, typ, depth, 512) })
+		}
+	}
+}
