@@ -15,4 +15,7 @@ func flashAccumNEON(o *float32, ldo int, p, v *float32, nq, nk, vd int)
 //go:noescape
 func expSumNEON(x *float32, n int, m float32) float32
 
-var _ = registerFlash("neon", asmFlash(flashScoresNEON, flashAccumNEON, expSumNEON, neonTileKernels))
+//go:noescape
+func rowMaxNEON(x *float32, n int) float32
+
+var _ = registerFlash("neon", asmFlash(flashScoresNEON, flashAccumNEON, expSumNEON, rowMaxNEON, neonTileKernels))

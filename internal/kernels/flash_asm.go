@@ -15,6 +15,7 @@ func asmFlash(
 	scores func(s, q *float32, ldq int, kt *float32, nq, nk, hd int, scale float32),
 	accum func(o *float32, ldo int, p, v *float32, nq, nk, vd int),
 	expSum func(x *float32, n int, m float32) float32,
+	rowMax func(x *float32, n int) float32,
 	tiles func() (k, v [NumKVTypes]tileAsm),
 ) *flashKernels {
 	k, v := tiles()
@@ -26,6 +27,7 @@ func asmFlash(
 			accum(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
 		},
 		expSum: func(x []float32, m float32) float32 { return expSum(&x[0], len(x), m) },
+		rowMax: func(x []float32) float32 { return rowMax(&x[0], len(x)) },
 		kTile:  tileKernels(k),
 		vTile:  tileKernels(v),
 	}

@@ -8,11 +8,12 @@ import (
 
 // What flash_test.go's oracle tests leave out: that every assembly path
 // installs flash kernels, and ExpSum on rows whose exps all underflow and
-// on rows that are all masked (-Inf, with m = -Inf: NaN, as the oracle).
+// on rows that are all masked (-Inf, with m = -Inf: NaN, as the oracle),
+// and RowMax on those rows.
 
 func TestFlashKernelsInstalled(t *testing.T) {
 	eachPath(t, func(t *testing.T, path string) {
-		if path != "generic" && (flashNow.scores == nil || flashNow.accum == nil || flashNow.expSum == nil) {
+		if path != "generic" && (flashNow.scores == nil || flashNow.accum == nil || flashNow.expSum == nil || flashNow.rowMax == nil) {
 			t.Fatalf("path %s runs Go flash kernels: %+v", path, flashNow)
 		}
 	})
@@ -31,6 +32,9 @@ func TestExpSumMaskedRows(t *testing.T) {
 						x[j] = inf
 					}
 					m = max(m, x[j])
+				}
+				if g := RowMax(x); math.Float32bits(g) != math.Float32bits(m) {
+					t.Fatalf("n %d, all masked %v: RowMax %v, want %v", n, all, g, m)
 				}
 				if !all {
 					m += 200 // every exp underflows to 0

@@ -236,3 +236,30 @@ nexploop:
 	FADDP_S(8, 8)
 	FMOVS F8, ret+24(FP)
 	RET
+
+// func rowMaxNEON(x *float32, n int) float32
+// The largest of x (four lanes in each of V0-V3, then across); n is a
+// multiple of 16.
+TEXT ·rowMaxNEON(SB), NOSPLIT, $0-20
+	MOVD   x+0(FP), R0
+	MOVD   n+8(FP), R1
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	SUBS   $16, R1, R1
+	BEQ    maxdone
+
+maxloop:
+	VLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]
+	FMAX_4S(0, 0, 4)
+	FMAX_4S(1, 1, 5)
+	FMAX_4S(2, 2, 6)
+	FMAX_4S(3, 3, 7)
+	SUBS   $16, R1, R1
+	BNE    maxloop
+
+maxdone:
+	FMAX_4S(0, 0, 1)
+	FMAX_4S(2, 2, 3)
+	FMAX_4S(0, 0, 2)
+	FMAXV_S(0, 0)
+	FMOVS  F0, ret+16(FP)
+	RET
