@@ -64,10 +64,11 @@ type kvRefBound struct {
 // the Q8_0-weight one, whose floor any rounding change moves; agreement
 // allows two flips of 24 on float weights (three for q4_0) and three of 12
 // on Q8_0 weights.
-// llama.cpp's flash attention rounds the query to the K type's dot-product
-// type (f16, bf16, or Q8_0 blocks for q8_0/q4_0 keys) and sums f16 values
-// in an f16 accumulator; we do neither, which is most of the measured KL of
-// f16, bf16 and q8_0 keys.
+//
+// Outside its tiled f16 prefill, llama.cpp's flash attention rounds the
+// query to the K type's dot-product type (f16, bf16, or Q8_0 blocks for
+// q8_0/q4_0 keys) and sums f16 values in an f16 accumulator; we do
+// neither, which is most of the measured KL of f16, bf16 and q8_0 keys.
 var kvRefBounds = map[string]map[kvPair]kvRefBound{
 	"f32 weights": {
 		{kvcache.F32, kvcache.F32}:   {0.90, [2]float64{1e-5, 1e-5}},
@@ -89,7 +90,7 @@ var kvRefBounds = map[string]map[kvPair]kvRefBound{
 	},
 }
 
-// kvRefPairs is the order of the table.
+// kvRefPairs are the K/V pairs measured, in the order of the docs' table.
 var kvRefPairs = []kvPair{
 	{kvcache.F32, kvcache.F32}, {kvcache.F16, kvcache.F16}, {kvcache.BF16, kvcache.BF16},
 	{kvcache.Q8_0, kvcache.Q8_0}, {kvcache.Q4_0, kvcache.Q4_0},
@@ -98,10 +99,10 @@ var kvRefPairs = []kvPair{
 
 // kvRefWrong runs our cache as another type than the references', on the
 // float-weight models: each must break the references' bound, or the
-// bounds could not tell the types apart. (Not q8_0 against f16: llama.cpp
-// quantizes the query to Q8_0 blocks for q8_0 keys, a loss as large as
-// q8_0's own on these models. Not on the Q8_0-weight model: its rounding
-// floor is as large as q4_0's loss at 2k.)
+// bounds could not tell the types apart. (Not our f16 against llama.cpp's
+// q8_0: llama.cpp quantizes the query to Q8_0 blocks for q8_0 keys, a loss
+// as large as q8_0's own on these models. Not on the Q8_0-weight model: its
+// rounding floor is as large as q4_0's loss at 2k.)
 var kvRefWrong = []struct{ ours, refs kvPair }{
 	{kvPair{kvcache.Q4_0, kvcache.Q4_0}, kvPair{kvcache.Q8_0, kvcache.Q8_0}},
 	{kvPair{kvcache.Q8_0, kvcache.Q8_0}, kvPair{kvcache.Q4_0, kvcache.Q4_0}},
@@ -196,10 +197,10 @@ func kvRefRun(t *testing.T, m *model.Model, pool *kernels.Pool, toks []int32, p 
 
 // kvRefRotated are the pairs whose references for the Q8_0-weight llama
 // model (head dim 64) also exist as llama.cpp runs them by default
-// (NAME.DEPTH.PAIR.rot.f32): it rotates keys and queries, and values and
-// the attention output, by a 64×64 Walsh-Hadamard matrix around a
-// quantized cache when the head dim is a multiple of 64, which spreads an
-// outlier over the head before it is quantized. We store the rows as
+// (NAME.DEPTH.PAIR.rot.f32): around a quantized cache, when the head dim
+// is a multiple of 64, it rotates keys and queries, and values and the
+// attention output, by Walsh-Hadamard matrices, which spread an outlier
+// over the head before it is quantized. We store the rows as
 // they are, so the test checks against the references made without the
 // rotation (LLAMA_ATTN_ROT_DISABLE=1: the same blocks as ours) and only
 // logs the distance to the default ones, which docs/performance.md
