@@ -97,8 +97,12 @@ type matmulJob struct {
 	qs   []int8
 	d, s []float32
 	is   []int32
-	xb   []uint16     // the input in bfloat16, for pk.bf16 kernels
-	pk   *packKernels // the packed path's kernels, nil for the file layout
+	xb   []uint16 // the input in bfloat16, for pk.bf16 kernels
+	// The input interleaved by block for a gemmT kernel (actInterleave).
+	qi []int8
+	di []float32
+	si []int32
+	pk *packKernels // the packed path's kernels, nil for the file layout
 
 	m    *Matrix
 	x    []float32
@@ -275,8 +279,39 @@ func prepare(p *Pool, m *Matrix, x []float32, n int) *matmulJob {
 		} else {
 			j.quantize(0, n)
 		}
+		if j.smallBatch() != nil {
+			j.actInterleave(nb)
+		}
 	}
 	return j
+}
+
+// smallBatch returns the kernel that takes all the job's tokens in one
+// pass over the weights, nil where the path has none for their number.
+func (j *matmulJob) smallBatch() gemmFunc {
+	if j.pk == nil || j.n > maxSmallBatch {
+		return nil
+	}
+	return j.pk.gemmT[j.n]
+}
+
+// actInterleave lays the quantized input out for a gemmT kernel: block b
+// of token t's quants at 32*(n*b+t), its scale and sum (Act.I, one per
+// block: sumsPer 32) at n*b+t, so that the kernel reaches every token of
+// a block at a constant offset.
+func (j *matmulJob) actInterleave(nb int) {
+	n := j.n
+	j.qi = grow(j.qi, n*nb*32)
+	j.di = grow(j.di, n*nb)
+	j.si = grow(j.si, n*nb)
+	for t := range n {
+		a := &j.acts[t]
+		for b := range nb {
+			copy(j.qi[32*(n*b+t):32*(n*b+t+1)], a.Qs[32*b:32*(b+1)])
+			j.di[n*b+t] = a.D[b]
+			j.si[n*b+t] = a.I[b]
+		}
+	}
 }
 
 // release returns j to the pool.
@@ -363,6 +398,15 @@ func (j *matmulJob) rows(m *Matrix, out []float32, lo, hi int) {
 func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
 	n, pk, k := j.n, m.pk, j.pk
 	nb, cols := m.Cols/32, m.Cols // activation blocks of 32 per row
+	if gemm := j.smallBatch(); gemm != nil {
+		// One pass for all the tokens: nothing to keep in the cache.
+		mask := 0xffff
+		if hi == pk.groups && m.Rows%packRows != 0 {
+			mask = 1<<(m.Rows%packRows) - 1
+		}
+		gemm(&pk.data[lo*pk.gbytes], pk.nb, hi-lo, &j.qi[0], 0, &j.di[0], unsafe.Pointer(&j.si[0]), 0, &out[lo*packRows], m.Rows, mask)
+		return
+	}
 	tile := hi - lo
 	if n > 1 {
 		tile = max(1, tileBytes/pk.gbytes)

@@ -54,7 +54,7 @@ func testPackedMatMul(t *testing.T, path string) {
 			if cols%ty.BlockSize() != 0 {
 				continue
 			}
-			for _, n := range []int{1, 2, 3, 4, 5, 8, 13, 64} {
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 13, 64} {
 				setPath(path)
 				tm := newTestMatrix(t, r, ty, rows, cols, n)
 				if tm.m.pk == nil {
@@ -274,5 +274,58 @@ func TestActSums(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkMatVecDRAM is decoding from memory: one token through a matrix
+// of 70-80 MB, twice the largest L3 cache here, packed as the path packs
+// it; GB/s counts the file's bytes. cpu-GB/s divides by the process's CPU
+// time instead of the wall clock (per thread), steadier on a shared
+// machine where the wall clock counts the time other processes ran.
+func BenchmarkMatVecDRAM(b *testing.B) {
+	for _, t := range []Type{Q8_0, Q4_K, Q6_K} {
+		cols := 2048
+		if t.BlockSize() == 256 {
+			cols = 4096
+		}
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", t, threads), func(b *testing.B) {
+				benchRowsCPU(b, t, 32768, cols, 1, threads)
+			})
+		}
+	}
+}
+
+// BenchmarkVerifyRows is a speculative verification's product: n tokens
+// (k+1 for k guesses) through a Q8_0 matrix of 71 MB. On the avx512 path
+// n = 2..8 read the weights once (the gemmT kernels): their time over
+// n=1's is the verification's cost in decodes.
+func BenchmarkVerifyRows(b *testing.B) {
+	for _, n := range []int{1, 2, 3, 4, 5, 6, 8} {
+		b.Run(fmt.Sprintf("%s/n=%d", Path(), n), func(b *testing.B) {
+			benchRowsCPU(b, Q8_0, 32768, 2048, n, 1)
+		})
+	}
+}
+
+// benchRowsCPU is benchMatMul with the cpu-GB/s metric.
+func benchRowsCPU(b *testing.B, t Type, rows, cols, n, threads int) {
+	m := benchMatrix(t, rows, cols)
+	x := randRow(rand.New(rand.NewPCG(11, 11)), n*cols)
+	out := make([]float32, n*rows)
+	p := NewPool(threads)
+	defer p.Close()
+	MatMul(p, out, m, x, n)
+	b.SetBytes(int64(len(m.Data)))
+	b.ResetTimer()
+	c0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		MatMul(p, out, m, x, n)
+	}
+	cpu := processCPU() - c0
+	bytes := float64(len(m.Data)) * float64(b.N)
+	b.ReportMetric(bytes/b.Elapsed().Seconds()/1e9, "GB/s")
+	if cpu > 0 {
+		b.ReportMetric(bytes/(cpu.Seconds()/float64(threads))/1e9, "cpu-GB/s")
 	}
 }

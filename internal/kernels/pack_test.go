@@ -3,6 +3,7 @@ package kernels
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // packedRow dequantizes row r of a packed matrix from the packed layout
@@ -114,6 +115,30 @@ func TestPackLayout(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestAlignedBytes: packed copies start on a cache line, and those of a
+// huge page or more on a huge page (where the kernel may back them with
+// one), with exactly the bytes asked for, zeroed.
+func TestAlignedBytes(t *testing.T) {
+	for _, n := range []int{1, 100, hugePage - 1, hugePage, 3*hugePage + 5} {
+		b := alignedBytes(n)
+		if len(b) != n || cap(b) != n {
+			t.Fatalf("alignedBytes(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		align := uintptr(64)
+		if n >= hugePage {
+			align = hugePage
+		}
+		if a := uintptr(unsafe.Pointer(&b[0])); a%align != 0 {
+			t.Errorf("alignedBytes(%d) at %#x, not a multiple of %d", n, a, align)
+		}
+		for i := 0; i < n; i += 4093 {
+			if b[i] != 0 {
+				t.Fatalf("alignedBytes(%d)[%d] = %d", n, i, b[i])
 			}
 		}
 	}
