@@ -91,6 +91,41 @@ func testPackedMatMul(t *testing.T, path string) {
 	}
 }
 
+// TestSmallBatchKernels: on the avx512 path, Q8_0 products of 2, 3 and
+// 5-8 tokens go through the one-pass gemmT kernels (TestPackedMatMul
+// checks their bits against each token alone), 4 through gemm42, and the
+// other paths have none.
+func TestSmallBatchKernels(t *testing.T) {
+	if why := pathMissing("avx512"); why != "" {
+		t.Skip("path avx512:", why)
+	}
+	prev, err := setPath("avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setPath(prev)
+	for n := 0; n <= maxSmallBatch; n++ {
+		j := &matmulJob{n: n, pk: packTable[Q8_0]}
+		if got, want := j.smallBatch() != nil, n >= 2 && n != 4; got != want {
+			t.Errorf("Q8_0 with %d tokens: a one-pass kernel %v, want %v", n, got, want)
+		}
+	}
+	if (&matmulJob{n: 9, pk: packTable[Q8_0]}).smallBatch() != nil {
+		t.Error("a one-pass kernel for 9 tokens")
+	}
+	if (&matmulJob{n: 2, pk: packTable[Q4_0]}).smallBatch() != nil {
+		t.Error("Q4_0 has a one-pass kernel")
+	}
+	for _, path := range []string{"avx512bw", "avxvnni"} {
+		if pathMissing(path) == "" {
+			setPath(path)
+			if (&matmulJob{n: 2, pk: packTable[Q8_0]}).smallBatch() != nil {
+				t.Errorf("path %s has a one-pass Q8_0 kernel", path)
+			}
+		}
+	}
+}
+
 // TestBF16Kernels: on the avx512 path with AVX512-BF16, BF16 matrices go
 // through the VDPBF16PS kernels (TestPackedMatMul checks their results),
 // and the activations' conversion gives bf16RNE's bits, specials included.
@@ -327,5 +362,53 @@ func benchRowsCPU(b *testing.B, t Type, rows, cols, n, threads int) {
 	b.ReportMetric(bytes/b.Elapsed().Seconds()/1e9, "GB/s")
 	if cpu > 0 {
 		b.ReportMetric(bytes/(cpu.Seconds()/float64(threads))/1e9, "cpu-GB/s")
+	}
+}
+
+// BenchmarkDecodeLayers is decoding through the products of a 1.2B
+// llama's layers (Llama 3.2 1B's shapes: Q, K, V, O of 2048 wide with 8
+// of 32 heads for K and V, gate and up of 8192, down), 4 layers of
+// distinct matrices (145 MB of Q8_0, more than any L3 here), one token
+// through each in order as a forward pass does: the weights' stream
+// broken into the pieces the model reads.
+func BenchmarkDecodeLayers(b *testing.B) {
+	for _, t := range []Type{Q8_0, Q4_K} {
+		var ms []*Matrix
+		for l := range 4 {
+			for _, s := range [][2]int{{2048, 2048}, {512, 2048}, {512, 2048}, {2048, 2048}, {8192, 2048}, {8192, 2048}, {2048, 8192}} {
+				// Distinct shapes per layer: benchMatrix caches by shape.
+				ms = append(ms, benchMatrix(t, s[0]+16*l, s[1]))
+			}
+		}
+		bytes := 0
+		for _, m := range ms {
+			bytes += len(m.Data)
+		}
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", t, threads), func(b *testing.B) {
+				x := randRow(rand.New(rand.NewPCG(11, 11)), 8192)
+				out := make([]float32, 8192+64)
+				p := NewPool(threads)
+				defer p.Close()
+				pass := func() {
+					for _, m := range ms {
+						MatMul(p, out, m, x, 1)
+					}
+				}
+				pass()
+				b.SetBytes(int64(bytes))
+				b.ResetTimer()
+				c0 := processCPU()
+				for i := 0; i < b.N; i++ {
+					pass()
+				}
+				cpu := processCPU() - c0
+				all := float64(bytes) * float64(b.N)
+				b.ReportMetric(all/b.Elapsed().Seconds()/1e9, "GB/s")
+				if cpu > 0 {
+					b.ReportMetric(all/(cpu.Seconds()/float64(threads))/1e9, "cpu-GB/s")
+				}
+			})
+		}
 	}
 }

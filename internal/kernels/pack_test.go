@@ -143,3 +143,36 @@ func TestAlignedBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestActInterleave: a gemmT kernel finds block b of token t's quants at
+// 32*(n*b+t) and its scale and sum at n*b+t.
+func TestActInterleave(t *testing.T) {
+	const n, nb = 3, 4
+	j := &matmulJob{n: n, acts: make([]Act, n)}
+	for i := range j.acts {
+		a := &j.acts[i]
+		a.Qs = make([]int8, 32*nb)
+		a.D = make([]float32, nb)
+		a.I = make([]int32, nb)
+		for b := range nb {
+			for e := range 32 {
+				a.Qs[32*b+e] = int8(10*i + b + e)
+			}
+			a.D[b] = float32(100*i + b)
+			a.I[b] = int32(1000*i + b)
+		}
+	}
+	j.actInterleave(nb)
+	for i := range n {
+		for b := range nb {
+			for e := range 32 {
+				if got, want := j.qi[32*(n*b+i)+e], int8(10*i+b+e); got != want {
+					t.Fatalf("token %d block %d quant %d = %d, want %d", i, b, e, got, want)
+				}
+			}
+			if j.di[n*b+i] != float32(100*i+b) || j.si[n*b+i] != int32(1000*i+b) {
+				t.Fatalf("token %d block %d: scale %g sum %d", i, b, j.di[n*b+i], j.si[n*b+i])
+			}
+		}
+	}
+}
