@@ -296,9 +296,9 @@ func (j *matmulJob) smallBatch() gemmFunc {
 }
 
 // actInterleave lays the quantized input out for a gemmT kernel: block b
-// of token t's quants at 32*(n*b+t), its scale and sum (Act.I, one per
-// block: sumsPer 32) at n*b+t, so that the kernel reaches every token of
-// a block at a constant offset.
+// of token t's quants at 32*(n*b+t), its scale and its sum (Act.I, one per
+// block: sumsPer 32) negated at n*b+t, so that the kernel reaches every
+// token of a block at a constant offset and starts its integer sum there.
 func (j *matmulJob) actInterleave(nb int) {
 	n := j.n
 	j.qi = grow(j.qi, n*nb*32)
@@ -309,7 +309,7 @@ func (j *matmulJob) actInterleave(nb int) {
 		for b := range nb {
 			copy(j.qi[32*(n*b+t):32*(n*b+t+1)], a.Qs[32*b:32*(b+1)])
 			j.di[n*b+t] = a.D[b]
-			j.si[n*b+t] = a.I[b]
+			j.si[n*b+t] = -a.I[b]
 		}
 	}
 }

@@ -145,7 +145,7 @@ func TestAlignedBytes(t *testing.T) {
 }
 
 // TestActInterleave: a gemmT kernel finds block b of token t's quants at
-// 32*(n*b+t) and its scale and sum at n*b+t.
+// 32*(n*b+t) and its scale and negated sum at n*b+t.
 func TestActInterleave(t *testing.T) {
 	const n, nb = 3, 4
 	j := &matmulJob{n: n, acts: make([]Act, n)}
@@ -170,7 +170,7 @@ func TestActInterleave(t *testing.T) {
 					t.Fatalf("token %d block %d quant %d = %d, want %d", i, b, e, got, want)
 				}
 			}
-			if j.di[n*b+i] != float32(100*i+b) || j.si[n*b+i] != int32(1000*i+b) {
+			if j.di[n*b+i] != float32(100*i+b) || j.si[n*b+i] != -int32(1000*i+b) {
 				t.Fatalf("token %d block %d: scale %g sum %d", i, b, j.di[n*b+i], j.si[n*b+i])
 			}
 		}

@@ -494,7 +494,7 @@ bfdone:
 // from memory), so the weights stream once for all k tokens where gemm4
 // and gemm1 passes read them once per pass. The activations are
 // interleaved by block (actInterleave: block b of token t's quants at
-// 32*(k*b+t), its scale and sum at 4*(k*b+t)), so that every token is a
+// 32*(k*b+t), its scale and negated sum at 4*(k*b+t)), so that every token is a
 // constant displacement from one pointer. Every output gets gemm4's
 // integer sum and float steps (Q8TOKW) in the same order: the same bits
 // as one token alone.
@@ -513,12 +513,14 @@ bfdone:
 #define TK8(M, a) TK7(M, a); M(a, 7, Z23, Z31, (CX)(R14*1))
 
 #define TKZACC(a, t, y, acc, o) VPXORD acc, acc, acc
-#define TKZSUM(a, t, y, acc, o) VPXORD y, y, y
+// TKZSUM starts token t's sum at -128*Σa (the interleaved sums are
+// negated): the integer Q8TOKW reaches by subtracting it at the end, with
+// a load where that took two instructions.
+#define TKZSUM(a, t, y, acc, o) VPBROADCASTD (4*t)(DX), y
 // TKMAC: chunk a (Z0) times token t's dword a.
 #define TKMAC(a, t, y, acc, o) VPDPBUSD.BCST (32*t+4*a)(DI), Z0, y
 // TKFIN: Q8TOKW's float steps for token t.
 #define TKFIN(a, t, y, acc, o) \
-	VPSUBD.BCST (4*t)(DX), y, y; \
 	VCVTDQ2PS   y, y; \
 	VMULPS.BCST (4*t)(BX), Z8, Z9; \
 	VFMADD231PS Z9, y, acc
