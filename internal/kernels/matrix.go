@@ -279,37 +279,60 @@ func prepare(p *Pool, m *Matrix, x []float32, n int) *matmulJob {
 		} else {
 			j.quantize(0, n)
 		}
-		if j.smallBatch() != nil {
+		if j.smallParts() > 0 {
 			j.actInterleave(nb)
 		}
 	}
 	return j
 }
 
-// smallBatch returns the kernel that takes all the job's tokens in one
-// pass over the weights, nil where the path has none for their number.
-func (j *matmulJob) smallBatch() gemmFunc {
-	if j.pk == nil || j.n > maxSmallBatch {
-		return nil
+// smallParts returns the number of gemmT passes that take the job's
+// tokens, parts of at most maxSmallBatch tokens as even as possible
+// (smallPart), each reading the weights once (from the cache after the
+// first: groups walks them in tiles): 0 where the path has no such
+// kernels, and for 1 or 4 tokens, which gemm1 and gemm42 take.
+func (j *matmulJob) smallParts() int {
+	n := j.n
+	if j.pk == nil || n < 2 || n == 4 || n > maxSmallParts*maxSmallBatch {
+		return 0
 	}
-	return j.pk.gemmT[j.n]
+	parts := (n + maxSmallBatch - 1) / maxSmallBatch
+	for p := range parts {
+		if s, e := smallPart(n, parts, p); j.pk.gemmT[e-s] == nil {
+			return 0
+		}
+	}
+	return parts
 }
 
-// actInterleave lays the quantized input out for a gemmT kernel: block b
-// of token t's quants at 32*(n*b+t), its scale and its sum (Act.I, one per
-// block: sumsPer 32) negated at n*b+t, so that the kernel reaches every
-// token of a block at a constant offset and starts its integer sum there.
+// smallPart returns the tokens [s,e) of part p of n tokens in parts parts.
+func smallPart(n, parts, p int) (s, e int) {
+	return p * n / parts, (p + 1) * n / parts
+}
+
+// actInterleave lays the quantized input out for the gemmT kernels: part
+// p of the tokens (smallPart: tokens [s,e), k = e-s) at quant s*cols and
+// block s*nb, and within it block b of its token t's quants at
+// 32*(k*b+t), its scale and its sum (Act.I, one per block: sumsPer 32)
+// negated at k*b+t, so that the kernel reaches every token of a block at a
+// constant offset and starts its integer sum there.
 func (j *matmulJob) actInterleave(nb int) {
-	n := j.n
-	j.qi = grow(j.qi, n*nb*32)
+	n, cols := j.n, nb*32
+	j.qi = grow(j.qi, n*cols)
 	j.di = grow(j.di, n*nb)
 	j.si = grow(j.si, n*nb)
-	for t := range n {
-		a := &j.acts[t]
-		for b := range nb {
-			copy(j.qi[32*(n*b+t):32*(n*b+t+1)], a.Qs[32*b:32*(b+1)])
-			j.di[n*b+t] = a.D[b]
-			j.si[n*b+t] = -a.I[b]
+	parts := j.smallParts()
+	for p := range parts {
+		s, e := smallPart(n, parts, p)
+		k := e - s
+		qi, di, si := j.qi[s*cols:e*cols], j.di[s*nb:e*nb], j.si[s*nb:e*nb]
+		for t := range k {
+			a := &j.acts[s+t]
+			for b := range nb {
+				copy(qi[32*(k*b+t):32*(k*b+t+1)], a.Qs[32*b:32*(b+1)])
+				di[k*b+t] = a.D[b]
+				si[k*b+t] = -a.I[b]
+			}
 		}
 	}
 }
@@ -398,13 +421,8 @@ func (j *matmulJob) rows(m *Matrix, out []float32, lo, hi int) {
 func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
 	n, pk, k := j.n, m.pk, j.pk
 	nb, cols := m.Cols/32, m.Cols // activation blocks of 32 per row
-	if gemm := j.smallBatch(); gemm != nil {
-		// One pass for all the tokens: nothing to keep in the cache.
-		mask := 0xffff
-		if hi == pk.groups && m.Rows%packRows != 0 {
-			mask = 1<<(m.Rows%packRows) - 1
-		}
-		gemm(&pk.data[lo*pk.gbytes], pk.nb, hi-lo, &j.qi[0], 0, &j.di[0], unsafe.Pointer(&j.si[0]), 0, &out[lo*packRows], m.Rows, mask)
+	if parts := j.smallParts(); parts > 0 {
+		j.smallGroups(m, out, lo, hi, parts)
 		return
 	}
 	tile := hi - lo
@@ -460,6 +478,30 @@ func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
 				k.gemm1(w, pk.nb, t1-t0, qs, stride, d, s, nb, o, m.Rows, mask)
 				i++
 			}
+		}
+	}
+}
+
+// smallGroups computes packed groups [lo,hi) against the job's tokens with
+// the gemmT kernels, parts passes (smallParts) over tiles of groups that
+// stay in the cache meanwhile (one pass needs no tiles).
+func (j *matmulJob) smallGroups(m *Matrix, out []float32, lo, hi, parts int) {
+	n, pk, k := j.n, m.pk, j.pk
+	nb, cols := m.Cols/32, m.Cols
+	tile := hi - lo
+	if parts > 1 {
+		tile = max(1, tileBytes/pk.gbytes)
+	}
+	for t0 := lo; t0 < hi; t0 += tile {
+		t1 := min(t0+tile, hi)
+		mask := 0xffff
+		if t1 == pk.groups && m.Rows%packRows != 0 {
+			mask = 1<<(m.Rows%packRows) - 1
+		}
+		for p := range parts {
+			s, e := smallPart(n, parts, p)
+			k.gemmT[e-s](&pk.data[t0*pk.gbytes], pk.nb, t1-t0, &j.qi[s*cols], 0, &j.di[s*nb], unsafe.Pointer(&j.si[s*nb]), 0,
+				&out[s*m.Rows+t0*packRows], m.Rows, mask)
 		}
 	}
 }

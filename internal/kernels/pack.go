@@ -249,7 +249,7 @@ type packKernels struct {
 	gemm42 gemmFunc
 	// gemmT[k], where set, takes k tokens (2..maxSmallBatch) in one pass
 	// over the weights, their activations interleaved by block
-	// (actInterleave), with gemm1's bits for each token.
+	// (actInterleave), with gemm1's bits for each token (smallParts).
 	gemmT [maxSmallBatch + 1]gemmFunc
 	// bf16 marks kernels of float weights that take the activations
 	// rounded to bfloat16 (toBF16), 2 bytes per column, instead of Act.F.
@@ -261,8 +261,11 @@ type packKernels struct {
 }
 
 // maxSmallBatch is the most tokens a gemmT kernel takes: a speculative
-// verification of up to 7 guesses.
+// verification of up to 7 guesses in one pass, of up to 23 in three.
 const maxSmallBatch = 8
+
+// maxSmallParts is the most gemmT passes a product is split into.
+const maxSmallParts = 3
 
 // packTable holds the packed kernels of the path in use (nil: none).
 // NewMatrix packs the matrices of the types it has.

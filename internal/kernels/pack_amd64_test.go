@@ -54,7 +54,7 @@ func testPackedMatMul(t *testing.T, path string) {
 			if cols%ty.BlockSize() != 0 {
 				continue
 			}
-			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 13, 64} {
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17, 64} {
 				setPath(path)
 				tm := newTestMatrix(t, r, ty, rows, cols, n)
 				if tm.m.pk == nil {
@@ -92,9 +92,9 @@ func testPackedMatMul(t *testing.T, path string) {
 }
 
 // TestSmallBatchKernels: on the avx512 path, Q8_0 products of 2, 3 and
-// 5-8 tokens go through the one-pass gemmT kernels (TestPackedMatMul
-// checks their bits against each token alone), 4 through gemm42, and the
-// other paths have none.
+// 5-24 tokens go through the gemmT kernels, in passes of at most 8 tokens
+// (TestPackedMatMul checks their bits against each token alone), 4 through
+// gemm42, and the other paths have none.
 func TestSmallBatchKernels(t *testing.T) {
 	if why := pathMissing("avx512"); why != "" {
 		t.Skip("path avx512:", why)
@@ -104,23 +104,23 @@ func TestSmallBatchKernels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer setPath(prev)
-	for n := 0; n <= maxSmallBatch; n++ {
-		j := &matmulJob{n: n, pk: packTable[Q8_0]}
-		if got, want := j.smallBatch() != nil, n >= 2 && n != 4; got != want {
-			t.Errorf("Q8_0 with %d tokens: a one-pass kernel %v, want %v", n, got, want)
+	for n := 0; n <= 25; n++ {
+		want := 0
+		if n >= 2 && n != 4 && n <= 24 {
+			want = (n + 7) / 8
+		}
+		if got := (&matmulJob{n: n, pk: packTable[Q8_0]}).smallParts(); got != want {
+			t.Errorf("Q8_0 with %d tokens: %d one-pass parts, want %d", n, got, want)
 		}
 	}
-	if (&matmulJob{n: 9, pk: packTable[Q8_0]}).smallBatch() != nil {
-		t.Error("a one-pass kernel for 9 tokens")
-	}
-	if (&matmulJob{n: 2, pk: packTable[Q4_0]}).smallBatch() != nil {
-		t.Error("Q4_0 has a one-pass kernel")
+	if (&matmulJob{n: 2, pk: packTable[Q4_0]}).smallParts() != 0 {
+		t.Error("Q4_0 has one-pass kernels")
 	}
 	for _, path := range []string{"avx512bw", "avxvnni"} {
 		if pathMissing(path) == "" {
 			setPath(path)
-			if (&matmulJob{n: 2, pk: packTable[Q8_0]}).smallBatch() != nil {
-				t.Errorf("path %s has a one-pass Q8_0 kernel", path)
+			if (&matmulJob{n: 2, pk: packTable[Q8_0]}).smallParts() != 0 {
+				t.Errorf("path %s has one-pass Q8_0 kernels", path)
 			}
 		}
 	}
@@ -333,10 +333,11 @@ func BenchmarkMatVecDRAM(b *testing.B) {
 
 // BenchmarkVerifyRows is a speculative verification's product: n tokens
 // (k+1 for k guesses) through a Q8_0 matrix of 71 MB. On the avx512 path
-// n = 2..8 read the weights once (the gemmT kernels): their time over
+// n = 2..8 read the weights once (the gemmT kernels; more tokens in up to
+// three passes, from the cache after the first): their time over
 // n=1's is the verification's cost in decodes.
 func BenchmarkVerifyRows(b *testing.B) {
-	for _, n := range []int{1, 2, 3, 4, 5, 6, 8} {
+	for _, n := range []int{1, 2, 3, 4, 5, 6, 8, 9, 12, 16} {
 		b.Run(fmt.Sprintf("%s/n=%d", Path(), n), func(b *testing.B) {
 			benchRowsCPU(b, Q8_0, 32768, 2048, n, 1)
 		})

@@ -144,11 +144,20 @@ func TestAlignedBytes(t *testing.T) {
 	}
 }
 
-// TestActInterleave: a gemmT kernel finds block b of token t's quants at
-// 32*(n*b+t) and its scale and negated sum at n*b+t.
+// TestActInterleave: the gemmT kernels find, in part p of the tokens
+// (smallPart: [s,e), k = e-s), block b of token t's quants at quant
+// s*cols + 32*(k*b+t-s) and its scale and negated sum at block s*nb +
+// k*b+t-s; 11 tokens are two parts, of 5 and 6.
 func TestActInterleave(t *testing.T) {
-	const n, nb = 3, 4
-	j := &matmulJob{n: n, acts: make([]Act, n)}
+	const n, nb = 11, 4
+	pk := &packKernels{}
+	for k := 2; k <= maxSmallBatch; k++ {
+		pk.gemmT[k] = func(*byte, int, int, *int8, int, *float32, unsafe.Pointer, int, *float32, int, int) {}
+	}
+	j := &matmulJob{n: n, pk: pk, acts: make([]Act, n)}
+	if got := j.smallParts(); got != 2 {
+		t.Fatalf("%d tokens in %d parts, want 2", n, got)
+	}
 	for i := range j.acts {
 		a := &j.acts[i]
 		a.Qs = make([]int8, 32*nb)
@@ -163,15 +172,23 @@ func TestActInterleave(t *testing.T) {
 		}
 	}
 	j.actInterleave(nb)
-	for i := range n {
-		for b := range nb {
-			for e := range 32 {
-				if got, want := j.qi[32*(n*b+i)+e], int8(10*i+b+e); got != want {
-					t.Fatalf("token %d block %d quant %d = %d, want %d", i, b, e, got, want)
+	for p, want := range [][2]int{{0, 5}, {5, 11}} {
+		s, e := smallPart(n, 2, p)
+		if s != want[0] || e != want[1] {
+			t.Fatalf("part %d is tokens [%d,%d), want [%d,%d)", p, s, e, want[0], want[1])
+		}
+		k := e - s
+		for i := s; i < e; i++ {
+			for b := range nb {
+				at := s*nb + k*b + i - s
+				for c := range 32 {
+					if got, want := j.qi[32*at+c], int8(10*i+b+c); got != want {
+						t.Fatalf("token %d block %d quant %d = %d, want %d", i, b, c, got, want)
+					}
 				}
-			}
-			if j.di[n*b+i] != float32(100*i+b) || j.si[n*b+i] != -int32(1000*i+b) {
-				t.Fatalf("token %d block %d: scale %g sum %d", i, b, j.di[n*b+i], j.si[n*b+i])
+				if j.di[at] != float32(100*i+b) || j.si[at] != -int32(1000*i+b) {
+					t.Fatalf("token %d block %d: scale %g sum %d", i, b, j.di[at], j.si[at])
+				}
 			}
 		}
 	}
