@@ -64,8 +64,7 @@ func gemmT7Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, 
 //go:noescape
 func gemmT8Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
-// q8SmallBatch are the avx512 path's Q8_0 kernels of 2-8 tokens (4
-// tokens alone go through gemm42, as fast: smallParts).
+// q8SmallBatch are the avx512 path's Q8_0 kernels of 2-8 tokens.
 var q8SmallBatch = [maxSmallBatch + 1]gemmFunc{2: gemmT2Q8_0VNNI, 3: gemmT3Q8_0VNNI, 4: gemmT4Q8_0VNNI,
 	5: gemmT5Q8_0VNNI, 6: gemmT6Q8_0VNNI, 7: gemmT7Q8_0VNNI, 8: gemmT8Q8_0VNNI}
 
