@@ -1,8 +1,8 @@
 package kernels
 
-// The per-type kernel code (dispatch tables, assembly declarations and
-// wrappers, the generic dot4 kernels: gen_*.go) is generated from the table
-// of types × paths in internal/gen/main.go.
+// The per-type kernel code (dispatch tables, the assembly kernels'
+// declarations and their direct callers: gen_*.go) is generated from the
+// table of types × paths in internal/gen/main.go.
 //go:generate go run ./internal/gen
 
 import (

@@ -95,30 +95,9 @@ type typeKernels struct {
 // _amd64 files when the CPU has the features they need.
 var dotTable = genericKernels()
 
-// dotRowsOf runs dot over rows rows of rb bytes: the dotRows of kernels
-// that have none of their own.
-func dotRowsOf(dot dotFunc, rb int, w []byte, rows int, a *Act, n int, out []float32) {
-	out = out[:rows]
-	for r := range out {
-		out[r] = dot(w[r*rb:(r+1)*rb], a, n)
-	}
-}
-
 // clearRows4 zeroes the outputs of a dot4Rows call.
 func clearRows4(rows int, out []float32, stride int) {
 	for k := 0; k < 4; k++ {
 		clear(out[k*stride : k*stride+rows])
-	}
-}
-
-// dot4RowsOf runs dot4 over rows rows of rb bytes: the dot4Rows of kernels
-// that have none of their own (or lengths theirs does not take).
-func dot4RowsOf(dot4 dot4Func, rb int, w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	var o [4]float32
-	for r := 0; r < rows; r++ {
-		dot4(w[r*rb:(r+1)*rb], a, n, &o)
-		for k := range o {
-			out[k*stride+r] = o[k]
-		}
 	}
 }

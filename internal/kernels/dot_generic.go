@@ -166,10 +166,26 @@ func dot4Plain(get func([]byte) float32, size int, w []byte, a *[4]*Act, n int, 
 // The dot4 kernels decode each weight block once into 32 integer levels q
 // and coefficients (d, m) such that element j of the block is d*q[j] + m,
 // then run the four activation rows over the decoded block. For Q6_K the
-// 16-element sub-block scales are folded into q (|q·scale| < 2^12).
-// The unpack functions are called directly (not through a function value)
-// so that q stays on the stack: the dot4 kernels, one per type, are
-// generated (gen_generic.go).
+// 16-element sub-block scales are folded into q (|q·scale| < 2^12). One
+// kernel serves every type (dot4Of, with the type's unpack from the
+// generated table in gen_generic.go): the unpack functions return q by
+// value, so that it stays on the stack through the function value.
+
+// unpackFunc decodes block b (of 32 elements) of w.
+type unpackFunc func(w []byte, b int) (q [32]int16, d, m float32)
+
+// dot4Of returns the dot4 kernel of the quantized type whose blocks unpack
+// decodes.
+func dot4Of(unpack unpackFunc) dot4Func {
+	return func(w []byte, a *[4]*Act, n int, out *[4]float32) {
+		c := acc4{a: a}
+		for b := 0; b < n/32; b++ {
+			q, d, m := unpack(w, b)
+			c.add(&q, b, d, m)
+		}
+		*out = c.sum
+	}
+}
 
 // blockDot4 returns Σ q·a for four activation blocks.
 func blockDot4(q *[32]int16, a0, a1, a2, a3 *[32]int8) (s0, s1, s2, s3 int32) {
@@ -199,53 +215,53 @@ func (c *acc4) add(q *[32]int16, b int, d, m float32) {
 	c.sum[3] += d*a[3].D[b]*float32(s3) + m*a[3].S[b]
 }
 
-func unpackQ4_0(w []byte, b int, q *[32]int16) (d, m float32) {
+func unpackQ4_0(w []byte, b int) (q [32]int16, d, m float32) {
 	blk := (*[18]byte)(w[b*18:])
 	for j := 0; j < 16; j++ {
 		q[j] = int16(blk[2+j]&15) - 8
 		q[j+16] = int16(blk[2+j]>>4) - 8
 	}
-	return f16At(blk[0:]), 0
+	return q, f16At(blk[0:]), 0
 }
 
-func unpackQ4_1(w []byte, b int, q *[32]int16) (d, m float32) {
+func unpackQ4_1(w []byte, b int) (q [32]int16, d, m float32) {
 	blk := (*[20]byte)(w[b*20:])
 	for j := 0; j < 16; j++ {
 		q[j] = int16(blk[4+j] & 15)
 		q[j+16] = int16(blk[4+j] >> 4)
 	}
-	return f16At(blk[0:]), f16At(blk[2:])
+	return q, f16At(blk[0:]), f16At(blk[2:])
 }
 
-func unpackQ5_0(w []byte, b int, q *[32]int16) (d, m float32) {
+func unpackQ5_0(w []byte, b int) (q [32]int16, d, m float32) {
 	blk := (*[22]byte)(w[b*22:])
 	qh := binary.LittleEndian.Uint32(blk[2:])
 	for j := 0; j < 16; j++ {
 		q[j] = int16(blk[6+j]&15|byte(qh>>j&1)<<4) - 16
 		q[j+16] = int16(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
 	}
-	return f16At(blk[0:]), 0
+	return q, f16At(blk[0:]), 0
 }
 
-func unpackQ5_1(w []byte, b int, q *[32]int16) (d, m float32) {
+func unpackQ5_1(w []byte, b int) (q [32]int16, d, m float32) {
 	blk := (*[24]byte)(w[b*24:])
 	qh := binary.LittleEndian.Uint32(blk[4:])
 	for j := 0; j < 16; j++ {
 		q[j] = int16(blk[8+j]&15 | byte(qh>>j&1)<<4)
 		q[j+16] = int16(blk[8+j]>>4 | byte(qh>>(j+16)&1)<<4)
 	}
-	return f16At(blk[0:]), f16At(blk[2:])
+	return q, f16At(blk[0:]), f16At(blk[2:])
 }
 
-func unpackQ8_0(w []byte, b int, q *[32]int16) (d, m float32) {
+func unpackQ8_0(w []byte, b int) (q [32]int16, d, m float32) {
 	blk := (*[34]byte)(w[b*34:])
 	for j := 0; j < 32; j++ {
 		q[j] = int16(int8(blk[2+j]))
 	}
-	return f16At(blk[0:]), 0
+	return q, f16At(blk[0:]), 0
 }
 
-func unpackQ4_K(w []byte, b int, q *[32]int16) (d, m float32) {
+func unpackQ4_K(w []byte, b int) (q [32]int16, d, m float32) {
 	sb, j := b/8, b%8
 	blk := (*[144]byte)(w[sb*144:])
 	qs := (*[32]byte)(blk[16+32*(j/2):])
@@ -254,10 +270,10 @@ func unpackQ4_K(w []byte, b int, q *[32]int16) (d, m float32) {
 		q[l] = int16(qs[l] >> shift & 15)
 	}
 	sc, mn := scaleMinK4(j, (*[12]byte)(blk[4:]))
-	return f16At(blk[0:]) * float32(sc), -f16At(blk[2:]) * float32(mn)
+	return q, f16At(blk[0:]) * float32(sc), -f16At(blk[2:]) * float32(mn)
 }
 
-func unpackQ5_K(w []byte, b int, q *[32]int16) (d, m float32) {
+func unpackQ5_K(w []byte, b int) (q [32]int16, d, m float32) {
 	sb, j := b/8, b%8
 	blk := (*[176]byte)(w[sb*176:])
 	qh := (*[32]byte)(blk[16:])
@@ -267,10 +283,10 @@ func unpackQ5_K(w []byte, b int, q *[32]int16) (d, m float32) {
 		q[l] = int16(qs[l]>>shift&15 | (qh[l]>>hshift&1)<<4)
 	}
 	sc, mn := scaleMinK4(j, (*[12]byte)(blk[4:]))
-	return f16At(blk[0:]) * float32(sc), -f16At(blk[2:]) * float32(mn)
+	return q, f16At(blk[0:]) * float32(sc), -f16At(blk[2:]) * float32(mn)
 }
 
-func unpackQ6_K(w []byte, b int, q *[32]int16) (d, m float32) {
+func unpackQ6_K(w []byte, b int) (q [32]int16, d, m float32) {
 	sb, j := b/8, b%8
 	blk := (*[210]byte)(w[sb*210:])
 	h, k := j/4, j%4 // half of the super-block, group of 32 within it
@@ -284,5 +300,5 @@ func unpackQ6_K(w []byte, b int, q *[32]int16) (d, m float32) {
 		q[l] = (int16((ql[l]>>nibShift)&15|(qh[l]>>hiShift&3)<<4) - 32) * sc0
 		q[l+16] = (int16((ql[l+16]>>nibShift)&15|(qh[l+16]>>hiShift&3)<<4) - 32) * sc1
 	}
-	return f16At(blk[208:]), 0
+	return q, f16At(blk[208:]), 0
 }

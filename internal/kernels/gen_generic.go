@@ -10,93 +10,13 @@ func genericKernels() map[Type]*typeKernels {
 		F32:  {dot: dotF32, dot4: dot4F32},
 		F16:  {dot: dotF16, dot4: dot4F16},
 		BF16: {dot: dotBF16, dot4: dot4BF16},
-		Q4_0: {dot: dotQ4_0, dot4: dot4Q4_0},
-		Q4_1: {dot: dotQ4_1, dot4: dot4Q4_1},
-		Q5_0: {dot: dotQ5_0, dot4: dot4Q5_0},
-		Q5_1: {dot: dotQ5_1, dot4: dot4Q5_1},
-		Q8_0: {dot: dotQ8_0, dot4: dot4Q8_0},
-		Q4_K: {dot: dotQ4_K, dot4: dot4Q4_K},
-		Q5_K: {dot: dotQ5_K, dot4: dot4Q5_K},
-		Q6_K: {dot: dotQ6_K, dot4: dot4Q6_K},
+		Q4_0: {dot: dotQ4_0, dot4: dot4Of(unpackQ4_0)},
+		Q4_1: {dot: dotQ4_1, dot4: dot4Of(unpackQ4_1)},
+		Q5_0: {dot: dotQ5_0, dot4: dot4Of(unpackQ5_0)},
+		Q5_1: {dot: dotQ5_1, dot4: dot4Of(unpackQ5_1)},
+		Q8_0: {dot: dotQ8_0, dot4: dot4Of(unpackQ8_0)},
+		Q4_K: {dot: dotQ4_K, dot4: dot4Of(unpackQ4_K)},
+		Q5_K: {dot: dotQ5_K, dot4: dot4Of(unpackQ5_K)},
+		Q6_K: {dot: dotQ6_K, dot4: dot4Of(unpackQ6_K)},
 	}
-}
-
-func dot4Q4_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ4_0(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q4_1(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ4_1(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q5_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ5_0(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q5_1(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ5_1(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q8_0(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ8_0(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q4_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ4_K(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q5_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ5_K(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-
-func dot4Q6_K(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpackQ6_K(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
 }

@@ -97,8 +97,12 @@ type matmulJob struct {
 	qs   []int8
 	d, s []float32
 	is   []int32
-	xb   []uint16     // the input in bfloat16, for pk.bf16 kernels
-	pk   *packKernels // the packed path's kernels, nil for the file layout
+	xb   []uint16 // the input in bfloat16, for pk.bf16 kernels
+	// The input interleaved by block for a gemmT kernel (actInterleave).
+	qi []int8
+	di []float32
+	si []int32
+	pk *packKernels // the packed path's kernels, nil for the file layout
 
 	m    *Matrix
 	x    []float32
@@ -275,8 +279,65 @@ func prepare(p *Pool, m *Matrix, x []float32, n int) *matmulJob {
 		} else {
 			j.quantize(0, n)
 		}
+		if j.smallParts() > 0 {
+			j.actInterleave(nb)
+		}
 	}
 	return j
+}
+
+// smallParts returns the number of gemmT passes that take the job's
+// tokens, parts of at most maxSmallBatch tokens as even as possible
+// (smallPart), each reading the weights once (from the cache after the
+// first: groups walks them in tiles): 0 where the path has no such
+// kernels, and for 1 token, which gemm1 takes. (4 tokens in gemmT4 cost
+// what gemm42 does from memory, and less for a model in the L3: a
+// verification of 3 guesses on the 26M speculative target, 1.81-1.85
+// decodes against 2.08.)
+func (j *matmulJob) smallParts() int {
+	n := j.n
+	if j.pk == nil || n < 2 || n > maxSmallParts*maxSmallBatch {
+		return 0
+	}
+	parts := (n + maxSmallBatch - 1) / maxSmallBatch
+	for p := range parts {
+		if s, e := smallPart(n, parts, p); j.pk.gemmT[e-s] == nil {
+			return 0
+		}
+	}
+	return parts
+}
+
+// smallPart returns the tokens [s,e) of part p of n tokens in parts parts.
+func smallPart(n, parts, p int) (s, e int) {
+	return p * n / parts, (p + 1) * n / parts
+}
+
+// actInterleave lays the quantized input out for the gemmT kernels: part
+// p of the tokens (smallPart: tokens [s,e), k = e-s) at quant s*cols and
+// block s*nb, and within it block b of its token t's quants at
+// 32*(k*b+t), its scale and its sum (Act.I, one per block: sumsPer 32)
+// negated at k*b+t, so that the kernel reaches every token of a block at a
+// constant offset and starts its integer sum there.
+func (j *matmulJob) actInterleave(nb int) {
+	n, cols := j.n, nb*32
+	j.qi = grow(j.qi, n*cols)
+	j.di = grow(j.di, n*nb)
+	j.si = grow(j.si, n*nb)
+	parts := j.smallParts()
+	for p := range parts {
+		s, e := smallPart(n, parts, p)
+		k := e - s
+		qi, di, si := j.qi[s*cols:e*cols], j.di[s*nb:e*nb], j.si[s*nb:e*nb]
+		for t := range k {
+			a := &j.acts[s+t]
+			for b := range nb {
+				copy(qi[32*(k*b+t):32*(k*b+t+1)], a.Qs[32*b:32*(b+1)])
+				di[k*b+t] = a.D[b]
+				si[k*b+t] = -a.I[b]
+			}
+		}
+	}
 }
 
 // release returns j to the pool.
@@ -363,6 +424,10 @@ func (j *matmulJob) rows(m *Matrix, out []float32, lo, hi int) {
 func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
 	n, pk, k := j.n, m.pk, j.pk
 	nb, cols := m.Cols/32, m.Cols // activation blocks of 32 per row
+	if parts := j.smallParts(); parts > 0 {
+		j.smallGroups(m, out, lo, hi, parts)
+		return
+	}
 	tile := hi - lo
 	if n > 1 {
 		tile = max(1, tileBytes/pk.gbytes)
@@ -416,6 +481,30 @@ func (j *matmulJob) groups(m *Matrix, out []float32, lo, hi int) {
 				k.gemm1(w, pk.nb, t1-t0, qs, stride, d, s, nb, o, m.Rows, mask)
 				i++
 			}
+		}
+	}
+}
+
+// smallGroups computes packed groups [lo,hi) against the job's tokens with
+// the gemmT kernels, parts passes (smallParts) over tiles of groups that
+// stay in the cache meanwhile (one pass needs no tiles).
+func (j *matmulJob) smallGroups(m *Matrix, out []float32, lo, hi, parts int) {
+	n, pk, k := j.n, m.pk, j.pk
+	nb, cols := m.Cols/32, m.Cols
+	tile := hi - lo
+	if parts > 1 {
+		tile = max(1, tileBytes/pk.gbytes)
+	}
+	for t0 := lo; t0 < hi; t0 += tile {
+		t1 := min(t0+tile, hi)
+		mask := 0xffff
+		if t1 == pk.groups && m.Rows%packRows != 0 {
+			mask = 1<<(m.Rows%packRows) - 1
+		}
+		for p := range parts {
+			s, e := smallPart(n, parts, p)
+			k.gemmT[e-s](&pk.data[t0*pk.gbytes], pk.nb, t1-t0, &j.qi[s*cols], 0, &j.di[s*nb], unsafe.Pointer(&j.si[s*nb]), 0,
+				&out[s*m.Rows+t0*packRows], m.Rows, mask)
 		}
 	}
 }

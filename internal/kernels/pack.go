@@ -205,12 +205,33 @@ func packBlock(t Type) int {
 func (p *packed) group(g int) []byte { return p.data[g*p.gbytes : (g+1)*p.gbytes] }
 
 // alignedBytes returns n zero bytes starting on a 64-byte boundary (a
-// cache line: the kernels' 512-bit loads then never straddle two).
+// cache line: the kernels' 512-bit loads then never straddle two). A
+// matrix of at least hugePage bytes starts on a huge page and asks the
+// kernel for huge pages (hugePages), before anything touches it: decode
+// streams every packed byte once per token, and with 4 KiB pages it took
+// a TLB walk every 4 KiB and the cores' stream prefetchers stopped at
+// each page's end (Zen 5, Q8_0 at 1.2B).
 func alignedBytes(n int) []byte {
-	b := make([]byte, n+63)
-	off := int(-uintptr(unsafe.Pointer(&b[0])) & 63)
-	return b[off : off+n : off+n]
+	align := 64
+	if n >= hugePage && hugeAdvice {
+		align = hugePage
+	}
+	b := make([]byte, n+align-1)
+	off := int(-uintptr(unsafe.Pointer(&b[0])) & uintptr(align-1))
+	b = b[off : off+n : off+n]
+	if align == hugePage {
+		hugePages(b[:n&^(hugePage-1)])
+	}
+	return b
 }
+
+// hugePage is the size of the huge pages alignedBytes asks for (x86-64's
+// and arm64's usual 2 MiB).
+const hugePage = 2 << 20
+
+// hugeAdvice turns the huge-page advice on (a variable for the
+// benchmarks' A/B).
+var hugeAdvice = true
 
 // gemmFunc is a packed kernel: groups groups of packed weights at w (nb
 // blocks per row) against tokens whose quants start at qs (qstride bytes
@@ -226,6 +247,10 @@ type packKernels struct {
 	// gemm42, where set, is gemm4 on an even number of groups, two at a
 	// time (the same bits).
 	gemm42 gemmFunc
+	// gemmT[k], where set, takes k tokens (2..maxSmallBatch) in one pass
+	// over the weights, their activations interleaved by block
+	// (actInterleave), with gemm1's bits for each token (smallParts).
+	gemmT [maxSmallBatch + 1]gemmFunc
 	// bf16 marks kernels of float weights that take the activations
 	// rounded to bfloat16 (toBF16), 2 bytes per column, instead of Act.F.
 	bf16 bool
@@ -234,6 +259,13 @@ type packKernels struct {
 	sumsPer int
 	sumsMul int32
 }
+
+// maxSmallBatch is the most tokens a gemmT kernel takes: a speculative
+// verification of up to 7 guesses in one pass, of up to 23 in three.
+const maxSmallBatch = 8
+
+// maxSmallParts is the most gemmT passes a product is split into.
+const maxSmallParts = 3
 
 // packTable holds the packed kernels of the path in use (nil: none).
 // NewMatrix packs the matrices of the types it has.

@@ -40,13 +40,45 @@ func f32ToBF16AVX512(dst *uint16, src *float32, n int)
 // CPU has AVX512-BF16 (VDPBF16PS; the activations rounded to bfloat16).
 var bf16DPKernels = &packKernels{gemm4: gemm4BF16DP, gemm1: gemm1BF16DP, bf16: true}
 
-// avx512Pack returns the avx512 path's packed kernels on this CPU.
+// The small-batch Q8_0 kernels (simd_pack_amd64.s: gemmT<k>Q8_0VNNI, k
+// tokens in one pass over the weights).
+
+//go:noescape
+func gemmT2Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT3Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT4Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT5Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT6Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT7Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT8Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+// q8SmallBatch are the avx512 path's Q8_0 kernels of 2-8 tokens.
+var q8SmallBatch = [maxSmallBatch + 1]gemmFunc{2: gemmT2Q8_0VNNI, 3: gemmT3Q8_0VNNI, 4: gemmT4Q8_0VNNI,
+	5: gemmT5Q8_0VNNI, 6: gemmT6Q8_0VNNI, 7: gemmT7Q8_0VNNI, 8: gemmT8Q8_0VNNI}
+
+// avx512Pack returns the avx512 path's packed kernels on this CPU: the
+// generated table with the small-batch Q8_0 kernels, and the VDPBF16PS
+// kernels for BF16 where the CPU has AVX512-BF16.
 func avx512Pack() map[Type]*packKernels {
-	if !cpu.X86.HasAVX512BF16 {
-		return vnniPackKernels
-	}
 	t := maps.Clone(vnniPackKernels)
-	t[BF16] = bf16DPKernels
+	q8 := *vnniPackKernels[Q8_0]
+	q8.gemmT = q8SmallBatch
+	t[Q8_0] = &q8
+	if cpu.X86.HasAVX512BF16 {
+		t[BF16] = bf16DPKernels
+	}
 	return t
 }
 

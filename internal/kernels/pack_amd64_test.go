@@ -54,7 +54,7 @@ func testPackedMatMul(t *testing.T, path string) {
 			if cols%ty.BlockSize() != 0 {
 				continue
 			}
-			for _, n := range []int{1, 2, 3, 4, 5, 8, 13, 64} {
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17, 64} {
 				setPath(path)
 				tm := newTestMatrix(t, r, ty, rows, cols, n)
 				if tm.m.pk == nil {
@@ -86,6 +86,41 @@ func testPackedMatMul(t *testing.T, path string) {
 					}
 					tm.checkWith(t, got[:n*rows], n, what, pk.bf16)
 				}
+			}
+		}
+	}
+}
+
+// TestSmallBatchKernels: on the avx512 path, Q8_0 products of 2-24
+// tokens go through the gemmT kernels, in passes of at most 8 tokens
+// (TestPackedMatMul checks their bits against each token alone), and the
+// other paths have none.
+func TestSmallBatchKernels(t *testing.T) {
+	if why := pathMissing("avx512"); why != "" {
+		t.Skip("path avx512:", why)
+	}
+	prev, err := setPath("avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setPath(prev)
+	for n := 0; n <= 25; n++ {
+		want := 0
+		if n >= 2 && n <= 24 {
+			want = (n + 7) / 8
+		}
+		if got := (&matmulJob{n: n, pk: packTable[Q8_0]}).smallParts(); got != want {
+			t.Errorf("Q8_0 with %d tokens: %d one-pass parts, want %d", n, got, want)
+		}
+	}
+	if (&matmulJob{n: 2, pk: packTable[Q4_0]}).smallParts() != 0 {
+		t.Error("Q4_0 has one-pass kernels")
+	}
+	for _, path := range []string{"avx512bw", "avxvnni"} {
+		if pathMissing(path) == "" {
+			setPath(path)
+			if (&matmulJob{n: 2, pk: packTable[Q8_0]}).smallParts() != 0 {
+				t.Errorf("path %s has one-pass Q8_0 kernels", path)
 			}
 		}
 	}
@@ -273,6 +308,108 @@ func TestActSums(t *testing.T) {
 					t.Fatalf("n=%d per=%d: sum %d = %d, want %d", n, c.per, g, got.I[g], want.I[g])
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkMatVecDRAM is decoding from memory: one token through a matrix
+// of 70-80 MB, twice the largest L3 cache here, packed as the path packs
+// it; GB/s counts the file's bytes. cpu-GB/s divides by the process's CPU
+// time instead of the wall clock (per thread), steadier on a shared
+// machine where the wall clock counts the time other processes ran.
+func BenchmarkMatVecDRAM(b *testing.B) {
+	for _, t := range []Type{Q8_0, Q4_K, Q6_K} {
+		cols := 2048
+		if t.BlockSize() == 256 {
+			cols = 4096
+		}
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", t, threads), func(b *testing.B) {
+				benchRowsCPU(b, t, 32768, cols, 1, threads)
+			})
+		}
+	}
+}
+
+// BenchmarkVerifyRows is a speculative verification's product: n tokens
+// (k+1 for k guesses) through a Q8_0 matrix of 71 MB. On the avx512 path
+// n = 2..8 read the weights once (the gemmT kernels; more tokens in up to
+// three passes, from the cache after the first): their time over
+// n=1's is the verification's cost in decodes.
+func BenchmarkVerifyRows(b *testing.B) {
+	for _, n := range []int{1, 2, 3, 4, 5, 6, 8, 9, 12, 16} {
+		b.Run(fmt.Sprintf("%s/n=%d", Path(), n), func(b *testing.B) {
+			benchRowsCPU(b, Q8_0, 32768, 2048, n, 1)
+		})
+	}
+}
+
+// benchRowsCPU is benchMatMul with the cpu-GB/s metric.
+func benchRowsCPU(b *testing.B, t Type, rows, cols, n, threads int) {
+	m := benchMatrix(t, rows, cols)
+	x := randRow(rand.New(rand.NewPCG(11, 11)), n*cols)
+	out := make([]float32, n*rows)
+	p := NewPool(threads)
+	defer p.Close()
+	MatMul(p, out, m, x, n)
+	b.SetBytes(int64(len(m.Data)))
+	b.ResetTimer()
+	c0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		MatMul(p, out, m, x, n)
+	}
+	cpu := processCPU() - c0
+	bytes := float64(len(m.Data)) * float64(b.N)
+	b.ReportMetric(bytes/b.Elapsed().Seconds()/1e9, "GB/s")
+	if cpu > 0 {
+		b.ReportMetric(bytes/(cpu.Seconds()/float64(threads))/1e9, "cpu-GB/s")
+	}
+}
+
+// BenchmarkDecodeLayers is decoding through the products of a 1.2B
+// llama's layers (Llama 3.2 1B's shapes: Q, K, V, O of 2048 wide with 8
+// of 32 heads for K and V, gate and up of 8192, down), 4 layers of
+// distinct matrices (145 MB of Q8_0, more than any L3 here), one token
+// through each in order as a forward pass does: the weights' stream
+// broken into the pieces the model reads.
+func BenchmarkDecodeLayers(b *testing.B) {
+	for _, t := range []Type{Q8_0, Q4_K} {
+		var ms []*Matrix
+		for l := range 4 {
+			for _, s := range [][2]int{{2048, 2048}, {512, 2048}, {512, 2048}, {2048, 2048}, {8192, 2048}, {8192, 2048}, {2048, 8192}} {
+				// Distinct shapes per layer: benchMatrix caches by shape.
+				ms = append(ms, benchMatrix(t, s[0]+16*l, s[1]))
+			}
+		}
+		bytes := 0
+		for _, m := range ms {
+			bytes += len(m.Data)
+		}
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", t, threads), func(b *testing.B) {
+				x := randRow(rand.New(rand.NewPCG(11, 11)), 8192)
+				out := make([]float32, 8192+64)
+				p := NewPool(threads)
+				defer p.Close()
+				pass := func() {
+					for _, m := range ms {
+						MatMul(p, out, m, x, 1)
+					}
+				}
+				pass()
+				b.SetBytes(int64(bytes))
+				b.ResetTimer()
+				c0 := processCPU()
+				for i := 0; i < b.N; i++ {
+					pass()
+				}
+				cpu := processCPU() - c0
+				all := float64(bytes) * float64(b.N)
+				b.ReportMetric(all/b.Elapsed().Seconds()/1e9, "GB/s")
+				if cpu > 0 {
+					b.ReportMetric(all/(cpu.Seconds()/float64(threads))/1e9, "cpu-GB/s")
+				}
+			})
 		}
 	}
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // packedRow dequantizes row r of a packed matrix from the packed layout
@@ -113,6 +114,80 @@ func TestPackLayout(t *testing.T) {
 							t.Fatalf("%s %dx%d: row %d element %d unpacks to %g, want %g", ty, rows, cols, i, e, v, w)
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestAlignedBytes: packed copies start on a cache line, and those of a
+// huge page or more on a huge page (where the kernel may back them with
+// one), with exactly the bytes asked for, zeroed.
+func TestAlignedBytes(t *testing.T) {
+	for _, n := range []int{1, 100, hugePage - 1, hugePage, 3*hugePage + 5} {
+		b := alignedBytes(n)
+		if len(b) != n || cap(b) != n {
+			t.Fatalf("alignedBytes(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		align := uintptr(64)
+		if n >= hugePage {
+			align = hugePage
+		}
+		if a := uintptr(unsafe.Pointer(&b[0])); a%align != 0 {
+			t.Errorf("alignedBytes(%d) at %#x, not a multiple of %d", n, a, align)
+		}
+		for i := 0; i < n; i += 4093 {
+			if b[i] != 0 {
+				t.Fatalf("alignedBytes(%d)[%d] = %d", n, i, b[i])
+			}
+		}
+	}
+}
+
+// TestActInterleave: the gemmT kernels find, in part p of the tokens
+// (smallPart: [s,e), k = e-s), block b of token t's quants at quant
+// s*cols + 32*(k*b+t-s) and its scale and negated sum at block s*nb +
+// k*b+t-s; 11 tokens are two parts, of 5 and 6.
+func TestActInterleave(t *testing.T) {
+	const n, nb = 11, 4
+	pk := &packKernels{}
+	for k := 2; k <= maxSmallBatch; k++ {
+		pk.gemmT[k] = func(*byte, int, int, *int8, int, *float32, unsafe.Pointer, int, *float32, int, int) {}
+	}
+	j := &matmulJob{n: n, pk: pk, acts: make([]Act, n)}
+	if got := j.smallParts(); got != 2 {
+		t.Fatalf("%d tokens in %d parts, want 2", n, got)
+	}
+	for i := range j.acts {
+		a := &j.acts[i]
+		a.Qs = make([]int8, 32*nb)
+		a.D = make([]float32, nb)
+		a.I = make([]int32, nb)
+		for b := range nb {
+			for e := range 32 {
+				a.Qs[32*b+e] = int8(10*i + b + e)
+			}
+			a.D[b] = float32(100*i + b)
+			a.I[b] = int32(1000*i + b)
+		}
+	}
+	j.actInterleave(nb)
+	for p, want := range [][2]int{{0, 5}, {5, 11}} {
+		s, e := smallPart(n, 2, p)
+		if s != want[0] || e != want[1] {
+			t.Fatalf("part %d is tokens [%d,%d), want [%d,%d)", p, s, e, want[0], want[1])
+		}
+		k := e - s
+		for i := s; i < e; i++ {
+			for b := range nb {
+				at := s*nb + k*b + i - s
+				for c := range 32 {
+					if got, want := j.qi[32*at+c], int8(10*i+b+c); got != want {
+						t.Fatalf("token %d block %d quant %d = %d, want %d", i, b, c, got, want)
+					}
+				}
+				if j.di[at] != float32(100*i+b) || j.si[at] != -int32(1000*i+b) {
+					t.Fatalf("token %d block %d: scale %g sum %d", i, b, j.di[at], j.si[at])
 				}
 			}
 		}

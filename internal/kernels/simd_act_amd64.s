@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "simd_amd64.h"
+#include "simd_data.h"
 
 // QACONST sets the constants: Y15 abs mask, Y12 the VPERMD order of the
 // packed bytes, X11 127.0.
@@ -67,6 +68,29 @@
 	VMULSS       X8, X4, X4; \
 	VMOVSS       X4, soff(R9)
 
+// QAMAX4(off, x): x = the largest |x| of each of the four blocks from
+// off(SI), in lanes 0-3.
+#define QAMAX4(off, x) \
+	QAMAX(off); \
+	VMOVAPS  X4, x; \
+	QAMAX(off+128); \
+	VBLENDPS $2, X4, x, x; \
+	QAMAX(off+256); \
+	VBLENDPS $4, X4, x, x; \
+	QAMAX(off+384); \
+	VBLENDPS $8, X4, x, x
+
+// QPAIR(i0, i1, off, qoff, acc): quantizes the two blocks from off(SI) (to
+// qoff(DI)) with the inverses at ids-32+i0(SP) and ids-32+i1(SP); acc =
+// their quant sums, pairwise (VPHADDD).
+#define QPAIR(i0, i1, off, qoff, acc) \
+	VBROADCASTSS ids-32+i0(SP), Y6; \
+	QBLOCK(off, qoff); \
+	VMOVDQA      Y4, acc; \
+	VBROADCASTSS ids-32+i1(SP), Y6; \
+	QBLOCK(off+128, qoff+32); \
+	VPHADDD      Y4, acc, acc
+
 // Per block of 32, exactly as quantizeAct: d = amax/127 rounded to fp16
 // (VCVTPS2PH, round to nearest even, as FP32ToFP16), id = 127/amax (0 when
 // amax is 0), q = x*id rounded to nearest even, S = d*float(Σq).
@@ -120,22 +144,8 @@ TEXT ·quantizeAct8AVX2(SB), NOSPLIT, $32-40
 	QACONST
 
 qa8loop:
-	QAMAX(0)
-	VMOVAPS      X4, X9
-	QAMAX(128)
-	VBLENDPS     $2, X4, X9, X9
-	QAMAX(256)
-	VBLENDPS     $4, X4, X9, X9
-	QAMAX(384)
-	VBLENDPS     $8, X4, X9, X9
-	QAMAX(512)
-	VMOVAPS      X4, X7
-	QAMAX(640)
-	VBLENDPS     $2, X4, X7, X7
-	QAMAX(768)
-	VBLENDPS     $4, X4, X7, X7
-	QAMAX(896)
-	VBLENDPS     $8, X4, X7, X7
+	QAMAX4(0, X9)
+	QAMAX4(512, X7)
 	VINSERTF128  $1, X7, Y9, Y9
 	VBROADCASTSS X11, Y11
 	VDIVPS       Y11, Y9, Y8 // d
@@ -147,31 +157,11 @@ qa8loop:
 	VCMPPS       $4, Y7, Y9, Y7 // amax != 0
 	VANDPS       Y7, Y6, Y6
 	VMOVUPS      Y6, ids-32(SP)
-	VBROADCASTSS ids-32(SP), Y6
-	QBLOCK(0, 0)
-	VMOVDQA      Y4, Y7
-	VBROADCASTSS ids-28(SP), Y6
-	QBLOCK(128, 32)
-	VPHADDD      Y4, Y7, Y7
-	VBROADCASTSS ids-24(SP), Y6
-	QBLOCK(256, 64)
-	VMOVDQA      Y4, Y8
-	VBROADCASTSS ids-20(SP), Y6
-	QBLOCK(384, 96)
-	VPHADDD      Y4, Y8, Y8
+	QPAIR(0, 4, 0, 0, Y7)
+	QPAIR(8, 12, 256, 64, Y8)
 	VPHADDD      Y8, Y7, Y7
-	VBROADCASTSS ids-16(SP), Y6
-	QBLOCK(512, 128)
-	VMOVDQA      Y4, Y8
-	VBROADCASTSS ids-12(SP), Y6
-	QBLOCK(640, 160)
-	VPHADDD      Y4, Y8, Y8
-	VBROADCASTSS ids-8(SP), Y6
-	QBLOCK(768, 192)
-	VMOVDQA      Y4, Y9
-	VBROADCASTSS ids-4(SP), Y6
-	QBLOCK(896, 224)
-	VPHADDD      Y4, Y9, Y9
+	QPAIR(16, 20, 512, 128, Y8)
+	QPAIR(24, 28, 768, 192, Y9)
 	VPHADDD      Y9, Y8, Y8
 
 	// S = d*Σq for the 8 blocks: Y7 = [lows of 0-3 | highs of 0-3], Y8
@@ -191,12 +181,4 @@ qa8loop:
 	VZEROUPPER
 	RET
 
-DATA qaperm<>+0(SB)/4, $0
-DATA qaperm<>+4(SB)/4, $4
-DATA qaperm<>+8(SB)/4, $1
-DATA qaperm<>+12(SB)/4, $5
-DATA qaperm<>+16(SB)/4, $2
-DATA qaperm<>+20(SB)/4, $6
-DATA qaperm<>+24(SB)/4, $3
-DATA qaperm<>+28(SB)/4, $7
-GLOBL qaperm<>(SB), RODATA|NOPTR, $32
+PERM8(qaperm<>, 0, 4, 1, 5, 2, 6, 3, 7)

@@ -56,6 +56,18 @@
 	VEXTRACTPS $3, x, (p)(stride*1); \
 	ADDQ       $4, outarg
 
+// NEXTROW1(off, label): stores the sum of Y0 (HSUM1) at (AX), moves AX
+// on, and loops to label while the argument rows (at off in the frame),
+// decremented, is not 0; then returns.
+#define NEXTROW1(off, label) \
+	HSUM1; \
+	MOVSS      X0, (AX); \
+	ADDQ       $4, AX; \
+	DECQ       rows+off(FP); \
+	JNZ        label; \
+	VZEROUPPER; \
+	RET
+
 // HSUM1: X0 lane 0 = the sum of Y0 in HSUM4's order (pairs, pairs of
 // pairs, then the two halves); X1 is clobbered.
 #define HSUM1 \

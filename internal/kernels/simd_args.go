@@ -2,9 +2,9 @@
 
 package kernels
 
-// The argument checks of the generated wrappers of the assembly kernels
-// (gen_*_amd64.go, gen_*_arm64.go): the kernels of both architectures take
-// the same arguments.
+// The argument checks of the Go wrappers of the assembly kernels
+// (simd_wrap.go): the kernels of both architectures take the same
+// arguments.
 
 // checkRows4 checks the output of a dot4Rows call: four rows of at least
 // rows values, stride apart.
@@ -25,10 +25,10 @@ func fArgs4(a *[4]*Act, n int) (x [4]*float32) {
 	return x
 }
 
-// The wrappers of the quantized kernels (gen_*.go) check their arguments
-// with the functions below, so that the assembly stays inside the slices,
-// and call the kernels directly: a call through a function value would make
-// the arguments escape. The kernels take nb blocks of 32 elements, or
+// The wrappers of the quantized kernels (simd_wrap.go) check their
+// arguments with the functions below, so that the assembly stays inside the
+// slices, and call the kernels directly (through asmDot and asmDot4): a call
+// through a function value would make the arguments escape. The kernels take nb blocks of 32 elements, or
 // super-blocks of 256 (nsub = 8 activation blocks each), of bsize bytes;
 // tab is f16Table (they read the weight scales, halves, through it).
 

@@ -2,88 +2,18 @@
 
 #include "textflag.h"
 #include "simd_amd64.h"
+#include "simd_data.h"
+#include "simd_exp_amd64.h"
 
 // Element-wise kernels of the model (swiglu, softmax, rmsnorm) on 8 floats
 // at a time; n is a multiple of 8 (the Go side pads the rest through the
 // same code, so an element's result does not depend on where it lies).
-//
-// exp(x) is Cephes' expf: n = round(x·log2 e), r = x - n·ln 2 in two parts
-// (C1 has few bits, so n·C1 is exact), e^r by a degree-7 polynomial, times
-// 2^n built in the exponent bits: within 2 ulp of exp. Below LO (where 2^n
-// would not be normal) the result is 0, above HI +Inf.
+// exp is simd_exp_amd64.h's EXP; its constants are defined here.
 
-// Each constant repeated 8 times, so that it can be a 256-bit memory operand.
+#define EXPC8(i, v) SPLAT4X8(·expc, 32*i, v)
 
-#define LOG2E elemc<>+0(SB)
-#define C1 elemc<>+32(SB)
-#define C2 elemc<>+64(SB)
-#define P0 elemc<>+96(SB)
-#define P1 elemc<>+128(SB)
-#define P2 elemc<>+160(SB)
-#define P3 elemc<>+192(SB)
-#define P4 elemc<>+224(SB)
-#define P5 elemc<>+256(SB)
-#define ONE elemc<>+288(SB)
-#define HI elemc<>+320(SB)
-#define LO elemc<>+352(SB)
-#define INF elemc<>+384(SB)
-#define BIAS elemc<>+416(SB)
-
-// ELEMC8(off, v): the 32-bit value v 8 times at elemc<>+off.
-#define ELEMC8(off, v) \
-	DATA elemc<>+off+0(SB)/4, $v; \
-	DATA elemc<>+off+4(SB)/4, $v; \
-	DATA elemc<>+off+8(SB)/4, $v; \
-	DATA elemc<>+off+12(SB)/4, $v; \
-	DATA elemc<>+off+16(SB)/4, $v; \
-	DATA elemc<>+off+20(SB)/4, $v; \
-	DATA elemc<>+off+24(SB)/4, $v; \
-	DATA elemc<>+off+28(SB)/4, $v
-
-ELEMC8(0, 0x3fb8aa3b)
-ELEMC8(32, 0x3f318000)
-ELEMC8(64, 0xb95e8083)
-ELEMC8(96, 0x39506967)
-ELEMC8(128, 0x3ab743ce)
-ELEMC8(160, 0x3c088908)
-ELEMC8(192, 0x3d2aa9c1)
-ELEMC8(224, 0x3e2aaaaa)
-ELEMC8(256, 0x3f000000)
-ELEMC8(288, 0x3f800000)
-ELEMC8(320, 0x42b0c0a5)
-ELEMC8(352, 0xc2aeac50)
-ELEMC8(384, 0x7f800000)
-ELEMC8(416, 0x7f)
-GLOBL elemc<>(SB), RODATA|NOPTR, $448
-
-// EXP(x, r, k, y): y = exp(x) for the 8 floats of x (kept); r, k are
-// clobbered. NaN stays NaN.
-#define EXP(x, r, k, y) \
-	VMINPS       HI, x, r; \
-	VMAXPS       LO, r, r; \
-	VMULPS       LOG2E, r, k; \
-	VROUNDPS     $0, k, k; \
-	VFNMADD231PS C1, k, r; \
-	VFNMADD231PS C2, k, r; \
-	VMOVUPS      P0, y; \
-	VFMADD213PS  P1, r, y; \
-	VFMADD213PS  P2, r, y; \
-	VFMADD213PS  P3, r, y; \
-	VFMADD213PS  P4, r, y; \
-	VFMADD213PS  P5, r, y; \
-	VMULPS       r, y, y; \
-	VFMADD213PS  r, r, y; \
-	VADDPS       ONE, y, y; \
-	VCVTPS2DQ    k, k; \
-	VPADDD       BIAS, k, k; \
-	VPSLLD       $23, k, k; \
-	VMULPS       k, y, y; \
-	VCMPPS       $1, LO, x, k; \
-	VANDNPS      y, k, y; \
-	VCMPPS       $14, HI, x, k; \
-	VBLENDVPS    k, INF, y, y; \
-	VCMPPS       $3, x, x, k; \
-	VBLENDVPS    k, x, y, y
+EXPCONSTS(EXPC8)
+GLOBL ·expc(SB), RODATA|NOPTR, $480
 
 // The F32 and F16 kernels are one macro each (DOTS, AXPYS), instantiated
 // with the cache's element: KV(off, base, x, acc, t) adds x times the 8

@@ -57,13 +57,7 @@ tail: \
 	ADDQ        $B8, SI; \
 done: \
 	VADDPS       Y8, Y0, Y0; \
-	HSUM1; \
-	MOVSS        X0, (AX); \
-	ADDQ         $4, AX; \
-	DECQ         rows+24(FP); \
-	JNZ          row; \
-	VZEROUPPER; \
-	RET
+	NEXTROW1(24, row)
 
 // FMA4(src, off) adds the weights in src times the 8 activations at
 // off(row k's pointer)(DX*1) to the accumulators of the four activation
@@ -124,29 +118,21 @@ done: \
 	VZEROUPPER; \
 	RET
 
-// func dotF32AVX2(w, x *float32, n, rows int, out *float32)
-TEXT ·dotF32AVX2(SB), NOSPLIT, $0-40
-	FDOT(LOADF32, 32, 64)
+// FKERNELS(one, four, LOAD, B8, B16) is a float type's two kernels, one
+// and four (its TEXT symbols), from its LOAD and the bytes of 8 and 16
+// weights.
+#define FKERNELS(one, four, LOAD, B8, B16) \
+	TEXT one(SB), NOSPLIT, $0-40; \
+	FDOT(LOAD, B8, B16); \
+	TEXT four(SB), NOSPLIT, $0-48; \
+	FDOT4(LOAD, B8, B16)
 
-// func dot4F32AVX2(w *float32, x *[4]*float32, n, rows int, out *float32, stride int)
-TEXT ·dot4F32AVX2(SB), NOSPLIT, $0-48
-	FDOT4(LOADF32, 32, 64)
-
-// func dotF16AVX2(w *byte, x *float32, n, rows int, out *float32)
-TEXT ·dotF16AVX2(SB), NOSPLIT, $0-40
-	FDOT(LOADF16, 16, 32)
-
-// func dot4F16AVX2(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
-TEXT ·dot4F16AVX2(SB), NOSPLIT, $0-48
-	FDOT4(LOADF16, 16, 32)
-
-// func dotBF16AVX2(w *byte, x *float32, n, rows int, out *float32)
-TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-40
-	FDOT(LOADBF16, 16, 32)
-
-// func dot4BF16AVX2(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
-TEXT ·dot4BF16AVX2(SB), NOSPLIT, $0-48
-	FDOT4(LOADBF16, 16, 32)
+// The kernels' Go declarations (gen_avx2_amd64.go):
+// func dotXAVX2(w *byte, x *float32, n, rows int, out *float32)
+// func dot4XAVX2(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
+FKERNELS(·dotF32AVX2, ·dot4F32AVX2, LOADF32, 32, 64)
+FKERNELS(·dotF16AVX2, ·dot4F16AVX2, LOADF16, 16, 32)
+FKERNELS(·dotBF16AVX2, ·dot4BF16AVX2, LOADBF16, 16, 32)
 
 // func dotVecAVX2(a, b *float32, n int) float32
 // n is a multiple of 8. Attention's scores: short vectors (a head, 64 to

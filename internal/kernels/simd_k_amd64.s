@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "simd_amd64.h"
+#include "simd_data.h"
 
 // K-quants: super-blocks of 256 weights against 8 activation blocks of 32.
 // Each activation block has its own scale, so every sub-block's integer sum
@@ -92,6 +93,13 @@
 	VPADDW     rb, ra, dst; \
 	VPMADDWD   X15, dst, dst
 
+// KPAIR(o, a, b, t): a = the KT2-transposed sums of the two sub-blocks of
+// 32 at o(DI) (b and t clobbered).
+#define KPAIR(o, a, b, t) \
+	KP(o, o+16, o, o+16, X4, X5, a); \
+	KP(o+32, o+48, o+32, o+48, X5, X12, b); \
+	KT2(a, b, t)
+
 // KROW4(off, acc): acc += the Q4_K/Q5_K sums of the unpacked super-block at
 // 0(DI) (the scratch area: one quant a byte, in element order) against activation row
 // off/8 (its pointers at off in qs, d, s), scaled: d*sc*d_a*Σq*a - dmin*m*S
@@ -104,19 +112,11 @@
 	MOVQ        OFF(R10), R10; \
 	MOVQ        s+24(FP), R12; \
 	MOVQ        OFF(R12), R12; \
-	KP(0, 16, 0, 16, X4, X5, X6); \
-	KP(32, 48, 32, 48, X5, X12, X7); \
-	KT2(X6, X7, X8); \
-	KP(64, 80, 64, 80, X4, X5, X7); \
-	KP(96, 112, 96, 112, X5, X12, X8); \
-	KT2(X7, X8, X9); \
+	KPAIR(0, X6, X7, X8); \
+	KPAIR(64, X7, X8, X9); \
 	KT4(X6, X7, X8); \
-	KP(128, 144, 128, 144, X4, X5, X7); \
-	KP(160, 176, 160, 176, X5, X12, X8); \
-	KT2(X7, X8, X9); \
-	KP(192, 208, 192, 208, X4, X5, X8); \
-	KP(224, 240, 224, 240, X5, X12, X9); \
-	KT2(X8, X9, X4); \
+	KPAIR(128, X7, X8, X9); \
+	KPAIR(192, X8, X9, X4); \
 	KT4(X7, X8, X9); \
 	VINSERTI128 $1, X7, Y6, Y6; \
 	VCVTDQ2PS   Y6, Y6; \
@@ -253,13 +253,7 @@ loop: \
 	ADDQ $32, R10; \
 	DECQ CX; \
 	JNZ  loop; \
-	HSUM1; \
-	MOVSS        X0, (AX); \
-	ADDQ         $4, AX; \
-	DECQ         rows+48(FP); \
-	JNZ          row; \
-	VZEROUPPER; \
-	RET
+	NEXTROW1(48, row)
 
 #define PERMSUMS VMOVDQU permsums<>(SB), Y13
 #define NOSETUP
@@ -565,15 +559,7 @@ q6kx4loop:
 	VZEROUPPER
 	RET
 
-DATA permsums<>+0(SB)/4, $0
-DATA permsums<>+4(SB)/4, $4
-DATA permsums<>+8(SB)/4, $1
-DATA permsums<>+12(SB)/4, $5
-DATA permsums<>+16(SB)/4, $2
-DATA permsums<>+20(SB)/4, $6
-DATA permsums<>+24(SB)/4, $3
-DATA permsums<>+28(SB)/4, $7
-GLOBL permsums<>(SB), RODATA|NOPTR, $32
+PERM8(permsums<>, 0, 4, 1, 5, 2, 6, 3, 7)
 
 // func dotQ6_KAVX2(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
 // rows consecutive weight rows, as dotQ4_0AVX2, with the quants (0..63)
@@ -628,46 +614,20 @@ q6kloop:
 	JNZ  q6kloop
 
 	// The lane sums in dot4's order (see dotQ4_KAVX2).
-	HSUM1
-	MOVSS        X0, (AX)
-	ADDQ         $4, AX
-	DECQ         rows+48(FP)
-	JNZ          q6krow
-	VZEROUPPER
-	RET
+	NEXTROW1(48, q6krow)
 
-DATA q6m30<>+0(SB)/8, $0x3030303030303030
-DATA q6m30<>+8(SB)/8, $0x3030303030303030
-DATA q6m30<>+16(SB)/8, $0x3030303030303030
-DATA q6m30<>+24(SB)/8, $0x3030303030303030
-GLOBL q6m30<>(SB), RODATA|NOPTR, $32
+SPLAT32(q6m30<>, 0x3030303030303030)
 
-// VPSHUFB masks for block t of a half: lane 0 repeats int16 word 2t, lane 1
-// word 2t+1.
-DATA q6shuf<>+0(SB)/8, $0x0100010001000100
-DATA q6shuf<>+8(SB)/8, $0x0100010001000100
-DATA q6shuf<>+16(SB)/8, $0x0302030203020302
-DATA q6shuf<>+24(SB)/8, $0x0302030203020302
-DATA q6shuf<>+32(SB)/8, $0x0504050405040504
-DATA q6shuf<>+40(SB)/8, $0x0504050405040504
-DATA q6shuf<>+48(SB)/8, $0x0706070607060706
-DATA q6shuf<>+56(SB)/8, $0x0706070607060706
-DATA q6shuf<>+64(SB)/8, $0x0908090809080908
-DATA q6shuf<>+72(SB)/8, $0x0908090809080908
-DATA q6shuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA q6shuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA q6shuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA q6shuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA q6shuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA q6shuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+// VPSHUFB masks for block t of a half (q6shuf<>+32t): lane 0 repeats
+// int16 word 2t, lane 1 word 2t+1. Q6SHUFW(k) writes the 16 bytes of word
+// k at q6shuf<>+16k.
+#define Q6SHUFW(k) \
+	DATA q6shuf<>+(16*k)(SB)/8, $(0x0100010001000100+k*0x0202020202020202); \
+	DATA q6shuf<>+(16*k+8)(SB)/8, $(0x0100010001000100+k*0x0202020202020202)
+
+Q6SHUFW(0); Q6SHUFW(1); Q6SHUFW(2); Q6SHUFW(3)
+Q6SHUFW(4); Q6SHUFW(5); Q6SHUFW(6); Q6SHUFW(7)
 GLOBL q6shuf<>(SB), RODATA|NOPTR, $128
 
-DATA q5kx10<>+0(SB)/8, $0x1010101010101010
-DATA q5kx10<>+8(SB)/8, $0x1010101010101010
-GLOBL q5kx10<>(SB), RODATA|NOPTR, $16
-
-DATA q6m0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA q6m0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA q6m0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA q6m0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL q6m0f<>(SB), RODATA|NOPTR, $32
+SPLAT16(q5kx10<>, 0x1010101010101010)
+SPLAT32(q6m0f<>, 0x0f0f0f0f0f0f0f0f)

@@ -1,6 +1,7 @@
 //go:build arm64 && !purego
 
 #include "textflag.h"
+#include "simd_neon_arm64.h"
 
 // Advanced SIMD kernels of arm64 (simd_arm64.go): the dot kernels of every
 // weight type for the neon path (*NEON, every ARMv8-A CPU), of the
@@ -40,28 +41,6 @@
 // The kernels are skeleton macros, each expanded in a TEXT of each path
 // with the path's I32/I16 macro; a skeleton loads its arguments (the ARGS
 // macros) and its labels are local to the TEXT it is expanded in.
-
-#define SMULL_8H(d, n, m)  WORD $(0x0e20c000 | ((m)<<16) | ((n)<<5) | (d)) // Vd.8H = Vn.8B * Vm.8B
-#define SMLAL_8H(d, n, m)  WORD $(0x0e208000 | ((m)<<16) | ((n)<<5) | (d)) // Vd.8H += Vn.8B * Vm.8B
-#define SMLAL2_8H(d, n, m) WORD $(0x4e208000 | ((m)<<16) | ((n)<<5) | (d)) // Vd.8H += Vn.16B[8:] * Vm.16B[8:]
-#define SADDLP_4S(d, n)    WORD $(0x4e602800 | ((n)<<5) | (d))             // Vd.4S = pairwise sums of Vn.8H
-#define SADALP_4S(d, n)    WORD $(0x4e606800 | ((n)<<5) | (d))             // Vd.4S += pairwise sums of Vn.8H
-#define SDOT_4S(d, n, m)   WORD $(0x4e809400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S[i] += Σ_j<4 Vn.16B[4i+j] * Vm.16B[4i+j]
-#define SMMLA_4S(d, n, m)  WORD $(0x4e80a400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S[2i+j] += Σ_k<8 Vn.16B[8i+k] * Vm.16B[8j+k]
-#define ZERO_2D(d)         WORD $(0x6f00e400 | (d))                        // Vd = 0 (MOVI Vd.2D, #0)
-#define MUL_4S(d, n, m)    WORD $(0x4ea09c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S * Vm.4S
-#define SXTL_8H(d, n)      WORD $(0x0f08a400 | ((n)<<5) | (d))             // Vd.8H = int16(Vn.8B)
-#define SXTL2_8H(d, n)     WORD $(0x4f08a400 | ((n)<<5) | (d))             // Vd.8H = int16(Vn.16B[8:])
-#define SXTL_4S(d, n)      WORD $(0x0f10a400 | ((n)<<5) | (d))             // Vd.4S = int32(Vn.4H)
-#define SXTL2_4S(d, n)     WORD $(0x4f10a400 | ((n)<<5) | (d))             // Vd.4S = int32(Vn.8H[4:])
-#define SCVTF_4S(d, n)     WORD $(0x4e21d800 | ((n)<<5) | (d))             // Vd.4S = float32(int32 Vn.4S)
-#define UCVTF_4S(d, n)     WORD $(0x6e21d800 | ((n)<<5) | (d))             // Vd.4S = float32(uint32 Vn.4S)
-#define FMUL_4S(d, n, m)   WORD $(0x6e20dc00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S * Vm.4S
-#define FADD_4S(d, n, m)   WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S + Vm.4S
-#define FADDP_4S(d, n, m)  WORD $(0x6e20d400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = [n0+n1, n2+n3, m0+m1, m2+m3]
-#define FADDP_S(d, n)      WORD $(0x7e30d800 | ((n)<<5) | (d))             // Sd = Vn.S[0] + Vn.S[1]
-#define FCVTL_4S(d, n)     WORD $(0x0e217800 | ((n)<<5) | (d))             // Vd.4S = float32(Vn.4H)
-#define FCVTL2_4S(d, n)    WORD $(0x4e217800 | ((n)<<5) | (d))             // Vd.4S = float32(Vn.8H[4:])
 
 // I32N / I32D(x, a0, b0, a1, b1, t0, t1): Vx.4S = int32 partial sums of
 // the 32 products a0·b0, a1·b1 (int8 x 16 each), whose total is the exact
@@ -187,6 +166,15 @@
 
 // ---------------------------------------------------------------- Q8_0
 
+// KERNELS4(n1, d1, n4, d4, f1, f4, ONE, FOUR, N, D): a type's four kernels
+// (TEXT symbols n1, d1 one-input, n4, d4 four-input; frames f1, f4): ONE
+// and FOUR with the widening multiply-adds (N) and with SDOT (D).
+#define KERNELS4(n1, d1, n4, d4, f1, f4, ONE, FOUR, N, D) \
+	TEXT n1(SB), NOSPLIT, f1; ONE(N); \
+	TEXT d1(SB), NOSPLIT, f1; ONE(D); \
+	TEXT n4(SB), NOSPLIT, f4; FOUR(N); \
+	TEXT d4(SB), NOSPLIT, f4; FOUR(D)
+
 // Q8W loads a weight block at R0 (moved on by 34): quants in V0, V1 and
 // the scale d_w in F16 (through the table at R4).
 #define Q8W \
@@ -248,20 +236,9 @@ q8blk4:                                  \
 	RET
 
 // func dotQ8_0NEON(w *byte, qs *int8, d *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ8_0NEON(SB), NOSPLIT, $0-56
-	DOTQ8_0(I32N)
-
-// func dotQ8_0SDOT(w *byte, qs *int8, d *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ8_0SDOT(SB), NOSPLIT, $0-56
-	DOTQ8_0(I32D)
-
 // func dot4Q8_0NEON(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q8_0NEON(SB), NOSPLIT, $0-64
-	DOT4Q8_0(I32N)
-
-// func dot4Q8_0SDOT(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q8_0SDOT(SB), NOSPLIT, $0-64
-	DOT4Q8_0(I32D)
+// and the same for the SDOT ones.
+KERNELS4(·dotQ8_0NEON, ·dotQ8_0SDOT, ·dot4Q8_0NEON, ·dot4Q8_0SDOT, $0-56, $0-64, DOTQ8_0, DOT4Q8_0, I32N, I32D)
 
 // ---------------------------------------------------------------- Q4_0
 
@@ -346,21 +323,19 @@ qsblk4:                                  \
 	LOOP(R5, qsrow4);                \
 	RET
 
-// func dotQ4_0NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_0NEON(SB), NOSPLIT, $0-64
-	DOTQS(Q4CONST, Q4W, Q4A, I32N)
+// QSKERNELS(n1, d1, n4, d4, CONST, W, A): the four kernels of a type of
+// blocks of 32 with a scale and an offset or minimum, DOTQS and DOT4QS with
+// its macros:
+// func dotXNEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+// func dot4XNEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+// and the same for the SDOT ones.
+#define QSKERNELS(n1, d1, n4, d4, CONST, W, A) \
+	TEXT n1(SB), NOSPLIT, $0-64; DOTQS(CONST, W, A, I32N); \
+	TEXT d1(SB), NOSPLIT, $0-64; DOTQS(CONST, W, A, I32D); \
+	TEXT n4(SB), NOSPLIT, $0-72; DOT4QS(CONST, W, A, I32N); \
+	TEXT d4(SB), NOSPLIT, $0-72; DOT4QS(CONST, W, A, I32D)
 
-// func dotQ4_0SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_0SDOT(SB), NOSPLIT, $0-64
-	DOTQS(Q4CONST, Q4W, Q4A, I32D)
-
-// func dot4Q4_0NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_0NEON(SB), NOSPLIT, $0-72
-	DOT4QS(Q4CONST, Q4W, Q4A, I32N)
-
-// func dot4Q4_0SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
-	DOT4QS(Q4CONST, Q4W, Q4A, I32D)
+QSKERNELS(·dotQ4_0NEON, ·dotQ4_0SDOT, ·dot4Q4_0NEON, ·dot4Q4_0SDOT, Q4CONST, Q4W, Q4A)
 
 // ---------------------------------------------------------------- Q4_1, Q5_0, Q5_1
 
@@ -438,53 +413,9 @@ TEXT ·dot4Q4_0SDOT(SB), NOSPLIT, $0-72
 	HALFP(F15); \
 	Q5QS
 
-// func dotQ4_1NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_1NEON(SB), NOSPLIT, $0-64
-	DOTQS(Q41CONST, Q41W, Q41A, I32N)
-
-// func dotQ4_1SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_1SDOT(SB), NOSPLIT, $0-64
-	DOTQS(Q41CONST, Q41W, Q41A, I32D)
-
-// func dot4Q4_1NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_1NEON(SB), NOSPLIT, $0-72
-	DOT4QS(Q41CONST, Q41W, Q41A, I32N)
-
-// func dot4Q4_1SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_1SDOT(SB), NOSPLIT, $0-72
-	DOT4QS(Q41CONST, Q41W, Q41A, I32D)
-
-// func dotQ5_0NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_0NEON(SB), NOSPLIT, $0-64
-	DOTQS(Q5CONST, Q50W, Q4A, I32N)
-
-// func dotQ5_0SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_0SDOT(SB), NOSPLIT, $0-64
-	DOTQS(Q5CONST, Q50W, Q4A, I32D)
-
-// func dot4Q5_0NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_0NEON(SB), NOSPLIT, $0-72
-	DOT4QS(Q5CONST, Q50W, Q4A, I32N)
-
-// func dot4Q5_0SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_0SDOT(SB), NOSPLIT, $0-72
-	DOT4QS(Q5CONST, Q50W, Q4A, I32D)
-
-// func dotQ5_1NEON(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_1NEON(SB), NOSPLIT, $0-64
-	DOTQS(Q5CONST, Q51W, Q41A, I32N)
-
-// func dotQ5_1SDOT(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_1SDOT(SB), NOSPLIT, $0-64
-	DOTQS(Q5CONST, Q51W, Q41A, I32D)
-
-// func dot4Q5_1NEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_1NEON(SB), NOSPLIT, $0-72
-	DOT4QS(Q5CONST, Q51W, Q41A, I32N)
-
-// func dot4Q5_1SDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_1SDOT(SB), NOSPLIT, $0-72
-	DOT4QS(Q5CONST, Q51W, Q41A, I32D)
+QSKERNELS(·dotQ4_1NEON, ·dotQ4_1SDOT, ·dot4Q4_1NEON, ·dot4Q4_1SDOT, Q41CONST, Q41W, Q41A)
+QSKERNELS(·dotQ5_0NEON, ·dotQ5_0SDOT, ·dot4Q5_0NEON, ·dot4Q5_0SDOT, Q5CONST, Q50W, Q4A)
+QSKERNELS(·dotQ5_1NEON, ·dotQ5_1SDOT, ·dot4Q5_1NEON, ·dot4Q5_1SDOT, Q5CONST, Q51W, Q41A)
 
 // ---------------------------------------------------------------- Q4_K, Q5_K
 
@@ -648,11 +579,6 @@ ksb:                                     \
 	LOOP(R5, krow);                  \
 	RET
 
-#define ADDP_4S(d, n, m) WORD $(0x4ea0bc00 | ((m)<<16) | ((n)<<5) | (d))              // Vd.4S = [n0+n1, n2+n3, m0+m1, m2+m3]
-#define FMLA_4S(d, n, m) WORD $(0x4e20cc00 | ((m)<<16) | ((n)<<5) | (d))              // Vd.4S += Vn.4S * Vm.4S
-#define FMADD_S(d, n, m, a) WORD $(0x1f000000 | ((m)<<16) | ((a)<<10) | ((n)<<5) | (d)) // Sd = Sa + Sn*Sm
-#define FMSUB_S(d, n, m, a) WORD $(0x1f008000 | ((m)<<16) | ((a)<<10) | ((n)<<5) | (d)) // Sd = Sa - Sn*Sm
-
 // The four-input K kernels unpack each chunk once for the four activation
 // rows. Activation row k's sub-block sums build up in V(16+2k) (sub-blocks
 // 0-3) and V(17+2k) (4-7), in KFLOAT's lane order: KCc(I32, qs, a, b) is
@@ -757,37 +683,17 @@ ksb4:                                    \
 	LOOP(R5, krow4);                 \
 	RET
 
-// func dotQ4_KNEON(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_KNEON(SB), NOSPLIT, $0-64
-	DOTK(Q4KSB, I32N)
+// KKERNELS(n1, d1, n4, d4, SUB, PRE, DEC): a K-quant's four kernels (with
+// QSKERNELS' signatures, nsb super-blocks for nb), DOTK and DOT4K with its
+// macros.
+#define KKERNELS(n1, d1, n4, d4, SUB, PRE, DEC) \
+	TEXT n1(SB), NOSPLIT, $0-64; DOTK(SUB, I32N); \
+	TEXT d1(SB), NOSPLIT, $0-64; DOTK(SUB, I32D); \
+	TEXT n4(SB), NOSPLIT, $0-72; DOT4K(PRE, DEC, I32N); \
+	TEXT d4(SB), NOSPLIT, $0-72; DOT4K(PRE, DEC, I32D)
 
-// func dotQ4_KSDOT(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_KSDOT(SB), NOSPLIT, $0-64
-	DOTK(Q4KSB, I32D)
-
-// func dot4Q4_KNEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_KNEON(SB), NOSPLIT, $0-72
-	DOT4K(Q4KPRE, Q4KDEC, I32N)
-
-// func dot4Q4_KSDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_KSDOT(SB), NOSPLIT, $0-72
-	DOT4K(Q4KPRE, Q4KDEC, I32D)
-
-// func dotQ5_KNEON(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_KNEON(SB), NOSPLIT, $0-64
-	DOTK(Q5KSB, I32N)
-
-// func dotQ5_KSDOT(w *byte, qs *int8, d, s *float32, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_KSDOT(SB), NOSPLIT, $0-64
-	DOTK(Q5KSB, I32D)
-
-// func dot4Q5_KNEON(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_KNEON(SB), NOSPLIT, $0-72
-	DOT4K(Q5KPRE, Q5KDEC, I32N)
-
-// func dot4Q5_KSDOT(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_KSDOT(SB), NOSPLIT, $0-72
-	DOT4K(Q5KPRE, Q5KDEC, I32D)
+KKERNELS(·dotQ4_KNEON, ·dotQ4_KSDOT, ·dot4Q4_KNEON, ·dot4Q4_KSDOT, Q4KSB, Q4KPRE, Q4KDEC)
+KKERNELS(·dotQ5_KNEON, ·dotQ5_KSDOT, ·dot4Q5_KNEON, ·dot4Q5_KSDOT, Q5KSB, Q5KPRE, Q5KDEC)
 
 // ---------------------------------------------------------------- Q6_K
 
@@ -1051,20 +957,9 @@ q6ksb4:                                  \
 	RET
 
 // func dotQ6_KNEON(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ6_KNEON(SB), NOSPLIT, $0-64
-	DOTQ6_K(I16N)
-
-// func dotQ6_KSDOT(w *byte, qs *int8, d *float32, b *int16, nsb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ6_KSDOT(SB), NOSPLIT, $0-64
-	DOTQ6_K(I16D)
-
 // func dot4Q6_KNEON(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q6_KNEON(SB), NOSPLIT, $0-72
-	DOT4Q6_K(I16N)
-
-// func dot4Q6_KSDOT(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q6_KSDOT(SB), NOSPLIT, $0-72
-	DOT4Q6_K(I16D)
+// and the same for the SDOT ones.
+KERNELS4(·dotQ6_KNEON, ·dotQ6_KSDOT, ·dot4Q6_KNEON, ·dot4Q6_KSDOT, $0-64, $0-72, DOTQ6_K, DOT4Q6_K, I16N, I16D)
 
 // ---------------------------------------------------------------- pairs of rows (SMMLA)
 
@@ -1273,24 +1168,12 @@ mmblk:                                        \
 #define MMSPTRS PTRS4(R21, R8, R16, R17, R23)
 
 // func dot4Q8_0SMMLA(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q8_0SMMLA(SB), NOSPLIT, $0-64
-	DOT4MM(Q8ARGS, 56, MMNOS, 34, MMQ8CONST, Q8W2, Q8MMA)
-
-// func dot4Q4_0SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_0SMMLA(SB), NOSPLIT, $0-72
-	DOT4MM(QSARGS, 64, MMSPTRS, 18, MMQ4CONST, Q4W2, Q4MMA)
-
-// func dot4Q4_1SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_1SMMLA(SB), NOSPLIT, $0-72
-	DOT4MM(QSARGS, 64, MMSPTRS, 20, Q41CONST, Q41W2, Q41MMA)
-
-// func dot4Q5_0SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_0SMMLA(SB), NOSPLIT, $0-72
-	DOT4MM(QSARGS, 64, MMSPTRS, 22, MMQ5CONST, Q50W2, Q4MMA)
-
-// func dot4Q5_1SMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_1SMMLA(SB), NOSPLIT, $0-72
-	DOT4MM(QSARGS, 64, MMSPTRS, 24, MMQ5CONST, Q51W2, Q41MMA)
+// func dot4XSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+TEXT ·dot4Q8_0SMMLA(SB), NOSPLIT, $0-64; DOT4MM(Q8ARGS, 56, MMNOS, 34, MMQ8CONST, Q8W2, Q8MMA)
+TEXT ·dot4Q4_0SMMLA(SB), NOSPLIT, $0-72; DOT4MM(QSARGS, 64, MMSPTRS, 18, MMQ4CONST, Q4W2, Q4MMA)
+TEXT ·dot4Q4_1SMMLA(SB), NOSPLIT, $0-72; DOT4MM(QSARGS, 64, MMSPTRS, 20, Q41CONST, Q41W2, Q41MMA)
+TEXT ·dot4Q5_0SMMLA(SB), NOSPLIT, $0-72; DOT4MM(QSARGS, 64, MMSPTRS, 22, MMQ5CONST, Q50W2, Q4MMA)
+TEXT ·dot4Q5_1SMMLA(SB), NOSPLIT, $0-72; DOT4MM(QSARGS, 64, MMSPTRS, 24, MMQ5CONST, Q51W2, Q41MMA)
 
 // ---------------------------------------------------------------- pairs of rows, K-quants (SMMLA)
 
@@ -1304,9 +1187,6 @@ TEXT ·dot4Q5_1SMMLA(SB), NOSPLIT, $0-72
 // rows'. Both kernels keep the rows at R0 and R24 (R25 bytes apart) and
 // the activation rows' quants at R1, R2 (rows 0, 1) and R8, R16 (2, 3);
 // V20, V21 are the outputs (MMSTORE's).
-
-#define MLA_4S(d, n, m)  WORD $(0x4ea09400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S += Vn.4S * Vm.4S (int32)
-#define FMLS_4S(d, n, m) WORD $(0x4ea0cc00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S -= Vn.4S * Vm.4S
 
 // MMACT(qa, qb): 32 quants of activation rows a and b (at qa, qb, moved on
 // by 32) paired by 8 as WZIP pairs the weights: V30, V10, V8, V11 = [a's,
@@ -1696,17 +1576,11 @@ q6mmsb:                                  \
 	LOOP(R5, q6mmrow);               \
 	RET
 
-// func dot4Q4_KSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_KSMMLA(SB), NOSPLIT, $0-72
-	DOT4KMM(144, 16, KMMC)
-
-// func dot4Q5_KSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_KSMMLA(SB), NOSPLIT, $0-72
-	DOT4KMM(176, 48, KMMC5)
-
-// func dot4Q6_KSMMLA(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q6_KSMMLA(SB), NOSPLIT, $0-72
-	DOT4Q6MM
+// func dot4XSMMLA(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+// (Q6_K: d *[4]*float32, b *[4]*int16 for d, s)
+TEXT ·dot4Q4_KSMMLA(SB), NOSPLIT, $0-72; DOT4KMM(144, 16, KMMC)
+TEXT ·dot4Q5_KSMMLA(SB), NOSPLIT, $0-72; DOT4KMM(176, 48, KMMC5)
+TEXT ·dot4Q6_KSMMLA(SB), NOSPLIT, $0-72; DOT4Q6MM
 
 // ---------------------------------------------------------------- floats
 
@@ -1715,9 +1589,6 @@ TEXT ·dot4Q6_KSMMLA(SB), NOSPLIT, $0-72
 // Each output is Σ over the row in two vector accumulators (lo, hi lanes),
 // added, then summed as HSUM4 does. Registers: R19 x (dot4: the array of
 // four), R22 n/8.
-
-#define SHLL_4S(d, n)  WORD $(0x2e613800 | ((n)<<5) | (d)) // Vd.4S = uint32(Vn.4H) << 16
-#define SHLL2_4S(d, n) WORD $(0x6e613800 | ((n)<<5) | (d)) // Vd.4S = uint32(Vn.8H[4:]) << 16
 
 #define F32W \
 	VLD1.P 32(R0), [V1.S4, V2.S4]
@@ -1791,29 +1662,17 @@ floop4:                                 \
 	LOOP(R5, frow4);                \
 	RET
 
-// func dotF32NEON(w *float32, x *float32, n, rows int, out *float32)
-TEXT ·dotF32NEON(SB), NOSPLIT, $0-40
-	DOTFLOAT(F32W)
+// FKERNELS(n1, n4, W): a float type's two kernels, DOTFLOAT and DOT4FLOAT
+// with its loads W:
+// func dotXNEON(w *byte, x *float32, n, rows int, out *float32)
+// func dot4XNEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
+#define FKERNELS(n1, n4, W) \
+	TEXT n1(SB), NOSPLIT, $0-40; DOTFLOAT(W); \
+	TEXT n4(SB), NOSPLIT, $0-48; DOT4FLOAT(W)
 
-// func dot4F32NEON(w *float32, x *[4]*float32, n, rows int, out *float32, stride int)
-TEXT ·dot4F32NEON(SB), NOSPLIT, $0-48
-	DOT4FLOAT(F32W)
-
-// func dotF16NEON(w *byte, x *float32, n, rows int, out *float32)
-TEXT ·dotF16NEON(SB), NOSPLIT, $0-40
-	DOTFLOAT(F16W)
-
-// func dot4F16NEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
-TEXT ·dot4F16NEON(SB), NOSPLIT, $0-48
-	DOT4FLOAT(F16W)
-
-// func dotBF16NEON(w *byte, x *float32, n, rows int, out *float32)
-TEXT ·dotBF16NEON(SB), NOSPLIT, $0-40
-	DOTFLOAT(BF16W)
-
-// func dot4BF16NEON(w *byte, x *[4]*float32, n, rows int, out *float32, stride int)
-TEXT ·dot4BF16NEON(SB), NOSPLIT, $0-48
-	DOT4FLOAT(BF16W)
+FKERNELS(·dotF32NEON, ·dot4F32NEON, F32W)
+FKERNELS(·dotF16NEON, ·dot4F16NEON, F16W)
+FKERNELS(·dotBF16NEON, ·dot4BF16NEON, BF16W)
 
 // func axpyNEON(alpha float32, x, y *float32, n int)
 // y[i] += alpha*x[i] (one FMA each) for n a multiple of 8.
@@ -1835,15 +1694,6 @@ axpyloop:
 	RET
 
 // ---------------------------------------------------------------- activations
-
-#define FABS_4S(d, n)     WORD $(0x4ea0f800 | ((n)<<5) | (d))             // Vd.4S = |Vn.4S|
-#define FMAX_4S(d, n, m)  WORD $(0x4e20f400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = max(Vn.4S, Vm.4S)
-#define FMAXV_S(d, n)     WORD $(0x6e30f800 | ((n)<<5) | (d))             // Sd = max of Vn.4S
-#define FCVTNS_4S(d, n)   WORD $(0x4e21a800 | ((n)<<5) | (d))             // Vd.4S = int32(round half even(Vn.4S)); NaN -> 0
-#define XTN_4H(d, n)      WORD $(0x0e612800 | ((n)<<5) | (d))             // Vd.4H = int16(Vn.4S) (truncating)
-#define XTN2_8H(d, n)     WORD $(0x4e612800 | ((n)<<5) | (d))             // Vd.8H[4:] = int16(Vn.4S)
-#define XTN_8B(d, n)      WORD $(0x0e212800 | ((n)<<5) | (d))             // Vd.8B = int8(Vn.8H)
-#define XTN2_16B(d, n)    WORD $(0x4e212800 | ((n)<<5) | (d))             // Vd.16B[8:] = int8(Vn.8H)
 
 // EACH8(M): M(i) for i = 0..7, on the eight vectors of a block (V0-V7).
 #define EACH8(M) M(0); M(1); M(2); M(3); M(4); M(5); M(6); M(7)
@@ -1919,9 +1769,6 @@ qloop:
 	RET
 
 // ---------------------------------------------------------------- fp16 conversions
-
-#define FCVTN_4H(d, n)  WORD $(0x0e216800 | ((n)<<5) | (d)) // Vd.4H = half(Vn.4S), round to nearest even
-#define FCVTN2_8H(d, n) WORD $(0x4e216800 | ((n)<<5) | (d)) // Vd.8H[4:] = half(Vn.4S)
 
 // func f16ToF32NEON(dst *float32, src *uint16, n int)
 // n (a multiple of 8) halves to float32, exactly.

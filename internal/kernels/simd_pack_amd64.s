@@ -487,3 +487,98 @@ bfloop:
 bfdone:
 	VZEROUPPER
 	RET
+
+// The small-batch Q8_0 kernels gemmT<k>Q8_0 (k = 2..8 tokens, a
+// speculative verification's k+1 rows): each chunk of a group is loaded
+// once and multiplied with the k tokens' activation dwords (broadcast
+// from memory), so the weights stream once for all k tokens where gemm4
+// and gemm1 passes read them once per pass. The activations are
+// interleaved by block (actInterleave: block b of token t's quants at
+// 32*(k*b+t), its scale and negated sum at 4*(k*b+t)), so that every token is a
+// constant displacement from one pointer. Every output gets gemm4's
+// integer sum and float steps (Q8TOKW) in the same order: the same bits
+// as one token alone.
+//
+// Registers: as PKGP, Z0 the chunk, Z8 the rows' scales, Z9 a temporary,
+// Z16-Z23 the tokens' integer sums, Z24-Z31 their outputs; CX the output
+// pointer of tokens 4-7 at the stores.
+
+// TK<k>(M, a): M(a, t, sum, output, store address) for each token t < k.
+#define TK2(M, a) M(a, 0, Z16, Z24, (AX)); M(a, 1, Z17, Z25, (AX)(R13*1))
+#define TK3(M, a) TK2(M, a); M(a, 2, Z18, Z26, (AX)(R13*2))
+#define TK4(M, a) TK3(M, a); M(a, 3, Z19, Z27, (AX)(R14*1))
+#define TK5(M, a) TK4(M, a); M(a, 4, Z20, Z28, (CX))
+#define TK6(M, a) TK5(M, a); M(a, 5, Z21, Z29, (CX)(R13*1))
+#define TK7(M, a) TK6(M, a); M(a, 6, Z22, Z30, (CX)(R13*2))
+#define TK8(M, a) TK7(M, a); M(a, 7, Z23, Z31, (CX)(R14*1))
+
+#define TKZACC(a, t, y, acc, o) VPXORD acc, acc, acc
+// TKZSUM starts token t's sum at -128*Σa (the interleaved sums are
+// negated): the integer Q8TOKW reaches by subtracting it at the end, with
+// a load where that took two instructions.
+#define TKZSUM(a, t, y, acc, o) VPBROADCASTD (4*t)(DX), y
+// TKMAC: chunk a (Z0) times token t's dword a.
+#define TKMAC(a, t, y, acc, o) VPDPBUSD.BCST (32*t+4*a)(DI), Z0, y
+// TKFIN: Q8TOKW's float steps for token t.
+#define TKFIN(a, t, y, acc, o) \
+	VCVTDQ2PS   y, y; \
+	VMULPS.BCST (4*t)(BX), Z8, Z9; \
+	VFMADD231PS Z9, y, acc
+#define TKST(a, t, y, acc, o) VMOVUPS acc, K1, o
+
+#define TKCHUNK(TK, c) VMOVDQU32 (64*c)(SI), Z0; TK(TKMAC, c)
+
+// TKBLOCK(TK): one block for the tokens of TK.
+#define TKBLOCK(TK) \
+	PFQ8_0; \
+	VCVTPH2PS (R12), Z8; \
+	TK(TKZSUM, 0); \
+	TKCHUNK(TK, 0); \
+	TKCHUNK(TK, 1); \
+	TKCHUNK(TK, 2); \
+	TKCHUNK(TK, 3); \
+	TKCHUNK(TK, 4); \
+	TKCHUNK(TK, 5); \
+	TKCHUNK(TK, 6); \
+	TKCHUNK(TK, 7); \
+	TK(TKFIN, 0)
+
+// GEMMTQ8(TK, k): the group and block loops for k tokens.
+#define GEMMTQ8(TK, k) \
+	PKARGS; \
+group: \
+	PKGROUP(512); \
+	TK(TKZACC, 0); \
+loop: \
+	TKBLOCK(TK); \
+	PKNEXT(512, 32, k, (4*k), loop); \
+	MOVQ R12, SI; \
+	PKMASK(store); \
+	LEAQ (AX)(R13*4), CX; \
+	TK(TKST, 0); \
+	ADDQ $64, AX; \
+	DECQ R15; \
+	JNZ  group; \
+	VZEROUPPER; \
+	RET
+
+TEXT ·gemmT2Q8_0VNNI(SB), NOSPLIT, $0-88
+	GEMMTQ8(TK2, 2)
+
+TEXT ·gemmT3Q8_0VNNI(SB), NOSPLIT, $0-88
+	GEMMTQ8(TK3, 3)
+
+TEXT ·gemmT4Q8_0VNNI(SB), NOSPLIT, $0-88
+	GEMMTQ8(TK4, 4)
+
+TEXT ·gemmT5Q8_0VNNI(SB), NOSPLIT, $0-88
+	GEMMTQ8(TK5, 5)
+
+TEXT ·gemmT6Q8_0VNNI(SB), NOSPLIT, $0-88
+	GEMMTQ8(TK6, 6)
+
+TEXT ·gemmT7Q8_0VNNI(SB), NOSPLIT, $0-88
+	GEMMTQ8(TK7, 7)
+
+TEXT ·gemmT8Q8_0VNNI(SB), NOSPLIT, $0-88
+	GEMMTQ8(TK8, 8)

@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "simd_amd64.h"
+#include "simd_data.h"
 
 // Q4_0, Q4_1, Q5_0 and Q5_1 kernels: blocks of 32 quants with a half d
 // (and for Q4_1/Q5_1 a half minimum m) before them. The quants (0..15, or
@@ -115,6 +116,15 @@
 #define C1MIN VMOVSS (R10), X6; MOVWLZX 2(SI), DX; VMOVSS (R8)(DX*4), X8
 #define CX4MIN MOVWLZX 2(SI), DX; VBROADCASTSS (R8)(DX*4), X8
 
+// QROW starts a row (or four): DI, BX, R10 at the activation quants,
+// scales and sums, CX = nb, X13 = 0.
+#define QROW \
+	MOVQ   qs+8(FP), DI; \
+	MOVQ   d+16(FP), BX; \
+	MOVQ   s+24(FP), R10; \
+	MOVQ   nb+32(FP), CX; \
+	VXORPS X13, X13, X13
+
 // QDOT(SETUP, W, C4, C1, size) is the body of
 // func dotXAVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32):
 // rows consecutive weight rows (blocks of size bytes) against one
@@ -137,11 +147,7 @@
 	SUBQ  $4, rows+48(FP); \
 	JL    one; \
 four: \
-	MOVQ   qs+8(FP), DI; \
-	MOVQ   d+16(FP), BX; \
-	MOVQ   s+24(FP), R10; \
-	MOVQ   nb+32(FP), CX; \
-	VXORPS X13, X13, X13; \
+	QROW; \
 	LEAQ   (SI)(R9*1), R15; \
 	ADDQ   R13, R15; \
 fourloop: \
@@ -176,11 +182,7 @@ one: \
 	ADDQ $4, rows+48(FP); \
 	JZ   done; \
 onerow: \
-	MOVQ   qs+8(FP), DI; \
-	MOVQ   d+16(FP), BX; \
-	MOVQ   s+24(FP), R10; \
-	MOVQ   nb+32(FP), CX; \
-	VXORPS X13, X13, X13; \
+	QROW; \
 oneloop: \
 	W((SI), X0); \
 	ISUM1; \
@@ -274,50 +276,22 @@ loop: \
 	VZEROUPPER; \
 	RET
 
-// func dotQ4_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-64
-	QDOT(SETUPQ4_0, WQ4_0, C4OFF, C1Q4_0, 18)
+// QKERNELS(one, four, SETUP, W, C4, C1, U, CX4, size) is a type's two
+// kernels (its TEXT symbols one and four), QDOT and QDOT4 with its macros:
+// func dotXAVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
+// func dot4XAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+#define QKERNELS(one, four, SETUP, W, C4, C1, U, CX4, size) \
+	TEXT one(SB), NOSPLIT, $0-64; \
+	QDOT(SETUP, W, C4, C1, size); \
+	TEXT four(SB), NOSPLIT, $32-72; \
+	QDOT4(SETUP, U, CX4, size)
 
-// func dot4Q4_0AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_0AVX2(SB), NOSPLIT, $32-72
-	QDOT4(SETUPQ4_0, UQ4_0, C4OFF, 18)
+QKERNELS(·dotQ4_0AVX2, ·dot4Q4_0AVX2, SETUPQ4_0, WQ4_0, C4OFF, C1Q4_0, UQ4_0, C4OFF, 18)
+QKERNELS(·dotQ4_1AVX2, ·dot4Q4_1AVX2, QXCONST, WQ4_1, C4MIN, C1MIN, UQ4_1, CX4MIN, 20)
+QKERNELS(·dotQ5_0AVX2, ·dot4Q5_0AVX2, SETUPQ5_0, WQ5_0, C4OFF, C1OFF, UQ5_0, C4OFF, 22)
+QKERNELS(·dotQ5_1AVX2, ·dot4Q5_1AVX2, QXCONST, WQ5_1, C4MIN, C1MIN, UQ5_1, CX4MIN, 24)
 
-// func dotQ4_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-64
-	QDOT(QXCONST, WQ4_1, C4MIN, C1MIN, 20)
-
-// func dot4Q4_1AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_1AVX2(SB), NOSPLIT, $32-72
-	QDOT4(QXCONST, UQ4_1, CX4MIN, 20)
-
-// func dotQ5_0AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-64
-	QDOT(SETUPQ5_0, WQ5_0, C4OFF, C1OFF, 22)
-
-// func dot4Q5_0AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_0AVX2(SB), NOSPLIT, $32-72
-	QDOT4(SETUPQ5_0, UQ5_0, C4OFF, 22)
-
-// func dotQ5_1AVX2(w *byte, qs *int8, d, s *float32, nb int, tab *float32, rows int, out *float32)
-TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-64
-	QDOT(QXCONST, WQ5_1, C4MIN, C1MIN, 24)
-
-// func dot4Q5_1AVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_1AVX2(SB), NOSPLIT, $32-72
-	QDOT4(QXCONST, UQ5_1, CX4MIN, 24)
-
-DATA q5lo<>+0(SB)/8, $0x0000000000000000
-DATA q5lo<>+8(SB)/8, $0x0101010101010101
-GLOBL q5lo<>(SB), RODATA|NOPTR, $16
-
-DATA q5hi<>+0(SB)/8, $0x0202020202020202
-DATA q5hi<>+8(SB)/8, $0x0303030303030303
-GLOBL q5hi<>(SB), RODATA|NOPTR, $16
-
-DATA q5bits<>+0(SB)/8, $0x8040201008040201
-DATA q5bits<>+8(SB)/8, $0x8040201008040201
-GLOBL q5bits<>(SB), RODATA|NOPTR, $16
-
-DATA q5x10<>+0(SB)/8, $0x1010101010101010
-DATA q5x10<>+8(SB)/8, $0x1010101010101010
-GLOBL q5x10<>(SB), RODATA|NOPTR, $16
+WORDS16(q5lo<>, 0x0000000000000000, 0x0101010101010101)
+WORDS16(q5hi<>, 0x0202020202020202, 0x0303030303030303)
+SPLAT16(q5bits<>, 0x8040201008040201)
+SPLAT16(q5x10<>, 0x1010101010101010)

@@ -1,11 +1,13 @@
 // Command gen writes the kernels package's per-type Go code from one table
 // of weight types × instruction-set paths (run by go generate in
-// internal/kernels): the pure-Go dispatch table and four-input kernels, and
-// per assembly path the declarations of the assembly kernels, their Go
-// wrappers (bounds checks, the one-row and one-input cases) and the path's
-// dispatch table; and the tables and declarations of the kernels over
-// packed weights (gen_pack_amd64.go, from packPaths). A new type or path is
-// rows of the tables below plus its unpack function (Go) and its assembly.
+// internal/kernels): the pure-Go dispatch table; per architecture the
+// declarations of the assembly kernels, the table of each path's kernels
+// (asmKernel values, whose Go wrappers in simd_wrap.go are written once for
+// every type and path) and the two functions that call the assembly
+// kernels directly by path and type (asmDot, asmDot4); and the tables and
+// declarations of the kernels over packed weights (gen_pack_amd64.go, from
+// packPaths). A new type or path is rows of the tables below plus its
+// unpack function (Go) and its assembly.
 package main
 
 import (
@@ -23,26 +25,23 @@ import (
 type isa struct {
 	Name  string // the path's name in cpuPaths (cpu.go)
 	Asm   string // suffix of its assembly functions
-	Wrap  string // suffix of their Go wrappers
-	File  string // the generated file
-	Build string // its build constraint
+	Const string // its asmPath constant (simd_wrap.go)
+	Arch  string // its GOARCH
 	CPU   string // the golang.org/x/sys/cpu variable of its features (X86, ARM64)
 	// Pairs marks a path whose assembly has only four-input kernels that
 	// take the weight rows two at a time (i8mm's SMMLA): it keeps Base's
-	// one-input kernels, and its dot4Rows wrapper runs Base's dot4 kernel
-	// on an odd last row.
+	// one-input kernels, and runs Base's four-input kernel on an odd last
+	// row.
 	Pairs bool
 	Base  *isa
 }
 
 // dotprod is the dotprod path's row (the base of i8mm).
-var dotprod = isa{Name: "dotprod", Asm: "SDOT", Wrap: "DP", File: "gen_dotprod_arm64.go", Build: "arm64 && !purego", CPU: "ARM64"}
+var dotprod = isa{Name: "dotprod", Asm: "SDOT", Const: "asmSDOT", Arch: "arm64", CPU: "ARM64"}
 
 var isas = []isa{
-	{Name: "avx2", Asm: "AVX2", Wrap: "SIMD", File: "gen_avx2_amd64.go", Build: "amd64 && !purego", CPU: "X86"},
-	// The wrappers of a second architecture may share the suffix: only one
-	// architecture's files are built at a time.
-	{Name: "neon", Asm: "NEON", Wrap: "SIMD", File: "gen_neon_arm64.go", Build: "arm64 && !purego", CPU: "ARM64"},
+	{Name: "avx2", Asm: "AVX2", Const: "asmAVX2", Arch: "amd64", CPU: "X86"},
+	{Name: "neon", Asm: "NEON", Const: "asmNEON", Arch: "arm64", CPU: "ARM64"},
 	// The dotprod path (SDOT) replaces the neon kernels of its types and
 	// keeps the others.
 	dotprod,
@@ -50,8 +49,29 @@ var isas = []isa{
 	// instruction) replaces the dotprod four-input kernels of its types; a
 	// single activation row gains nothing from it, so the one-input kernels
 	// stay dotprod's.
-	{Name: "i8mm", Asm: "SMMLA", Wrap: "MM", File: "gen_i8mm_arm64.go", Build: "arm64 && !purego", CPU: "ARM64", Pairs: true, Base: &dotprod},
+	{Name: "i8mm", Asm: "SMMLA", Const: "asmSMMLA", Arch: "arm64", CPU: "ARM64", Pairs: true, Base: &dotprod},
 }
+
+// kvTile is a KV cache type (kernels.KVType KV<Name>) with assembly tile
+// decoders, kTile<Name><Asm> and vTile<Name><Asm>, on the paths of ISAs
+// (mapped to the extra CPU feature they need on top of the path's own).
+type kvTile struct {
+	Name string
+	ISAs map[string]string
+}
+
+var kvTiles = []kvTile{
+	{Name: "F32", ISAs: map[string]string{"avx2": "", "neon": ""}},
+	{Name: "F16", ISAs: map[string]string{"avx2": "HasF16C", "neon": ""}},
+	{Name: "BF16", ISAs: map[string]string{"avx2": "", "neon": ""}},
+	{Name: "Q8_0", ISAs: map[string]string{"avx2": "", "neon": ""}},
+	{Name: "Q4_0", ISAs: map[string]string{"avx2": "", "neon": ""}},
+	{Name: "F8E4M3", ISAs: map[string]string{"avx2": "", "neon": ""}},
+}
+
+// arches are the architectures with assembly kernels, one generated file
+// each.
+var arches = []string{"amd64", "arm64"}
 
 // Kinds of weight types, by the arguments their assembly kernels take.
 const (
@@ -102,23 +122,38 @@ var genericTmpl = template.Must(template.New("generic").Parse(header + `package 
 func genericKernels() map[Type]*typeKernels {
 	return map[Type]*typeKernels{
 {{- range .}}
-		{{.Name}}: {dot: dot{{.Name}}, dot4: dot4{{.Name}}},
+		{{.Name}}: {dot: dot{{.Name}}, dot4: {{if eq .Kind "float"}}dot4{{.Name}}{{else}}dot4Of(unpack{{.Name}}){{end}}},
 {{- end}}
 	}
 }
-{{range .}}{{if ne .Kind "float"}}
-func dot4{{.Name}}(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	c := acc4{a: a}
-	var q [32]int16
-	for b := 0; b < n/32; b++ {
-		d, m := unpack{{.Name}}(w, b, &q)
-		c.add(&q, b, d, m)
-	}
-	*out = c.sum
-}
-{{end}}{{end}}`))
+`))
 
-var isaTmpl = template.Must(template.New("isa").Parse(header + `//go:build {{.ISA.Build}}
+// asmTypesTmpl writes the table of what each type's assembly kernels take
+// (asmKernel, simd_wrap.go).
+var asmTypesTmpl = template.Must(template.New("asmtypes").Parse(header + `//go:build (amd64 || arm64) && !purego
+
+package kernels
+
+// asmTypes holds what the assembly kernels of each type take.
+var asmTypes = map[Type]asmKernel{
+{{- range .}}
+	{{.Name}}: {{.AsmKernel}},
+{{- end}}
+}
+`))
+
+// AsmKernel is the type's asmKernel literal (without its paths).
+func (t wtype) AsmKernel() string {
+	kind := map[string]string{float: "kindFloat", qd: "kindQD", qds: "kindQDS", qdb: "kindQDB"}[t.Kind]
+	if t.Kind == float {
+		return fmt.Sprintf("{t: %s, kind: %s, size: %d, elems: 1}", t.Name, kind, t.Size)
+	}
+	return fmt.Sprintf("{t: %s, kind: %s, size: %d, elems: %d}", t.Name, kind, t.Bytes, t.Elems)
+}
+
+// archTmpl writes an architecture's file: its paths' tables, the
+// kernels' direct callers and their declarations.
+var archTmpl = template.Must(template.New("arch").Funcs(template.FuncMap{"comment": comment}).Parse(header + `//go:build {{.Arch}} && !purego
 
 package kernels
 
@@ -131,213 +166,184 @@ package kernels
 {{end -}}
 )
 {{end}}
-// {{.ISA.Name}}Kernels returns the kernels of the {{.ISA.Name}} path.
+// The assembly paths of {{.Arch}} (asmKernel's paths).
+const (
+{{- range $i, $p := .ISAs}}
+	{{$p.Const}}{{if eq $i 0}} asmPath = iota + 1{{end}}
+{{- end}}
+)
+{{range $p := .Paths}}
+{{comment .Doc}}
 func {{.ISA.Name}}Kernels() map[Type]typeKernels {
-	m := map[Type]typeKernels{}
+	m := asmKernelsOf({{$p.On}}{{range .Types}}{{if not .Need}}, {{.T.Name}}{{end}}{{end}})
+{{- range .Types}}{{if .Need}}
+	if cpu.{{.CPU}}.{{.Need}} {
+		m[{{.T.Name}}] = asmTypes[{{.T.Name}}].on({{$p.On}}).kernels()
+	}
+{{- end}}{{end}}
+	return m
+}
+{{end}}
+// asmDot runs path p's one-input assembly kernel of type t (the arguments
+// of t's kind; nil for the others).
+func asmDot(p asmPath, t Type, w *byte, x *float32, qs *int8, d, s *float32, b *int16, n, rows int, out *float32) {
+	switch p {
+{{- range .Paths}}{{if not .ISA.Pairs}}
+	case {{.ISA.Const}}:
+		switch t {
 {{- range .Types}}
-	{{if .Need}}if cpu.{{$.ISA.CPU}}.{{.Need}} {
-		{{end}}m[{{.T.Name}}] = typeKernels{dot: dot{{.T.Name}}{{$.ISA.Wrap}}, dot4: dot4{{.T.Name}}{{$.ISA.Wrap}}, dotRows: dotRows{{.T.Name}}{{$.ISA.Wrap}}, dot4Rows: dot4Rows{{.T.Name}}{{$.ISA.Wrap}}{{if eq .T.Kind "qdb"}}, sums16: true{{end}}}
+		case {{.T.Name}}:
+			{{.Call1}}
+{{- end}}
+		default:
+			panic(noAsm(p, t))
+		}
+{{- end}}{{end}}
+	default:
+		panic(noAsm(p, t))
+	}
+}
+
+// asmDot4 runs path p's four-input assembly kernel of type t.
+func asmDot4(p asmPath, t Type, w *byte, x *[4]*float32, qs *[4]*int8, d, s *[4]*float32, b *[4]*int16, n, rows int, out *float32, stride int) {
+	switch p {
+{{- range .Paths}}
+	case {{.ISA.Const}}:
+		switch t {
+{{- range .Types}}
+		case {{.T.Name}}:
+			{{.Call4}}
+{{- end}}
+		default:
+			panic(noAsm(p, t))
+		}
+{{- end}}
+	default:
+		panic(noAsm(p, t))
+	}
+}
+{{range .Paths}}{{if .Tiles}}
+// {{.ISA.Name}}TileKernels returns the {{.ISA.Name}} path's KV tile decoders
+// (nil: the Go decoder's).
+func {{.ISA.Name}}TileKernels() (k, v [NumKVTypes]tileAsm) {
+{{- range .Tiles}}
+	{{if .Need}}if cpu.{{.CPU}}.{{.Need}} {
+		{{end}}k[KV{{.Name}}], v[KV{{.Name}}] = kTile{{.Name}}{{.Asm}}, vTile{{.Name}}{{.Asm}}
 	{{- if .Need}}
 	}{{end}}
 {{- end}}
-	return m
+	return k, v
 }
-{{range .Types}}{{with .T}}{{$w := $.ISA.Wrap}}{{$a := $.ISA.Asm}}
-// {{.Name}}
-{{if eq .Kind "float"}}
+{{range .Tiles}}
 //go:noescape
-func dot{{.Name}}{{$a}}(w {{.Ptr}}, x *float32, n, rows int, out *float32)
+func kTile{{.Name}}{{.Asm}}(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 //go:noescape
-func dot4{{.Name}}{{$a}}(w {{.Ptr}}, x *[4]*float32, n, rows int, out *float32, stride int)
-
-func dot{{.Name}}{{$w}}(w []byte, a *Act, n int) float32 {
-	m := n &^ 7
-	var s float32
-	if m > 0 {
-		_ = w[{{.Size}}*n-1]
-		_ = a.F[n-1]
-		dot{{.Name}}{{$a}}({{template "wptr" .}}, &a.F[0], m, 1, &s)
-	}
-	if m < n {
-		s += tail{{.Name}}(w[{{.Size}}*m:], a.F[m:n])
-	}
-	return s
-}
-
-// The float dotRows kernels need rows of a multiple of 8 elements (the
-// assembly walks the weights straight through); other lengths loop over dot.
-func dotRows{{.Name}}{{$w}}(w []byte, rows int, a *Act, n int, out []float32) {
-	if n%8 != 0 || rows == 0 {
-		dotRowsOf(dot{{.Name}}{{$w}}, {{.Size}}*n, w, rows, a, n, out)
-		return
-	}
-	_ = w[rows*{{.Size}}*n-1]
-	_ = a.F[n-1]
-	_ = out[rows-1]
-	dot{{.Name}}{{$a}}({{template "wptr" .}}, &a.F[0], n, rows, &out[0])
-}
-
-func dot4{{.Name}}{{$w}}(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	m := n &^ 7
-	*out = [4]float32{}
-	if m > 0 {
-		_ = w[{{.Size}}*n-1]
-		x := fArgs4(a, n)
-		dot4{{.Name}}{{$a}}({{template "wptr" .}}, &x, m, 1, &out[0], 1)
-	}
-	if m < n {
-		for k := range a {
-			out[k] += tail{{.Name}}(w[{{.Size}}*m:], a[k].F[m:n])
-		}
-	}
-}
-
-func dot4Rows{{.Name}}{{$w}}(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	if n%8 != 0 || rows == 0 {
-		dot4RowsOf(dot4{{.Name}}{{$w}}, {{.Size}}*n, w, rows, a, n, out, stride)
-		return
-	}
-	checkRows4(rows, out, stride)
-	_ = w[rows*{{.Size}}*n-1]
-	x := fArgs4(a, n)
-	dot4{{.Name}}{{$a}}({{template "wptr" .}}, &x, n, rows, &out[0], stride)
-}
-{{else}}
-//go:noescape
-func dot{{.Name}}{{$a}}(w *byte, qs *int8, d{{if eq .Kind "qds"}}, s{{end}} *float32, {{if eq .Kind "qdb"}}b *int16, {{end}}{{.NB}} int, tab *float32, rows int, out *float32)
-
-//go:noescape
-func dot4{{.Name}}{{$a}}(w *byte, qs *[4]*int8, d{{if eq .Kind "qds"}}, s{{end}} *[4]*float32, {{if eq .Kind "qdb"}}b *[4]*int16, {{end}}{{.NB}} int, tab *float32, rows int, out *float32, stride int)
-
-// dot{{.Name}}{{$w}} is its dotRows on one row.
-func dot{{.Name}}{{$w}}(w []byte, a *Act, n int) float32 {
-	var o [1]float32
-	dotRows{{.Name}}{{$w}}(w, 1, a, n, o[:])
-	return o[0]
-}
-
-func dotRows{{.Name}}{{$w}}(w []byte, rows int, a *Act, n int, out []float32) {
-	nb := n / {{.Elems}}
-{{- if eq .Kind "qds"}}
-	if qs, d, s, ok := sArgs(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out); ok {
-		dot{{.Name}}{{$a}}(&w[0], qs, d, s, nb, &f16Table[0], rows, &out[0])
-	}
-{{- else if eq .Kind "qd"}}
-	if qs, d, ok := dArgs(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out); ok {
-		dot{{.Name}}{{$a}}(&w[0], qs, d, nb, &f16Table[0], rows, &out[0])
-	}
-{{- else}}
-	if qs, d, ok := dArgs(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out); ok {
-		var buf [1024]int16
-		b := sums16Of(a, nb, &buf)
-		_ = b[nb*16-1]
-		dot{{.Name}}{{$a}}(&w[0], qs, d, &b[0], nb, &f16Table[0], rows, &out[0])
-	}
-{{- end}}
-}
-
-// dot4{{.Name}}{{$w}} is its dot4Rows on one row.
-func dot4{{.Name}}{{$w}}(w []byte, a *[4]*Act, n int, out *[4]float32) {
-	dot4Rows{{.Name}}{{$w}}(w, 1, a, n, out[:], 1)
-}
-
-func dot4Rows{{.Name}}{{$w}}(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	nb := n / {{.Elems}}
-{{- if eq .Kind "qds"}}
-	if qs, d, s, ok := s4Args(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out, stride); ok {
-		dot4{{.Name}}{{$a}}(&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], stride)
-	}
-{{- else if eq .Kind "qd"}}
-	if qs, d, ok := d4Args(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out, stride); ok {
-		dot4{{.Name}}{{$a}}(&w[0], &qs, &d, nb, &f16Table[0], rows, &out[0], stride)
-	}
-{{- else}}
-	// Without the activations' sums of 16 quants (Act.B, which MatMul
-	// fills) the one-input kernel runs per activation row (the same
-	// results): it computes them.
-	if qs, d, ok := d4Args(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out, stride); ok {
-		b, ok := b4Args(a, nb)
-		if !ok {
-			for k := range a {
-				dotRows{{.Name}}{{$w}}(w, rows, a[k], n, out[k*stride:k*stride+rows])
-			}
-			return
-		}
-		dot4{{.Name}}{{$a}}(&w[0], &qs, &d, &b, nb, &f16Table[0], rows, &out[0], stride)
-	}
-{{- end}}
-}
+func vTile{{.Name}}{{.Asm}}(dst *float32, ld int, src *byte, stride, w, cnt int)
 {{end}}{{end}}{{end}}
-{{- define "wptr"}}{{if eq .Ptr "*float32"}}(*float32)(unsafe.Pointer(&w[0])){{else}}&w[0]{{end}}{{end}}`))
-
-// pairTmpl writes the file of a Pairs path (quantized types only).
-var pairTmpl = template.Must(template.New("pairs").Parse(header + `//go:build {{.ISA.Build}}
-
-package kernels
-
-// {{.ISA.Name}}Kernels returns the kernels of the {{.ISA.Name}} path: the
-// four-input kernels over pairs of weight rows, and the {{.ISA.Base.Name}}
-// path's one-input kernels and dot4 (one weight row).
-func {{.ISA.Name}}Kernels() map[Type]typeKernels {
-	m := map[Type]typeKernels{}
-{{- range .Types}}
-	m[{{.T.Name}}] = typeKernels{dot: dot{{.T.Name}}{{$.ISA.Base.Wrap}}, dot4: dot4{{.T.Name}}{{$.ISA.Base.Wrap}}, dotRows: dotRows{{.T.Name}}{{$.ISA.Base.Wrap}}, dot4Rows: dot4Rows{{.T.Name}}{{$.ISA.Wrap}}{{if eq .T.Kind "qdb"}}, sums16: true{{end}}}
-{{- end}}
-	return m
-}
-{{range .Types}}{{with .T}}{{$w := $.ISA.Wrap}}{{$a := $.ISA.Asm}}{{$b := $.ISA.Base.Asm}}
-// {{.Name}}
-
-// dot4{{.Name}}{{$a}} takes rows in pairs (rows even).
-//
+{{- range .Paths}}{{$p := .}}
+// The {{.ISA.Name}} path's kernels ({{.ISA.Asm}}).
+{{range .Types}}{{if not $p.ISA.Pairs}}
 //go:noescape
-func dot4{{.Name}}{{$a}}(w *byte, qs *[4]*int8, d{{if eq .Kind "qds"}}, s{{end}} *[4]*float32, {{if eq .Kind "qdb"}}b *[4]*int16, {{end}}{{.NB}} int, tab *float32, rows int, out *float32, stride int)
-
-// dot4Rows{{.Name}}{{$w}} runs the pair kernel on the even rows and the
-// {{$.ISA.Base.Name}} kernel (the same bits) on an odd last row.
-func dot4Rows{{.Name}}{{$w}}(w []byte, rows int, a *[4]*Act, n int, out []float32, stride int) {
-	nb := n / {{.Elems}}
-{{- if eq .Kind "qds"}}
-	if qs, d, s, ok := s4Args(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out, stride); ok {
-		if p := rows &^ 1; p > 0 {
-			dot4{{.Name}}{{$a}}(&w[0], &qs, &d, &s, nb, &f16Table[0], p, &out[0], stride)
-		}
-		if rows&1 != 0 {
-			dot4{{.Name}}{{$b}}(&w[(rows-1)*nb*{{.Bytes}}], &qs, &d, &s, nb, &f16Table[0], 1, &out[rows-1], stride)
-		}
-	}
-{{- else if eq .Kind "qd"}}
-	if qs, d, ok := d4Args(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out, stride); ok {
-		if p := rows &^ 1; p > 0 {
-			dot4{{.Name}}{{$a}}(&w[0], &qs, &d, nb, &f16Table[0], p, &out[0], stride)
-		}
-		if rows&1 != 0 {
-			dot4{{.Name}}{{$b}}(&w[(rows-1)*nb*{{.Bytes}}], &qs, &d, nb, &f16Table[0], 1, &out[rows-1], stride)
-		}
-	}
-{{- else}}
-	// Without the activations' sums of 16 quants (Act.B) the
-	// {{$.ISA.Base.Name}} one-input kernel runs per activation row (the same
-	// results), as the {{$.ISA.Base.Name}} dot4Rows does.
-	if qs, d, ok := d4Args(w, rows, a, nb, {{.Sub}}, {{.Bytes}}, out, stride); ok {
-		b, ok := b4Args(a, nb)
-		if !ok {
-			for k := range a {
-				dotRows{{.Name}}{{$.ISA.Base.Wrap}}(w, rows, a[k], n, out[k*stride:k*stride+rows])
-			}
-			return
-		}
-		if p := rows &^ 1; p > 0 {
-			dot4{{.Name}}{{$a}}(&w[0], &qs, &d, &b, nb, &f16Table[0], p, &out[0], stride)
-		}
-		if rows&1 != 0 {
-			dot4{{.Name}}{{$b}}(&w[(rows-1)*nb*{{.Bytes}}], &qs, &d, &b, nb, &f16Table[0], 1, &out[rows-1], stride)
-		}
-	}
-{{- end}}
-}
+func {{.Decl1}}
+{{end}}
+//go:noescape
+func {{.Decl4}}
 {{end}}{{end}}`))
+
+// pathData is a path's part of its architecture's file.
+type pathData struct {
+	ISA   isa
+	Doc   string
+	Types []isaType
+	Tiles []tileType
+}
+
+// tileType is a KV type's tile decoders on a path.
+type tileType struct {
+	Name, Asm, CPU, Need string
+}
+
+// On is the path's asmKernel paths: one-input, four-input, odd row.
+func (p pathData) On() string {
+	if p.ISA.Pairs {
+		return p.ISA.Base.Const + ", " + p.ISA.Const + ", " + p.ISA.Base.Const
+	}
+	return p.ISA.Const + ", " + p.ISA.Const + ", asmNone"
+}
+
+type isaType struct {
+	T    wtype
+	ISA  isa
+	Need string
+}
+
+// CPU is the cpu package's variable of the path's features.
+func (t isaType) CPU() string { return t.ISA.CPU }
+
+// args are the arguments of t's kernels after w, x or qs (d, s, b as its
+// kind takes them), one-input (four false) or four-input.
+func (t isaType) args(four bool) (decl, call string) {
+	p := "*"
+	if four {
+		p = "*[4]*"
+	}
+	switch t.T.Kind {
+	case qd:
+		return "d " + p + "float32, ", "d, "
+	case qds:
+		return "d, s " + p + "float32, ", "d, s, "
+	case qdb:
+		return "d " + p + "float32, b " + p + "int16, ", "d, b, "
+	}
+	return "", ""
+}
+
+// Decl1 and Decl4 are the assembly kernels' declarations (without func).
+func (t isaType) Decl1() string {
+	n := "dot" + t.T.Name + t.ISA.Asm
+	if t.T.Kind == float {
+		return n + "(w " + t.T.Ptr + ", x *float32, n, rows int, out *float32)"
+	}
+	a, _ := t.args(false)
+	return n + "(w *byte, qs *int8, " + a + t.T.NB + " int, tab *float32, rows int, out *float32)"
+}
+
+func (t isaType) Decl4() string {
+	n := "dot4" + t.T.Name + t.ISA.Asm
+	if t.T.Kind == float {
+		return n + "(w " + t.T.Ptr + ", x *[4]*float32, n, rows int, out *float32, stride int)"
+	}
+	a, _ := t.args(true)
+	return n + "(w *byte, qs *[4]*int8, " + a + t.T.NB + " int, tab *float32, rows int, out *float32, stride int)"
+}
+
+// wptr is the weights' argument of a float kernel.
+func (t isaType) wptr() string {
+	if t.T.Ptr == "*float32" {
+		return "(*float32)(unsafe.Pointer(w))"
+	}
+	return "w"
+}
+
+// Call1 and Call4 are asmDot's and asmDot4's calls of the kernels.
+func (t isaType) Call1() string {
+	n := "dot" + t.T.Name + t.ISA.Asm
+	if t.T.Kind == float {
+		return n + "(" + t.wptr() + ", x, n, rows, out)"
+	}
+	_, a := t.args(false)
+	return n + "(w, qs, " + a + "n, &f16Table[0], rows, out)"
+}
+
+func (t isaType) Call4() string {
+	n := "dot4" + t.T.Name + t.ISA.Asm
+	if t.T.Kind == float {
+		return n + "(" + t.wptr() + ", x, n, rows, out, stride)"
+	}
+	_, a := t.args(true)
+	return n + "(w, qs, " + a + "n, &f16Table[0], rows, out, stride)"
+}
 
 // packPath is a path's table of kernels over packed weights (pack.go):
 // the map Var of its types, each with its four-token and one-token
@@ -418,9 +424,48 @@ func gemm1{{.Fn $p}}(w *byte, nb, groups int, qs *int8, qstride int, d *float32,
 func gemm42{{.Fn $p}}(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 {{end}}{{end}}{{end}}{{end}}`))
 
-type isaType struct {
-	T    wtype
-	Need string
+// archFile returns the generated file of architecture arch.
+func archFile(arch string) ([]byte, error) {
+	data := struct {
+		Arch        string
+		ISAs        []isa
+		Paths       []pathData
+		Unsafe, CPU bool // imports
+	}{Arch: arch}
+	for _, is := range isas {
+		if is.Arch != arch {
+			continue
+		}
+		pd := pathData{ISA: is, Doc: is.Name + "Kernels returns the kernels of the " + is.Name + " path."}
+		if is.Pairs {
+			pd.Doc = is.Name + "Kernels returns the kernels of the " + is.Name + " path: the four-input kernels over pairs of weight rows (the " + is.Base.Name + " path's on an odd last row), and the " + is.Base.Name + " path's one-input kernels."
+		}
+		for _, t := range types {
+			need, ok := t.ISAs[is.Name]
+			if !ok {
+				continue
+			}
+			if is.Pairs && (t.Kind == float || need != "") {
+				return nil, fmt.Errorf("path %s: type %s: a pairs path has quantized types without extra features only", is.Name, t.Name)
+			}
+			pd.Types = append(pd.Types, isaType{T: t, ISA: is, Need: need})
+			data.Unsafe = data.Unsafe || t.Ptr == "*float32"
+			data.CPU = data.CPU || need != ""
+		}
+		for _, kt := range kvTiles {
+			if need, ok := kt.ISAs[is.Name]; ok {
+				pd.Tiles = append(pd.Tiles, tileType{Name: kt.Name, Asm: is.Asm, CPU: is.CPU, Need: need})
+				data.CPU = data.CPU || need != ""
+			}
+		}
+		data.ISAs = append(data.ISAs, is)
+		data.Paths = append(data.Paths, pd)
+	}
+	var b bytes.Buffer
+	if err := archTmpl.Execute(&b, data); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // generate returns the generated files by name.
@@ -431,36 +476,17 @@ func generate() (map[string][]byte, error) {
 		return nil, err
 	}
 	files["gen_generic.go"] = b.Bytes()
-	for _, is := range isas {
-		var ts []isaType
-		for _, t := range types {
-			if need, ok := t.ISAs[is.Name]; ok {
-				ts = append(ts, isaType{T: t, Need: need})
-			}
-		}
-		var b bytes.Buffer
-		data := struct {
-			ISA         isa
-			Types       []isaType
-			Unsafe, CPU bool // imports
-		}{ISA: is, Types: ts}
-		tmpl := isaTmpl
-		if is.Pairs {
-			tmpl = pairTmpl
-			for _, t := range ts {
-				if t.T.Kind == float || t.Need != "" {
-					return nil, fmt.Errorf("path %s: type %s: the pair template has quantized types without extra features only", is.Name, t.T.Name)
-				}
-			}
-		}
-		for _, t := range ts {
-			data.Unsafe = data.Unsafe || t.T.Ptr == "*float32"
-			data.CPU = data.CPU || t.Need != ""
-		}
-		if err := tmpl.Execute(&b, data); err != nil {
+	var tb bytes.Buffer
+	if err := asmTypesTmpl.Execute(&tb, types); err != nil {
+		return nil, err
+	}
+	files["gen_asm.go"] = tb.Bytes()
+	for _, arch := range arches {
+		src, err := archFile(arch)
+		if err != nil {
 			return nil, err
 		}
-		files[is.File] = b.Bytes()
+		files["gen_asm_"+arch+".go"] = src
 	}
 	var pb bytes.Buffer
 	if err := packTmpl.Execute(&pb, packPaths); err != nil {

@@ -1,0 +1,73 @@
+//go:build (amd64 || arm64) && !purego
+
+package kernels
+
+import "unsafe"
+
+// The flash kernels of the avx2 and neon paths take pointers (the public
+// functions have checked the shapes): asmFlash wraps a path's as its
+// flashKernels, the same way for both. Their KV tile decoders take a
+// head's first byte and the rows' stride in bytes; the generator's table
+// lists them (<path>TileKernels in gen_asm_<arch>.go).
+
+// asmFlash returns the flash kernels of a path from its assembly ones.
+func asmFlash(
+	scores func(s, q *float32, ldq int, kt *float32, nq, nk, hd int, scale float32),
+	accum func(o *float32, ldo int, p, v *float32, nq, nk, vd int),
+	expSum func(x *float32, n int, m float32) float32,
+	rowMax func(x *float32, n int) float32,
+	tiles func() (k, v [NumKVTypes]tileAsm),
+) *flashKernels {
+	k, v := tiles()
+	return &flashKernels{
+		scores: func(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32) {
+			scores(&s[0], &q[0], ldq, &kt[0], nq, nk, hd, scale)
+		},
+		accum: func(o []float32, ldo int, p, v []float32, nq, nk, vd int) {
+			accum(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
+		},
+		expSum: func(x []float32, m float32) float32 { return expSum(&x[0], len(x), m) },
+		rowMax: func(x []float32) float32 { return rowMax(&x[0], len(x)) },
+		kTile:  tileKernels(k),
+		vTile:  tileKernels(v),
+	}
+}
+
+// tileAsm is a tile decoder: cnt rows (a multiple of 16) of w values (whole
+// blocks) from src, stride bytes apart, to dst (rows ld apart).
+type tileAsm func(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+// tileKernels returns the flashKernels entries of the decoders in k.
+func tileKernels(k [NumKVTypes]tileAsm) (out [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int) {
+	for t, f := range k {
+		if f == nil {
+			continue
+		}
+		out[t] = func(dst []float32, ld int, r KVRows, w, cnt int) int {
+			src, stride, ok := tileSrc(&r, w)
+			if !ok {
+				return 0
+			}
+			f(&dst[0], ld, src, stride, w, cnt)
+			return cnt
+		}
+	}
+	return out
+}
+
+// tileSrc returns the first byte of r's head in its first row and the
+// rows' stride in bytes; ok is false for what the decoders do not take:
+// KVF32 rows given as words, a head that does not start or end at a block
+// boundary. The caller has checked that r holds the rows.
+func tileSrc(r *KVRows, w int) (src *byte, stride int, ok bool) {
+	if r.T == KVF32 {
+		if r.F32 == nil {
+			return nil, 0, false
+		}
+		return (*byte)(unsafe.Pointer(&r.F32[r.Off])), 4 * r.Stride, true
+	}
+	if bl := r.T.BlockLen(); r.Off%bl != 0 || w%bl != 0 {
+		return nil, 0, false
+	}
+	return (*byte)(unsafe.Pointer(&r.W[r.T.Words(r.Off)])), 2 * r.Stride, true
+}

@@ -1,0 +1,138 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// What flash_test.go's oracle tests leave out: that every assembly path
+// installs flash kernels, and ExpSum on rows whose exps all underflow and
+// on rows that are all masked (-Inf, with m = -Inf: NaN, as the oracle),
+// and RowMax on those rows.
+
+func TestFlashKernelsInstalled(t *testing.T) {
+	eachPath(t, func(t *testing.T, path string) {
+		if path != "generic" && (flashNow.scores == nil || flashNow.accum == nil || flashNow.expSum == nil || flashNow.rowMax == nil) {
+			t.Fatalf("path %s runs Go flash kernels: %+v", path, flashNow)
+		}
+	})
+}
+
+func TestExpSumMaskedRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 3))
+	inf := float32(math.Inf(-1))
+	eachPath(t, func(t *testing.T, path string) {
+		for _, n := range []int{16, 48, 1024} {
+			for _, all := range []bool{false, true} {
+				x := randF32(rng, n)
+				m := inf
+				for j := range x {
+					if all || j%3 == 0 {
+						x[j] = inf
+					}
+					m = max(m, x[j])
+				}
+				if g := RowMax(x); math.Float32bits(g) != math.Float32bits(m) {
+					t.Fatalf("n %d, all masked %v: RowMax %v, want %v", n, all, g, m)
+				}
+				if !all {
+					m += 200 // every exp underflows to 0
+				}
+				got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+				gs, ws := ExpSum(got, m), expSumGo(want, m)
+				got, want = append(got, gs), append(want, ws)
+				for i := range want {
+					g, w := got[i], want[i]
+					if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+						t.Fatalf("n %d, all masked %v: element %d (%d is the sum): %v, want %v", n, all, i, n, g, w)
+					}
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkFlashTile is one tile of decode attention with GQA (4 queries,
+// 64 keys, head 128): the scores by FlashScores against Dots4 (the kernel
+// attention used before), the weighted sum of the values by FlashAccum
+// against Axpys4, on the path in use (MISTRALRS_CPU picks it; -count N
+// interleaves the pairs).
+func BenchmarkFlashTile(b *testing.B) {
+	const nq, nk, hd = 4, 64, 128
+	r := rand.New(rand.NewPCG(29, 4))
+	q, k, v := randF32(r, nq*hd), randF32(r, nk*hd), randF32(r, nk*hd)
+	kt := make([]float32, hd*nk)
+	for j := 0; j < nk; j++ {
+		for d := 0; d < hd; d++ {
+			kt[d*nk+j] = k[j*hd+d]
+		}
+	}
+	s, o := make([]float32, nq*nk), make([]float32, nq*hd)
+	var outs, qs, ys, ws [4][]float32
+	for g := range outs {
+		outs[g], qs[g] = s[g*nk:(g+1)*nk], q[g*hd:(g+1)*hd]
+		ys[g], ws[g] = o[g*hd:(g+1)*hd], outs[g]
+	}
+	path := Path()
+	b.Run("scores/FlashScores/"+path, func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			FlashScores(s, q, hd, kt, nq, nk, hd, 0.125)
+		}
+	})
+	b.Run("scores/Dots4/"+path, func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			Dots4(&outs, &qs, k, hd, 0.125)
+		}
+	})
+	b.Run("accum/FlashAccum/"+path, func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			FlashAccum(o, hd, s, v, nq, nk, hd)
+		}
+	})
+	b.Run("accum/Axpys4/"+path, func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			Axpys4(&ys, &ws, v, hd)
+		}
+	})
+}
+
+// TestKVTileF8Codes decodes every E4M3 code (the subnormal ones, the NaN
+// codes that read as ±448, both zeros) with KTile and VTile on every path
+// against the Go decoder: the random rows of TestKVTilesOracle reach few
+// of them.
+func TestKVTileF8Codes(t *testing.T) {
+	const rows, n = 16, 256
+	w := make([]uint16, rows*KVF8E4M3.Words(n))
+	b := kvBytes(w)
+	for j := range rows {
+		for blk := range n / 32 {
+			p := b[(j*n/32+blk)*34:]
+			h := FP32ToFP16(float32(j+1) / 8)
+			p[0], p[1] = byte(h), byte(h>>8)
+			for i := range 32 {
+				p[2+i] = byte(blk*32 + i + j) // every code, shifted by row
+			}
+		}
+	}
+	r := KVRows{T: KVF8E4M3, W: w, Stride: KVF8E4M3.Words(n)}
+	want := make([]float32, rows*n)
+	for j := range rows {
+		decodeKVRow(want[j*n:(j+1)*n], &r, j, n)
+	}
+	eachPath(t, func(t *testing.T, path string) {
+		v, k := make([]float32, rows*n), make([]float32, n*rows)
+		VTile(v, n, &r, n, rows)
+		KTile(k, rows, &r, n, rows)
+		for j := range rows {
+			for d := range n {
+				if g, x := v[j*n+d], want[j*n+d]; math.Float32bits(g) != math.Float32bits(x) {
+					t.Fatalf("VTile: row %d value %d: %v, want %v", j, d, g, x)
+				}
+				if g, x := k[d*rows+j], want[j*n+d]; math.Float32bits(g) != math.Float32bits(x) {
+					t.Fatalf("KTile: row %d value %d: %v, want %v", j, d, g, x)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,188 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "simd_amd64.h"
+#include "simd_exp_amd64.h"
+
+// Flash attention's kernels on the avx2 path (flash.go has the contracts
+// and the Go oracles; every output is the oracle's bits).
+//
+// FlashScores and FlashAccum are one tile product, C += A·B for M rows of
+// A (K wide, rows lda apart) against B (K rows of N, ldb apart), C's rows
+// ldc apart: FlashScores is C = q·kt (then times scale), FlashAccum o +=
+// p·v. Every C element is one chain of fused multiply-adds over k in
+// order, whatever the blocking: four rows of A at a time (the last M%4 one
+// by one) against 16 columns of B (two registers) at a time, so each B
+// load serves four rows and eight FMA chains run at once.
+//
+// Registers: DI = C, R8 = ldc, SI = A, R9 = lda, DX = B, R10 = ldb (all
+// strides in bytes), R11 = M, R12 = K, R13 = N in bytes; BX the column
+// offset (bytes), R14 walks B's column block, AX and R15 A's rows, CX k.
+// Y0-Y7 accumulate (two a row), Y8-Y9 hold B's 16 values, Y10 a broadcast
+// A value, Y15 scale.
+
+// TFMA(a, c0, c1): c0, c1 += the A value at a times Y8, Y9.
+#define TFMA(a, c0, c1) \
+	VBROADCASTSS a, Y10; \
+	VFMADD231PS  Y8, Y10, c0; \
+	VFMADD231PS  Y9, Y10, c1
+
+// TLOAD and TSTORE move the 16 C values of a row (at p, an address
+// without displacement) from or to c0, c1.
+#define TLOAD(p, c0, c1) VMOVUPS p, c0; VMOVUPS 32 p, c1
+#define TSTORE(p, c0, c1) VMOVUPS c0, p; VMOVUPS c1, 32 p
+
+// The four rows' C values at column BX: TROWS4(OP) applies OP(p, c0, c1)
+// to each (AX clobbered).
+#define TROWS4(OP) \
+	LEAQ (DI)(BX*1), AX; \
+	OP((AX), Y0, Y1); \
+	OP((AX)(R8*1), Y2, Y3); \
+	LEAQ (AX)(R8*2), AX; \
+	OP((AX), Y4, Y5); \
+	OP((AX)(R8*1), Y6, Y7)
+
+#define TROW1(OP) OP((DI)(BX*1), Y0, Y1)
+
+// How a tile starts and ends: FlashScores' C starts at 0 and ends times
+// scale; FlashAccum's starts as it is.
+#define ZERO4 VXORPS Y0, Y0, Y0; VXORPS Y1, Y1, Y1; VXORPS Y2, Y2, Y2; VXORPS Y3, Y3, Y3; VXORPS Y4, Y4, Y4; VXORPS Y5, Y5, Y5; VXORPS Y6, Y6, Y6; VXORPS Y7, Y7, Y7
+#define ZERO1 VXORPS Y0, Y0, Y0; VXORPS Y1, Y1, Y1
+#define SCALE4 VMULPS Y15, Y0, Y0; VMULPS Y15, Y1, Y1; VMULPS Y15, Y2, Y2; VMULPS Y15, Y3, Y3; VMULPS Y15, Y4, Y4; VMULPS Y15, Y5, Y5; VMULPS Y15, Y6, Y6; VMULPS Y15, Y7, Y7
+#define SCALE1 VMULPS Y15, Y0, Y0; VMULPS Y15, Y1, Y1
+#define LOAD4 TROWS4(TLOAD)
+#define LOAD1 TROW1(TLOAD)
+#define NOTHING
+
+// TILE(INIT4, END4, INIT1, END1) is the body of both kernels, after their
+// arguments are in the registers above.
+#define TILE(INIT4, END4, INIT1, END1) \
+quad: \
+	SUBQ $4, R11; \
+	JL   single; \
+	XORQ BX, BX; \
+quadcol: \
+	INIT4; \
+	LEAQ (DX)(BX*1), R14; \
+	MOVQ SI, AX; \
+	LEAQ (SI)(R9*2), R15; \
+	MOVQ R12, CX; \
+quadk: \
+	VMOVUPS (R14), Y8; \
+	VMOVUPS 32(R14), Y9; \
+	TFMA((AX), Y0, Y1); \
+	TFMA((AX)(R9*1), Y2, Y3); \
+	TFMA((R15), Y4, Y5); \
+	TFMA((R15)(R9*1), Y6, Y7); \
+	ADDQ $4, AX; \
+	ADDQ $4, R15; \
+	ADDQ R10, R14; \
+	DECQ CX; \
+	JNZ  quadk; \
+	END4; \
+	TROWS4(TSTORE); \
+	ADDQ $64, BX; \
+	CMPQ BX, R13; \
+	JL   quadcol; \
+	LEAQ (SI)(R9*4), SI; \
+	LEAQ (DI)(R8*4), DI; \
+	JMP  quad; \
+single: \
+	ADDQ $4, R11; \
+	JZ   done; \
+one: \
+	XORQ BX, BX; \
+onecol: \
+	INIT1; \
+	LEAQ (DX)(BX*1), R14; \
+	MOVQ SI, AX; \
+	MOVQ R12, CX; \
+onek: \
+	VMOVUPS (R14), Y8; \
+	VMOVUPS 32(R14), Y9; \
+	TFMA((AX), Y0, Y1); \
+	ADDQ $4, AX; \
+	ADDQ R10, R14; \
+	DECQ CX; \
+	JNZ  onek; \
+	END1; \
+	TROW1(TSTORE); \
+	ADDQ $64, BX; \
+	CMPQ BX, R13; \
+	JL   onecol; \
+	ADDQ R9, SI; \
+	ADDQ R8, DI; \
+	DECQ R11; \
+	JNZ  one; \
+done: \
+	VZEROUPPER; \
+	RET
+
+// func flashScoresAVX2(s, q *float32, ldq int, kt *float32, nq, nk, hd int, scale float32)
+TEXT ·flashScoresAVX2(SB), NOSPLIT, $0-60
+	MOVQ         s+0(FP), DI
+	MOVQ         q+8(FP), SI
+	MOVQ         ldq+16(FP), R9
+	SHLQ         $2, R9
+	MOVQ         kt+24(FP), DX
+	MOVQ         nq+32(FP), R11
+	MOVQ         nk+40(FP), R13
+	SHLQ         $2, R13
+	MOVQ         R13, R8
+	MOVQ         R13, R10
+	MOVQ         hd+48(FP), R12
+	VBROADCASTSS scale+56(FP), Y15
+	TILE(ZERO4, SCALE4, ZERO1, SCALE1)
+
+// func flashAccumAVX2(o *float32, ldo int, p, v *float32, nq, nk, vd int)
+TEXT ·flashAccumAVX2(SB), NOSPLIT, $0-56
+	MOVQ o+0(FP), DI
+	MOVQ ldo+8(FP), R8
+	SHLQ $2, R8
+	MOVQ p+16(FP), SI
+	MOVQ v+24(FP), DX
+	MOVQ nq+32(FP), R11
+	MOVQ nk+40(FP), R12
+	MOVQ R12, R9
+	SHLQ $2, R9
+	MOVQ vd+48(FP), R13
+	SHLQ $2, R13
+	MOVQ R13, R10
+	TILE(LOAD4, NOTHING, LOAD1, NOTHING)
+
+// EXPSUB8(off, acc): the 8 values at off(DI) = exp(value - m), added to acc.
+#define EXPSUB8(off, acc) \
+	VMOVUPS off(DI), Y0; \
+	VSUBPS  Y15, Y0, Y0; \
+	EXPU(Y0, Y1, Y2, Y3); \
+	VMOVUPS Y3, off(DI); \
+	VADDPS  Y3, acc, acc
+
+// func expSumAVX2(x *float32, n int, m float32) float32
+// x[j] = exp(x[j]-m) (EXPU: the oracle's bits), summed into sixteen lanes
+// (Y13: j%16 < 8, Y14 the rest) in order of j, then the lanes folded in
+// halves (l += l+8, +4, +2, +1) as the oracle does; n is a multiple of 16.
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-28
+	MOVQ         x+0(FP), DI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS m+16(FP), Y15
+	VXORPS       Y13, Y13, Y13
+	VXORPS       Y14, Y14, Y14
+	SHRQ         $4, CX
+
+exploop:
+	EXPSUB8(0, Y13)
+	EXPSUB8(32, Y14)
+	ADDQ         $64, DI
+	DECQ         CX
+	JNZ          exploop
+	VADDPS       Y14, Y13, Y13
+	VEXTRACTF128 $1, Y13, X14
+	VADDPS       X14, X13, X13
+	VMOVHLPS     X13, X13, X14
+	VADDPS       X14, X13, X13
+	VMOVSHDUP    X13, X14
+	VADDSS       X14, X13, X13
+	VMOVSS       X13, ret+24(FP)
+	VZEROUPPER
+	RET

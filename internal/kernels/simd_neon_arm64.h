@@ -1,0 +1,63 @@
+// Instructions the Go assembler lacks, as their encodings: the arm64
+// assembly files include this (register operands by number).
+
+#define SMULL_8H(d, n, m)  WORD $(0x0e20c000 | ((m)<<16) | ((n)<<5) | (d)) // Vd.8H = Vn.8B * Vm.8B
+#define SMLAL_8H(d, n, m)  WORD $(0x0e208000 | ((m)<<16) | ((n)<<5) | (d)) // Vd.8H += Vn.8B * Vm.8B
+#define SMLAL2_8H(d, n, m) WORD $(0x4e208000 | ((m)<<16) | ((n)<<5) | (d)) // Vd.8H += Vn.16B[8:] * Vm.16B[8:]
+#define SADDLP_4S(d, n)    WORD $(0x4e602800 | ((n)<<5) | (d))             // Vd.4S = pairwise sums of Vn.8H
+#define SADALP_4S(d, n)    WORD $(0x4e606800 | ((n)<<5) | (d))             // Vd.4S += pairwise sums of Vn.8H
+#define SDOT_4S(d, n, m)   WORD $(0x4e809400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S[i] += Σ_j<4 Vn.16B[4i+j] * Vm.16B[4i+j]
+#define SMMLA_4S(d, n, m)  WORD $(0x4e80a400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S[2i+j] += Σ_k<8 Vn.16B[8i+k] * Vm.16B[8j+k]
+#define ZERO_2D(d)         WORD $(0x6f00e400 | (d))                        // Vd = 0 (MOVI Vd.2D, #0)
+#define MUL_4S(d, n, m)    WORD $(0x4ea09c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S * Vm.4S
+#define SXTL_8H(d, n)      WORD $(0x0f08a400 | ((n)<<5) | (d))             // Vd.8H = int16(Vn.8B)
+#define SXTL2_8H(d, n)     WORD $(0x4f08a400 | ((n)<<5) | (d))             // Vd.8H = int16(Vn.16B[8:])
+#define SXTL_4S(d, n)      WORD $(0x0f10a400 | ((n)<<5) | (d))             // Vd.4S = int32(Vn.4H)
+#define SXTL2_4S(d, n)     WORD $(0x4f10a400 | ((n)<<5) | (d))             // Vd.4S = int32(Vn.8H[4:])
+#define SCVTF_4S(d, n)     WORD $(0x4e21d800 | ((n)<<5) | (d))             // Vd.4S = float32(int32 Vn.4S)
+#define UCVTF_4S(d, n)     WORD $(0x6e21d800 | ((n)<<5) | (d))             // Vd.4S = float32(uint32 Vn.4S)
+#define FMUL_4S(d, n, m)   WORD $(0x6e20dc00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S * Vm.4S
+#define FADD_4S(d, n, m)   WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S + Vm.4S
+#define FADDP_4S(d, n, m)  WORD $(0x6e20d400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = [n0+n1, n2+n3, m0+m1, m2+m3]
+#define FADDP_S(d, n)      WORD $(0x7e30d800 | ((n)<<5) | (d))             // Sd = Vn.S[0] + Vn.S[1]
+#define FCVTL_4S(d, n)     WORD $(0x0e217800 | ((n)<<5) | (d))             // Vd.4S = float32(Vn.4H)
+#define FCVTL2_4S(d, n)    WORD $(0x4e217800 | ((n)<<5) | (d))             // Vd.4S = float32(Vn.8H[4:])
+#define ADDP_4S(d, n, m) WORD $(0x4ea0bc00 | ((m)<<16) | ((n)<<5) | (d))              // Vd.4S = [n0+n1, n2+n3, m0+m1, m2+m3]
+#define FMLA_4S(d, n, m) WORD $(0x4e20cc00 | ((m)<<16) | ((n)<<5) | (d))              // Vd.4S += Vn.4S * Vm.4S
+#define FMADD_S(d, n, m, a) WORD $(0x1f000000 | ((m)<<16) | ((a)<<10) | ((n)<<5) | (d)) // Sd = Sa + Sn*Sm
+#define FMSUB_S(d, n, m, a) WORD $(0x1f008000 | ((m)<<16) | ((a)<<10) | ((n)<<5) | (d)) // Sd = Sa - Sn*Sm
+#define MLA_4S(d, n, m)  WORD $(0x4ea09400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S += Vn.4S * Vm.4S (int32)
+#define FMLS_4S(d, n, m) WORD $(0x4ea0cc00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S -= Vn.4S * Vm.4S
+#define SHLL_4S(d, n)  WORD $(0x2e613800 | ((n)<<5) | (d)) // Vd.4S = uint32(Vn.4H) << 16
+#define SHLL2_4S(d, n) WORD $(0x6e613800 | ((n)<<5) | (d)) // Vd.4S = uint32(Vn.8H[4:]) << 16
+#define FABS_4S(d, n)     WORD $(0x4ea0f800 | ((n)<<5) | (d))             // Vd.4S = |Vn.4S|
+#define FMAX_4S(d, n, m)  WORD $(0x4e20f400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = max(Vn.4S, Vm.4S)
+#define FMAXV_S(d, n)     WORD $(0x6e30f800 | ((n)<<5) | (d))             // Sd = max of Vn.4S
+#define FCVTNS_4S(d, n)   WORD $(0x4e21a800 | ((n)<<5) | (d))             // Vd.4S = int32(round half even(Vn.4S)); NaN -> 0
+#define XTN_4H(d, n)      WORD $(0x0e612800 | ((n)<<5) | (d))             // Vd.4H = int16(Vn.4S) (truncating)
+#define XTN2_8H(d, n)     WORD $(0x4e612800 | ((n)<<5) | (d))             // Vd.8H[4:] = int16(Vn.4S)
+#define XTN_8B(d, n)      WORD $(0x0e212800 | ((n)<<5) | (d))             // Vd.8B = int8(Vn.8H)
+#define XTN2_16B(d, n)    WORD $(0x4e212800 | ((n)<<5) | (d))             // Vd.16B[8:] = int8(Vn.8H)
+#define FCVTN_4H(d, n)  WORD $(0x0e216800 | ((n)<<5) | (d)) // Vd.4H = half(Vn.4S), round to nearest even
+#define FCVTN2_8H(d, n) WORD $(0x4e216800 | ((n)<<5) | (d)) // Vd.8H[4:] = half(Vn.4S)
+#define FSUB_4S(d, n, m)  WORD $(0x4ea0d400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S - Vm.4S
+#define FMIN_4S(d, n, m)  WORD $(0x4ea0f400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = min(Vn.4S, Vm.4S)
+#define FCMGT_4S(d, n, m) WORD $(0x6ea0e400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S > Vm.4S (all ones)
+#define FCMEQ_4S(d, n, m) WORD $(0x4e20e400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S == Vm.4S
+#define FCVTZS_4S(d, n)   WORD $(0x4ea1b800 | ((n)<<5) | (d))             // Vd.4S = int32(Vn.4S), toward zero
+#define BIT_16B(d, n, m)  WORD $(0x6ea01c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd = Vn where Vm is set
+#define BIF_16B(d, n, m)  WORD $(0x6ee01c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd = Vn where Vm is clear
+#define ADD_4S(d, n, m)   WORD $(0x4ea08400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S + Vm.4S (int32)
+#define SHL23_4S(d, n)    WORD $(0x4f375400 | ((n)<<5) | (d))             // Vd.4S = Vn.4S << 23
+#define TRN1_4S(d, n, m)   WORD $(0x4e802800 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = [n0, m0, n2, m2]
+#define TRN2_4S(d, n, m)   WORD $(0x4e806800 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = [n1, m1, n3, m3]
+#define TRN1_2D(d, n, m)   WORD $(0x4ec02800 | ((m)<<16) | ((n)<<5) | (d)) // Vd.2D = [n0, m0]
+#define TRN2_2D(d, n, m)   WORD $(0x4ec06800 | ((m)<<16) | ((n)<<5) | (d)) // Vd.2D = [n1, m1]
+#define UXTL_8H(d, n)      WORD $(0x2f08a400 | ((n)<<5) | (d))             // Vd.8H = uint16(Vn.8B)
+#define UXTL_4S(d, n)      WORD $(0x2f10a400 | ((n)<<5) | (d))             // Vd.4S = uint32(Vn.4H)
+#define USHR4_8B(d, n)     WORD $(0x2f0c0400 | ((n)<<5) | (d))             // Vd.8B = Vn.8B >> 4
+#define SUB_4S(d, n, m)    WORD $(0x6ea08400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S - Vm.4S (int32)
+#define SHL20_4S(d, n)     WORD $(0x4f345400 | ((n)<<5) | (d))             // Vd.4S = Vn.4S << 20
+#define SHL24_4S(d, n)     WORD $(0x4f385400 | ((n)<<5) | (d))             // Vd.4S = Vn.4S << 24
+#define CMHI_4S(d, n, m)   WORD $(0x6ea03400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S > Vm.4S (unsigned)
+#define CMEQ_4S(d, n, m)   WORD $(0x6ea08c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S == Vm.4S
