@@ -58,13 +58,31 @@ func registerFlash(path string, k *flashKernels) bool {
 }
 
 // installFlash installs the flash kernels for path name: those registered
-// for it or, failing that, for the highest path below it.
+// for it or, failing that, for the highest path below it. A tile decoder
+// the chosen path lacks comes from the highest path below that has one (a
+// path has the CPU features of the paths below it, and decoding is exact,
+// so the bits are the same): avx512 has assembly for f32, f16 and q8_0
+// only, and its bf16, q4_0 and f8e4m3 tiles ran in Go at a quarter of
+// f16's speed before they fell back to avx2's.
 func installFlash(name string) {
 	flashNow = flashKernels{}
+	found := false
 	for i := pathIndex(name); i > 0; i-- {
-		if k, ok := flashPaths[cpuPaths[i]]; ok {
-			flashNow = *k
-			return
+		k, ok := flashPaths[cpuPaths[i]]
+		if !ok {
+			continue
+		}
+		if !found {
+			flashNow, found = *k, true
+			continue
+		}
+		for t := range k.kTile {
+			if flashNow.kTile[t] == nil {
+				flashNow.kTile[t] = k.kTile[t]
+			}
+			if flashNow.vTile[t] == nil {
+				flashNow.vTile[t] = k.vTile[t]
+			}
 		}
 	}
 }

@@ -16,6 +16,22 @@ func TestFlashKernelsInstalled(t *testing.T) {
 		if path != "generic" && (flashNow.scores == nil || flashNow.accum == nil || flashNow.expSum == nil || flashNow.rowMax == nil) {
 			t.Fatalf("path %s runs Go flash kernels: %+v", path, flashNow)
 		}
+		if path == "generic" {
+			return
+		}
+		// Every KV type's tiles decode in assembly, the chosen path's or
+		// a path's below it (halves: where the CPU converts them, F16C).
+		for typ := range NumKVTypes {
+			if typ == KVF16 && flashNow.kTile[typ] == nil {
+				continue
+			}
+			if flashNow.kTile[typ] == nil || flashNow.vTile[typ] == nil {
+				t.Errorf("path %s decodes KV type %d's tiles in Go", path, typ)
+			}
+		}
+		if (path == "avx512" || path == "avx512bw") && (flashNow.kTile[KVF16] == nil || flashNow.vTile[KVF16] == nil) {
+			t.Errorf("path %s decodes f16 tiles in Go", path)
+		}
 	})
 }
 
