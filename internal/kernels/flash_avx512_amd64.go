@@ -19,22 +19,31 @@ func expSumAVX512(x *float32, n int, m float32) float32
 func rowMaxAVX512(x *float32, n int) float32
 
 //go:noescape
-func kTileF32AVX512(dst *float32, ld int, src *float32, stride, w, cnt int)
+func kTileF32AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 //go:noescape
-func kTileF16AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+func kTileF16AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 //go:noescape
-func kTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+func kTileQ8AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 //go:noescape
-func vTileF32AVX512(dst *float32, ld int, src *float32, stride, w, cnt int)
+func vTileF32AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 //go:noescape
-func vTileF16AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+func vTileF16AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 //go:noescape
-func vTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+func vTileQ8AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+// avx512Tiles are the path's tile decoders (the other types come from avx2,
+// see installFlash), wrapped by tileKernels as every path's are.
+var avx512Tiles = func() (t struct{ k, v [NumKVTypes]tileAsm }) {
+	t.k[KVF32], t.v[KVF32] = kTileF32AVX512, vTileF32AVX512
+	t.k[KVF16], t.v[KVF16] = kTileF16AVX512, vTileF16AVX512
+	t.k[KVQ8_0], t.v[KVQ8_0] = kTileQ8AVX512, vTileQ8AVX512
+	return t
+}()
 
 var flashAVX512 = &flashKernels{
 	scores: func(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32) {
@@ -49,46 +58,8 @@ var flashAVX512 = &flashKernels{
 	},
 	expSum: func(x []float32, m float32) float32 { return expSumAVX512(&x[0], len(x), m) },
 	rowMax: func(x []float32) float32 { return rowMaxAVX512(&x[0], len(x)) },
-	kTile: [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int{
-		KVF32: func(dst []float32, ld int, r KVRows, w, cnt int) int {
-			if r.F32 == nil {
-				return 0
-			}
-			kTileF32AVX512(&dst[0], ld, &r.F32[r.Off], 4*r.Stride, w, cnt)
-			return cnt
-		},
-		KVF16: func(dst []float32, ld int, r KVRows, w, cnt int) int {
-			kTileF16AVX512(&dst[0], ld, &r.W[r.Off], 2*r.Stride, w, cnt)
-			return cnt
-		},
-		KVQ8_0: func(dst []float32, ld int, r KVRows, w, cnt int) int {
-			if r.Off%32 != 0 || w%32 != 0 {
-				return 0
-			}
-			kTileQ8AVX512(&dst[0], ld, &r.W[r.Off/32*17], 2*r.Stride, w, cnt)
-			return cnt
-		},
-	},
-	vTile: [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int{
-		KVF32: func(dst []float32, ld int, r KVRows, w, cnt int) int {
-			if r.F32 == nil {
-				return 0
-			}
-			vTileF32AVX512(&dst[0], ld, &r.F32[r.Off], 4*r.Stride, w, cnt)
-			return cnt
-		},
-		KVF16: func(dst []float32, ld int, r KVRows, w, cnt int) int {
-			vTileF16AVX512(&dst[0], ld, &r.W[r.Off], 2*r.Stride, w, cnt)
-			return cnt
-		},
-		KVQ8_0: func(dst []float32, ld int, r KVRows, w, cnt int) int {
-			if r.Off%32 != 0 || w%32 != 0 {
-				return 0
-			}
-			vTileQ8AVX512(&dst[0], ld, &r.W[r.Off/32*17], 2*r.Stride, w, cnt)
-			return cnt
-		},
-	},
+	kTile:  tileKernels(avx512Tiles.k),
+	vTile:  tileKernels(avx512Tiles.v),
 }
 
 var (
