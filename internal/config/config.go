@@ -120,7 +120,7 @@ type RuntimeConfig struct {
 type PagedAttnConfig struct {
 	Mode      string `toml:"mode"` // "auto", "on" or "off"; auto is on in this engine
 	BlockSize int    `toml:"block_size"`
-	CacheType string `toml:"cache_type"` // "auto" (float32), "f16", "bf16", "q8_0", "q4_0" or "f8e4m3"; applies to every KV cache
+	CacheType string `toml:"cache_type"` // "auto" (f16), "f32", "f16", "bf16", "q8_0", "q4_0" or "f8e4m3"; applies to every KV cache
 	// keys' and values' types apart (llama.cpp's -ctk/-ctv); "" follows CacheType
 	CacheTypeK string `toml:"cache_type_k"`
 	CacheTypeV string `toml:"cache_type_v"`

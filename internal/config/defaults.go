@@ -138,7 +138,7 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.PagedAttn.Mode }},
 	{Key: "paged_attn.block_size", Flag: "pa-block-size", Default: 32, Usage: "tokens per KV cache block",
 		field: func(c *Config) any { return &c.PagedAttn.BlockSize }},
-	{Key: "paged_attn.cache_type", Flag: "pa-cache-type", Default: "auto", Usage: `KV cache storage of keys and values: "auto" (float32, as computed), "f16" or "bf16" (half the memory), "q8_0" (llama.cpp's blocks: 27 %), "f8e4m3" (E4M3 with a scale per 32 values: 27 %) or "q4_0" (14 %)`,
+	{Key: "paged_attn.cache_type", Flag: "pa-cache-type", Default: "auto", Usage: `KV cache storage of keys and values: "auto" (f16), "f16" (halves: half of float32's memory), "f32" (as computed), "bf16" (as f16's memory, coarser), "q8_0" (llama.cpp's blocks: 27 %), "f8e4m3" (E4M3 with a scale per 32 values: 27 %) or "q4_0" (14 %)`,
 		field: func(c *Config) any { return &c.PagedAttn.CacheType }},
 	{Key: "paged_attn.cache_type_k", Flag: "cache-type-k", Default: "", Usage: "KV cache storage of the keys (as llama.cpp's -ctk; default: --pa-cache-type)",
 		field: func(c *Config) any { return &c.PagedAttn.CacheTypeK }},

@@ -689,10 +689,14 @@ func TestOptions(t *testing.T) {
 	if _, total := e.KVCacheBlocks(); total != 10 {
 		t.Errorf("context budget of 160 tokens: %d blocks, want 10", total)
 	}
-	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryMB = 1 }))
+	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryMB = 1; o.CacheType = "f32" }))
 	// 2 layers × 16 positions × (128+128) floats × 4 bytes = 32 KiB per block
 	if _, total := e.KVCacheBlocks(); total != 32 {
-		t.Errorf("1 MB budget: %d blocks, want 32", total)
+		t.Errorf("1 MB budget of floats: %d blocks, want 32", total)
+	}
+	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryMB = 1 }))
+	if _, total := e.KVCacheBlocks(); total != 64 {
+		t.Errorf("1 MB budget of the default type (f16): %d blocks, want 64", total)
 	}
 	e, _ = newEngine(t, m, opts(func(o *engine.Options) { o.MemoryMB = 1; o.CacheType = "f16" }))
 	if _, total := e.KVCacheBlocks(); total != 64 {

@@ -89,7 +89,8 @@ func TestEmbed(t *testing.T) {
 				t.Fatalf("pooling %q, want %q", m.Net.Config.Pooling, pooling)
 			}
 			for _, budget := range []int{4096, 16} { // 16: chunked prompts
-				e, rec := newEngine(t, m, opts(func(o *engine.Options) { o.MaxNumBatchedTokens = budget }))
+				// f32 keys and values: the reference computes in float64.
+				e, rec := newEngine(t, m, opts(func(o *engine.Options) { o.MaxNumBatchedTokens = budget; o.CacheType = "f32" }))
 				got, err := e.Embed(context.Background(), prompts)
 				if err != nil {
 					t.Fatal(err)
@@ -146,7 +147,7 @@ func embedPrompts(n, length int) [][]int32 {
 func TestEmbedDoesNotStarveGeneration(t *testing.T) {
 	const inputs, inputLen, maxTokens = 64, 200, 10
 	m := f32Model(t, 0)
-	e, rec := newEngine(t, m, opts(func(o *engine.Options) { o.MaxNumBatchedTokens = 256 }))
+	e, rec := newEngine(t, m, opts(func(o *engine.Options) { o.MaxNumBatchedTokens = 256; o.CacheType = "f32" }))
 	prompts := embedPrompts(inputs, inputLen)
 	gate := make(chan struct{})
 	rec.mu.Lock()

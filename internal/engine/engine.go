@@ -312,7 +312,7 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 	case o.NoKVCache:
 		// Every token recomputes the sequence: nothing to gain.
 	case o.Draft != nil:
-		e.prop = newDraftProposer(o.Draft, e.pool)
+		e.prop = newDraftProposer(o.Draft, e.pool, kt != kvcache.F32 || vt != kvcache.F32)
 	case o.SpecNgram > 0:
 		e.prop = ngramProposer{n: o.SpecNgram}
 	}

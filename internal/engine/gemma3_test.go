@@ -40,15 +40,18 @@ func TestGemma3Engine(t *testing.T) {
 		t.Errorf("the model generates only %d distinct tokens", len(distinct))
 	}
 	// The engine's greedy tokens are the model's own, fed one at a time
-	// into a contiguous cache.
+	// into a contiguous cache of floats (the engine's pinned to f32 too;
+	// the default, f16, rounds keys and values).
+	ref32, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxSeqs = 1; o.PrefixCacheN = 0; o.CacheType = "f32" }))
+	want32 := runAlone(t, ref32, reqs)
 	checked := 0
 	for i, r := range reqs {
 		if r.Sampling.Temperature != 0 || len(r.Prompt) <= 16 {
 			continue
 		}
 		checked++
-		if got := modelGreedy(t, m.Net, r.Prompt, r.MaxTokens); !slices.Equal(got, want[i].Tokens) {
-			t.Errorf("request %d: engine %v, model %v", i, want[i].Tokens, got)
+		if got := modelGreedy(t, m.Net, r.Prompt, r.MaxTokens); !slices.Equal(got, want32[i].Tokens) {
+			t.Errorf("request %d: engine %v, model %v", i, want32[i].Tokens, got)
 		}
 	}
 	if checked == 0 {

@@ -452,7 +452,7 @@ func TestEmbedLoRA(t *testing.T) {
 	ad := randomAdapter(t, m, 4, 8, 1.0, append(attnTargets, "ffn_down")...)
 	l := &engine.LoRA{Name: "e", Key: "e@1", Active: []model.Active{{Adapter: ad, Scale: 1}}}
 	prompts := [][]int32{promptOf(40), promptOf(9)}
-	e, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxNumBatchedTokens = 16 }))
+	e, _ := newEngine(t, m, opts(func(o *engine.Options) { o.MaxNumBatchedTokens = 16; o.CacheType = "f32" }))
 	got, err := e.EmbedLoRA(context.Background(), prompts, l)
 	if err != nil {
 		t.Fatal(err)

@@ -115,7 +115,7 @@ func TestDraftFailureTurnsSpeculationOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newDraftProposer(m, nil)
+	p := newDraftProposer(m, nil, false)
 	mk := func() *seq {
 		sq := newSeq(&Request{Prompt: []int32{1, 2, 3}, MaxTokens: 10, Sampling: sampler.Params{Temperature: 0}}, 10, nil)
 		sq.spec = true

@@ -87,6 +87,7 @@ func equalTokens(a, b []int32) bool {
 type draftProposer struct {
 	net  *model.Model
 	pool *kernels.Pool
+	f16  bool // the draft cache stores halves (newDraftProposer)
 
 	inputs []model.SeqInput
 	ptrs   []*model.SeqInput
@@ -103,8 +104,12 @@ type draftState struct {
 	hist   []int32
 }
 
-func newDraftProposer(d *loader.Model, pool *kernels.Pool) *draftProposer {
-	return &draftProposer{net: d.Net, pool: pool}
+// newDraftProposer makes the proposer of draft model d. f16 stores the
+// draft's keys and values as halves: the target's cache holds anything
+// but float32, so that the model as its own draft computes what the target
+// does under the default (f16) and the draft's cache is half the memory.
+func newDraftProposer(d *loader.Model, pool *kernels.Pool, f16 bool) *draftProposer {
+	return &draftProposer{net: d.Net, pool: pool, f16: f16}
 }
 
 func (p *draftProposer) state(sq *seq) *draftState {
@@ -118,7 +123,7 @@ func (p *draftProposer) state(sq *seq) *draftState {
 		params.Logprobs = false
 		maxLen := min(p.net.Config.ContextLen, sq.promptLen+sq.maxTokens)
 		sq.ds = &draftState{
-			cache:  kvcache.NewContiguousCache(p.net.Config.KVShape(), maxLen, false),
+			cache:  kvcache.NewContiguousCache(p.net.Config.KVShape(), maxLen, p.f16),
 			smp:    sampler.New(params),
 			logits: make([]float32, p.net.Config.Vocab),
 		}

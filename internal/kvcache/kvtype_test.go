@@ -200,7 +200,7 @@ func TestParseType(t *testing.T) {
 	for _, c := range []struct {
 		in   string
 		want Type
-	}{{"", F32}, {"auto", F32}, {"f32", F32}, {"f16", F16}, {"bf16", BF16}, {"q8_0", Q8_0}, {"q4_0", Q4_0}, {"f8e4m3", F8E4M3}} {
+	}{{"", F16}, {"auto", F16}, {"f32", F32}, {"f16", F16}, {"bf16", BF16}, {"q8_0", Q8_0}, {"q4_0", Q4_0}, {"f8e4m3", F8E4M3}} {
 		if got, err := ParseType(c.in); err != nil || got != c.want {
 			t.Errorf("ParseType(%q) = %v, %v; want %v", c.in, got, err, c.want)
 		}
