@@ -303,6 +303,7 @@ type benchRun struct {
 	logits            []float32
 	depth, pp, tg     int
 	promptTok, genTok []int32
+	fillTok           []int32 // the depth's tokens
 }
 
 func newBenchRun(m *loader.Model, pool *kernels.Pool, depth, pp, tg int, kvt kvcache.Type) (*benchRun, error) {
@@ -322,14 +323,22 @@ func newBenchRun(m *loader.Model, pool *kernels.Pool, depth, pp, tg int, kvt kvc
 	if b.cache, err = benchCache(net.Config.KVShape(), depth+max(pp, tg+1), kvt); err != nil {
 		return nil, err
 	}
-	if depth > 0 {
-		in := &model.SeqInput{Tokens: randToks(depth), Cache: b.cache}
+	b.fillTok = randToks(depth)
+	for pos := 0; pos < depth; pos += benchFillChunk {
+		in := &model.SeqInput{Tokens: b.fillTok[pos:min(depth, pos+benchFillChunk)], Pos: pos, Cache: b.cache}
 		if err := net.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
 			return nil, err
 		}
 	}
 	return b, nil
 }
+
+// benchFillChunk is the tokens of one forward pass of the depth fill, as
+// llama-bench's default micro-batch: one pass of 8000 tokens would hold
+// ~1.3 GB of activations for the 1.2B shape and make peak RSS measure the
+// fill instead of the test (a server prefills in chunks of
+// --max-num-batched-tokens too).
+const benchFillChunk = 512
 
 // once times the test; Forward truncates the cache back to the depth.
 func (b *benchRun) once() (time.Duration, error) {
