@@ -417,17 +417,15 @@ func meanSD64(xs []int64) (mean, sd int64) {
 	return int64(m), int64(s)
 }
 
-// benchCache is a cache of n positions storing kvt: contiguous for f32 and
-// f16 (as before the other types), else one sequence of a paged pool, the
-// only cache that stores them.
+// benchCache is a cache of n positions storing kvt: one sequence of a
+// paged pool of the server's default block size, the cache serve runs
+// (--paged-attn auto), so that every type is measured on the path a
+// server takes. (Before 2026-12-03 f32 and f16 used the contiguous cache
+// of --paged-attn off.)
 func benchCache(sh kvcache.Shape, n int, kvt kvcache.Type) (kvcache.Cache, error) {
-	switch kvt {
-	case kvcache.F32, kvcache.F16:
-		return kvcache.NewContiguousCache(sh, n, kvt == kvcache.F16), nil
-	}
 	if err := errors.Join(kvt.CheckRow(sh.KDim), kvt.CheckRow(sh.VDim)); err != nil {
 		return nil, err
 	}
-	const bs = 32
+	bs := config.DefaultEngineOptions().BlockSize
 	return kvcache.NewTypedPool(sh, bs, (n+bs-1)/bs, kvt, kvt).NewSeq(), nil
 }
