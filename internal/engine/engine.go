@@ -292,8 +292,8 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 		}
 		e.kv = kvcache.NewPaged(kvcache.NewTypedPool(sh, o.BlockSize, n, kt, vt), m.Identity(), prefix)
 		e.kvWarning = kvMemoryWarning(int64(n) * kvcache.TypedBlockBytes(sh, o.BlockSize, kt, vt))
-		e.kvSummary = fmt.Sprintf("KV cache: %d tokens (%d blocks of %d), keys %s, values %s, up to %d MB",
-			n*o.BlockSize, n, o.BlockSize, kt, vt, int64(n)*kvcache.TypedBlockBytes(sh, o.BlockSize, kt, vt)>>20)
+		e.kvSummary = fmt.Sprintf("KV cache: %d tokens (%d blocks of %d), keys %s, values %s, up to %s",
+			n*o.BlockSize, n, o.BlockSize, kt, vt, megabytes(int64(n)*kvcache.TypedBlockBytes(sh, o.BlockSize, kt, vt)))
 	case !f16 && (kt != kvcache.F32 || vt != kvcache.F32):
 		return nil, fmt.Errorf("KV cache types %s/%s need the paged KV cache (this one is off: --paged-attn off or --no-kv-cache)", kt, vt)
 	case o.NoKVCache:
@@ -443,3 +443,12 @@ func paramCount(f *gguf.File) uint64 {
 
 // Tokenizer is the model's tokenizer, which the engine decodes with.
 func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tok }
+
+// megabytes writes b bytes in MB: whole ones, with two decimals below 10
+// so that a small budget (--pa-memory-mb 1) does not read "0 MB".
+func megabytes(b int64) string {
+	if b < 10<<20 {
+		return fmt.Sprintf("%.2f MB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%d MB", b>>20)
+}
