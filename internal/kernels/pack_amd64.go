@@ -68,6 +68,33 @@ func gemmT8Q8_0VNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32, 
 var q8SmallBatch = [maxSmallBatch + 1]gemmFunc{2: gemmT2Q8_0VNNI, 3: gemmT3Q8_0VNNI, 4: gemmT4Q8_0VNNI,
 	5: gemmT5Q8_0VNNI, 6: gemmT6Q8_0VNNI, 7: gemmT7Q8_0VNNI, 8: gemmT8Q8_0VNNI}
 
+// The avx512 path's Q4_K and Q6_K kernels (simd_pack_amd64.s) read the
+// interleaved layout (packed.inter), whose single stream a one-token
+// product reads faster from memory; their one-token kernels take fewer
+// instructions per super-block than the generated table's, which the
+// avx512bw and avxvnni kernels mirror. The same bits as those.
+
+//go:noescape
+func gemm1Q4_KInter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q4_KInter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm42Q4_KInter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q6_KInter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q6_KInter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+// kInter are the avx512 path's Q4_K and Q6_K kernels.
+var kInter = map[Type]*packKernels{
+	Q4_K: {gemm4: gemm4Q4_KInter, gemm1: gemm1Q4_KInter, gemm42: gemm42Q4_KInter, inter: true},
+	Q6_K: {gemm4: gemm4Q6_KInter, gemm1: gemm1Q6_KInter, sumsPer: 16, sumsMul: 32, inter: true},
+}
+
 // avx512Pack returns the avx512 path's packed kernels on this CPU: the
 // generated table with the small-batch Q8_0 kernels, and the VDPBF16PS
 // kernels for BF16 where the CPU has AVX512-BF16.
@@ -76,6 +103,7 @@ func avx512Pack() map[Type]*packKernels {
 	q8 := *vnniPackKernels[Q8_0]
 	q8.gemmT = q8SmallBatch
 	t[Q8_0] = &q8
+	maps.Copy(t, kInter)
 	if cpu.X86.HasAVX512BF16 {
 		t[BF16] = bf16DPKernels
 	}

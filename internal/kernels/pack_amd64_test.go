@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -327,6 +328,52 @@ func BenchmarkMatVecDRAM(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/threads=%d", t, threads), func(b *testing.B) {
 				benchRowsCPU(b, t, 32768, cols, 1, threads)
 			})
+		}
+	}
+}
+
+// BenchmarkMatVecL2 is BenchmarkMatVecDRAM's one-token product on a
+// matrix that fits one core's L2 (256 rows, 0.5-1.1 MB): the kernels'
+// arithmetic per block without the memory's stalls, which the DRAM
+// figure mixes in.
+func BenchmarkMatVecL2(b *testing.B) {
+	for _, t := range []Type{Q8_0, Q4_K, Q6_K} {
+		b.Run(t.String(), func(b *testing.B) {
+			benchRowsCPU(b, t, 256, 4096, 1, 1)
+		})
+	}
+}
+
+// BenchmarkDecodeAB runs the avx512 path's one-token kernels (new) and
+// the generated table's, which the avx512bw and avxvnni kernels mirror
+// (old), interleaved in one run, from L2 and from memory.
+func BenchmarkDecodeAB(b *testing.B) {
+	if why := pathMissing("avx512"); why != "" {
+		b.Skip("path avx512:", why)
+	}
+	prev, _ := setPath("avx512")
+	defer setPath(prev)
+	cur := packTable
+	for _, t := range []Type{Q4_K, Q6_K, Q8_0} {
+		for _, c := range []struct {
+			name          string
+			rows, threads int
+		}{{"L2", 256, 1}, {"DRAM", 32768, 1}, {"DRAM", 32768, 2}} {
+			cols := 4096
+			if c.rows > 256 && t == Q8_0 {
+				cols = 2048
+			}
+			for _, v := range []string{"old", "new"} {
+				b.Run(fmt.Sprintf("%s/%s/threads=%d/%s", t, c.name, c.threads, v), func(b *testing.B) {
+					tab := maps.Clone(cur)
+					if v == "old" {
+						tab[t] = vnniPackKernels[t]
+					}
+					packTable = tab
+					defer func() { packTable = cur }()
+					benchRowsCPU(b, t, c.rows, cols, 1, c.threads)
+				})
+			}
 		}
 	}
 }

@@ -75,6 +75,32 @@
 	DECQ CX; \
 	JNZ  loop
 
+// The interleaved layout (packKernels.inter, packed.inter) puts each
+// block's scales right after its quants: one stream per group, which the
+// one-token kernels' prefetches cover whole, where the file order's
+// scales (after the group's quants) were a second stream, each group's
+// first lines of it missed from memory. PKGROUPI and PKNEXTI are PKGROUP
+// and PKNEXT for it; PKEND moves SI to the next group after the loop (the
+// file order's is after the scales, R12; the interleaved one's is SI).
+#define PKGROUPI(qbytes) \
+	MOVQ qs+24(FP), DI; \
+	MOVQ d+40(FP), BX; \
+	MOVQ s+48(FP), DX; \
+	MOVQ nb+8(FP), CX; \
+	LEAQ qbytes(SI), R12
+
+#define PKNEXTI(qbytes, sbytes, asub, abytes, loop) \
+	ADDQ $(qbytes+sbytes), SI; \
+	ADDQ $(qbytes+sbytes), R12; \
+	ADDQ $(32*asub), DI; \
+	ADDQ $(4*asub), BX; \
+	ADDQ $abytes, DX; \
+	DECQ CX; \
+	JNZ  loop
+
+#define PKEND MOVQ R12, SI
+#define PKENDI
+
 // PKMASK switches K1 to the caller's mask before the last group's stores.
 #define PKMASK(full) \
 	CMPQ  R15, $1; \
@@ -576,17 +602,21 @@ loop: \
 // quants, sbytes of scales, asub activation blocks of 32, abytes of
 // activation sums) for the four tokens into Z16-Z19. PKRUN1 is the same
 // for one token (Z16), the weights prefetched (PF) a few blocks ahead.
-#define PKRUN4(BODY, X, Y, qbytes, sbytes, asub, abytes) \
+#define PKRUN4(BODY, X, Y, qbytes, sbytes, asub, abytes) PKRUN4L(PKGROUP, PKNEXT, PKEND, BODY, X, Y, qbytes, sbytes, asub, abytes)
+
+// PKRUN4L, PKRUN1L: PKRUN4 and PKRUN1 over the layout whose group start,
+// next block and group end are GRP, NXT and END.
+#define PKRUN4L(GRP, NXT, END, BODY, X, Y, qbytes, sbytes, asub, abytes) \
 group: \
-	PKGROUP(qbytes); \
+	GRP(qbytes); \
 	VPXORD Z16, Z16, Z16; \
 	VPXORD Z17, Z17, Z17; \
 	VPXORD Z18, Z18, Z18; \
 	VPXORD Z19, Z19, Z19; \
 loop: \
 	BODY(X, Y); \
-	PKNEXT(qbytes, sbytes, asub, abytes, loop); \
-	MOVQ R12, SI; \
+	NXT(qbytes, sbytes, asub, abytes, loop); \
+	END; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
 	VMOVUPS Z17, K1, (AX)(R13*1); \
@@ -598,15 +628,17 @@ loop: \
 	VZEROUPPER; \
 	RET
 
-#define PKRUN1(BODY, X, Y, PF, qbytes, sbytes, asub, abytes) \
+#define PKRUN1(BODY, X, Y, PF, qbytes, sbytes, asub, abytes) PKRUN1L(PKGROUP, PKNEXT, PKEND, BODY, X, Y, PF, qbytes, sbytes, asub, abytes)
+
+#define PKRUN1L(GRP, NXT, END, BODY, X, Y, PF, qbytes, sbytes, asub, abytes) \
 group: \
-	PKGROUP(qbytes); \
+	GRP(qbytes); \
 	VPXORD Z16, Z16, Z16; \
 loop: \
 	PF; \
 	BODY(X, Y); \
-	PKNEXT(qbytes, sbytes, asub, abytes, loop); \
-	MOVQ R12, SI; \
+	NXT(qbytes, sbytes, asub, abytes, loop); \
+	END; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
 	ADDQ    $64, AX; \
