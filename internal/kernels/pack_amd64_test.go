@@ -369,6 +369,7 @@ func BenchmarkDecodeAB(b *testing.B) {
 					if v == "old" {
 						tab[t] = vnniPackKernels[t]
 					}
+
 					packTable = tab
 					defer func() { packTable = cur }()
 					benchRowsCPU(b, t, c.rows, cols, 1, c.threads)

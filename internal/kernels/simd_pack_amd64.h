@@ -137,6 +137,9 @@ full:
 	PREFETCHT1 (12288+320)(SI); \
 	PREFETCHT1 (12288+384)(SI); \
 	PREFETCHT1 (12288+448)(SI)
+// PFQ8I: PFQ8_0 for the interleaved layout (544 bytes a block: nine lines).
+#define PFQ8I PFQ8_0; PREFETCHT1 (12288+512)(SI)
+
 #define PFQ4_0 PREFETCHT0 (PKPFD)(SI); PREFETCHT0 (PKPFD+64)(SI); PREFETCHT0 (PKPFD+128)(SI); PREFETCHT0 (PKPFD+192)(SI)
 #define PFQ5 PFQ4_0; PREFETCHT0 (PKPFD+256)(SI)
 // The K-quants' super-blocks are larger than PKPFD: fetch the next one

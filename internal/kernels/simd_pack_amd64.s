@@ -533,7 +533,7 @@ bfdone:
 
 // TKBLOCK(TK): one block for the tokens of TK.
 #define TKBLOCK(TK) \
-	PFQ8_0; \
+	PFQ8I; \
 	VCVTPH2PS (R12), Z8; \
 	TK(TKZSUM, 0); \
 	TKCHUNK(TK, 0); \
@@ -546,16 +546,16 @@ bfdone:
 	TKCHUNK(TK, 7); \
 	TK(TKFIN, 0)
 
-// GEMMTQ8(TK, k): the group and block loops for k tokens.
+// GEMMTQ8(TK, k): the group and block loops for k tokens (the
+// interleaved layout, as the avx512 path's other Q8_0 kernels).
 #define GEMMTQ8(TK, k) \
 	PKARGS; \
 group: \
-	PKGROUP(512); \
+	PKGROUPI(512); \
 	TK(TKZACC, 0); \
 loop: \
 	TKBLOCK(TK); \
-	PKNEXT(512, 32, k, (4*k), loop); \
-	MOVQ R12, SI; \
+	PKNEXTI(512, 32, k, (4*k), loop); \
 	PKMASK(store); \
 	LEAQ (AX)(R13*4), CX; \
 	TK(TKST, 0); \
@@ -654,9 +654,10 @@ TEXT ·gemmT8Q8_0VNNI(SB), NOSPLIT, $0-88
 	K1PIECE(2); \
 	K1PIECE(3)
 
-// The avx512 path's Q4_K and Q6_K kernels read the interleaved layout
-// (PKGROUPI): gemm4 and gemm42 are the generated table's with its
-// addressing (the same bits), gemm1 the one-token kernels above and below.
+// The avx512 path's Q8_0, Q4_K and Q6_K kernels read the interleaved
+// layout (PKGROUPI): gemm4 and gemm42 are the generated table's with its
+// addressing (the same bits), gemm1 Q8_0's too, and for Q4_K and Q6_K the
+// one-token kernels above and below.
 TEXT ·gemm1Q4_KInter(SB), NOSPLIT, $0-88
 	PKARGS
 	KCONST
@@ -671,6 +672,17 @@ TEXT ·gemm4Q4_KInter(SB), NOSPLIT, $0-88
 
 TEXT ·gemm42Q4_KInter(SB), NOSPLIT, $0-88
 	PKPAIRL(PKGROUPI, PKNEXTI, PKENDI, P42Q4_K, 0, 2048, 320, 8, 32)
+
+TEXT ·gemm1Q8_0Inter(SB), NOSPLIT, $0-88
+	PKARGS
+	PKRUN1L(PKGROUPI, PKNEXTI, PKENDI, QBODY1, Q8W, Q8TOK1, PFQ8I, 512, 32, 1, 4)
+
+TEXT ·gemm4Q8_0Inter(SB), NOSPLIT, $0-88
+	PKARGS
+	PKRUN4L(PKGROUPI, PKNEXTI, PKENDI, QBODY4, Q8W, Q8TOK, 512, 32, 1, 4)
+
+TEXT ·gemm42Q8_0Inter(SB), NOSPLIT, $0-88
+	PKPAIRL(PKGROUPI, PKNEXTI, PKENDI, P42Q8_0, 0, 512, 32, 1, 4)
 
 TEXT ·gemm4Q6_KInter(SB), NOSPLIT, $0-88
 	PKARGS
@@ -764,3 +776,4 @@ TEXT ·gemm1Q6_KInter(SB), NOSPLIT, $0-88
 	PKARGS
 	KCONST6
 	PKRUN1L(PKGROUPI, PKNEXTI, PKENDI, KBODY, Q6K1SB, NONE, PKNOPF, 3072, 288, 8, 64)
+
