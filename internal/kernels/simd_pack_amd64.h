@@ -154,7 +154,8 @@ full:
 // PKPFL2 bytes ahead, a few lines at a time, where 32-48 prefetches at the
 // top of each super-block left Q6_K decode from memory at 0.83x the AVX2
 // kernel's (Zen 5). The eighths cover the whole super-block, scales
-// included (5, 6 and 7 lines of 37, 45 and 53), into L2 (PREFETCHT1): a
+// included (5, 6 and 7 lines of 37, 45 and 53; the scales are in that
+// stream only in the interleaved layout, PKGROUPI), into L2 (PREFETCHT1): a
 // super-block ahead into L1, without the scales, read a 75 MB matrix at
 // 9.5 GB/s (Q4_K 11-12) on one Zen 5 core, 8 KiB ahead into L2 at 13-17.
 #define PKPFL2 8192
