@@ -24,7 +24,8 @@ var (
 func benchMatrix(t Type, rows, cols int) *Matrix {
 	benchMu.Lock()
 	defer benchMu.Unlock()
-	key := fmt.Sprintf("%s/%dx%d", t, rows, cols)
+	// Packed on the path in use, in its layout (packKernels.inter).
+	key := fmt.Sprintf("%s/%dx%d/%v", t, rows, cols, packTable[t] != nil && packTable[t].inter)
 	if m := benchMatrices[key]; m != nil {
 		return m
 	}

@@ -37,7 +37,7 @@ func NewMatrix(t Type, rows, cols int, data []byte) (*Matrix, error) {
 	}
 	m := &Matrix{Type: t, Rows: rows, Cols: cols, Data: data}
 	if packTable[t] != nil {
-		m.pk = pack(m)
+		m.pk = pack(m, packTable[t].inter)
 	}
 	return m, nil
 }
@@ -52,7 +52,7 @@ func (m *Matrix) SubRows(lo, hi int) *Matrix {
 	s := &Matrix{Type: m.Type, Rows: hi - lo, Cols: m.Cols, Data: m.Data[lo*rb : hi*rb]}
 	if p := m.pk; p != nil && lo%packRows == 0 && (hi%packRows == 0 || hi == m.Rows) && hi > lo {
 		g0, g1 := lo/packRows, (hi+packRows-1)/packRows
-		s.pk = &packed{nb: p.nb, groups: g1 - g0, qbytes: p.qbytes, gbytes: p.gbytes, data: p.data[g0*p.gbytes : g1*p.gbytes]}
+		s.pk = &packed{nb: p.nb, groups: g1 - g0, qbytes: p.qbytes, gbytes: p.gbytes, inter: p.inter, data: p.data[g0*p.gbytes : g1*p.gbytes]}
 	}
 	return s
 }
@@ -160,7 +160,7 @@ func MatMuls(p *Pool, x []float32, n int, ps ...Product) {
 	}
 	same := len(ps) <= maxProducts
 	for _, q := range ps {
-		same = same && q.M.Rows > 0 && q.M.Type == ps[0].M.Type && q.M.Cols == ps[0].M.Cols && (q.M.pk == nil) == (ps[0].M.pk == nil)
+		same = same && q.M.Rows > 0 && q.M.Type == ps[0].M.Type && q.M.Cols == ps[0].M.Cols && packLayout(q.M) == packLayout(ps[0].M)
 	}
 	if !same {
 		for _, q := range ps {
@@ -169,6 +169,19 @@ func MatMuls(p *Pool, x []float32, n int, ps ...Product) {
 		return
 	}
 	matmuls(p, x, n, ps)
+}
+
+// packLayout is 0 for a matrix without a packed copy, 1 for the file
+// order's groups and 2 for interleaved ones: products of one layout run
+// as one job.
+func packLayout(m *Matrix) int {
+	switch {
+	case m.pk == nil:
+		return 0
+	case m.pk.inter:
+		return 2
+	}
+	return 1
 }
 
 // matmuls runs products of one type and width (at most maxProducts, each
@@ -238,6 +251,11 @@ func prepare(p *Pool, m *Matrix, x []float32, n int) *matmulJob {
 	j.pk = nil
 	if m.pk != nil {
 		j.pk = packTable[m.Type]
+		if j.pk != nil && j.pk.inter != m.pk.inter {
+			// Packed on another path, in the other layout: the file's
+			// kernels read it.
+			j.pk = nil
+		}
 	}
 	if cap(j.acts) < n {
 		j.acts = make([]Act, n)

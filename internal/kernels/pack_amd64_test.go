@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -232,6 +233,36 @@ func samePackedBits(t *testing.T, seed uint64, table map[Type]*packKernels, name
 	}
 }
 
+// TestPackedLayoutSwitch: a matrix packed for the avx512 path's
+// interleaved kernels, multiplied while a table of the file order's
+// kernels is in use (the path switched after the load), goes through the
+// file layout's kernels: right results, never the wrong layout's.
+func TestPackedLayoutSwitch(t *testing.T) {
+	if why := pathMissing("avx512"); why != "" {
+		t.Skip("path avx512:", why)
+	}
+	prev, err := setPath("avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setPath(prev)
+	r := rand.New(rand.NewPCG(37, 37))
+	for _, ty := range []Type{Q8_0, Q4_K, Q6_K} {
+		if !packTable[ty].inter {
+			t.Fatalf("%s: the avx512 path's kernels do not read the interleaved layout", ty)
+		}
+		for _, n := range []int{1, 5} {
+			tm := newTestMatrix(t, r, ty, 40, 512, n)
+			tm.reference(n)
+			packTable = vnniPackKernels
+			got := make([]float32, n*40)
+			MatMul(nil, got, tm.m, tm.input, n)
+			setPath("avx512")
+			tm.checkWith(t, got, n, fmt.Sprintf("%s n=%d, file-order kernels", ty, n), false)
+		}
+	}
+}
+
 // TestSubRows: a view of rows keeps the packed copy when it starts on a
 // group, and gives the full matrix's bits for its rows either way.
 func TestSubRows(t *testing.T) {
@@ -327,6 +358,43 @@ func BenchmarkMatVecDRAM(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/threads=%d", t, threads), func(b *testing.B) {
 				benchRowsCPU(b, t, 32768, cols, 1, threads)
 			})
+		}
+	}
+}
+
+// BenchmarkDecodeAB runs the avx512 path's one-token kernels of Q4_K, Q6_K
+// and Q8_0 over the interleaved layout (new) and the generated table's
+// over the file order's groups, which the avx512bw and avxvnni paths keep
+// (old), one after the other in one run: from L2 (256 rows: the kernels'
+// arithmetic) and from memory (BenchmarkMatVecDRAM's matrices).
+func BenchmarkDecodeAB(b *testing.B) {
+	if why := pathMissing("avx512"); why != "" {
+		b.Skip("path avx512:", why)
+	}
+	prev, _ := setPath("avx512")
+	defer setPath(prev)
+	cur := packTable
+	for _, t := range []Type{Q4_K, Q6_K, Q8_0} {
+		for _, c := range []struct {
+			name          string
+			rows, threads int
+		}{{"L2", 256, 1}, {"DRAM", 32768, 1}, {"DRAM", 32768, 2}} {
+			cols := 4096
+			if c.rows > 256 && t == Q8_0 {
+				cols = 2048
+			}
+			for _, v := range []string{"old", "new"} {
+				b.Run(fmt.Sprintf("%s/%s/threads=%d/%s", t, c.name, c.threads, v), func(b *testing.B) {
+					tab := maps.Clone(cur)
+					if v == "old" {
+						tab[t] = vnniPackKernels[t]
+					}
+
+					packTable = tab
+					defer func() { packTable = cur }()
+					benchRowsCPU(b, t, c.rows, cols, 1, c.threads)
+				})
+			}
 		}
 	}
 }

@@ -14,10 +14,9 @@ func packedRow(t Type, p *packed, r, cols int) []float32 {
 	out := make([]float32, cols)
 	grp := p.group(r / packRows)
 	rr := r % packRows
-	quants, scales := grp[:p.nb*f.qbytes], grp[p.nb*f.qbytes:]
 	half := func(b []byte) float32 { return FP16ToFP32(uint16(b[0]) | uint16(b[1])<<8) }
 	for b := 0; b < p.nb; b++ {
-		q, sc := quants[b*f.qbytes:], scales[b*f.sbytes:]
+		q, sc := p.block(grp, f, b)
 		// byte i of column group k of this row in a 64-byte chunk.
 		at := func(chunk, i int) byte { return q[64*chunk+4*rr+i] }
 		switch t {
@@ -87,17 +86,18 @@ func packedRow(t Type, p *packed, r, cols int) []float32 {
 	return out
 }
 
-// TestPackLayout packs matrices of every packed type and odd row counts
-// and reads each row back out of the groups; padding rows are zero.
+// TestPackLayout packs matrices of every packed type and odd row counts,
+// in the file order's groups and interleaved ones, and reads each row back
+// out of the groups; padding rows are zero.
 func TestPackLayout(t *testing.T) {
 	r := rand.New(rand.NewPCG(30, 30))
 	for ty := range packFormats {
 		for _, rows := range []int{1, 15, 16, 17, 40} {
-			for _, blocks := range []int{1, 3, 8} {
+			for i, blocks := range []int{1, 3, 8} {
 				cols := blocks * packBlock(ty)
 				data := quantized(ty, randRow(r, rows*cols))
 				m := &Matrix{Type: ty, Rows: rows, Cols: cols, Data: data}
-				p := pack(m)
+				p := pack(m, (rows+i)%2 == 1) // both layouts
 				if p.groups != (rows+15)/16 || p.gbytes != blocks*(packFormats[ty].qbytes+packFormats[ty].sbytes) {
 					t.Fatalf("%s %dx%d: %d groups of %d bytes", ty, rows, cols, p.groups, p.gbytes)
 				}

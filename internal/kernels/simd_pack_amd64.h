@@ -75,6 +75,32 @@
 	DECQ CX; \
 	JNZ  loop
 
+// The interleaved layout (packKernels.inter, packed.inter) puts each
+// block's scales right after its quants: one stream per group, which the
+// one-token kernels' prefetches cover whole, where the file order's
+// scales (after the group's quants) were a second stream, each group's
+// first lines of it missed from memory. PKGROUPI and PKNEXTI are PKGROUP
+// and PKNEXT for it; PKEND moves SI to the next group after the loop (the
+// file order's is after the scales, R12; the interleaved one's is SI).
+#define PKGROUPI(qbytes) \
+	MOVQ qs+24(FP), DI; \
+	MOVQ d+40(FP), BX; \
+	MOVQ s+48(FP), DX; \
+	MOVQ nb+8(FP), CX; \
+	LEAQ qbytes(SI), R12
+
+#define PKNEXTI(qbytes, sbytes, asub, abytes, loop) \
+	ADDQ $(qbytes+sbytes), SI; \
+	ADDQ $(qbytes+sbytes), R12; \
+	ADDQ $(32*asub), DI; \
+	ADDQ $(4*asub), BX; \
+	ADDQ $abytes, DX; \
+	DECQ CX; \
+	JNZ  loop
+
+#define PKEND MOVQ R12, SI
+#define PKENDI
+
 // PKMASK switches K1 to the caller's mask before the last group's stores.
 #define PKMASK(full) \
 	CMPQ  R15, $1; \
@@ -111,6 +137,9 @@ full:
 	PREFETCHT1 (12288+320)(SI); \
 	PREFETCHT1 (12288+384)(SI); \
 	PREFETCHT1 (12288+448)(SI)
+// PFQ8I: PFQ8_0 for the interleaved layout (544 bytes a block: nine lines).
+#define PFQ8I PFQ8_0; PREFETCHT1 (12288+512)(SI)
+
 #define PFQ4_0 PREFETCHT0 (PKPFD)(SI); PREFETCHT0 (PKPFD+64)(SI); PREFETCHT0 (PKPFD+128)(SI); PREFETCHT0 (PKPFD+192)(SI)
 #define PFQ5 PFQ4_0; PREFETCHT0 (PKPFD+256)(SI)
 // The K-quants' super-blocks are larger than PKPFD: fetch the next one
@@ -125,7 +154,8 @@ full:
 // PKPFL2 bytes ahead, a few lines at a time, where 32-48 prefetches at the
 // top of each super-block left Q6_K decode from memory at 0.83x the AVX2
 // kernel's (Zen 5). The eighths cover the whole super-block, scales
-// included (5, 6 and 7 lines of 37, 45 and 53), into L2 (PREFETCHT1): a
+// included (5, 6 and 7 lines of 37, 45 and 53; the scales are in that
+// stream only in the interleaved layout, PKGROUPI), into L2 (PREFETCHT1): a
 // super-block ahead into L1, without the scales, read a 75 MB matrix at
 // 9.5 GB/s (Q4_K 11-12) on one Zen 5 core, 8 KiB ahead into L2 at 13-17.
 #define PKPFL2 8192
@@ -576,17 +606,21 @@ loop: \
 // quants, sbytes of scales, asub activation blocks of 32, abytes of
 // activation sums) for the four tokens into Z16-Z19. PKRUN1 is the same
 // for one token (Z16), the weights prefetched (PF) a few blocks ahead.
-#define PKRUN4(BODY, X, Y, qbytes, sbytes, asub, abytes) \
+#define PKRUN4(BODY, X, Y, qbytes, sbytes, asub, abytes) PKRUN4L(PKGROUP, PKNEXT, PKEND, BODY, X, Y, qbytes, sbytes, asub, abytes)
+
+// PKRUN4L, PKRUN1L: PKRUN4 and PKRUN1 over the layout whose group start,
+// next block and group end are GRP, NXT and END.
+#define PKRUN4L(GRP, NXT, END, BODY, X, Y, qbytes, sbytes, asub, abytes) \
 group: \
-	PKGROUP(qbytes); \
+	GRP(qbytes); \
 	VPXORD Z16, Z16, Z16; \
 	VPXORD Z17, Z17, Z17; \
 	VPXORD Z18, Z18, Z18; \
 	VPXORD Z19, Z19, Z19; \
 loop: \
 	BODY(X, Y); \
-	PKNEXT(qbytes, sbytes, asub, abytes, loop); \
-	MOVQ R12, SI; \
+	NXT(qbytes, sbytes, asub, abytes, loop); \
+	END; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
 	VMOVUPS Z17, K1, (AX)(R13*1); \
@@ -598,15 +632,17 @@ loop: \
 	VZEROUPPER; \
 	RET
 
-#define PKRUN1(BODY, X, Y, PF, qbytes, sbytes, asub, abytes) \
+#define PKRUN1(BODY, X, Y, PF, qbytes, sbytes, asub, abytes) PKRUN1L(PKGROUP, PKNEXT, PKEND, BODY, X, Y, PF, qbytes, sbytes, asub, abytes)
+
+#define PKRUN1L(GRP, NXT, END, BODY, X, Y, PF, qbytes, sbytes, asub, abytes) \
 group: \
-	PKGROUP(qbytes); \
+	GRP(qbytes); \
 	VPXORD Z16, Z16, Z16; \
 loop: \
 	PF; \
 	BODY(X, Y); \
-	PKNEXT(qbytes, sbytes, asub, abytes, loop); \
-	MOVQ R12, SI; \
+	NXT(qbytes, sbytes, asub, abytes, loop); \
+	END; \
 	PKMASK(store); \
 	VMOVUPS Z16, K1, (AX); \
 	ADDQ    $64, AX; \

@@ -184,7 +184,10 @@
 // PKPAIR(BODY, ...): the pair and block loops (PKRUN4's arguments), the
 // outputs of B under the caller's mask on the last pair; c the -8.0 or
 // -16.0 of Z15.
-#define PKPAIR(BODY, c, qbytes, sbytes, asub, abytes) \
+#define PKPAIR(BODY, c, qbytes, sbytes, asub, abytes) PKPAIRL(PKGROUP, PKNEXT, PKEND, BODY, c, qbytes, sbytes, asub, abytes)
+
+// PKPAIRL: PKPAIR over the layout of GRP, NXT and END (PKRUN4L).
+#define PKPAIRL(GRP, NXT, END, BODY, c, qbytes, sbytes, asub, abytes) \
 	PKARGS; \
 	CONST32(0x0f0f0f0f, Z13); \
 	CONST32(0x10101010, Z14); \
@@ -192,7 +195,7 @@
 	MOVQ    nb+8(FP), R14; \
 	IMULQ   $(qbytes+sbytes), R14; \
 pair: \
-	PKGROUP(qbytes); \
+	GRP(qbytes); \
 	VPXORD  Z16, Z16, Z16; \
 	VPXORD  Z17, Z17, Z17; \
 	VPXORD  Z18, Z18, Z18; \
@@ -203,8 +206,8 @@ pair: \
 	VPXORD  Z23, Z23, Z23; \
 ploop: \
 	BODY; \
-	PKNEXT(qbytes, sbytes, asub, abytes, ploop); \
-	MOVQ    R12, SI; \
+	NXT(qbytes, sbytes, asub, abytes, ploop); \
+	END; \
 	ADDQ    R14, SI; \
 	LEAQ    (R13)(R13*2), CX; \
 	VMOVUPS Z16, (AX); \
@@ -530,7 +533,7 @@ bfdone:
 
 // TKBLOCK(TK): one block for the tokens of TK.
 #define TKBLOCK(TK) \
-	PFQ8_0; \
+	PFQ8I; \
 	VCVTPH2PS (R12), Z8; \
 	TK(TKZSUM, 0); \
 	TKCHUNK(TK, 0); \
@@ -543,16 +546,16 @@ bfdone:
 	TKCHUNK(TK, 7); \
 	TK(TKFIN, 0)
 
-// GEMMTQ8(TK, k): the group and block loops for k tokens.
+// GEMMTQ8(TK, k): the group and block loops for k tokens (the
+// interleaved layout, as the avx512 path's other Q8_0 kernels).
 #define GEMMTQ8(TK, k) \
 	PKARGS; \
 group: \
-	PKGROUP(512); \
+	PKGROUPI(512); \
 	TK(TKZACC, 0); \
 loop: \
 	TKBLOCK(TK); \
-	PKNEXT(512, 32, k, (4*k), loop); \
-	MOVQ R12, SI; \
+	PKNEXTI(512, 32, k, (4*k), loop); \
 	PKMASK(store); \
 	LEAQ (AX)(R13*4), CX; \
 	TK(TKST, 0); \
@@ -582,3 +585,195 @@ TEXT ·gemmT7Q8_0VNNI(SB), NOSPLIT, $0-88
 
 TEXT ·gemmT8Q8_0VNNI(SB), NOSPLIT, $0-88
 	GEMMTQ8(TK8, 8)
+
+// The one-token Q4_K kernel (decode): each 64-byte chunk of a piece is
+// loaded once for both its sub-blocks (gemm4's macros load it twice, once
+// per nibble), the high nibbles kept in place (q&0xf0 = 16q: one AND
+// where a shift and an AND were), with four integer chains. The float
+// steps are KTOKW's, in the same order, so the bits stay gemm4's: the
+// high sub-block's sum is 16S, and its factor (d/16)*sc*d_a is
+// d*sc*d_a/16 exactly (scaling by a power of two; d_a would have to be
+// below 2^-100 for a subnormal to round differently), so fma(16S, that,
+// acc) is fma(S, d*sc*d_a, acc).
+//
+// Registers: Z0 the chunk, Z1/Z2 its low and high nibbles, Z3 a factor,
+// Z8/Z9 and Z10/Z11 the two sub-blocks' scale and minimum terms, Z16 the
+// output, Z20-Z23 the integer sums (low even/odd, high even/odd chunks),
+// Z26 = 1/16, Z27 = d/16, Z28 = d, Z29 = dmin, Z30 = 0xf0, Z31 = 0x0f.
+#define K1CH(c, k, lo, hi) \
+	VMOVDQU32     (512*c+64*k)(SI), Z0; \
+	VPANDD        Z31, Z0, Z1; \
+	VPANDD        Z30, Z0, Z2; \
+	VPDPBUSD.BCST (64*c+4*k)(DI), Z1, lo; \
+	VPDPBUSD.BCST (64*c+32+4*k)(DI), Z2, hi
+
+// K1SC(j, d, s, m): s = d*sc_j, m = dmin*m_j of the 16 rows.
+#define K1SC(j, d, s, m) \
+	VPMOVZXBD (16*j)(R12), s; \
+	VPMOVZXBD (128+16*j)(R12), m; \
+	VCVTDQ2PS s, s; \
+	VCVTDQ2PS m, m; \
+	VMULPS    d, s, s; \
+	VMULPS    Z29, m, m
+
+// K1F(j, y, s, m): KTOKW's float steps for sub-block j's sum y.
+#define K1F(j, y, s, m) \
+	VCVTDQ2PS         y, y; \
+	VMULPS.BCST       (4*j)(BX), s, Z3; \
+	VFMADD231PS       Z3, y, Z16; \
+	VFNMADD231PS.BCST (4*j)(DX), m, Z16
+
+#define K1PIECE(c) \
+	PFJQ4_K((2*c)); \
+	PFJQ4_K((2*c+1)); \
+	VPXORD  Z20, Z20, Z20; \
+	VPXORD  Z21, Z21, Z21; \
+	VPXORD  Z22, Z22, Z22; \
+	VPXORD  Z23, Z23, Z23; \
+	K1CH(c, 0, Z20, Z22); \
+	K1CH(c, 1, Z21, Z23); \
+	K1CH(c, 2, Z20, Z22); \
+	K1CH(c, 3, Z21, Z23); \
+	K1CH(c, 4, Z20, Z22); \
+	K1CH(c, 5, Z21, Z23); \
+	K1CH(c, 6, Z20, Z22); \
+	K1CH(c, 7, Z21, Z23); \
+	VPADDD  Z21, Z20, Z20; \
+	VPADDD  Z23, Z22, Z22; \
+	K1SC((2*c), Z28, Z8, Z9); \
+	K1SC((2*c+1), Z27, Z10, Z11); \
+	K1F((2*c), Z20, Z8, Z9); \
+	K1F((2*c+1), Z22, Z10, Z11)
+
+#define Q4K1SB(T) \
+	VCVTPH2PS 256(R12), Z28; \
+	VCVTPH2PS 288(R12), Z29; \
+	VMULPS    Z26, Z28, Z27; \
+	K1PIECE(0); \
+	K1PIECE(1); \
+	K1PIECE(2); \
+	K1PIECE(3)
+
+// The avx512 path's Q8_0, Q4_K and Q6_K kernels read the interleaved
+// layout (PKGROUPI): gemm4 and gemm42 are the generated table's with its
+// addressing (the same bits), gemm1 Q8_0's too, and for Q4_K and Q6_K the
+// one-token kernels above and below.
+TEXT ·gemm1Q4_KInter(SB), NOSPLIT, $0-88
+	PKARGS
+	KCONST
+	CONST32(0xf0f0f0f0, Z30)
+	CONST32(0x3d800000, Z26)
+	PKRUN1L(PKGROUPI, PKNEXTI, PKENDI, KBODY, Q4K1SB, NONE, PKNOPF, 2048, 320, 8, 32)
+
+TEXT ·gemm4Q4_KInter(SB), NOSPLIT, $0-88
+	PKARGS
+	KCONST
+	PKRUN4L(PKGROUPI, PKNEXTI, PKENDI, KBODY, Q4KSB, KTOK4, 2048, 320, 8, 32)
+
+TEXT ·gemm42Q4_KInter(SB), NOSPLIT, $0-88
+	PKPAIRL(PKGROUPI, PKNEXTI, PKENDI, P42Q4_K, 0, 2048, 320, 8, 32)
+
+TEXT ·gemm1Q8_0Inter(SB), NOSPLIT, $0-88
+	PKARGS
+	PKRUN1L(PKGROUPI, PKNEXTI, PKENDI, QBODY1, Q8W, Q8TOK1, PFQ8I, 512, 32, 1, 4)
+
+TEXT ·gemm4Q8_0Inter(SB), NOSPLIT, $0-88
+	PKARGS
+	PKRUN4L(PKGROUPI, PKNEXTI, PKENDI, QBODY4, Q8W, Q8TOK, 512, 32, 1, 4)
+
+TEXT ·gemm42Q8_0Inter(SB), NOSPLIT, $0-88
+	PKPAIRL(PKGROUPI, PKNEXTI, PKENDI, P42Q8_0, 0, 512, 32, 1, 4)
+
+TEXT ·gemm4Q6_KInter(SB), NOSPLIT, $0-88
+	PKARGS
+	KCONST6
+	PKRUN4L(PKGROUPI, PKNEXTI, PKENDI, KBODY, Q6KSB, Q6TOK4, 3072, 288, 8, 64)
+
+// The one-token Q6_K kernel (decode): the chunks of one half (blocks
+// 4h..4h+3) are read once, two of low-nibble bytes (pieces 2h, 2h+1: their
+// low nibbles blocks 4h and 4h+1, high nibbles 4h+2 and 4h+3) and one of
+// high bits (piece h), and make chunk k of the four blocks, where gemm4's
+// Q6U reads two chunks per block's chunk. Each block keeps its two
+// sub-block sums (eight chains), then Q6TOK's integer and float steps in
+// block order: the same bits.
+//
+// Registers: Z0/Z1 the low-nibble chunks, Z2 the high bits, Z3-Z7
+// temporaries, Z8/Z9 a block's sub-block scales, Z16 the output, Z20-Z27
+// the four blocks' sums (first and second sub-block), Z28 = d, Z30 =
+// 0x30, Z31 = 0x0f.
+
+// Q61SEL(lo, hb, z): z = the low nibbles of lo | the 0x30 bits of hb.
+#define Q61SEL(lo, hb, z) \
+	VPANDD     Z30, hb, z; \
+	VPTERNLOGD $0xd8, Z31, lo, z
+
+// Q61CH(h, k, y0, y1, y2, y3): chunk k of blocks 4h..4h+3 into their sums.
+#define Q61CH(h, k, y0, y1, y2, y3) \
+	VMOVDQU32     (1024*h+64*k)(SI), Z0; \
+	VMOVDQU32     (1024*h+512+64*k)(SI), Z1; \
+	VMOVDQU32     (2048+512*h+64*k)(SI), Z2; \
+	VPSLLW        $4, Z2, Z3; \
+	Q61SEL(Z0, Z3, Z4); \
+	VPDPBUSD.BCST (128*h+4*k)(DI), Z4, y0; \
+	VPSLLW        $2, Z2, Z3; \
+	Q61SEL(Z1, Z3, Z5); \
+	VPDPBUSD.BCST (128*h+32+4*k)(DI), Z5, y1; \
+	VPSRLW        $4, Z0, Z0; \
+	Q61SEL(Z0, Z2, Z6); \
+	VPDPBUSD.BCST (128*h+64+4*k)(DI), Z6, y2; \
+	VPSRLW        $4, Z1, Z1; \
+	VPSRLW        $2, Z2, Z3; \
+	Q61SEL(Z1, Z3, Z7); \
+	VPDPBUSD.BCST (128*h+96+4*k)(DI), Z7, y3
+
+// Q61F(j, y, z): Q6TOK's steps after the sums, block j.
+#define Q61F(j, y, z) \
+	VPMOVSXBD   (32*j)(R12), Z8; \
+	VPMOVSXBD   (32*j+16)(R12), Z9; \
+	VPSUBD.BCST (8*j)(DX), y, y; \
+	VPSUBD.BCST (8*j+4)(DX), z, z; \
+	VPMULLD     Z8, y, y; \
+	VPMULLD     Z9, z, z; \
+	VPADDD      z, y, y; \
+	VCVTDQ2PS   y, y; \
+	VMULPS.BCST (4*j)(BX), Z28, Z3; \
+	VFMADD231PS Z3, y, Z16
+
+// Q61HALF(h): blocks 4h..4h+3, each block's eighth of the prefetch with
+// two of its chunks.
+#define Q61HALF(h) \
+	VPXORD Z20, Z20, Z20; \
+	VPXORD Z21, Z21, Z21; \
+	VPXORD Z22, Z22, Z22; \
+	VPXORD Z23, Z23, Z23; \
+	VPXORD Z24, Z24, Z24; \
+	VPXORD Z25, Z25, Z25; \
+	VPXORD Z26, Z26, Z26; \
+	VPXORD Z27, Z27, Z27; \
+	PFJQ6_K((4*h)); \
+	Q61CH(h, 0, Z20, Z21, Z22, Z23); \
+	Q61CH(h, 1, Z20, Z21, Z22, Z23); \
+	PFJQ6_K((4*h+1)); \
+	Q61CH(h, 2, Z20, Z21, Z22, Z23); \
+	Q61CH(h, 3, Z20, Z21, Z22, Z23); \
+	PFJQ6_K((4*h+2)); \
+	Q61CH(h, 4, Z24, Z25, Z26, Z27); \
+	Q61CH(h, 5, Z24, Z25, Z26, Z27); \
+	PFJQ6_K((4*h+3)); \
+	Q61CH(h, 6, Z24, Z25, Z26, Z27); \
+	Q61CH(h, 7, Z24, Z25, Z26, Z27); \
+	Q61F((4*h), Z20, Z24); \
+	Q61F((4*h+1), Z21, Z25); \
+	Q61F((4*h+2), Z22, Z26); \
+	Q61F((4*h+3), Z23, Z27)
+
+#define Q6K1SB(T) \
+	VCVTPH2PS 256(R12), Z28; \
+	Q61HALF(0); \
+	Q61HALF(1)
+
+TEXT ·gemm1Q6_KInter(SB), NOSPLIT, $0-88
+	PKARGS
+	KCONST6
+	PKRUN1L(PKGROUPI, PKNEXTI, PKENDI, KBODY, Q6K1SB, NONE, PKNOPF, 3072, 288, 8, 64)
+
