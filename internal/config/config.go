@@ -124,6 +124,8 @@ type PagedAttnConfig struct {
 	// keys' and values' types apart (llama.cpp's -ctk/-ctv); "" follows CacheType
 	CacheTypeK string `toml:"cache_type_k"`
 	CacheTypeV string `toml:"cache_type_v"`
+	// store q8_0/q4_0 rows unrotated (kvcache.Pool.SetRotation)
+	NoCacheRotation bool `toml:"no_cache_rotation"`
 	// At most one of the three budgets applies; see Budget.
 	MemoryMB       *int     `toml:"memory_mb"`
 	ContextLen     *int     `toml:"context_len"`

@@ -131,6 +131,7 @@ func TestDefaults(t *testing.T) {
 		"paged_attn.cache_type":                   "auto",
 		"paged_attn.cache_type_k":                 "",
 		"paged_attn.cache_type_v":                 "",
+		"paged_attn.no_cache_rotation":            false,
 		"paged_attn.memory_mb":                    (*int)(nil),
 		"paged_attn.context_len":                  (*int)(nil),
 		"paged_attn.memory_fraction":              (*float64)(nil),
@@ -287,7 +288,7 @@ func TestFlagNamesAndShorthands(t *testing.T) {
 	}
 	serve["grammar-cache-mb"] = ""
 	serve["otlp-traces-endpoint"], serve["otlp-capture-content"], serve["otlp-capture-content-bytes"] = "", "", ""
-	serve["cache-type-k"], serve["cache-type-v"] = "", ""
+	serve["cache-type-k"], serve["cache-type-v"], serve["no-cache-rotation"] = "", "", ""
 	serve["hf-revision"] = ""
 	serve["max-embedding-inputs"], serve["embedding-step-tokens"] = "", ""
 	for _, f := range []string{"allow-remote-images", "remote-image-max-mb", "remote-image-timeout-secs", "allow-private-image-hosts",
@@ -365,6 +366,7 @@ func sampleValues(t *testing.T) map[string][2]string {
 		"paged_attn.cache_type":                   {`"f16"`, "f16"},
 		"paged_attn.cache_type_k":                 {`"q8_0"`, "q8_0"},
 		"paged_attn.cache_type_v":                 {`"bf16"`, "bf16"},
+		"paged_attn.no_cache_rotation":            {`true`, "true"},
 		"paged_attn.memory_mb":                    {`512`, "512"},
 		"paged_attn.context_len":                  {`8192`, "8192"},
 		"paged_attn.memory_fraction":              {`0.5`, "0.5"},

@@ -144,6 +144,8 @@ var Options = []Option{
 		field: func(c *Config) any { return &c.PagedAttn.CacheTypeK }},
 	{Key: "paged_attn.cache_type_v", Flag: "cache-type-v", Default: "", Usage: "KV cache storage of the values (as llama.cpp's -ctv; default: --pa-cache-type)",
 		field: func(c *Config) any { return &c.PagedAttn.CacheTypeV }},
+	{Key: "paged_attn.no_cache_rotation", Flag: "no-cache-rotation", Default: false, Usage: "store q8_0/q4_0 keys and values as computed, not rotated: by default, as llama.cpp (LLAMA_ATTN_ROT_DISABLE=1 turns its off), heads of a multiple of 64 values are multiplied by a Walsh-Hadamard matrix before a quantized cache, which spreads outlier channels before they share a block's scale; attention is otherwise the same",
+		field: func(c *Config) any { return &c.PagedAttn.NoCacheRotation }},
 	{Key: "paged_attn.memory_mb", Flag: "pa-memory-mb", Default: nil, Usage: "KV cache size in MB",
 		field: func(c *Config) any { return &c.PagedAttn.MemoryMB }},
 	{Key: "paged_attn.context_len", Flag: "pa-context-len", Default: nil, Usage: "KV cache size as a context length in tokens",

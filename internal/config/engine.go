@@ -21,6 +21,7 @@ func (c *Config) EngineOptions() engine.Options {
 		CacheType:                   p.CacheType,
 		CacheTypeK:                  p.CacheTypeK,
 		CacheTypeV:                  p.CacheTypeV,
+		NoCacheRotation:             p.NoCacheRotation,
 		// The first model's proposer settings; the server gives each model
 		// its own (Config.SpeculativeFor) and loads its draft model.
 		SpecTokens: r.MTPNPredict,

@@ -170,6 +170,9 @@ type Options struct {
 	// any of kvcache.TypeNames. Types other than auto and f16 need the
 	// paged cache.
 	CacheTypeK, CacheTypeV string
+	// NoCacheRotation stores q8_0/q4_0 keys and values as computed instead
+	// of rotated (--no-cache-rotation; kvcache.Pool.SetRotation).
+	NoCacheRotation bool
 
 	// Speculative decoding: a proposer guesses up to SpecTokens tokens
 	// (--mtp-n-predict, 1..16) and one forward pass of the model verifies
@@ -290,7 +293,9 @@ func New(m *loader.Model, o Options) (*Engine, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.kv = kvcache.NewPaged(kvcache.NewTypedPool(sh, o.BlockSize, n, kt, vt), m.Identity(), prefix)
+		pool := kvcache.NewTypedPool(sh, o.BlockSize, n, kt, vt)
+		pool.SetRotation(!o.NoCacheRotation)
+		e.kv = kvcache.NewPaged(pool, m.Identity(), prefix)
 		e.kvWarning = kvMemoryWarning(int64(n) * kvcache.TypedBlockBytes(sh, o.BlockSize, kt, vt))
 		e.kvSummary = fmt.Sprintf("KV cache: %d tokens (%d blocks of %d), keys %s, values %s, up to %s",
 			n*o.BlockSize, n, o.BlockSize, kt, vt, megabytes(int64(n)*kvcache.TypedBlockBytes(sh, o.BlockSize, kt, vt)))

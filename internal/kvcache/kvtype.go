@@ -73,6 +73,13 @@ func ParseType(s string) (Type, error) {
 	return F32, fmt.Errorf("KV cache type %q: want one of %s", s, TypeNames())
 }
 
+// rotated reports whether rows of t are rotated before they are stored
+// (Pool.SetRotation): llama.cpp's quantized types, as llama.cpp does by
+// default (its LLAMA_ATTN_ROT_DISABLE turns it off). A rotation spreads
+// an outlier channel of a head over all its values before a block of 32
+// shares one scale. f8e4m3 keeps mistral.rs's plain rows.
+func (t Type) rotated() bool { return t == Q8_0 || t == Q4_0 }
+
 // blockLen is the number of values a type quantizes together.
 func (t Type) blockLen() int {
 	switch t {

@@ -32,6 +32,7 @@ type Pool struct {
 	packed                 bool // stored in 16-bit words (every type but f32 for both)
 	kt, vt                 Type // how keys and values are stored
 	kw, vw                 int  // values (words) of a key row and a value row
+	rotK, rotV             bool // keys, values stored rotated (SetRotation)
 
 	// blocks holds the Total() blocks and then one sentinel per free list:
 	// doubly linked lists through prev/next (see the list constants).
@@ -123,6 +124,7 @@ func NewTypedPool(sh Shape, blockSize, n int, kt, vt Type) *Pool {
 		layers: layers, kdim: kdim, vdim: vdim, bs: blockSize,
 		stride: blockSize * (kw + vw), packed: packed,
 		kt: kt, vt: vt, kw: kw, vw: vw,
+		rotK: kt.rotated(), rotV: vt.rotated(),
 		blocks:   make([]block, n+nLists),
 		cached:   make(map[Hash]int32),
 		keepWarm: max(4, n/32),
@@ -137,6 +139,20 @@ func NewTypedPool(sh Shape, blockSize, n int, kt, vt Type) *Pool {
 	}
 	return p
 }
+
+// SetRotation turns the rotation of quantized keys and values (Rotated)
+// on or off; it is on for the types that have it unless turned off, and
+// must be set before any row is stored.
+func (p *Pool) SetRotation(on bool) {
+	p.rotK, p.rotV = on && p.kt.rotated(), on && p.vt.rotated()
+}
+
+// Rotated says whether the rows of a sequence of this pool are stored
+// rotated: keys (and the queries) and values (and the attention output)
+// multiplied by an orthonormal Walsh-Hadamard matrix per head, as
+// llama.cpp does before a quantized cache. The model applies it
+// (nn.Step.PositionQK); the pool only records that it does.
+func (s *Seq) Rotated() (k, v bool) { return s.p.rotK, s.p.rotV }
 
 // BlockBytes is the memory of one block of blockSize positions of rows of
 // shape sh, of float32 values or (f16) halves.

@@ -170,11 +170,13 @@ func readKVRef(t *testing.T, name, depth string, p kvPair, suffix string, vocab 
 // kvRefRun is what the reference tool does, on our model: the prefill of
 // all but the last kvRefDecode tokens (keeping its last kvRefPrefill
 // rows of logits), then one step per remaining token, with keys and values
-// stored as p in a paged cache.
-func kvRefRun(t *testing.T, m *model.Model, pool *kernels.Pool, toks []int32, p kvPair) [][]float32 {
+// stored as p in a paged cache, rotated (as llama.cpp by default) or not.
+func kvRefRun(t *testing.T, m *model.Model, pool *kernels.Pool, toks []int32, p kvPair, rotate bool) [][]float32 {
 	t.Helper()
 	v := m.Config.Vocab
-	cache := kvcache.NewTypedPool(m.Config.KVShape(), 32, (len(toks)+31)/32, p.k, p.v).NewSeq()
+	kv := kvcache.NewTypedPool(m.Config.KVShape(), 32, (len(toks)+31)/32, p.k, p.v)
+	kv.SetRotation(rotate)
+	cache := kv.NewSeq()
 	forward := func(in *model.SeqInput) {
 		if err := m.Forward(pool, &model.Batch{Seqs: []*model.SeqInput{in}}); err != nil {
 			t.Fatal(err)
@@ -200,11 +202,11 @@ func kvRefRun(t *testing.T, m *model.Model, pool *kernels.Pool, toks []int32, p 
 // (NAME.DEPTH.PAIR.rot.f32): around a quantized cache, when the head dim
 // is a multiple of 64, it rotates keys and queries, and values and the
 // attention output, by Walsh-Hadamard matrices, which spread an outlier
-// over the head before it is quantized. We store the rows as
-// they are, so the test checks against the references made without the
-// rotation (LLAMA_ATTN_ROT_DISABLE=1: the same blocks as ours) and only
-// logs the distance to the default ones, which docs/performance.md
-// reports.
+// over the head before it is quantized. So do we by default (nn's
+// rotate.go): the test checks our unrotated cache against the references
+// made without the rotation (LLAMA_ATTN_ROT_DISABLE=1), our rotated one
+// against these, and that our unrotated q4_0 cache breaks these bounds
+// (the rotation is there and is llama.cpp's).
 var kvRefRotated = []kvPair{
 	{kvcache.Q8_0, kvcache.Q8_0}, {kvcache.Q4_0, kvcache.Q4_0},
 	{kvcache.Q8_0, kvcache.F16}, {kvcache.F16, kvcache.Q4_0},
@@ -249,7 +251,7 @@ func TestKVTypeAgainstLlamaCpp(t *testing.T) {
 			group := kvRefGroup(name)
 			ours := map[kvPair][][]float32{}
 			for _, p := range kvRefPairs {
-				ours[p] = kvRefRun(t, m, pool, toks, p)
+				ours[p] = kvRefRun(t, m, pool, toks, p, false)
 				s := score(key{group, p, p}, readKVRef(t, name, depth, p, "", m.Config.Vocab), ours[p])
 				t.Logf("%-4s %-14s %-10s agreement %2d/%d, mean KL %.2e", depth, name, p, s.agree, s.n, s.meanKL())
 			}
@@ -258,10 +260,22 @@ func TestKVTypeAgainstLlamaCpp(t *testing.T) {
 			}
 			if group == "q8_0 weights" {
 				for _, p := range kvRefRotated {
-					s := score(key{"rotated", p, p}, readKVRef(t, name, depth, p, ".rot", m.Config.Vocab), ours[p])
-					t.Logf("%-4s %-14s %-10s against llama.cpp's default (Hadamard-rotated) cache: agreement %2d/%d, mean KL %.2e", depth, name, p, s.agree, s.n, s.meanKL())
+					ref := readKVRef(t, name, depth, p, ".rot", m.Config.Vocab)
+					s := score(key{"rotated", p, p}, ref, kvRefRun(t, m, pool, toks, p, true))
+					t.Logf("%-4s %-14s %-10s rotated, against llama.cpp's default (rotated) cache: agreement %2d/%d, mean KL %.2e", depth, name, p, s.agree, s.n, s.meanKL())
+					u := score(key{"unrotated", p, p}, ref, ours[p])
+					t.Logf("%-4s %-14s %-10s unrotated, against the same: agreement %2d/%d, mean KL %.2e", depth, name, p, u.agree, u.n, u.meanKL())
 				}
 			}
+		}
+		for _, p := range kvRefRotated {
+			s, b := scores[key{"rotated", p, p}], kvRefBounds["q8_0 weights"][p]
+			if !s.within(b, d) {
+				t.Errorf("%s, rotated -ctk/-ctv %s: agreement with llama.cpp's default %.3f (bound %.2f), mean KL %.2e (bound %.0e)", depth, p, s.share(), b.agree, s.meanKL(), b.kl[d])
+			}
+		}
+		if q4 := (kvPair{kvcache.Q4_0, kvcache.Q4_0}); scores[key{"unrotated", q4, q4}].within(kvRefBounds["q8_0 weights"][q4], d) && d == 0 {
+			t.Errorf("%s: our unrotated q4_0 cache passes the bounds of llama.cpp's rotated one: they cannot tell the rotation", depth)
 		}
 		for _, group := range []string{"f32 weights", "q8_0 weights"} {
 			for _, p := range kvRefPairs {

@@ -60,6 +60,8 @@ var engineSettings = []struct {
 		func(o engine.Options) any { return o.CacheTypeK }},
 	{"paged_attn.cache_type_v", func(c *config.Config) { c.PagedAttn.CacheTypeV = "bf16" }, "bf16",
 		func(o engine.Options) any { return o.CacheTypeV }},
+	{"paged_attn.no_cache_rotation", func(c *config.Config) { c.PagedAttn.NoCacheRotation = true }, true,
+		func(o engine.Options) any { return o.NoCacheRotation }},
 	{"paged_attn.memory_mb", func(c *config.Config) { c.PagedAttn.MemoryMB = ptr(123) }, kvBudget{MemoryMB: 123}, budgetOf},
 	{"paged_attn.context_len", func(c *config.Config) { c.PagedAttn.ContextLen = ptr(4567) }, kvBudget{ContextLen: 4567}, budgetOf},
 	{"paged_attn.memory_fraction", func(c *config.Config) { c.PagedAttn.MemoryFraction = ptr(0.25) }, kvBudget{Fraction: 0.25}, budgetOf},

@@ -207,6 +207,7 @@ func (s *Step) Attention(l int, opt AttnOpts) {
 	if a.split {
 		parFor(s.Pool, len(a.groups), s.mergeFn)
 	}
+	s.unrotate()
 }
 
 // makeItems lists the work of the layer (the chunks a group touches

@@ -75,6 +75,9 @@ type Step struct {
 
 	// rotary angles of this step's positions, per Rope used
 	ropes []ropeAngles
+	// per token, the Hadamard block of its values when its cache stores
+	// them rotated (0: not), set by PositionQK for Attention (rotate.go)
+	vrot []int
 
 	// logits of the rows that want them
 	rows         []int
@@ -109,6 +112,7 @@ func (s *Step) Prepare(c *Config, p *kernels.Pool, b *Batch) error {
 	if b == nil || len(b.Seqs) == 0 {
 		return fmt.Errorf("forward: empty batch")
 	}
+	s.vrot = s.vrot[:0]
 	T, R, ctx := 0, 0, 0
 	for i, sq := range b.Seqs {
 		switch {
@@ -364,13 +368,16 @@ func (s *Step) angles(r *Rope) (cos, sin []float32) {
 }
 
 // PositionQK finishes the projections in Q, K and V of layer l: per-head
-// q/k norms (nil: none), rotary embedding r, then stores the keys and
-// values in the caches.
+// q/k norms (nil: none), rotary embedding r, the rotation of a cache that
+// stores rows rotated (rotate.go), then stores the keys and values in the
+// caches.
 func (s *Step) PositionQK(l int, qNorm, kNorm []float32, r *Rope) {
 	c := s.Cfg
 	qd, kd, vd := c.QDim(), c.KDim(), c.VDim()
 	cos, sin := s.angles(r)
 	half := r.dim / 2
+	s.vrot = s.vrot[:0]
+	var nk, nv int
 	for t := range s.T {
 		q, k, v := s.Q[t*qd:(t+1)*qd], s.K[t*kd:(t+1)*kd], s.V[t*vd:(t+1)*vd]
 		if qNorm != nil {
@@ -382,6 +389,17 @@ func (s *Step) PositionQK(l int, qNorm, kNorm []float32, r *Rope) {
 		tc, ts := cos[t*half:(t+1)*half], sin[t*half:(t+1)*half]
 		r.Apply(q, c.HeadDim, tc, ts)
 		r.Apply(k, c.HeadDim, tc, ts)
+		if t == 0 || s.tokSeq[t] != s.tokSeq[t-1] {
+			nk, nv = s.rotation(s.tokSeq[t])
+		}
+		if nk > 0 {
+			hadamard(q, nk)
+			hadamard(k, nk)
+		}
+		if nv > 0 {
+			hadamard(v, nv)
+		}
+		s.vrot = append(s.vrot, nv)
 		s.b.Seqs[s.tokSeq[t]].Cache.Put(l, s.tokPos[t], k, v)
 	}
 }
