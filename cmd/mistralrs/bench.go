@@ -35,6 +35,9 @@ type benchFlags struct {
 	depths   []int
 	threads  []int
 	kvType   string
+	kvTypeK  string // "": kvType
+	kvTypeV  string // "": kvType
+	noRotate bool
 	reps     int
 	jsonOut  bool
 	noWarmup bool
@@ -117,6 +120,9 @@ func newBenchCmd(g *config.GlobalConfig) *cobra.Command {
 	fl.IntSliceVarP(&f.depths, "n-depth", "d", []int{0}, "tokens already in the cache before each test (its context depth)")
 	fl.IntSliceVarP(&f.threads, "threads", "t", []int{0}, "thread counts to test (0: one per core)")
 	fl.StringVar(&f.kvType, "cache-type", "auto", "KV cache storage of keys and values (as --pa-cache-type): "+kvcache.TypeNames())
+	fl.StringVar(&f.kvTypeK, "cache-type-k", "", "KV cache storage of the keys (as llama-bench's -ctk; default: --cache-type)")
+	fl.StringVar(&f.kvTypeV, "cache-type-v", "", "KV cache storage of the values (as llama-bench's -ctv; default: --cache-type)")
+	fl.BoolVar(&f.noRotate, "no-cache-rotation", false, "store q8_0/q4_0 keys and values unrotated (as serve --no-cache-rotation)")
 	fl.IntVarP(&f.reps, "repetitions", "r", 5, "repetitions of each test")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON array (llama-bench keys) instead of a table")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the warm-up run of each test")
@@ -139,11 +145,10 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	if f.spec.verifyCost && f.spec.speculative() {
 		return fmt.Errorf("--verify-cost and a speculative proposer both given: run them one at a time")
 	}
-	kvt, err := kvcache.ParseType(f.kvType)
+	kvt, err := parseBenchKV(f)
 	if err != nil {
-		return fmt.Errorf("--cache-type: %w", err)
+		return err
 	}
-	kvType := kvt.String()
 	m, err := loadModelWith(f.file, loader.Options{ISQ: f.isq, MMProj: f.mmproj}, cmd.ErrOrStderr())
 	if err != nil {
 		return err
@@ -167,7 +172,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	}
 	typeName := fmt.Sprintf("%s %s %s", m.Net.Config.Arch, humanCount(params), mainType)
 	if f.spec.verifyCost || f.spec.speculative() {
-		b := &benchModel{m: m, name: name, typeName: typeName, size: size, params: params, kvType: kvType,
+		b := &benchModel{m: m, name: name, typeName: typeName, size: size, params: params, kv: kvt,
 			out: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), jsonOut: f.jsonOut, noWarm: f.noWarmup, reps: f.reps,
 			threads: f.threads, depths: f.depths, depthSet: cmd.Flags().Changed("n-depth"),
 			prompts: f.prompts, gens: f.gens, specOpts: &f.spec}
@@ -227,7 +232,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 			}
 			r := benchResult{
 				ModelFilename: name, ModelType: typeName, ModelSize: size, ModelNParams: params,
-				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: t.pp, NGen: t.tg, NDepth: t.depth, TypeK: kvType, TypeV: kvType,
+				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: t.pp, NGen: t.tg, NDepth: t.depth, TypeK: kvt.k.String(), TypeV: kvt.v.String(),
 				TestTime: time.Now().UTC().Format(time.RFC3339),
 			}
 			for i := 0; i < f.reps; i++ {
@@ -306,7 +311,7 @@ type benchRun struct {
 	fillTok           []int32 // the depth's tokens
 }
 
-func newBenchRun(m *loader.Model, pool *kernels.Pool, depth, pp, tg int, kvt kvcache.Type) (*benchRun, error) {
+func newBenchRun(m *loader.Model, pool *kernels.Pool, depth, pp, tg int, kvt benchKV) (*benchRun, error) {
 	net := m.Net
 	vocab := net.Config.Vocab
 	rng := rand.New(rand.NewPCG(uint64(pp), uint64(tg)))
@@ -417,15 +422,43 @@ func meanSD64(xs []int64) (mean, sd int64) {
 	return int64(m), int64(s)
 }
 
-// benchCache is a cache of n positions storing kvt: one sequence of a
+// benchKV is how the bench's caches store keys and values.
+type benchKV struct {
+	k, v   kvcache.Type
+	rotate bool // q8_0/q4_0 rows rotated (kvcache.Pool.SetRotation)
+}
+
+// parseBenchKV reads --cache-type, --cache-type-k/-v and
+// --no-cache-rotation.
+func parseBenchKV(f *benchFlags) (benchKV, error) {
+	kv := benchKV{rotate: !f.noRotate}
+	var err error
+	for _, t := range []struct {
+		flag, val string
+		dst       *kvcache.Type
+	}{{"--cache-type-k", f.kvTypeK, &kv.k}, {"--cache-type-v", f.kvTypeV, &kv.v}} {
+		name, val := t.flag, t.val
+		if val == "" {
+			name, val = "--cache-type", f.kvType
+		}
+		if *t.dst, err = kvcache.ParseType(val); err != nil {
+			return kv, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return kv, nil
+}
+
+// benchCache is a cache of n positions storing kv: one sequence of a
 // paged pool of the server's default block size, the cache serve runs
 // (--paged-attn auto), so that every type is measured on the path a
 // server takes. (Before 2026-12-03 f32 and f16 used the contiguous cache
 // of --paged-attn off.)
-func benchCache(sh kvcache.Shape, n int, kvt kvcache.Type) (kvcache.Cache, error) {
-	if err := errors.Join(kvt.CheckRow(sh.KDim), kvt.CheckRow(sh.VDim)); err != nil {
+func benchCache(sh kvcache.Shape, n int, kv benchKV) (kvcache.Cache, error) {
+	if err := errors.Join(kv.k.CheckRow(sh.KDim), kv.v.CheckRow(sh.VDim)); err != nil {
 		return nil, err
 	}
 	bs := config.DefaultEngineOptions().BlockSize
-	return kvcache.NewTypedPool(sh, bs, (n+bs-1)/bs, kvt, kvt).NewSeq(), nil
+	p := kvcache.NewTypedPool(sh, bs, (n+bs-1)/bs, kv.k, kv.v)
+	p.SetRotation(kv.rotate)
+	return p.NewSeq(), nil
 }

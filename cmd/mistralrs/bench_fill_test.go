@@ -22,13 +22,13 @@ func TestBenchFillChunks(t *testing.T) {
 	pool := kernels.NewPool(1)
 	defer pool.Close()
 	depth := benchFillChunk + 37
-	for _, kvt := range []kvcache.Type{kvcache.F16, kvcache.Q8_0} {
+	for _, kvt := range []benchKV{{kvcache.F16, kvcache.F16, true}, {kvcache.Q8_0, kvcache.Q4_0, true}} {
 		b, err := newBenchRun(m, pool, depth, 0, 1, kvt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n := b.cache.Len(); n != depth {
-			t.Fatalf("%s: the fill left %d positions, want %d", kvt, n, depth)
+			t.Fatalf("%v: the fill left %d positions, want %d", kvt, n, depth)
 		}
 		if _, err := b.once(); err != nil {
 			t.Fatal(err)
@@ -52,7 +52,7 @@ func TestBenchFillChunks(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(chunked, one.logits) {
-			t.Errorf("%s: logits after a chunked fill differ from those after one pass", kvt)
+			t.Errorf("%v: logits after a chunked fill differ from those after one pass", kvt)
 		}
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"mistralrs/internal/config"
 	"mistralrs/internal/engine"
 	"mistralrs/internal/kernels"
-	"mistralrs/internal/kvcache"
 	"mistralrs/internal/loader"
 	"mistralrs/internal/model"
 	"mistralrs/internal/sampler"
@@ -69,7 +68,7 @@ type benchModel struct {
 	m              *loader.Model
 	name, typeName string // as the pp/tg table names them
 	size, params   int64
-	kvType         string
+	kv             benchKV
 	out, stderr    io.Writer
 	jsonOut        bool
 	noWarm         bool
@@ -259,7 +258,7 @@ type labelledResult struct {
 func specBenchThreads(b *benchModel, threads int, tests []specTest) ([]labelledResult, error) {
 	o := config.DefaultEngineOptions()
 	o.Threads = threads
-	o.CacheType = b.kvType
+	o.CacheTypeK, o.CacheTypeV, o.NoCacheRotation = b.kv.k.String(), b.kv.v.String(), !b.kv.rotate
 	plain, err := engine.New(b.m, o)
 	if err != nil {
 		return nil, err
@@ -305,7 +304,7 @@ func specBenchThreads(b *benchModel, threads int, tests []specTest) ([]labelledR
 		r := labelledResult{label: t.label, specResult: specResult{
 			benchResult: benchResult{
 				ModelFilename: b.name, ModelType: b.typeName, ModelSize: b.size, ModelNParams: b.params,
-				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: len(t.prompt), NGen: t.n, TypeK: b.kvType, TypeV: b.kvType,
+				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: len(t.prompt), NGen: t.n, TypeK: b.kv.k.String(), TypeV: b.kv.v.String(),
 				TestTime: time.Now().UTC().Format(time.RFC3339),
 			},
 			SpecType: b.specType, SpecDraft: b.draftName, SpecNgram: b.ngramN, SpecNPredict: b.nPredict,
@@ -405,12 +404,7 @@ func runVerifyCost(b *benchModel) error {
 	for _, threads := range b.threads {
 		pool := kernels.NewPool(threads)
 		for _, d := range depths {
-			kvt, err := kvcache.ParseType(b.kvType)
-			if err != nil {
-				pool.Close()
-				return err
-			}
-			cache, err := benchCache(cfg.KVShape(), d+s.verifyMaxK+1, kvt)
+			cache, err := benchCache(cfg.KVShape(), d+s.verifyMaxK+1, b.kv)
 			if err != nil {
 				pool.Close()
 				return err

@@ -183,6 +183,16 @@ func TestBenchDepth(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 2 || res[0]["type_k"] != "f16" || res[1]["type_v"] != "f16" {
 		t.Errorf("bench --cache-type f16 --json: %v %s", err, out)
 	}
+	out, _, err = execute(t, "", "bench", "-p", "4", "-n", "0", "-r", "1", "-t", "1", "--cache-type", "q4_0", "--cache-type-k", "q8_0", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res) != 1 || res[0]["type_k"] != "q8_0" || res[0]["type_v"] != "q4_0" {
+		t.Errorf("bench --cache-type q4_0 --cache-type-k q8_0 --json: %v %s", err, out)
+	}
+	if _, _, err := execute(t, "", "bench", "-p", "4", "-n", "0", "-r", "1", "--cache-type-v", "q5"); err == nil || !strings.Contains(err.Error(), "--cache-type-v") || !strings.Contains(err.Error(), "q4_0") {
+		t.Errorf("bench --cache-type-v q5: %v, want an error naming the flag and the valid types", err)
+	}
 	if _, _, err := execute(t, "", "bench", "-p", "4", "-n", "0", "-d", "1000000", "-r", "1"); err == nil || !strings.Contains(err.Error(), "context") {
 		t.Errorf("depth past the context: %v", err)
 	}
