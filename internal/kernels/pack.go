@@ -246,6 +246,10 @@ func alignedBytes(n int) []byte {
 	return b
 }
 
+// HugeBytes is alignedBytes for other packages: n zero bytes on a cache
+// line, on huge pages from 2 MiB on (the KV cache pool's slabs).
+func HugeBytes(n int) []byte { return alignedBytes(n) }
+
 // hugePage is the size of the huge pages alignedBytes asks for (x86-64's
 // and arm64's usual 2 MiB).
 const hugePage = 2 << 20

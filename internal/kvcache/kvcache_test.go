@@ -322,3 +322,43 @@ func TestContiguousCache(t *testing.T) {
 		t.Fatal("Extend past capacity succeeded")
 	}
 }
+
+// Blocks of 256 KiB and more are cut from shared slabs: every block's rows
+// are its own (none overlaps another, of either type), and a slab serves
+// no more blocks than the pool has.
+func TestPoolSlabBlocks(t *testing.T) {
+	for _, f16 := range []bool{false, true} {
+		const layers, kd, vd, bs, n = 2, 2048, 2048, 32, 5
+		p := NewPool(Shape{Layers: layers, KDim: kd, VDim: vd}, bs, n, f16)
+		s := p.NewSeq()
+		if err := s.Extend(n * bs); err != nil {
+			t.Fatal(err)
+		}
+		for l := range layers {
+			for pos := range n * bs {
+				s.Put(l, pos, row(kd, float32(pos+1000*l)), row(vd, float32(-pos-1000*l)))
+			}
+		}
+		for l := range layers {
+			for pos := range n * bs {
+				sp := s.Span(l, pos)
+				k, v := float32(0), float32(0)
+				if f16 {
+					k, v = kernels.FP16ToFP32(sp.K16[kd-1]), kernels.FP16ToFP32(sp.V16[vd-1])
+				} else {
+					k, v = sp.K[kd-1], sp.V[vd-1]
+				}
+				wk, wv := row(kd, float32(pos+1000*l))[kd-1], row(vd, float32(-pos-1000*l))[vd-1]
+				if f16 {
+					wk, wv = kernels.FP16ToFP32(kernels.FP32ToFP16(wk)), kernels.FP16ToFP32(kernels.FP32ToFP16(wv))
+				}
+				if k != wk || v != wv {
+					t.Fatalf("f16 %v: layer %d pos %d: k %v v %v, want %v %v", f16, l, pos, k, v, wk, wv)
+				}
+			}
+		}
+		if len(p.slab) != 0 {
+			t.Errorf("f16 %v: %d bytes of slab left over after the pool's %d blocks", f16, len(p.slab), n)
+		}
+	}
+}

@@ -28,6 +28,15 @@ import (
 //     another on one thread, or on several (split-K: decoding a few
 //     sequences at long context, when there are fewer groups than
 //     threads), the arithmetic is the same.
+//
+// Decode reads keys and values from memory, not the caches: a token at
+// depth 8000 reads 262 MB of f16 rows for a 1B model, for a few products
+// each. There a work item runs the groups of a sequence's KV heads
+// together, tile by tile (a tile's rows of every head are next to each
+// other in the pool's blocks: the memory is read in order, every byte of a
+// line and of a DRAM page used while it is there), and asks for the next
+// tile's rows of each head while it computes the current one (PrefetchKV).
+// Which groups share an item changes nothing in their arithmetic.
 
 // AttnOpts are the per-layer settings of attention.
 type AttnOpts struct {
@@ -60,19 +69,28 @@ type attnGroup struct {
 	seq, t0, kvh int
 	r0, r1       int
 	lo, hi       int // the positions the rows see, together
+	c0, c1       int // the chunks of [lo, hi)
+	part         int // split: the partial result of chunk c0 (then c0+1, ...)
 }
 
-// attnItem is a group's chunks [c0, c1) run by one worker; a split item
-// (one chunk of a group split among threads) leaves its (m, l, o) in
-// part for the merge.
+// attnItem is the chunks [c0, c1) of groups [g, g+ng) (ng > 1: groups of
+// one sequence and the same rows, for consecutive KV heads) run by one
+// worker; a split item (one chunk of its groups, split among threads)
+// leaves each group's (m, l, o) in its part for the merge.
 type attnItem struct {
-	g, c0, c1 int
-	part      int // index of its partial result; -1: the item finishes its group
+	g, ng, c0, c1 int
+	split         bool
 }
 
-// attnScratch is one worker's buffers (sized for the step's largest group).
+// attnHeadsRows is the most rows a group may have for its sequence's KV
+// heads to run together (decode, verification of a few drafted tokens):
+// larger groups do enough arithmetic per key to hide the memory.
+const attnHeadsRows = 16
+
+// attnScratch is one worker's buffers (sized for the step's largest item:
+// its groups' rows one after another, a group's at k*rows).
 type attnScratch struct {
-	q      []float32 // rows × hdp: the group's queries, zero-padded
+	q      []float32 // rows × hdp: the groups' queries, zero-padded
 	kt     []float32 // hdp × attnTile: a key tile, transposed
 	vt     []float32 // attnTile × vdp: a value tile
 	s      []float32 // rows × attnTile: scores, then weights
@@ -81,6 +99,8 @@ type attnScratch struct {
 	am, al []float32 // rows: the merged chunks'
 	ao     []float32
 	lo, n  []int // rows: the positions each sees
+	// the runs of the tile and of the next one (tileSpans)
+	spans, next []tileSpan
 }
 
 // attnState is where the attention work of a step lives (part of Step).
@@ -91,6 +111,7 @@ type attnState struct {
 	threads  int
 	hdp, vdp int // head sizes rounded up to 16 (the kernels' unit)
 	rows     int // the largest group's rows
+	heads    int // the most groups an item runs together
 	slots    []attnScratch
 	// partial results of split items: rows × (vdp + 2) each (o, then m, l;
 	// rows apart)
@@ -125,7 +146,6 @@ func (s *Step) groupQueries(threads int) {
 	a.hdp, a.vdp = (c.HeadDim+15)&^15, (c.ValueDim+15)&^15
 	a.rows = s.LargestGroup()
 	a.threads = threads
-	a.split = threads > 1 && len(a.groups) < 4*threads && s.ctx > attnChunk
 	a.partLen = a.rows * (a.vdp + 2)
 }
 
@@ -211,22 +231,54 @@ func (s *Step) Attention(l int, opt AttnOpts) {
 }
 
 // makeItems lists the work of the layer (the chunks a group touches
-// depend on the layer's window): a group per item, or, split, a chunk of a
-// group per item (a group's items consecutive, in chunk order).
+// depend on the layer's window). Small groups of a sequence's KV heads go
+// together, as many as keep every thread busy; decoding a few sequences at
+// long context splits their chunks among the threads (an item per chunk,
+// a group's parts consecutive, in chunk order).
 func (s *Step) makeItems() {
 	a := &s.at
+	multi := false
+	for i := range a.groups {
+		g := &a.groups[i]
+		g.c0, g.c1 = g.lo/attnChunk, (g.hi-1)/attnChunk+1
+		multi = multi || g.c1-g.c0 > 1
+	}
+	heads := 1
+	if a.rows <= attnHeadsRows {
+		heads = s.Cfg.KVHeads
+	}
+	for {
+		sets := s.headSets(heads, false)
+		a.split = a.threads > 1 && sets < 4*a.threads && multi
+		if heads == 1 || s.headSets(heads, a.split) >= 2*a.threads {
+			break
+		}
+		heads = (heads + 1) / 2
+	}
+	a.heads = heads
 	a.items = a.items[:0]
 	nparts := 0
-	for gi, g := range a.groups {
-		c0, c1 := g.lo/attnChunk, (g.hi-1)/attnChunk+1
+	for gi := 0; gi < len(a.groups); {
+		ng := s.headSet(gi, heads)
+		g := &a.groups[gi]
+		c0, c1 := g.c0, g.c1
+		for k := range ng {
+			g := &a.groups[gi+k]
+			c0, c1 = min(c0, g.c0), max(c1, g.c1)
+			g.part = -1
+			if a.split && g.c1-g.c0 > 1 {
+				g.part = nparts
+				nparts += g.c1 - g.c0
+			}
+		}
 		if !a.split || c1-c0 == 1 {
-			a.items = append(a.items, attnItem{g: gi, c0: c0, c1: c1, part: -1})
-			continue
+			a.items = append(a.items, attnItem{g: gi, ng: ng, c0: c0, c1: c1})
+		} else {
+			for ch := c0; ch < c1; ch++ {
+				a.items = append(a.items, attnItem{g: gi, ng: ng, c0: ch, c1: ch + 1, split: true})
+			}
 		}
-		for ch := c0; ch < c1; ch++ {
-			a.items = append(a.items, attnItem{g: gi, c0: ch, c1: ch + 1, part: nparts})
-			nparts++
-		}
+		gi += ng
 	}
 	a.parts = grow(a.parts, nparts*a.partLen)
 	nslots := min(len(a.items), 4*a.threads)
@@ -234,8 +286,41 @@ func (s *Step) makeItems() {
 		a.slots = append(a.slots, attnScratch{})
 	}
 	for i := range nslots {
-		a.slots[i].size(a.rows, a.hdp, a.vdp)
+		a.slots[i].size(a.rows*heads, a.hdp, a.vdp)
 	}
+}
+
+// headSet is how many groups from gi on run together, at most heads:
+// groups of one sequence with the same rows and the same chunks.
+func (s *Step) headSet(gi, heads int) int {
+	gs := s.at.groups
+	g := &gs[gi]
+	n := 1
+	for n < heads && gi+n < len(gs) {
+		h := &gs[gi+n]
+		if h.seq != g.seq || h.t0 != g.t0 || h.r0 != g.r0 || h.r1 != g.r1 || h.c0 != g.c0 || h.c1 != g.c1 {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// headSets counts the items of the layer with at most heads groups an
+// item, split or not.
+func (s *Step) headSets(heads int, split bool) int {
+	n := 0
+	for gi := 0; gi < len(s.at.groups); {
+		ng := s.headSet(gi, heads)
+		g := &s.at.groups[gi]
+		if split {
+			n += g.c1 - g.c0
+		} else {
+			n++
+		}
+		gi += ng
+	}
+	return n
 }
 
 // attendSlots runs the items of slots [lo, hi): slot k takes items k,
@@ -250,76 +335,74 @@ func (s *Step) attendSlots(lo, hi int) {
 	}
 }
 
-// attendItem runs the chunks of one item, merging each into the item's
-// result, then writes the group's output (or the partial result).
+// attendItem runs the chunks of one item, merging each into its groups'
+// results, then writes the groups' outputs (or their partial results).
 func (s *Step) attendItem(it *attnItem, sc *attnScratch) {
 	a := &s.at
 	c := s.Cfg
-	g := &a.groups[it.g]
 	perKV := c.Heads / c.KVHeads
-	nq := g.r1 - g.r0
-	hd, hdp, vdp := c.HeadDim, a.hdp, a.vdp
-	for i := range nq {
-		t, h, lo, n := s.rowRange(g, g.r0+i, perKV, s.attn.Window)
-		sc.lo[i], sc.n[i] = lo, n
-		q := sc.q[i*hdp : (i+1)*hdp]
-		copy(q, s.Q[t*c.QDim()+h*hd:t*c.QDim()+(h+1)*hd])
-		clear(q[hd:])
-		sc.am[i], sc.al[i] = float32(math.Inf(-1)), 0
+	hd, hdp, vdp, rows := c.HeadDim, a.hdp, a.vdp, a.rows
+	for k := range it.ng {
+		g := &a.groups[it.g+k]
+		for i := range g.r1 - g.r0 {
+			t, h, lo, n := s.rowRange(g, g.r0+i, perKV, s.attn.Window)
+			r := k*rows + i
+			sc.lo[r], sc.n[r] = lo, n
+			q := sc.q[r*hdp : (r+1)*hdp]
+			copy(q, s.Q[t*c.QDim()+h*hd:t*c.QDim()+(h+1)*hd])
+			clear(q[hd:])
+			sc.am[r], sc.al[r] = float32(math.Inf(-1)), 0
+		}
 	}
-	clear(sc.ao[:nq*vdp])
+	clear(sc.ao[:it.ng*rows*vdp])
 	first := true
 	for ch := it.c0; ch < it.c1; ch++ {
-		lo, hi := max(g.lo, ch*attnChunk), min(g.hi, (ch+1)*attnChunk)
-		if lo >= hi {
-			continue
-		}
 		if first {
 			// the first chunk's result is the merge of it alone: run it
 			// in the merged buffers
-			s.attendChunk(g, sc, nq, lo, hi, sc.am, sc.al, sc.ao)
+			s.attendChunk(it, sc, ch, sc.am, sc.al, sc.ao)
 			first = false
 			continue
 		}
-		for i := range nq {
-			sc.m[i], sc.l[i] = float32(math.Inf(-1)), 0
+		for r := range it.ng * rows {
+			sc.m[r], sc.l[r] = float32(math.Inf(-1)), 0
 		}
-		clear(sc.o[:nq*vdp])
-		s.attendChunk(g, sc, nq, lo, hi, sc.m, sc.l, sc.o)
-		for i := range nq {
-			mergeRow(&sc.am[i], &sc.al[i], sc.ao[i*vdp:(i+1)*vdp], sc.m[i], sc.l[i], sc.o[i*vdp:(i+1)*vdp])
+		clear(sc.o[:it.ng*rows*vdp])
+		s.attendChunk(it, sc, ch, sc.m, sc.l, sc.o)
+		for r := range it.ng * rows {
+			mergeRow(&sc.am[r], &sc.al[r], sc.ao[r*vdp:(r+1)*vdp], sc.m[r], sc.l[r], sc.o[r*vdp:(r+1)*vdp])
 		}
 	}
-	if it.part < 0 {
-		s.finishGroup(g, nq, sc.al, sc.ao)
-		return
+	for k := range it.ng {
+		g := &a.groups[it.g+k]
+		nq := g.r1 - g.r0
+		am, al, ao := sc.am[k*rows:(k+1)*rows], sc.al[k*rows:(k+1)*rows], sc.ao[k*rows*vdp:(k+1)*rows*vdp]
+		if g.part < 0 {
+			s.finishGroup(g, nq, al, ao)
+			continue
+		}
+		p := a.parts[(g.part+it.c0-g.c0)*a.partLen : (g.part+it.c0-g.c0+1)*a.partLen]
+		copy(p, ao[:nq*vdp])
+		copy(p[rows*vdp:], am[:nq])
+		copy(p[rows*vdp+rows:], al[:nq])
 	}
-	p := a.parts[it.part*a.partLen : (it.part+1)*a.partLen]
-	copy(p, sc.ao[:nq*vdp])
-	copy(p[a.rows*vdp:], sc.am[:nq])
-	copy(p[a.rows*vdp+a.rows:], sc.al[:nq])
 }
 
 // mergeGroups merges the partial results of split groups [lo, hi) in
 // chunk order and writes their outputs.
 func (s *Step) mergeGroups(lo, hi int) {
 	a := &s.at
-	vdp := a.vdp
-	// the items of a group are consecutive, in chunk order
-	it := 0
+	vdp, rows := a.vdp, a.rows
 	for gi := lo; gi < hi; gi++ {
-		for it < len(a.items) && a.items[it].g < gi {
-			it++
-		}
-		if it < len(a.items) && a.items[it].part < 0 {
-			continue // one chunk: its item finished it
-		}
 		g := &a.groups[gi]
+		if g.part < 0 {
+			continue // one chunk, or not split: its item finished it
+		}
 		nq := g.r1 - g.r0
 		var am, al, ao []float32
-		for ; it < len(a.items) && a.items[it].g == gi; it++ {
-			p := a.parts[a.items[it].part*a.partLen : (a.items[it].part+1)*a.partLen]
-			o, m, l := p[:a.rows*vdp], p[a.rows*vdp:a.rows*vdp+a.rows], p[a.rows*vdp+a.rows:]
+		for pi := g.part; pi < g.part+g.c1-g.c0; pi++ {
+			p := a.parts[pi*a.partLen : (pi+1)*a.partLen]
+			o, m, l := p[:rows*vdp], p[rows*vdp:rows*vdp+rows], p[rows*vdp+rows:]
 			if am == nil {
 				am, al, ao = m, l, o // the first chunk's partial is the merge so far
 				continue
@@ -367,31 +450,57 @@ func (s *Step) finishGroup(g *attnGroup, nq int, l, o []float32) {
 	}
 }
 
-// attendChunk runs the online softmax of g's rows over the key tiles of
-// positions [lo, hi) (inside one chunk) from the state (m, l, o).
-func (s *Step) attendChunk(g *attnGroup, sc *attnScratch, nq, lo, hi int, m, l, o []float32) {
+// attendChunk runs the online softmax of the rows of the item's groups
+// over the key tiles of chunk ch from their states (m, l, o; group k's at
+// row k*rows), tile by tile, the groups' KV heads in turn.
+func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []float32) {
+	at := &s.at
 	c := s.Cfg
-	cache := s.b.Seqs[g.seq].Cache
-	hd, vdh, hdp, vdp := c.HeadDim, c.ValueDim, s.at.hdp, s.at.vdp
+	hd, vdh, hdp, vdp, rows := c.HeadDim, c.ValueDim, at.hdp, at.vdp, at.rows
+	g0 := &at.groups[it.g]
+	cache := s.b.Seqs[g0.seq].Cache
+	lo, hi := max(g0.lo, ch*attnChunk), min(g0.hi, (ch+1)*attnChunk)
+	for k := 1; k < it.ng; k++ {
+		g := &at.groups[it.g+k]
+		lo, hi = min(lo, max(g.lo, ch*attnChunk)), max(hi, min(g.hi, (ch+1)*attnChunk))
+	}
+	spans, next := sc.spans[:0], sc.next[:0]
 	for t0 := lo &^ (attnTile - 1); t0 < hi; t0 += attnTile {
 		a, b := max(lo, t0), min(hi, t0+attnTile)
-		if !s.anyRowSees(sc, nq, a, b) {
-			continue
+		if t0 == lo&^(attnTile-1) {
+			spans = s.tileSpans(cache, a, b, spans)
+		} else {
+			spans, next = next, spans
 		}
-		s.keyTile(cache, g.kvh, t0, a, b, sc.kt, hd)
-		kernels.FlashScores(sc.s, sc.q, hdp, sc.kt, nq, attnTile, hdp, s.attn.Scale)
-		for i := range nq {
-			onlineRow(sc.s[i*attnTile:(i+1)*attnTile], sc.lo[i]-t0, sc.n[i]-t0, &m[i], &l[i], o[i*vdp:(i+1)*vdp])
+		next = next[:0]
+		if b < hi {
+			next = s.tileSpans(cache, b, min(hi, b+attnTile), next)
 		}
-		s.valueTile(cache, g.kvh, t0, a, b, sc.vt, vdh, vdp)
-		kernels.FlashAccum(o, vdp, sc.s, sc.vt, nq, attnTile, vdp)
+		for k := range it.ng {
+			g := &at.groups[it.g+k]
+			nq, r := g.r1-g.r0, k*rows
+			lo, n := sc.lo[r:r+nq], sc.n[r:r+nq]
+			if !anyRowSees(lo, n, a, b) {
+				continue
+			}
+			s.prefetchTile(next, g.kvh)
+			keyTile(spans, g.kvh, t0, a, b, sc.kt, hd)
+			kernels.FlashScores(sc.s, sc.q[r*hdp:], hdp, sc.kt, nq, attnTile, hdp, s.attn.Scale)
+			for i := range nq {
+				onlineRow(sc.s[i*attnTile:(i+1)*attnTile], lo[i]-t0, n[i]-t0, &m[r+i], &l[r+i], o[(r+i)*vdp:(r+i+1)*vdp])
+			}
+			valueTile(spans, g.kvh, t0, a, b, sc.vt, vdh, vdp)
+			kernels.FlashAccum(o[r*vdp:], vdp, sc.s, sc.vt, nq, attnTile, vdp)
+		}
 	}
+	sc.spans, sc.next = spans, next
 }
 
-// anyRowSees reports whether a row of the group sees a position of [a, b).
-func (s *Step) anyRowSees(sc *attnScratch, nq, a, b int) bool {
-	for i := range nq {
-		if sc.lo[i] < b && sc.n[i] > a {
+// anyRowSees reports whether a row that sees [lo[i], n[i]) sees a
+// position of [a, b).
+func anyRowSees(lo, n []int, a, b int) bool {
+	for i := range lo {
+		if lo[i] < b && n[i] > a {
 			return true
 		}
 	}
@@ -430,50 +539,85 @@ func onlineRow(row []float32, lo, n int, m, l *float32, o []float32) {
 	*l += kernels.ExpSum(row, *m)
 }
 
-// keyTile decodes the keys of positions [a, b) of KV head kvh into the
-// columns a-t0.. of the transposed tile kt (hd rows of attnTile), and zeros
-// the other columns: they are masked, and must not hold what is not a
-// number.
-func (s *Step) keyTile(cache kvcache.Cache, kvh, t0, a, b int, kt []float32, hd int) {
+// tileSpan is a run of a tile's positions in one block of the cache: its
+// keys and values as the kernels read them, for the head at offset 0 (a
+// head's rows: Off moved to it).
+type tileSpan struct {
+	pos, cnt int
+	k, v     kernels.KVRows
+}
+
+// tileSpans lists the runs of positions [a, b) of the layer in the cache
+// (once a tile, for all the heads that read it).
+func (s *Step) tileSpans(cache kvcache.Cache, a, b int, dst []tileSpan) []tileSpan {
+	c := s.Cfg
+	kd, vd := c.KDim(), c.VDim()
+	dst = dst[:0]
+	for pos := a; pos < b; {
+		sp := cache.Span(s.layer, pos)
+		ts := tileSpan{pos: pos, cnt: min(sp.N, b-pos),
+			k: kernels.KVRows{T: kernels.KVF32, F32: sp.K, Stride: kd},
+			v: kernels.KVRows{T: kernels.KVF32, F32: sp.V, Stride: vd}}
+		switch {
+		case sp.K16 != nil:
+			ts.k = kernels.KVRows{T: kernels.KVF16, W: sp.K16, Stride: kd}
+		case sp.KQ != nil:
+			ts.k = kernels.KVRows{T: sp.KT.KV(), W: sp.KQ, Stride: sp.KW}
+		}
+		switch {
+		case sp.V16 != nil:
+			ts.v = kernels.KVRows{T: kernels.KVF16, W: sp.V16, Stride: vd}
+		case sp.VQ != nil:
+			ts.v = kernels.KVRows{T: sp.VT.KV(), W: sp.VQ, Stride: sp.VW}
+		}
+		dst = append(dst, ts)
+		pos += ts.cnt
+	}
+	return dst
+}
+
+// prefetchTile asks for KV head kvh's keys and values of the runs ahead
+// of their tile.
+func (s *Step) prefetchTile(spans []tileSpan, kvh int) {
+	hd, vdh := s.Cfg.HeadDim, s.Cfg.ValueDim
+	for i := range spans {
+		sp := &spans[i]
+		k, v := sp.k, sp.v
+		k.Off, v.Off = kvh*hd, kvh*vdh
+		kernels.PrefetchKV(&k, hd, sp.cnt)
+		kernels.PrefetchKV(&v, vdh, sp.cnt)
+	}
+}
+
+// keyTile decodes the keys of KV head kvh of the runs (positions [a, b))
+// into the columns a-t0.. of the transposed tile kt (hd rows of attnTile),
+// and zeros the other columns: they are masked, and must not hold what is
+// not a number.
+func keyTile(spans []tileSpan, kvh, t0, a, b int, kt []float32, hd int) {
 	if a > t0 || b < t0+attnTile {
 		for d := range hd {
 			clear(kt[d*attnTile : d*attnTile+a-t0])
 			clear(kt[d*attnTile+b-t0 : (d+1)*attnTile])
 		}
 	}
-	kd := s.Cfg.KDim()
-	for pos := a; pos < b; {
-		sp := cache.Span(s.layer, pos)
-		cnt := min(sp.N, b-pos)
-		r := kernels.KVRows{T: kernels.KVF32, F32: sp.K, Stride: kd, Off: kvh * hd}
-		switch {
-		case sp.K16 != nil:
-			r = kernels.KVRows{T: kernels.KVF16, W: sp.K16, Stride: kd, Off: kvh * hd}
-		case sp.KQ != nil:
-			r = kernels.KVRows{T: sp.KT.KV(), W: sp.KQ, Stride: sp.KW, Off: kvh * hd}
-		}
-		kernels.KTile(kt[pos-t0:], attnTile, &r, hd, cnt)
-		pos += cnt
+	for i := range spans {
+		sp := &spans[i]
+		r := sp.k
+		r.Off = kvh * hd
+		kernels.KTile(kt[sp.pos-t0:], attnTile, &r, hd, sp.cnt)
 	}
 }
 
-// valueTile decodes the values of positions [a, b) into rows a-t0.. of vt
-// (attnTile rows of vdp) and zeros the other rows.
-func (s *Step) valueTile(cache kvcache.Cache, kvh, t0, a, b int, vt []float32, vdh, vdp int) {
+// valueTile decodes the values of KV head kvh of the runs (positions
+// [a, b)) into rows a-t0.. of vt (attnTile rows of vdp) and zeros the
+// other rows.
+func valueTile(spans []tileSpan, kvh, t0, a, b int, vt []float32, vdh, vdp int) {
 	clear(vt[:(a-t0)*vdp])
 	clear(vt[(b-t0)*vdp:])
-	vd := s.Cfg.VDim()
-	for pos := a; pos < b; {
-		sp := cache.Span(s.layer, pos)
-		cnt := min(sp.N, b-pos)
-		r := kernels.KVRows{T: kernels.KVF32, F32: sp.V, Stride: vd, Off: kvh * vdh}
-		switch {
-		case sp.V16 != nil:
-			r = kernels.KVRows{T: kernels.KVF16, W: sp.V16, Stride: vd, Off: kvh * vdh}
-		case sp.VQ != nil:
-			r = kernels.KVRows{T: sp.VT.KV(), W: sp.VQ, Stride: sp.VW, Off: kvh * vdh}
-		}
-		kernels.VTile(vt[(pos-t0)*vdp:], vdp, &r, vdh, cnt)
-		pos += cnt
+	for i := range spans {
+		sp := &spans[i]
+		r := sp.v
+		r.Off = kvh * vdh
+		kernels.VTile(vt[(sp.pos-t0)*vdp:], vdp, &r, vdh, sp.cnt)
 	}
 }

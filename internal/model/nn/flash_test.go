@@ -184,14 +184,22 @@ func TestFlashInvariance(t *testing.T) {
 	}
 }
 
-// Decode of one sequence at depth splits its chunks among the threads.
+// Decode of one sequence at depth splits its chunks among the threads,
+// its KV heads together while that leaves two items a thread.
 func TestFlashSplits(t *testing.T) {
 	c := &Config{Layers: 1, Embd: 8, Heads: 8, KVHeads: 2, HeadDim: 64, ValueDim: 64, Vocab: 32, RMSEps: 1e-6}
-	cases := []flashCase{{past: 3000, n: 1}}
-	_, _, _, _, s := flashRun(t, c, cases, kvcache.F16, kvcache.F16, 32, 4, 64, AttnOpts{}, 3)
-	if !s.at.split || len(s.at.items) != 2*3 {
-		t.Fatalf("split %v, %d items: want the 2 groups' 3 chunks each as items", s.at.split, len(s.at.items))
+	cases := []flashCase{{past: 5000, n: 1}}
+	together, keys, vals, q, s := flashRun(t, c, cases, kvcache.F16, kvcache.F16, 32, 2, 64, AttnOpts{}, 3)
+	checkFlashRef(t, c, cases, together, q, keys, vals, 0, 2e-5, "KV heads together")
+	if !s.at.split || len(s.at.items) != 5 || s.at.items[0].ng != 2 {
+		t.Fatalf("split %v, %d items: want the 5 chunks of the 2 groups (KV heads) together as items", s.at.split, len(s.at.items))
 	}
+	// with 4 threads, each KV head's chunks are items of their own
+	apart, _, _, _, s := flashRun(t, c, cases, kvcache.F16, kvcache.F16, 32, 4, 64, AttnOpts{}, 3)
+	if !s.at.split || len(s.at.items) != 10 || s.at.items[0].ng != 1 {
+		t.Fatalf("4 threads: split %v, %d items: want the 5 chunks of each group as items", s.at.split, len(s.at.items))
+	}
+	sameAtt(t, "KV heads together and apart", together, apart)
 }
 
 // benchAttention times layer 0's attention of n new tokens after depth
