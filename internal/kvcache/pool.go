@@ -62,8 +62,8 @@ type Pool struct {
 
 	slab      []byte // what is left of the slab blocks are cut from (blockBytes)
 	keepWarm  int    // free blocks without a prefix that keep their memory
-	evictions int64 // hash entries evicted, cumulative
-	returned  int64 // blocks whose memory was dropped, cumulative
+	evictions int64  // hash entries evicted, cumulative
+	returned  int64  // blocks whose memory was dropped, cumulative
 }
 
 // The free lists.
