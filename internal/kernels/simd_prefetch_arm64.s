@@ -4,8 +4,8 @@
 
 // func prefetchRows(src *byte, stride, n, cnt int)
 // Every cache line (64 bytes apart: a 128-byte line is asked for twice)
-// holding a byte of [src+j*stride, src+j*stride+n), j < cnt, into L1
-// (PRFM PLDL1KEEP).
+// holding a byte of [src+j*stride, src+j*stride+n), j < cnt, into L2
+// (PRFM PLDL2KEEP), as amd64's PREFETCHT1.
 TEXT ·prefetchRows(SB), NOSPLIT, $0-32
 	MOVD src+0(FP), R0
 	MOVD stride+8(FP), R1
@@ -19,7 +19,7 @@ row:
 	ADD  R0, R2, R5
 
 line:
-	PRFM (R4), PLDL1KEEP
+	PRFM (R4), PLDL2KEEP
 	ADD  $64, R4
 	CMP  R5, R4
 	BLE  line

@@ -483,7 +483,14 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 			if !anyRowSees(lo, n, a, b) {
 				continue
 			}
-			s.prefetchTile(next, g.kvh)
+			// the next head's rows of this tile come while this one's are
+			// computed (the last head asks for the first's of the next
+			// tile)
+			if k+1 < it.ng {
+				s.prefetchTile(spans, at.groups[it.g+k+1].kvh)
+			} else {
+				s.prefetchTile(next, at.groups[it.g].kvh)
+			}
 			keyTile(spans, g.kvh, t0, a, b, sc.kt, hd)
 			kernels.FlashScores(sc.s, sc.q[r*hdp:], hdp, sc.kt, nq, attnTile, hdp, s.attn.Scale)
 			for i := range nq {
@@ -621,3 +628,4 @@ func valueTile(spans []tileSpan, kvh, t0, a, b int, vt []float32, vdh, vdp int) 
 		kernels.VTile(vt[(sp.pos-t0)*vdp:], vdp, &r, vdh, sp.cnt)
 	}
 }
+
