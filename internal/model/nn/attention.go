@@ -628,4 +628,3 @@ func valueTile(spans []tileSpan, kvh, t0, a, b int, vt []float32, vdh, vdp int) 
 		kernels.VTile(vt[(sp.pos-t0)*vdp:], vdp, &r, vdh, sp.cnt)
 	}
 }
-
