@@ -309,11 +309,16 @@ func (p *Pool) allocate() int32 {
 		p.evictions++
 	}
 	b.ref = 1
+	n := p.gl * p.stride // 0 when every layer is a sliding one
 	switch {
+	case p.packed && b.data16 == nil && n == 0:
+		b.data16 = []uint16{}
 	case p.packed && b.data16 == nil:
-		b.data16 = unsafe.Slice((*uint16)(unsafe.Pointer(&p.blockBytes(2 * p.gl * p.stride)[0])), p.gl*p.stride)
+		b.data16 = unsafe.Slice((*uint16)(unsafe.Pointer(&p.blockBytes(2 * n)[0])), n)
+	case !p.packed && b.data == nil && n == 0:
+		b.data = []float32{}
 	case !p.packed && b.data == nil:
-		b.data = unsafe.Slice((*float32)(unsafe.Pointer(&p.blockBytes(4 * p.gl * p.stride)[0])), p.gl*p.stride)
+		b.data = unsafe.Slice((*float32)(unsafe.Pointer(&p.blockBytes(4 * n)[0])), n)
 	}
 	p.attachSliding(b)
 	return id
