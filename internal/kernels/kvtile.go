@@ -235,3 +235,20 @@ var e4m3Values = func() (t [256]float32) {
 	}
 	return t
 }()
+
+// tileSrc returns the first byte of r's head in its first row and the
+// rows' stride in bytes; ok is false for what the decoders do not take:
+// KVF32 rows given as words, a head that does not start or end at a block
+// boundary. The caller has checked that r holds the rows.
+func tileSrc(r *KVRows, w int) (src *byte, stride int, ok bool) {
+	if r.T == KVF32 {
+		if r.F32 == nil {
+			return nil, 0, false
+		}
+		return (*byte)(unsafe.Pointer(&r.F32[r.Off])), 4 * r.Stride, true
+	}
+	if bl := r.T.BlockLen(); r.Off%bl != 0 || w%bl != 0 {
+		return nil, 0, false
+	}
+	return (*byte)(unsafe.Pointer(&r.W[r.T.Words(r.Off)])), 2 * r.Stride, true
+}

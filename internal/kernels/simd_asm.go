@@ -53,6 +53,7 @@ func setPath(name string) (prev string, err error) {
 	}
 	installPath(name)
 	installFlash(name)
+	installAccumKV(name)
 	return prev, nil
 }
 

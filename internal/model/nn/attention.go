@@ -496,8 +496,10 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 			for i := range nq {
 				onlineRow(sc.s[i*attnTile:(i+1)*attnTile], lo[i]-t0, n[i]-t0, &m[r+i], &l[r+i], o[(r+i)*vdp:(r+i+1)*vdp])
 			}
-			valueTile(spans, g.kvh, t0, a, b, sc.vt, vdh, vdp)
-			kernels.FlashAccum(o[r*vdp:], vdp, sc.s, sc.vt, nq, attnTile, vdp)
+			if !accumValues(spans, g.kvh, t0, sc.s, nq, o[r*vdp:], vdh, vdp) {
+				valueTile(spans, g.kvh, t0, a, b, sc.vt, vdh, vdp)
+				kernels.FlashAccum(o[r*vdp:], vdp, sc.s, sc.vt, nq, attnTile, vdp)
+			}
 		}
 	}
 	sc.spans, sc.next = spans, next
@@ -627,4 +629,25 @@ func valueTile(spans []tileSpan, kvh, t0, a, b int, vt []float32, vdh, vdp int) 
 		r.Off = kvh * vdh
 		kernels.VTile(vt[(sp.pos-t0)*vdp:], vdp, &r, vdh, sp.cnt)
 	}
+}
+
+// accumValues adds the weights' sum of KV head kvh's values of the runs
+// to o with the values read in place (kernels.FlashAccumKV: the bits of
+// valueTile then FlashAccum), and reports false, having done nothing,
+// where the kernels do not take the rows (the type, the group's rows or
+// the head's width): whether they do depends only on those, the same for
+// every run.
+func accumValues(spans []tileSpan, kvh, t0 int, w []float32, nq int, o []float32, vdh, vdp int) bool {
+	for i := range spans {
+		sp := &spans[i]
+		r := sp.v
+		r.Off = kvh * vdh
+		if !kernels.FlashAccumKV(o, vdp, w[sp.pos-t0:], attnTile, &r, nq, sp.cnt, vdh) {
+			if i > 0 {
+				panic("nn: FlashAccumKV took a tile's first run and not the next")
+			}
+			return false
+		}
+	}
+	return true
 }
