@@ -496,7 +496,9 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 			for i := range nq {
 				onlineRow(sc.s[i*attnTile:(i+1)*attnTile], lo[i]-t0, n[i]-t0, &m[r+i], &l[r+i], o[(r+i)*vdp:(r+i+1)*vdp])
 			}
-			if !accumValues(spans, g.kvh, t0, sc.s, nq, o[r*vdp:], vdh, vdp) {
+			// a few rows (decode) read the values in place; many rows
+			// (prefill) decode them once for all
+			if nq > attnHeadsRows || !accumValues(spans, g.kvh, t0, sc.s, nq, o[r*vdp:], vdh, vdp) {
 				valueTile(spans, g.kvh, t0, a, b, sc.vt, vdh, vdp)
 				kernels.FlashAccum(o[r*vdp:], vdp, sc.s, sc.vt, nq, attnTile, vdp)
 			}
