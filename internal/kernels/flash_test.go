@@ -118,7 +118,7 @@ func TestFlashAccumOracle(t *testing.T) {
 func TestExpSumOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	eachPath(t, func(t *testing.T, path string) {
-		for _, n := range []int{16, 64, 17, 5} {
+		for _, n := range []int{16, 64, 112, 17, 5} {
 			x := randF32(rng, n)
 			for i := range x {
 				x[i] *= 30
