@@ -1,69 +1,13 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "simd_flash512_amd64.h"
 
 // FlashAccumKV's kernels (flash_accumkv.go): FlashAccum with the values
 // decoded from the cache's rows in registers, for four query rows at a
 // time and 64 columns at a time, each o element getting p[i][j]·v[j][d]
 // added for j in order, one fused multiply-add each, as FlashAccum does
 // over the decoded tile.
-
-// ACC4x4 is FMA4x4 of simd_flash512_amd64.s: Z(4i+c) += b_i × Z(16+c).
-#define ACC4x4(b0, b1, b2, b3) \
-	VFMADD231PS Z16, b0, Z0 \
-	VFMADD231PS Z17, b0, Z1 \
-	VFMADD231PS Z18, b0, Z2 \
-	VFMADD231PS Z19, b0, Z3 \
-	VFMADD231PS Z16, b1, Z4 \
-	VFMADD231PS Z17, b1, Z5 \
-	VFMADD231PS Z18, b1, Z6 \
-	VFMADD231PS Z19, b1, Z7 \
-	VFMADD231PS Z16, b2, Z8 \
-	VFMADD231PS Z17, b2, Z9 \
-	VFMADD231PS Z18, b2, Z10 \
-	VFMADD231PS Z19, b2, Z11 \
-	VFMADD231PS Z16, b3, Z12 \
-	VFMADD231PS Z17, b3, Z13 \
-	VFMADD231PS Z18, b3, Z14 \
-	VFMADD231PS Z19, b3, Z15
-
-// LOAD16x4 / STORE16x4: the 4 rows × 64 columns of o at R10 (rows R8
-// bytes apart, R9 = 3*R8) into / from Z0-Z15.
-#define LOAD16x4 \
-	VMOVUPS 0(R10), Z0 \
-	VMOVUPS 64(R10), Z1 \
-	VMOVUPS 128(R10), Z2 \
-	VMOVUPS 192(R10), Z3 \
-	VMOVUPS 0(R10)(R8*1), Z4 \
-	VMOVUPS 64(R10)(R8*1), Z5 \
-	VMOVUPS 128(R10)(R8*1), Z6 \
-	VMOVUPS 192(R10)(R8*1), Z7 \
-	VMOVUPS 0(R10)(R8*2), Z8 \
-	VMOVUPS 64(R10)(R8*2), Z9 \
-	VMOVUPS 128(R10)(R8*2), Z10 \
-	VMOVUPS 192(R10)(R8*2), Z11 \
-	VMOVUPS 0(R10)(R9*1), Z12 \
-	VMOVUPS 64(R10)(R9*1), Z13 \
-	VMOVUPS 128(R10)(R9*1), Z14 \
-	VMOVUPS 192(R10)(R9*1), Z15
-
-#define STORE16x4 \
-	VMOVUPS Z0, 0(R10) \
-	VMOVUPS Z1, 64(R10) \
-	VMOVUPS Z2, 128(R10) \
-	VMOVUPS Z3, 192(R10) \
-	VMOVUPS Z4, 0(R10)(R8*1) \
-	VMOVUPS Z5, 64(R10)(R8*1) \
-	VMOVUPS Z6, 128(R10)(R8*1) \
-	VMOVUPS Z7, 192(R10)(R8*1) \
-	VMOVUPS Z8, 0(R10)(R8*2) \
-	VMOVUPS Z9, 64(R10)(R8*2) \
-	VMOVUPS Z10, 128(R10)(R8*2) \
-	VMOVUPS Z11, 192(R10)(R8*2) \
-	VMOVUPS Z12, 0(R10)(R9*1) \
-	VMOVUPS Z13, 64(R10)(R9*1) \
-	VMOVUPS Z14, 128(R10)(R9*1) \
-	VMOVUPS Z15, 192(R10)(R9*1)
 
 // DECF16: Z16-Z19 = the 64 halves at AX as float32.
 #define DECF16 \
@@ -125,7 +69,7 @@ rows: \
 	VBROADCASTSS (R15)(R13*1), Z21 \
 	VBROADCASTSS (R15)(R13*2), Z22 \
 	VBROADCASTSS (R15)(R14*1), Z23 \
-	ACC4x4(Z20, Z21, Z22, Z23) \
+	FMA4x4(Z20, Z21, Z22, Z23) \
 	ADDQ $4, R15 \
 	ADDQ R12, AX \
 	DECQ R11 \

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "simd_flash512_amd64.h"
 
 // AVX-512 flash attention kernels (flash.go has the contracts and the Go
 // oracles, whose bits these give): fused multiply-adds in the oracles'
@@ -25,26 +26,6 @@
 	VPXORD Z13, Z13, Z13 \
 	VPXORD Z14, Z14, Z14 \
 	VPXORD Z15, Z15, Z15
-
-// FMA4x4(b0, b1, b2, b3): Z(4i+c) += b_i × Z(16+c), i, c < 4: four rows
-// (broadcasts b0-b3) by four vectors Z16-Z19.
-#define FMA4x4(b0, b1, b2, b3) \
-	VFMADD231PS Z16, b0, Z0 \
-	VFMADD231PS Z17, b0, Z1 \
-	VFMADD231PS Z18, b0, Z2 \
-	VFMADD231PS Z19, b0, Z3 \
-	VFMADD231PS Z16, b1, Z4 \
-	VFMADD231PS Z17, b1, Z5 \
-	VFMADD231PS Z18, b1, Z6 \
-	VFMADD231PS Z19, b1, Z7 \
-	VFMADD231PS Z16, b2, Z8 \
-	VFMADD231PS Z17, b2, Z9 \
-	VFMADD231PS Z18, b2, Z10 \
-	VFMADD231PS Z19, b2, Z11 \
-	VFMADD231PS Z16, b3, Z12 \
-	VFMADD231PS Z17, b3, Z13 \
-	VFMADD231PS Z18, b3, Z14 \
-	VFMADD231PS Z19, b3, Z15
 
 // func flashScores64AVX512(s, q *float32, ldq int, kt *float32, nq, hd int, scale float32)
 // FlashScores with nk = 64: rows four at a time (Z0-Z15: row i's keys
@@ -186,22 +167,7 @@ aquad64:
 	CMPQ R15, R12
 	JG   aquad16
 	LEAQ (DI)(DX*1), R10
-	VMOVUPS 0(R10), Z0
-	VMOVUPS 64(R10), Z1
-	VMOVUPS 128(R10), Z2
-	VMOVUPS 192(R10), Z3
-	VMOVUPS 0(R10)(R8*1), Z4
-	VMOVUPS 64(R10)(R8*1), Z5
-	VMOVUPS 128(R10)(R8*1), Z6
-	VMOVUPS 192(R10)(R8*1), Z7
-	VMOVUPS 0(R10)(R8*2), Z8
-	VMOVUPS 64(R10)(R8*2), Z9
-	VMOVUPS 128(R10)(R8*2), Z10
-	VMOVUPS 192(R10)(R8*2), Z11
-	VMOVUPS 0(R10)(R9*1), Z12
-	VMOVUPS 64(R10)(R9*1), Z13
-	VMOVUPS 128(R10)(R9*1), Z14
-	VMOVUPS 192(R10)(R9*1), Z15
+	LOAD16x4
 	LEAQ (R11)(DX*1), AX
 	MOVQ SI, R15
 	MOVQ R13, CX
@@ -221,22 +187,7 @@ aquad64j:
 	ADDQ         R12, AX
 	DECQ         CX
 	JNZ          aquad64j
-	VMOVUPS Z0, 0(R10)
-	VMOVUPS Z1, 64(R10)
-	VMOVUPS Z2, 128(R10)
-	VMOVUPS Z3, 192(R10)
-	VMOVUPS Z4, 0(R10)(R8*1)
-	VMOVUPS Z5, 64(R10)(R8*1)
-	VMOVUPS Z6, 128(R10)(R8*1)
-	VMOVUPS Z7, 192(R10)(R8*1)
-	VMOVUPS Z8, 0(R10)(R8*2)
-	VMOVUPS Z9, 64(R10)(R8*2)
-	VMOVUPS Z10, 128(R10)(R8*2)
-	VMOVUPS Z11, 192(R10)(R8*2)
-	VMOVUPS Z12, 0(R10)(R9*1)
-	VMOVUPS Z13, 64(R10)(R9*1)
-	VMOVUPS Z14, 128(R10)(R9*1)
-	VMOVUPS Z15, 192(R10)(R9*1)
+	STORE16x4
 	ADDQ $256, DX
 	JMP  aquad64
 
