@@ -483,16 +483,19 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 			if !anyRowSees(lo, n, a, b) {
 				continue
 			}
-			// the next head's rows of this tile come while this one's are
-			// computed (the last head asks for the first's of the next
-			// tile)
+			// the next head's rows of this tile come into L2 while this
+			// one's are computed (the last head asks for the first's of
+			// the next tile), its keys then its values: asked for at
+			// once, the lines of both waited on each other in the miss
+			// queues (f16 at depth 8000: 25 against 18.5 ms a token)
+			pspans, pkvh := next, at.groups[it.g].kvh
 			if k+1 < it.ng {
-				s.prefetchTile(spans, at.groups[it.g+k+1].kvh)
-			} else {
-				s.prefetchTile(next, at.groups[it.g].kvh)
+				pspans, pkvh = spans, at.groups[it.g+k+1].kvh
 			}
+			s.prefetchRows(pspans, pkvh, true)
 			keyTile(spans, g.kvh, t0, a, b, sc.kt, hd)
 			kernels.FlashScores(sc.s, sc.q[r*hdp:], hdp, sc.kt, nq, attnTile, hdp, s.attn.Scale)
+			s.prefetchRows(pspans, pkvh, false)
 			for i := range nq {
 				onlineRow(sc.s[i*attnTile:(i+1)*attnTile], lo[i]-t0, n[i]-t0, &m[r+i], &l[r+i], o[(r+i)*vdp:(r+i+1)*vdp])
 			}
@@ -587,16 +590,21 @@ func (s *Step) tileSpans(cache kvcache.Cache, a, b int, dst []tileSpan) []tileSp
 	return dst
 }
 
-// prefetchTile asks for KV head kvh's keys and values of the runs ahead
-// of their tile.
-func (s *Step) prefetchTile(spans []tileSpan, kvh int) {
-	hd, vdh := s.Cfg.HeadDim, s.Cfg.ValueDim
+// prefetchRows asks for KV head kvh's keys (or values) of the runs ahead
+// of their use.
+func (s *Step) prefetchRows(spans []tileSpan, kvh int, keys bool) {
+	w := s.Cfg.ValueDim
+	if keys {
+		w = s.Cfg.HeadDim
+	}
 	for i := range spans {
 		sp := &spans[i]
-		k, v := sp.k, sp.v
-		k.Off, v.Off = kvh*hd, kvh*vdh
-		kernels.PrefetchKV(&k, hd, sp.cnt)
-		kernels.PrefetchKV(&v, vdh, sp.cnt)
+		r := sp.v
+		if keys {
+			r = sp.k
+		}
+		r.Off = kvh * w
+		kernels.PrefetchKV(&r, w, sp.cnt)
 	}
 }
 
