@@ -309,16 +309,14 @@ func (p *Pool) allocate() int32 {
 		p.evictions++
 	}
 	b.ref = 1
-	n := p.gl * p.stride // 0 when every layer is a sliding one
+	// n is 0 when every layer is a sliding one: the rows are then empty,
+	// not nil (resident)
+	n := p.gl * p.stride
 	switch {
-	case p.packed && b.data16 == nil && n == 0:
-		b.data16 = []uint16{}
 	case p.packed && b.data16 == nil:
-		b.data16 = unsafe.Slice((*uint16)(unsafe.Pointer(&p.blockBytes(2 * n)[0])), n)
-	case !p.packed && b.data == nil && n == 0:
-		b.data = []float32{}
+		b.data16 = unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(p.blockBytes(2*n)))), n)
 	case !p.packed && b.data == nil:
-		b.data = unsafe.Slice((*float32)(unsafe.Pointer(&p.blockBytes(4 * n)[0])), n)
+		b.data = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(p.blockBytes(4*n)))), n)
 	}
 	p.attachSliding(b)
 	return id

@@ -35,7 +35,7 @@ import (
 // together, tile by tile (a tile's rows of every head are next to each
 // other in the pool's blocks: the memory is read in order, every byte of a
 // line and of a DRAM page used while it is there), and asks for the next
-// tile's rows of each head while it computes the current one (PrefetchKV).
+// head's rows while it computes the current one's (PrefetchKV).
 // Which groups share an item changes nothing in their arithmetic.
 
 // AttnOpts are the per-layer settings of attention.
@@ -79,7 +79,6 @@ type attnGroup struct {
 // leaves each group's (m, l, o) in its part for the merge.
 type attnItem struct {
 	g, ng, c0, c1 int
-	split         bool
 }
 
 // attnHeadsRows is the most rows a group may have for its sequence's KV
@@ -111,7 +110,6 @@ type attnState struct {
 	threads  int
 	hdp, vdp int // head sizes rounded up to 16 (the kernels' unit)
 	rows     int // the largest group's rows
-	heads    int // the most groups an item runs together
 	slots    []attnScratch
 	// partial results of split items: rows × (vdp + 2) each (o, then m, l;
 	// rows apart)
@@ -255,16 +253,13 @@ func (s *Step) makeItems() {
 		}
 		heads = (heads + 1) / 2
 	}
-	a.heads = heads
 	a.items = a.items[:0]
 	nparts := 0
 	for gi := 0; gi < len(a.groups); {
 		ng := s.headSet(gi, heads)
-		g := &a.groups[gi]
-		c0, c1 := g.c0, g.c1
+		c0, c1 := a.groups[gi].c0, a.groups[gi].c1 // the set's (headSet)
 		for k := range ng {
 			g := &a.groups[gi+k]
-			c0, c1 = min(c0, g.c0), max(c1, g.c1)
 			g.part = -1
 			if a.split && g.c1-g.c0 > 1 {
 				g.part = nparts
@@ -275,7 +270,7 @@ func (s *Step) makeItems() {
 			a.items = append(a.items, attnItem{g: gi, ng: ng, c0: c0, c1: c1})
 		} else {
 			for ch := c0; ch < c1; ch++ {
-				a.items = append(a.items, attnItem{g: gi, ng: ng, c0: ch, c1: ch + 1, split: true})
+				a.items = append(a.items, attnItem{g: gi, ng: ng, c0: ch, c1: ch + 1})
 			}
 		}
 		gi += ng
@@ -457,13 +452,9 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 	at := &s.at
 	c := s.Cfg
 	hd, vdh, hdp, vdp, rows := c.HeadDim, c.ValueDim, at.hdp, at.vdp, at.rows
-	g0 := &at.groups[it.g]
+	g0 := &at.groups[it.g] // its groups' rows, and so positions, are the same (headSet)
 	cache := s.b.Seqs[g0.seq].Cache
 	lo, hi := max(g0.lo, ch*attnChunk), min(g0.hi, (ch+1)*attnChunk)
-	for k := 1; k < it.ng; k++ {
-		g := &at.groups[it.g+k]
-		lo, hi = min(lo, max(g.lo, ch*attnChunk)), max(hi, min(g.hi, (ch+1)*attnChunk))
-	}
 	spans, next := sc.spans[:0], sc.next[:0]
 	for t0 := lo &^ (attnTile - 1); t0 < hi; t0 += attnTile {
 		a, b := max(lo, t0), min(hi, t0+attnTile)
