@@ -571,8 +571,9 @@ func TestLoRAUnloadWhileStreaming(t *testing.T) {
 		t.Fatalf("the stream did not finish whole after the unload: finish %q, %v", finish, err)
 	}
 	// The handler releases the generation as it returns, just after the
-	// last frame: wait for its access line.
-	ts.log.waitLines(t, 1, "route=/v1/completions model=tiny::a status=200")
+	// last frame: wait for its completed line (the "stream accepted" line
+	// names the same route, model and status, but comes first).
+	ts.log.waitLines(t, 1, "request completed:", "route=/v1/completions model=tiny::a status=200")
 	_, body = ts.get("/v1/lora_adapters?model=tiny")
 	var l loraListJSON
 	if err := json.Unmarshal(body, &l); err != nil || len(l.Data) != 0 || len(l.Generations) != 0 || l.RetiredGenerations != 0 {

@@ -228,10 +228,14 @@ func TestTraceChoices(t *testing.T) {
 
 // A stream the client leaves ends its span with an error status that says
 // so, and finish reason canceled.
+// The model is slowConfig's: the tiny one wrote 400 tokens before the
+// cancel reached it on a fast core, and the stream ended with "length".
 func TestTraceCanceledStream(t *testing.T) {
-	ts := startTracedServer(t, sdktrace.AlwaysSample())
+	ts := startTracedServer(t, sdktrace.AlwaysSample(), func(o *Options) {
+		o.Models = []ModelSpec{tinySpec(t, "tiny", slowConfig, loader.Options{})}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
-	data, _ := json.Marshal(map[string]any{"model": "tiny", "max_tokens": 400, "ignore_eos": true, "stream": true,
+	data, _ := json.Marshal(map[string]any{"model": "tiny", "max_tokens": 1500, "ignore_eos": true, "stream": true,
 		"messages": []map[string]any{{"role": "user", "content": "hi"}}})
 	req, _ := http.NewRequestWithContext(ctx, "POST", ts.url+"/v1/chat/completions", bytes.NewReader(data))
 	req.Header.Set("Content-Type", "application/json")
