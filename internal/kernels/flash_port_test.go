@@ -69,6 +69,63 @@ func TestExpSumMaskedRows(t *testing.T) {
 	})
 }
 
+// TestExpSumRange sweeps exp's whole domain, the ends of its range (LO,
+// HI and the floats next to them, where 2^k is at its extremes), the
+// halfway points of k's rounding, ±Inf and NaN: every path gives the Go
+// oracle's bits, and the oracle is within 2 ulp of exp.
+func TestExpSumRange(t *testing.T) {
+	var x []float32
+	for v := float32(-110); v < 95; v += 0.0371 {
+		x = append(x, v)
+	}
+	for _, e := range []float32{expLo, expHi} {
+		for i, v := 0, e; i < 8; i++ {
+			x = append(x, v, math.Nextafter32(e, float32(math.Inf(1))))
+			v = math.Nextafter32(v, float32(math.Inf(-1)))
+		}
+	}
+	for k := -126; k <= 127; k++ { // x·log2 e near k + 1/2
+		h := float32((float64(k) + 0.5) / math.Log2E)
+		x = append(x, h, math.Nextafter32(h, 0), math.Nextafter32(h, 200))
+	}
+	x = append(x, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()))
+	for len(x)%16 != 0 {
+		x = append(x, 1)
+	}
+	for _, v := range x {
+		got, want := float64(flashExp(v)), math.Exp(float64(v))
+		switch {
+		case v != v:
+			if got == got {
+				t.Fatalf("exp(NaN) = %v", got)
+			}
+		case v < expLo || v > expHi:
+			if want := map[bool]float64{true: 0, false: math.Inf(1)}[v < expLo]; got != want {
+				t.Fatalf("exp(%v) = %v, want %v out of range", v, got, want)
+			}
+		case math.Abs(got-want) > 2*ulp32(float32(want)):
+			t.Fatalf("exp(%v) = %v, want %v: %.1f ulp", v, got, want, math.Abs(got-want)/ulp32(float32(want)))
+		}
+	}
+	eachPath(t, func(t *testing.T, path string) {
+		got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+		if g, w := ExpSum(got, 0), expSumGo(want, 0); math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+			t.Fatalf("sum %v, want %v", g, w)
+		}
+		for i := range want {
+			if g, w := got[i], want[i]; math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+				t.Fatalf("exp(%v) = %v, want %v (the Go oracle's)", x[i], g, w)
+			}
+		}
+	})
+}
+
+// ulp32 is the spacing of the float32s at v's magnitude.
+func ulp32(v float32) float64 {
+	a := float32(math.Abs(float64(v)))
+	return float64(math.Nextafter32(a, float32(math.Inf(1))) - a)
+}
+
 // BenchmarkFlashTile is one tile of decode attention with GQA (4 queries,
 // 64 keys, head 128): the scores by FlashScores against Dots4 (the kernel
 // attention used before), the weighted sum of the values by FlashAccum

@@ -40,9 +40,10 @@
 	DATA name+off+28(SB)/4, $v
 
 // EXPCONSTS(ROW): exp's constants as ROW(i, bits) (simd_exp_amd64.h's
-// table, simd_flash_arm64.s's): log2 e, C1 and C2 (ln 2 in two parts),
-// P0-P5, 1, HI, LO, +Inf, 127 (the exponent's bias, an int32), 1.5·2^23
-// (adding and subtracting it rounds to an integer).
+// table, simd_flash_arm64.s's, simd_flash512_amd64.s's): log2 e, C1 and
+// C2 (ln 2 in two parts), P0-P5, 1, HI, LO, +Inf, 127 (the exponent's
+// bias, an int32), 1.5·2^23 (adding and subtracting it rounds to an
+// integer).
 #define EXPCONSTS(ROW) \
 	ROW(0, 0x3fb8aa3b); ROW(1, 0x3f318000); ROW(2, 0xb95e8083); \
 	ROW(3, 0x39506967); ROW(4, 0x3ab743ce); ROW(5, 0x3c088908); \

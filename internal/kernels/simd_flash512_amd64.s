@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "simd_flash512_amd64.h"
+#include "simd_data.h"
 
 // AVX-512 flash attention kernels (flash.go has the contracts and the Go
 // oracles, whose bits these give): fused multiply-adds in the oracles'
@@ -267,318 +268,70 @@ adone:
 	VZEROUPPER
 	RET
 
-// Flash's exp constants, each 16 times (512-bit memory operands): as
-// flashExp (elem.go's Cephes constants, 1.5·2^23 to round to an integer).
-#define FLOG2E flashc<>+0(SB)
-#define FMAGIC flashc<>+64(SB)
-#define FC1 flashc<>+128(SB)
-#define FC2 flashc<>+192(SB)
-#define FP0 flashc<>+256(SB)
-#define FP1 flashc<>+320(SB)
-#define FP2 flashc<>+384(SB)
-#define FP3 flashc<>+448(SB)
-#define FP4 flashc<>+512(SB)
-#define FP5 flashc<>+576(SB)
-#define FONE flashc<>+640(SB)
-#define FHI flashc<>+704(SB)
-#define FLO flashc<>+768(SB)
-#define FINF flashc<>+832(SB)
-#define FBIAS flashc<>+896(SB)
+// Flash's exp constants (simd_data.h's EXPCONSTS, in its order), one
+// each: ExpSum broadcasts them into registers.
+#define FEXPC4(i, v) DATA fexpc<>+(4*i)(SB)/4, $v
 
-DATA flashc<>+0(SB)/4, $0x3fb8aa3b
-DATA flashc<>+4(SB)/4, $0x3fb8aa3b
-DATA flashc<>+8(SB)/4, $0x3fb8aa3b
-DATA flashc<>+12(SB)/4, $0x3fb8aa3b
-DATA flashc<>+16(SB)/4, $0x3fb8aa3b
-DATA flashc<>+20(SB)/4, $0x3fb8aa3b
-DATA flashc<>+24(SB)/4, $0x3fb8aa3b
-DATA flashc<>+28(SB)/4, $0x3fb8aa3b
-DATA flashc<>+32(SB)/4, $0x3fb8aa3b
-DATA flashc<>+36(SB)/4, $0x3fb8aa3b
-DATA flashc<>+40(SB)/4, $0x3fb8aa3b
-DATA flashc<>+44(SB)/4, $0x3fb8aa3b
-DATA flashc<>+48(SB)/4, $0x3fb8aa3b
-DATA flashc<>+52(SB)/4, $0x3fb8aa3b
-DATA flashc<>+56(SB)/4, $0x3fb8aa3b
-DATA flashc<>+60(SB)/4, $0x3fb8aa3b
-DATA flashc<>+64(SB)/4, $0x4b400000
-DATA flashc<>+68(SB)/4, $0x4b400000
-DATA flashc<>+72(SB)/4, $0x4b400000
-DATA flashc<>+76(SB)/4, $0x4b400000
-DATA flashc<>+80(SB)/4, $0x4b400000
-DATA flashc<>+84(SB)/4, $0x4b400000
-DATA flashc<>+88(SB)/4, $0x4b400000
-DATA flashc<>+92(SB)/4, $0x4b400000
-DATA flashc<>+96(SB)/4, $0x4b400000
-DATA flashc<>+100(SB)/4, $0x4b400000
-DATA flashc<>+104(SB)/4, $0x4b400000
-DATA flashc<>+108(SB)/4, $0x4b400000
-DATA flashc<>+112(SB)/4, $0x4b400000
-DATA flashc<>+116(SB)/4, $0x4b400000
-DATA flashc<>+120(SB)/4, $0x4b400000
-DATA flashc<>+124(SB)/4, $0x4b400000
-DATA flashc<>+128(SB)/4, $0x3f318000
-DATA flashc<>+132(SB)/4, $0x3f318000
-DATA flashc<>+136(SB)/4, $0x3f318000
-DATA flashc<>+140(SB)/4, $0x3f318000
-DATA flashc<>+144(SB)/4, $0x3f318000
-DATA flashc<>+148(SB)/4, $0x3f318000
-DATA flashc<>+152(SB)/4, $0x3f318000
-DATA flashc<>+156(SB)/4, $0x3f318000
-DATA flashc<>+160(SB)/4, $0x3f318000
-DATA flashc<>+164(SB)/4, $0x3f318000
-DATA flashc<>+168(SB)/4, $0x3f318000
-DATA flashc<>+172(SB)/4, $0x3f318000
-DATA flashc<>+176(SB)/4, $0x3f318000
-DATA flashc<>+180(SB)/4, $0x3f318000
-DATA flashc<>+184(SB)/4, $0x3f318000
-DATA flashc<>+188(SB)/4, $0x3f318000
-DATA flashc<>+192(SB)/4, $0xb95e8083
-DATA flashc<>+196(SB)/4, $0xb95e8083
-DATA flashc<>+200(SB)/4, $0xb95e8083
-DATA flashc<>+204(SB)/4, $0xb95e8083
-DATA flashc<>+208(SB)/4, $0xb95e8083
-DATA flashc<>+212(SB)/4, $0xb95e8083
-DATA flashc<>+216(SB)/4, $0xb95e8083
-DATA flashc<>+220(SB)/4, $0xb95e8083
-DATA flashc<>+224(SB)/4, $0xb95e8083
-DATA flashc<>+228(SB)/4, $0xb95e8083
-DATA flashc<>+232(SB)/4, $0xb95e8083
-DATA flashc<>+236(SB)/4, $0xb95e8083
-DATA flashc<>+240(SB)/4, $0xb95e8083
-DATA flashc<>+244(SB)/4, $0xb95e8083
-DATA flashc<>+248(SB)/4, $0xb95e8083
-DATA flashc<>+252(SB)/4, $0xb95e8083
-DATA flashc<>+256(SB)/4, $0x39506967
-DATA flashc<>+260(SB)/4, $0x39506967
-DATA flashc<>+264(SB)/4, $0x39506967
-DATA flashc<>+268(SB)/4, $0x39506967
-DATA flashc<>+272(SB)/4, $0x39506967
-DATA flashc<>+276(SB)/4, $0x39506967
-DATA flashc<>+280(SB)/4, $0x39506967
-DATA flashc<>+284(SB)/4, $0x39506967
-DATA flashc<>+288(SB)/4, $0x39506967
-DATA flashc<>+292(SB)/4, $0x39506967
-DATA flashc<>+296(SB)/4, $0x39506967
-DATA flashc<>+300(SB)/4, $0x39506967
-DATA flashc<>+304(SB)/4, $0x39506967
-DATA flashc<>+308(SB)/4, $0x39506967
-DATA flashc<>+312(SB)/4, $0x39506967
-DATA flashc<>+316(SB)/4, $0x39506967
-DATA flashc<>+320(SB)/4, $0x3ab743ce
-DATA flashc<>+324(SB)/4, $0x3ab743ce
-DATA flashc<>+328(SB)/4, $0x3ab743ce
-DATA flashc<>+332(SB)/4, $0x3ab743ce
-DATA flashc<>+336(SB)/4, $0x3ab743ce
-DATA flashc<>+340(SB)/4, $0x3ab743ce
-DATA flashc<>+344(SB)/4, $0x3ab743ce
-DATA flashc<>+348(SB)/4, $0x3ab743ce
-DATA flashc<>+352(SB)/4, $0x3ab743ce
-DATA flashc<>+356(SB)/4, $0x3ab743ce
-DATA flashc<>+360(SB)/4, $0x3ab743ce
-DATA flashc<>+364(SB)/4, $0x3ab743ce
-DATA flashc<>+368(SB)/4, $0x3ab743ce
-DATA flashc<>+372(SB)/4, $0x3ab743ce
-DATA flashc<>+376(SB)/4, $0x3ab743ce
-DATA flashc<>+380(SB)/4, $0x3ab743ce
-DATA flashc<>+384(SB)/4, $0x3c088908
-DATA flashc<>+388(SB)/4, $0x3c088908
-DATA flashc<>+392(SB)/4, $0x3c088908
-DATA flashc<>+396(SB)/4, $0x3c088908
-DATA flashc<>+400(SB)/4, $0x3c088908
-DATA flashc<>+404(SB)/4, $0x3c088908
-DATA flashc<>+408(SB)/4, $0x3c088908
-DATA flashc<>+412(SB)/4, $0x3c088908
-DATA flashc<>+416(SB)/4, $0x3c088908
-DATA flashc<>+420(SB)/4, $0x3c088908
-DATA flashc<>+424(SB)/4, $0x3c088908
-DATA flashc<>+428(SB)/4, $0x3c088908
-DATA flashc<>+432(SB)/4, $0x3c088908
-DATA flashc<>+436(SB)/4, $0x3c088908
-DATA flashc<>+440(SB)/4, $0x3c088908
-DATA flashc<>+444(SB)/4, $0x3c088908
-DATA flashc<>+448(SB)/4, $0x3d2aa9c1
-DATA flashc<>+452(SB)/4, $0x3d2aa9c1
-DATA flashc<>+456(SB)/4, $0x3d2aa9c1
-DATA flashc<>+460(SB)/4, $0x3d2aa9c1
-DATA flashc<>+464(SB)/4, $0x3d2aa9c1
-DATA flashc<>+468(SB)/4, $0x3d2aa9c1
-DATA flashc<>+472(SB)/4, $0x3d2aa9c1
-DATA flashc<>+476(SB)/4, $0x3d2aa9c1
-DATA flashc<>+480(SB)/4, $0x3d2aa9c1
-DATA flashc<>+484(SB)/4, $0x3d2aa9c1
-DATA flashc<>+488(SB)/4, $0x3d2aa9c1
-DATA flashc<>+492(SB)/4, $0x3d2aa9c1
-DATA flashc<>+496(SB)/4, $0x3d2aa9c1
-DATA flashc<>+500(SB)/4, $0x3d2aa9c1
-DATA flashc<>+504(SB)/4, $0x3d2aa9c1
-DATA flashc<>+508(SB)/4, $0x3d2aa9c1
-DATA flashc<>+512(SB)/4, $0x3e2aaaaa
-DATA flashc<>+516(SB)/4, $0x3e2aaaaa
-DATA flashc<>+520(SB)/4, $0x3e2aaaaa
-DATA flashc<>+524(SB)/4, $0x3e2aaaaa
-DATA flashc<>+528(SB)/4, $0x3e2aaaaa
-DATA flashc<>+532(SB)/4, $0x3e2aaaaa
-DATA flashc<>+536(SB)/4, $0x3e2aaaaa
-DATA flashc<>+540(SB)/4, $0x3e2aaaaa
-DATA flashc<>+544(SB)/4, $0x3e2aaaaa
-DATA flashc<>+548(SB)/4, $0x3e2aaaaa
-DATA flashc<>+552(SB)/4, $0x3e2aaaaa
-DATA flashc<>+556(SB)/4, $0x3e2aaaaa
-DATA flashc<>+560(SB)/4, $0x3e2aaaaa
-DATA flashc<>+564(SB)/4, $0x3e2aaaaa
-DATA flashc<>+568(SB)/4, $0x3e2aaaaa
-DATA flashc<>+572(SB)/4, $0x3e2aaaaa
-DATA flashc<>+576(SB)/4, $0x3f000000
-DATA flashc<>+580(SB)/4, $0x3f000000
-DATA flashc<>+584(SB)/4, $0x3f000000
-DATA flashc<>+588(SB)/4, $0x3f000000
-DATA flashc<>+592(SB)/4, $0x3f000000
-DATA flashc<>+596(SB)/4, $0x3f000000
-DATA flashc<>+600(SB)/4, $0x3f000000
-DATA flashc<>+604(SB)/4, $0x3f000000
-DATA flashc<>+608(SB)/4, $0x3f000000
-DATA flashc<>+612(SB)/4, $0x3f000000
-DATA flashc<>+616(SB)/4, $0x3f000000
-DATA flashc<>+620(SB)/4, $0x3f000000
-DATA flashc<>+624(SB)/4, $0x3f000000
-DATA flashc<>+628(SB)/4, $0x3f000000
-DATA flashc<>+632(SB)/4, $0x3f000000
-DATA flashc<>+636(SB)/4, $0x3f000000
-DATA flashc<>+640(SB)/4, $0x3f800000
-DATA flashc<>+644(SB)/4, $0x3f800000
-DATA flashc<>+648(SB)/4, $0x3f800000
-DATA flashc<>+652(SB)/4, $0x3f800000
-DATA flashc<>+656(SB)/4, $0x3f800000
-DATA flashc<>+660(SB)/4, $0x3f800000
-DATA flashc<>+664(SB)/4, $0x3f800000
-DATA flashc<>+668(SB)/4, $0x3f800000
-DATA flashc<>+672(SB)/4, $0x3f800000
-DATA flashc<>+676(SB)/4, $0x3f800000
-DATA flashc<>+680(SB)/4, $0x3f800000
-DATA flashc<>+684(SB)/4, $0x3f800000
-DATA flashc<>+688(SB)/4, $0x3f800000
-DATA flashc<>+692(SB)/4, $0x3f800000
-DATA flashc<>+696(SB)/4, $0x3f800000
-DATA flashc<>+700(SB)/4, $0x3f800000
-DATA flashc<>+704(SB)/4, $0x42b0c0a5
-DATA flashc<>+708(SB)/4, $0x42b0c0a5
-DATA flashc<>+712(SB)/4, $0x42b0c0a5
-DATA flashc<>+716(SB)/4, $0x42b0c0a5
-DATA flashc<>+720(SB)/4, $0x42b0c0a5
-DATA flashc<>+724(SB)/4, $0x42b0c0a5
-DATA flashc<>+728(SB)/4, $0x42b0c0a5
-DATA flashc<>+732(SB)/4, $0x42b0c0a5
-DATA flashc<>+736(SB)/4, $0x42b0c0a5
-DATA flashc<>+740(SB)/4, $0x42b0c0a5
-DATA flashc<>+744(SB)/4, $0x42b0c0a5
-DATA flashc<>+748(SB)/4, $0x42b0c0a5
-DATA flashc<>+752(SB)/4, $0x42b0c0a5
-DATA flashc<>+756(SB)/4, $0x42b0c0a5
-DATA flashc<>+760(SB)/4, $0x42b0c0a5
-DATA flashc<>+764(SB)/4, $0x42b0c0a5
-DATA flashc<>+768(SB)/4, $0xc2aeac50
-DATA flashc<>+772(SB)/4, $0xc2aeac50
-DATA flashc<>+776(SB)/4, $0xc2aeac50
-DATA flashc<>+780(SB)/4, $0xc2aeac50
-DATA flashc<>+784(SB)/4, $0xc2aeac50
-DATA flashc<>+788(SB)/4, $0xc2aeac50
-DATA flashc<>+792(SB)/4, $0xc2aeac50
-DATA flashc<>+796(SB)/4, $0xc2aeac50
-DATA flashc<>+800(SB)/4, $0xc2aeac50
-DATA flashc<>+804(SB)/4, $0xc2aeac50
-DATA flashc<>+808(SB)/4, $0xc2aeac50
-DATA flashc<>+812(SB)/4, $0xc2aeac50
-DATA flashc<>+816(SB)/4, $0xc2aeac50
-DATA flashc<>+820(SB)/4, $0xc2aeac50
-DATA flashc<>+824(SB)/4, $0xc2aeac50
-DATA flashc<>+828(SB)/4, $0xc2aeac50
-DATA flashc<>+832(SB)/4, $0x7f800000
-DATA flashc<>+836(SB)/4, $0x7f800000
-DATA flashc<>+840(SB)/4, $0x7f800000
-DATA flashc<>+844(SB)/4, $0x7f800000
-DATA flashc<>+848(SB)/4, $0x7f800000
-DATA flashc<>+852(SB)/4, $0x7f800000
-DATA flashc<>+856(SB)/4, $0x7f800000
-DATA flashc<>+860(SB)/4, $0x7f800000
-DATA flashc<>+864(SB)/4, $0x7f800000
-DATA flashc<>+868(SB)/4, $0x7f800000
-DATA flashc<>+872(SB)/4, $0x7f800000
-DATA flashc<>+876(SB)/4, $0x7f800000
-DATA flashc<>+880(SB)/4, $0x7f800000
-DATA flashc<>+884(SB)/4, $0x7f800000
-DATA flashc<>+888(SB)/4, $0x7f800000
-DATA flashc<>+892(SB)/4, $0x7f800000
-DATA flashc<>+896(SB)/4, $0x7f
-DATA flashc<>+900(SB)/4, $0x7f
-DATA flashc<>+904(SB)/4, $0x7f
-DATA flashc<>+908(SB)/4, $0x7f
-DATA flashc<>+912(SB)/4, $0x7f
-DATA flashc<>+916(SB)/4, $0x7f
-DATA flashc<>+920(SB)/4, $0x7f
-DATA flashc<>+924(SB)/4, $0x7f
-DATA flashc<>+928(SB)/4, $0x7f
-DATA flashc<>+932(SB)/4, $0x7f
-DATA flashc<>+936(SB)/4, $0x7f
-DATA flashc<>+940(SB)/4, $0x7f
-DATA flashc<>+944(SB)/4, $0x7f
-DATA flashc<>+948(SB)/4, $0x7f
-DATA flashc<>+952(SB)/4, $0x7f
-DATA flashc<>+956(SB)/4, $0x7f
-GLOBL flashc<>(SB), RODATA|NOPTR, $960
+EXPCONSTS(FEXPC4)
+GLOBL fexpc<>(SB), RODATA|NOPTR, $60
 
 // func expSumAVX512(x *float32, n int, m float32) float32
-// ExpSum for n a multiple of 16 (> 0): flashExp's operations on 16 lanes
-// (no fused multiply-adds), lane l summing x[j] for j%16 == l, then the
-// lanes added pairwise (l+8, l+4, l+2, l+1).
+// ExpSum for n a multiple of 16 (> 0): flashExp's fused multiply-adds on
+// 16 lanes, lane l summing x[j] for j%16 == l, then the lanes added
+// pairwise (l+8, l+4, l+2, l+1). The clamps keep a NaN (it is their
+// second operand), and VSCALEFPS multiplies by 2^k in one rounding, as
+// flashExp does; below LO the lane is zeroed (-Inf: 0), above HI +Inf.
+// Constants: Z16 log2 e, Z17 C1, Z18 C2, Z19-Z24 P0-P5, Z25 1, Z26 HI,
+// Z27 LO, Z28 +Inf, Z30 1.5·2^23.
 TEXT ·expSumAVX512(SB), NOSPLIT, $0-28
 	MOVQ         x+0(FP), DI
 	MOVQ         n+8(FP), CX
 	SHRQ         $4, CX
 	VBROADCASTSS m+16(FP), Z15
 	VPXORD       Z14, Z14, Z14
-	VPXORD       Z13, Z13, Z13
+	LEAQ         fexpc<>(SB), AX
+	VBROADCASTSS 0(AX), Z16
+	VBROADCASTSS 4(AX), Z17
+	VBROADCASTSS 8(AX), Z18
+	VBROADCASTSS 12(AX), Z19
+	VBROADCASTSS 16(AX), Z20
+	VBROADCASTSS 20(AX), Z21
+	VBROADCASTSS 24(AX), Z22
+	VBROADCASTSS 28(AX), Z23
+	VBROADCASTSS 32(AX), Z24
+	VBROADCASTSS 36(AX), Z25
+	VBROADCASTSS 40(AX), Z26
+	VBROADCASTSS 44(AX), Z27
+	VBROADCASTSS 48(AX), Z28
+	VBROADCASTSS 56(AX), Z30
 
 eloop:
-	VMOVUPS   (DI), Z0
-	VSUBPS    Z15, Z0, Z0
-	VMULPS    FLOG2E, Z0, Z1
-	VADDPS    FMAGIC, Z1, Z1
-	VSUBPS    FMAGIC, Z1, Z1
-	VMULPS    FC1, Z1, Z2
-	VSUBPS    Z2, Z0, Z2
-	VMULPS    FC2, Z1, Z3
-	VSUBPS    Z3, Z2, Z2
-	VMOVUPS   FP0, Z3
-	VMULPS    Z2, Z3, Z3
-	VADDPS    FP1, Z3, Z3
-	VMULPS    Z2, Z3, Z3
-	VADDPS    FP2, Z3, Z3
-	VMULPS    Z2, Z3, Z3
-	VADDPS    FP3, Z3, Z3
-	VMULPS    Z2, Z3, Z3
-	VADDPS    FP4, Z3, Z3
-	VMULPS    Z2, Z3, Z3
-	VADDPS    FP5, Z3, Z3
-	VMULPS    Z2, Z3, Z3
-	VMULPS    Z2, Z3, Z3
-	VADDPS    Z2, Z3, Z3
-	VADDPS    FONE, Z3, Z3
-	VCVTPS2DQ Z1, Z1
-	VPADDD    FBIAS, Z1, Z1
-	VPSLLD    $23, Z1, Z1
-	VMULPS    Z1, Z3, Z3
-	VCMPPS    $1, FLO, Z0, K1
-	VMOVAPS   Z13, K1, Z3
-	VCMPPS    $14, FHI, Z0, K2
-	VMOVUPS   FINF, K2, Z3
-	VCMPPS    $3, Z0, Z0, K3
-	VMOVAPS   Z0, K3, Z3
-	VMOVUPS   Z3, (DI)
-	VADDPS    Z3, Z14, Z14
-	ADDQ      $64, DI
-	DECQ      CX
-	JNZ       eloop
+	VMOVUPS      (DI), Z0
+	VSUBPS       Z15, Z0, Z0
+	VMAXPS       Z0, Z27, Z1
+	VMINPS       Z1, Z26, Z1
+	VMOVAPS      Z30, Z2
+	VFMADD231PS  Z16, Z1, Z2
+	VSUBPS       Z30, Z2, Z2
+	VFNMADD231PS Z17, Z2, Z1
+	VFNMADD231PS Z18, Z2, Z1
+	VMOVAPS      Z19, Z3
+	VFMADD213PS  Z20, Z1, Z3
+	VFMADD213PS  Z21, Z1, Z3
+	VFMADD213PS  Z22, Z1, Z3
+	VFMADD213PS  Z23, Z1, Z3
+	VFMADD213PS  Z24, Z1, Z3
+	VFMADD213PS  Z25, Z1, Z3
+	VFMADD213PS  Z25, Z1, Z3
+	VCMPPS       $5, Z27, Z0, K1
+	VSCALEFPS.Z  Z2, Z3, K1, Z3
+	VCMPPS       $14, Z26, Z0, K2
+	VMOVAPS      Z28, K2, Z3
+	VMOVUPS      Z3, (DI)
+	VADDPS       Z3, Z14, Z14
+	ADDQ         $64, DI
+	DECQ         CX
+	JNZ          eloop
 
 	VEXTRACTF64X4 $1, Z14, Y1
 	VADDPS        Y1, Y14, Y14

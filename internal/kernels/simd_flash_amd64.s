@@ -150,16 +150,45 @@ TEXT ·flashAccumAVX2(SB), NOSPLIT, $0-56
 	MOVQ R13, R10
 	TILE(LOAD4, NOTHING, LOAD1, NOTHING)
 
+// FEXP8(x, r, k, y): y = exp(x) for the 8 floats of x (kept), flashExp's
+// fused multiply-adds; r, k are clobbered. The clamps keep a NaN (it is
+// their second operand). Constants in registers: Y4 LO, Y5 HI, Y6
+// 1.5·2^23, Y7 log2 e, Y8 1, Y9 C1, Y10 C2, Y11 P0, Y12 127 (int32).
+#define FEXP8(x, r, k, y) \
+	VMAXPS       x, Y4, r;   \
+	VMINPS       r, Y5, r;   \
+	VMOVAPS      Y6, k;      \
+	VFMADD231PS  Y7, r, k;   \
+	VSUBPS       Y6, k, k;   \
+	VFNMADD231PS Y9, k, r;   \
+	VFNMADD231PS Y10, k, r;  \
+	VMOVAPS      Y11, y;     \
+	VFMADD213PS  P1, r, y;   \
+	VFMADD213PS  P2, r, y;   \
+	VFMADD213PS  P3, r, y;   \
+	VFMADD213PS  P4, r, y;   \
+	VFMADD213PS  P5, r, y;   \
+	VFMADD213PS  Y8, r, y;   \
+	VFMADD213PS  Y8, r, y;   \
+	VCVTPS2DQ    k, k;       \
+	VPADDD       Y12, k, k;  \
+	VPSLLD       $23, k, k;  \
+	VMULPS       k, y, y;    \
+	VCMPPS       $1, Y4, x, k; \
+	VANDNPS      y, k, y;    \
+	VCMPPS       $14, Y5, x, k; \
+	VBLENDVPS    k, INF, y, y
+
 // EXPSUB8(off, acc): the 8 values at off(DI) = exp(value - m), added to acc.
 #define EXPSUB8(off, acc) \
 	VMOVUPS off(DI), Y0; \
 	VSUBPS  Y15, Y0, Y0; \
-	EXPU(Y0, Y1, Y2, Y3); \
+	FEXP8(Y0, Y1, Y2, Y3); \
 	VMOVUPS Y3, off(DI); \
 	VADDPS  Y3, acc, acc
 
 // func expSumAVX2(x *float32, n int, m float32) float32
-// x[j] = exp(x[j]-m) (EXPU: the oracle's bits), summed into sixteen lanes
+// x[j] = exp(x[j]-m) (FEXP8: the oracle's bits), summed into sixteen lanes
 // (Y13: j%16 < 8, Y14 the rest) in order of j, then the lanes folded in
 // halves (l += l+8, +4, +2, +1) as the oracle does; n is a multiple of 16.
 TEXT ·expSumAVX2(SB), NOSPLIT, $0-28
@@ -168,6 +197,15 @@ TEXT ·expSumAVX2(SB), NOSPLIT, $0-28
 	VBROADCASTSS m+16(FP), Y15
 	VXORPS       Y13, Y13, Y13
 	VXORPS       Y14, Y14, Y14
+	VMOVUPS      LO, Y4
+	VMOVUPS      HI, Y5
+	VMOVUPS      ·expc+448(SB), Y6
+	VMOVUPS      LOG2E, Y7
+	VMOVUPS      ONE, Y8
+	VMOVUPS      C1, Y9
+	VMOVUPS      C2, Y10
+	VMOVUPS      P0, Y11
+	VMOVUPS      BIAS, Y12
 	SHRQ         $4, CX
 
 exploop:

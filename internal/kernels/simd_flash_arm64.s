@@ -146,8 +146,8 @@ TEXT ·flashAccumNEON(SB), NOSPLIT, $0-56
 	MOVD R8, R5
 	NTILE(NLOAD16, NOTHING, NLOAD4, NOTHING)
 
-// ExpSum: flashExp's operations (every product and sum rounded) on four
-// values a vector. The constants (simd_data.h's EXPCONSTS, in its order),
+// ExpSum: flashExp's operations (fused multiply-adds) on four values a
+// vector. The constants (simd_data.h's EXPCONSTS, in its order),
 // each in a register: V16 log2 e, V17 C1, V18 C2, V19-V24 P0-P5, V25 1,
 // V26 HI, V27 LO, V28 +Inf, V29 127 (int32), V30 1.5·2^23; V31 0.
 #define EXPC4(i, v) DATA flashexpc<>+(4*i)(SB)/4, $v
@@ -157,33 +157,29 @@ GLOBL flashexpc<>(SB), RODATA|NOPTR, $60
 
 #define EXPCONST(v) VLD1R.P 4(R9), [v.S4]
 
-// NEXPUP(y, r, c): y = y·r + c, rounded twice.
-#define NEXPUP(y, r, c) \
-	FMUL_4S(y, y, r); \
-	FADD_4S(y, y, c)
+// NEXPFMA(d, y, r, c): Vd = c + y·r in one rounding (FMLA accumulates into
+// its destination: c is copied there first).
+#define NEXPFMA(d, y, r, c) \
+	ORR_16B(d, c, c); \
+	FMLA_4S(d, y, r)
 
-// NEXP(x, r, k, y): y = exp(x) for the four values of x (kept); r, k are
-// clobbered: flashExp's steps on x clamped to [LO, HI], then 0 below LO,
-// +Inf above HI, x itself when NaN.
+// NEXP(x, r, k, y): y = exp(x) for the four values of x (kept); r, k and
+// V4 are clobbered: flashExp's fused multiply-adds on x clamped to [LO,
+// HI], then 0 below LO, +Inf above HI, x itself when NaN.
 #define NEXP(x, r, k, y) \
 	FMAX_4S(r, x, 27);     \
 	FMIN_4S(r, r, 26);     \
-	FMUL_4S(k, r, 16);     \
-	FADD_4S(k, k, 30);     \
+	NEXPFMA(k, r, 16, 30);    \
 	FSUB_4S(k, k, 30);     \
-	FMUL_4S(y, k, 17);     \
-	FSUB_4S(r, r, y);      \
-	FMUL_4S(y, k, 18);     \
-	FSUB_4S(r, r, y);      \
-	FMUL_4S(y, r, 19);     \
-	FADD_4S(y, y, 20);     \
-	NEXPUP(y, r, 21);      \
-	NEXPUP(y, r, 22);      \
-	NEXPUP(y, r, 23);      \
-	NEXPUP(y, r, 24);      \
-	FMUL_4S(y, y, r);      \
-	NEXPUP(y, r, r);       \
-	FADD_4S(y, y, 25);     \
+	FMLS_4S(r, k, 17);     \
+	FMLS_4S(r, k, 18);     \
+	NEXPFMA(y, 19, r, 20);    \
+	NEXPFMA(4, y, r, 21);     \
+	NEXPFMA(y, 4, r, 22);     \
+	NEXPFMA(4, y, r, 23);     \
+	NEXPFMA(y, 4, r, 24);     \
+	NEXPFMA(4, y, r, 25);     \
+	NEXPFMA(y, 4, r, 25);     \
 	FCVTZS_4S(k, k);       \
 	ADD_4S(k, k, 29);      \
 	SHL23_4S(k, k);        \

@@ -45,6 +45,7 @@
 #define FCMGT_4S(d, n, m) WORD $(0x6ea0e400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S > Vm.4S (all ones)
 #define FCMEQ_4S(d, n, m) WORD $(0x4e20e400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S == Vm.4S
 #define FCVTZS_4S(d, n)   WORD $(0x4ea1b800 | ((n)<<5) | (d))             // Vd.4S = int32(Vn.4S), toward zero
+#define ORR_16B(d, n, m)  WORD $(0x4ea01c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd = Vn | Vm (Vn, Vn: a copy)
 #define BIT_16B(d, n, m)  WORD $(0x6ea01c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd = Vn where Vm is set
 #define BIF_16B(d, n, m)  WORD $(0x6ee01c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd = Vn where Vm is clear
 #define ADD_4S(d, n, m)   WORD $(0x4ea08400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S + Vm.4S (int32)

@@ -269,7 +269,7 @@ func BenchmarkFlashDecodeDRAM(b *testing.B) {
 
 func BenchmarkFlashPrefill(b *testing.B) {
 	for _, typ := range []kvcache.Type{kvcache.F32, kvcache.F16, kvcache.Q8_0} {
-		for _, depth := range []int{0, 2048} {
+		for _, depth := range []int{0, 2048, 7600} {
 			b.Run(fmt.Sprintf("%s/pp512/d%d", typ, depth), func(b *testing.B) { benchAttention(b, typ, depth, 512) })
 		}
 	}
