@@ -38,6 +38,11 @@ type flashKernels struct {
 	expSum func(x []float32, m float32) float32
 	// rowMax is RowMax for len(x) a multiple of 16 (> 0).
 	rowMax func(x []float32) float32
+	// softmax is FlashSoftmax for nq >= 1, vd a multiple of 16; nil: the
+	// Go composition of the path's RowMax, ExpSum and exp.
+	softmax func(s []float32, nq int, m, l, o []float32, ldo, vd int)
+	// exp is Exp (nil: the Go oracle).
+	exp func(x float32) float32
 	// kTile and vTile decode the first rows of r (a multiple of 16 of
 	// them, w a multiple of 16) as KTile and VTile do and return how many
 	// rows they did (0: none, the Go decoder does them all).
@@ -185,6 +190,60 @@ func expSumGo(x []float32, m float32) float32 {
 	return acc[0]
 }
 
+// FlashSoftmax is the online softmax's step over one tile of FlashTile
+// scores for nq rows, every entry of which the row sees: row i's scores
+// s[i*FlashTile:(i+1)*FlashTile] become its weights exp(s - m[i]), where
+// its running max m[i] first moves up to the row's maximum (its running
+// sum l[i] and its output o[i*ldo:i*ldo+vd] are then multiplied by
+// exp(old m - new m), unless the old m is -Inf: nothing was summed), and
+// l[i] += the weights' sum (ExpSum's order). Row by row it is RowMax,
+// Exp and ExpSum, with their bits; in one call for the tile it saves two
+// calls and a scalar exp a row (prefill attention at depth: 128 rows a
+// tile, each 64 scores).
+func FlashSoftmax(s []float32, nq int, m, l, o []float32, ldo, vd int) {
+	if nq <= 0 {
+		return
+	}
+	if vd < 0 || ldo < vd {
+		panic(fmt.Sprintf("kernels: FlashSoftmax: vd %d, ldo %d", vd, ldo))
+	}
+	_, _, _ = s[nq*FlashTile-1], m[nq-1], l[nq-1]
+	if vd > 0 {
+		_ = o[(nq-1)*ldo+vd-1]
+	}
+	if f := flashNow.softmax; f != nil && vd%16 == 0 {
+		f(s, nq, m, l, o, ldo, vd)
+		return
+	}
+	softmaxRows(s, nq, m, l, o, ldo, vd, RowMax, Exp, ExpSum)
+}
+
+// flashSoftmaxGo is FlashSoftmax's oracle.
+func flashSoftmaxGo(s []float32, nq int, m, l, o []float32, ldo, vd int) {
+	softmaxRows(s, nq, m, l, o, ldo, vd, rowMaxGo, flashExp, expSumGo)
+}
+
+// softmaxRows is FlashSoftmax row by row with the given kernels.
+func softmaxRows(s []float32, nq int, m, l, o []float32, ldo, vd int,
+	rowMax func([]float32) float32, exp func(float32) float32, expSum func([]float32, float32) float32) {
+	for i := range nq {
+		row := s[i*FlashTile : (i+1)*FlashTile]
+		mt := rowMax(row)
+		if mt > m[i] {
+			if !math.IsInf(float64(m[i]), -1) {
+				f := exp(m[i] - mt)
+				l[i] *= f
+				oi := o[i*ldo : i*ldo+vd]
+				for d := range oi {
+					oi[d] *= f
+				}
+			}
+			m[i] = mt
+		}
+		l[i] += expSum(row, m[i])
+	}
+}
+
 // RowMax returns the largest value of x (len(x) > 0; no NaNs): the online
 // softmax's tile maximum (a maximum is exact, so any order gives its bits).
 func RowMax(x []float32) float32 {
@@ -205,7 +264,12 @@ func rowMaxGo(x []float32) float32 {
 }
 
 // Exp is ExpSum's exp of one value.
-func Exp(x float32) float32 { return flashExp(x) }
+func Exp(x float32) float32 {
+	if f := flashNow.exp; f != nil {
+		return f(x)
+	}
+	return flashExp(x)
+}
 
 // flashExp is Cephes' expf (expGo's constants) in fused multiply-adds,
 // the operations of the assembly on every path: n = round(x·log2 e) in

@@ -18,4 +18,12 @@ func expSumNEON(x *float32, n int, m float32) float32
 //go:noescape
 func rowMaxNEON(x *float32, n int) float32
 
-var _ = registerFlash("neon", asmFlash(flashScoresNEON, flashAccumNEON, expSumNEON, rowMaxNEON, neonTileKernels))
+var _ = registerFlash("neon", asmFlash(flashScoresNEON, flashAccumNEON, expSumNEON, rowMaxNEON, expNEON, neonTileKernels))
+
+// expNEON is Exp: ExpSum's kernel on one vector of 16 (the array stays on
+// the stack: the kernel does not keep its pointer).
+func expNEON(x float32) float32 {
+	b := [16]float32{x}
+	expSumNEON(&b[0], 16, 0)
+	return b[0]
+}

@@ -14,6 +14,7 @@ func asmFlash(
 	accum func(o *float32, ldo int, p, v *float32, nq, nk, vd int),
 	expSum func(x *float32, n int, m float32) float32,
 	rowMax func(x *float32, n int) float32,
+	exp func(x float32) float32,
 	tiles func() (k, v [NumKVTypes]tileAsm),
 ) *flashKernels {
 	k, v := tiles()
@@ -26,6 +27,7 @@ func asmFlash(
 		},
 		expSum: func(x []float32, m float32) float32 { return expSum(&x[0], len(x), m) },
 		rowMax: func(x []float32) float32 { return rowMax(&x[0], len(x)) },
+		exp:    exp,
 		kTile:  tileKernels(k),
 		vTile:  tileKernels(v),
 	}

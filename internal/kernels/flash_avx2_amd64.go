@@ -17,4 +17,12 @@ func flashAccumAVX2(o *float32, ldo int, p, v *float32, nq, nk, vd int)
 //go:noescape
 func expSumAVX2(x *float32, n int, m float32) float32
 
-var _ = registerFlash("avx2", asmFlash(flashScoresAVX2, flashAccumAVX2, expSumAVX2, maxAVX2, avx2TileKernels))
+var _ = registerFlash("avx2", asmFlash(flashScoresAVX2, flashAccumAVX2, expSumAVX2, maxAVX2, expAVX2, avx2TileKernels))
+
+// expAVX2 is Exp: ExpSum's kernel on one vector of 16 (the array stays on
+// the stack: the kernel does not keep its pointer).
+func expAVX2(x float32) float32 {
+	b := [16]float32{x}
+	expSumAVX2(&b[0], 16, 0)
+	return b[0]
+}

@@ -19,6 +19,9 @@ func expSumAVX512(x *float32, n int, m float32) float32
 func rowMaxAVX512(x *float32, n int) float32
 
 //go:noescape
+func flashSoftmaxAVX512(s *float32, nq int, m, l, o *float32, ldo, vd int)
+
+//go:noescape
 func kTileF32AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 //go:noescape
@@ -58,11 +61,27 @@ var flashAVX512 = &flashKernels{
 	},
 	expSum: func(x []float32, m float32) float32 { return expSumAVX512(&x[0], len(x), m) },
 	rowMax: func(x []float32) float32 { return rowMaxAVX512(&x[0], len(x)) },
-	kTile:  tileKernels(avx512Tiles.k),
-	vTile:  tileKernels(avx512Tiles.v),
+	softmax: func(s []float32, nq int, m, l, o []float32, ldo, vd int) {
+		var op *float32
+		if vd > 0 {
+			op = &o[0]
+		}
+		flashSoftmaxAVX512(&s[0], nq, &m[0], &l[0], op, ldo, vd)
+	},
+	exp:   expAVX512,
+	kTile: tileKernels(avx512Tiles.k),
+	vTile: tileKernels(avx512Tiles.v),
 }
 
 var (
 	_ = registerFlash("avx512", flashAVX512)
 	_ = registerFlash("avx512bw", flashAVX512)
 )
+
+// expAVX512 is Exp: ExpSum's kernel on one vector of 16 (the array stays
+// on the stack: the kernel does not keep its pointer).
+func expAVX512(x float32) float32 {
+	b := [16]float32{x}
+	expSumAVX512(&b[0], 16, 0)
+	return b[0]
+}

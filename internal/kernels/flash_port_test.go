@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -209,3 +210,54 @@ func TestKVTileF8Codes(t *testing.T) {
 		}
 	})
 }
+
+// TestFlashSoftmax: every path's tile softmax gives the oracle's bits for
+// rows whose maximum stays below m, moves m up (l and o rescaled), starts
+// from m = -Inf (nothing rescaled), holds masked (-Inf) entries or is all
+// masked; o of no width, one vector and four, rows ldo apart. Exp gives
+// flashExp's bits on every path.
+func TestFlashSoftmax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 7))
+	inf := float32(math.Inf(-1))
+	eachPath(t, func(t *testing.T, path string) {
+		for _, vd := range []int{0, 16, 64} {
+			const nq = 7
+			ldo := vd + 16
+			s := randF32(rng, nq*FlashTile)
+			for j := range s {
+				s[j] *= 4
+				if j%11 == 0 {
+					s[j] = inf
+				}
+			}
+			for j := range FlashTile {
+				s[5*FlashTile+j] = inf // row 5: all masked
+			}
+			m := []float32{inf, 0.5, 30, inf, -3, 2, 1e-3}
+			l := randF32(rng, nq)
+			for i := range l {
+				l[i] = float32(math.Abs(float64(l[i]))) + 1
+			}
+			o := randF32(rng, nq*ldo)
+			gs, gm, gl, gO := clone(s), clone(m), clone(l), clone(o)
+			ws, wm, wl, wO := clone(s), clone(m), clone(l), clone(o)
+			FlashSoftmax(gs, nq, gm, gl, gO, ldo, vd)
+			flashSoftmaxGo(ws, nq, wm, wl, wO, ldo, vd)
+			what := fmt.Sprintf("vd %d", vd)
+			sameBits(t, what+" weights", gs, ws)
+			sameBits(t, what+" m", gm, wm)
+			sameBits(t, what+" l", gl, wl)
+			sameBits(t, what+" o", gO, wO)
+			if wm[2] != 30 || wm[0] == inf || wm[1] == 0.5 {
+				t.Fatalf("the rows did not take the paths meant: m %v", wm)
+			}
+		}
+		for _, x := range []float32{-100, -87.5, -10, -0.3, 0, 1, 88, 89} {
+			if g, w := Exp(x), flashExp(x); math.Float32bits(g) != math.Float32bits(w) {
+				t.Fatalf("Exp(%v) = %v, want %v", x, g, w)
+			}
+		}
+	})
+}
+
+func clone(x []float32) []float32 { return append([]float32(nil), x...) }

@@ -275,73 +275,178 @@ adone:
 EXPCONSTS(FEXPC4)
 GLOBL fexpc<>(SB), RODATA|NOPTR, $60
 
+// FEXPCONSTS broadcasts the exp constants into Z16-Z30 (AX clobbered):
+// Z16 log2 e, Z17 C1, Z18 C2, Z19-Z24 P0-P5, Z25 1, Z26 HI, Z27 LO, Z28
+// +Inf, Z30 1.5·2^23.
+#define FEXPCONSTS \
+	LEAQ         fexpc<>(SB), AX; \
+	VBROADCASTSS 0(AX), Z16;      \
+	VBROADCASTSS 4(AX), Z17;      \
+	VBROADCASTSS 8(AX), Z18;      \
+	VBROADCASTSS 12(AX), Z19;     \
+	VBROADCASTSS 16(AX), Z20;     \
+	VBROADCASTSS 20(AX), Z21;     \
+	VBROADCASTSS 24(AX), Z22;     \
+	VBROADCASTSS 28(AX), Z23;     \
+	VBROADCASTSS 32(AX), Z24;     \
+	VBROADCASTSS 36(AX), Z25;     \
+	VBROADCASTSS 40(AX), Z26;     \
+	VBROADCASTSS 44(AX), Z27;     \
+	VBROADCASTSS 48(AX), Z28;     \
+	VBROADCASTSS 56(AX), Z30
+
+// FEXP16(x, r, k, y): y = exp(x) for the 16 floats of x (kept), flashExp's
+// fused multiply-adds; r, k, K1 and K2 are clobbered. The clamps keep a
+// NaN (it is their second operand), and VSCALEFPS multiplies by 2^k in one
+// rounding, as flashExp does; below LO the lane is zeroed (-Inf: 0),
+// above HI it is +Inf.
+#define FEXP16(x, r, k, y) \
+	VMAXPS       x, Z27, r;      \
+	VMINPS       r, Z26, r;      \
+	VMOVAPS      Z30, k;         \
+	VFMADD231PS  Z16, r, k;      \
+	VSUBPS       Z30, k, k;      \
+	VFNMADD231PS Z17, k, r;      \
+	VFNMADD231PS Z18, k, r;      \
+	VMOVAPS      Z19, y;         \
+	VFMADD213PS  Z20, r, y;      \
+	VFMADD213PS  Z21, r, y;      \
+	VFMADD213PS  Z22, r, y;      \
+	VFMADD213PS  Z23, r, y;      \
+	VFMADD213PS  Z24, r, y;      \
+	VFMADD213PS  Z25, r, y;      \
+	VFMADD213PS  Z25, r, y;      \
+	VCMPPS       $5, Z27, x, K1; \
+	VSCALEFPS.Z  k, y, K1, y;    \
+	VCMPPS       $14, Z26, x, K2; \
+	VMOVAPS      Z28, K2, y
+
+// FOLD16(z, y, x, t): the 16 lanes of z (Y and X its halves) added
+// pairwise, l += l+8, +4, +2, +1, into the low lane of x (t scratch).
+#define FOLD16(z, y, x, ty, tx) \
+	VEXTRACTF64X4 $1, z, ty;  \
+	VADDPS        ty, y, y;   \
+	VEXTRACTF128  $1, y, tx;  \
+	VADDPS        tx, x, x;   \
+	VMOVHLPS      x, x, tx;   \
+	VADDPS        tx, x, x;   \
+	VMOVSHDUP     x, tx;      \
+	VADDSS        tx, x, x
+
 // func expSumAVX512(x *float32, n int, m float32) float32
-// ExpSum for n a multiple of 16 (> 0): flashExp's fused multiply-adds on
-// 16 lanes, lane l summing x[j] for j%16 == l, then the lanes added
-// pairwise (l+8, l+4, l+2, l+1). The clamps keep a NaN (it is their
-// second operand), and VSCALEFPS multiplies by 2^k in one rounding, as
-// flashExp does; below LO the lane is zeroed (-Inf: 0), above HI +Inf.
-// Constants: Z16 log2 e, Z17 C1, Z18 C2, Z19-Z24 P0-P5, Z25 1, Z26 HI,
-// Z27 LO, Z28 +Inf, Z30 1.5·2^23.
+// ExpSum for n a multiple of 16 (> 0): FEXP16 on 16 lanes, lane l summing
+// x[j] for j%16 == l, then the lanes folded.
 TEXT ·expSumAVX512(SB), NOSPLIT, $0-28
 	MOVQ         x+0(FP), DI
 	MOVQ         n+8(FP), CX
 	SHRQ         $4, CX
 	VBROADCASTSS m+16(FP), Z15
 	VPXORD       Z14, Z14, Z14
-	LEAQ         fexpc<>(SB), AX
-	VBROADCASTSS 0(AX), Z16
-	VBROADCASTSS 4(AX), Z17
-	VBROADCASTSS 8(AX), Z18
-	VBROADCASTSS 12(AX), Z19
-	VBROADCASTSS 16(AX), Z20
-	VBROADCASTSS 20(AX), Z21
-	VBROADCASTSS 24(AX), Z22
-	VBROADCASTSS 28(AX), Z23
-	VBROADCASTSS 32(AX), Z24
-	VBROADCASTSS 36(AX), Z25
-	VBROADCASTSS 40(AX), Z26
-	VBROADCASTSS 44(AX), Z27
-	VBROADCASTSS 48(AX), Z28
-	VBROADCASTSS 56(AX), Z30
+	FEXPCONSTS
 
 eloop:
-	VMOVUPS      (DI), Z0
-	VSUBPS       Z15, Z0, Z0
-	VMAXPS       Z0, Z27, Z1
-	VMINPS       Z1, Z26, Z1
-	VMOVAPS      Z30, Z2
-	VFMADD231PS  Z16, Z1, Z2
-	VSUBPS       Z30, Z2, Z2
-	VFNMADD231PS Z17, Z2, Z1
-	VFNMADD231PS Z18, Z2, Z1
-	VMOVAPS      Z19, Z3
-	VFMADD213PS  Z20, Z1, Z3
-	VFMADD213PS  Z21, Z1, Z3
-	VFMADD213PS  Z22, Z1, Z3
-	VFMADD213PS  Z23, Z1, Z3
-	VFMADD213PS  Z24, Z1, Z3
-	VFMADD213PS  Z25, Z1, Z3
-	VFMADD213PS  Z25, Z1, Z3
-	VCMPPS       $5, Z27, Z0, K1
-	VSCALEFPS.Z  Z2, Z3, K1, Z3
-	VCMPPS       $14, Z26, Z0, K2
-	VMOVAPS      Z28, K2, Z3
-	VMOVUPS      Z3, (DI)
-	VADDPS       Z3, Z14, Z14
-	ADDQ         $64, DI
-	DECQ         CX
-	JNZ          eloop
+	VMOVUPS (DI), Z0
+	VSUBPS  Z15, Z0, Z0
+	FEXP16(Z0, Z1, Z2, Z3)
+	VMOVUPS Z3, (DI)
+	VADDPS  Z3, Z14, Z14
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     eloop
 
-	VEXTRACTF64X4 $1, Z14, Y1
-	VADDPS        Y1, Y14, Y14
-	VEXTRACTF128  $1, Y14, X1
-	VADDPS        X1, X14, X14
-	VMOVHLPS      X14, X14, X1
-	VADDPS        X1, X14, X14
-	VMOVSHDUP     X14, X1
-	VADDSS        X1, X14, X14
-	VMOVSS        X14, ret+24(FP)
+	FOLD16(Z14, Y14, X14, Y1, X1)
+	VMOVSS X14, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func flashSoftmaxAVX512(s *float32, nq int, m, l, o *float32, ldo, vd int)
+// FlashSoftmax: per row of 64 scores (Z4-Z7), its maximum; when it is
+// above m, l and the vd values of the row of o are multiplied by
+// exp(m - max) (FEXP16 on the difference in every lane; not when m is
+// -Inf) and m becomes it; then the weights as expSumAVX512 makes them,
+// their sum added to l. vd is a multiple of 16; ldo in floats.
+TEXT ·flashSoftmaxAVX512(SB), NOSPLIT, $0-56
+	MOVQ s+0(FP), SI
+	MOVQ nq+8(FP), CX
+	MOVQ m+16(FP), R8
+	MOVQ l+24(FP), R9
+	MOVQ o+32(FP), R10
+	MOVQ ldo+40(FP), R11
+	SHLQ $2, R11
+	MOVQ vd+48(FP), R12
+	SHRQ $4, R12
+	FEXPCONSTS
+
+srow:
+	VMOVUPS       (SI), Z4
+	VMOVUPS       64(SI), Z5
+	VMOVUPS       128(SI), Z6
+	VMOVUPS       192(SI), Z7
+	VMAXPS        Z5, Z4, Z8
+	VMAXPS        Z7, Z6, Z9
+	VMAXPS        Z9, Z8, Z8
+	VEXTRACTF64X4 $1, Z8, Y9
+	VMAXPS        Y9, Y8, Y8
+	VEXTRACTF128  $1, Y8, X9
+	VMAXPS        X9, X8, X8
+	VPERMILPS     $0x4e, X8, X9
+	VMAXPS        X9, X8, X8
+	VPERMILPS     $0xb1, X8, X9
+	VMAXPS        X9, X8, X8
+	VMOVSS        (R8), X10
+	VUCOMISS      X10, X8
+	JLS           sweights        // not above m (or NaN)
+	MOVL          (R8), AX
+	VMOVSS        X8, (R8)
+	CMPL          AX, $0xff800000 // m was -Inf: nothing to rescale
+	JEQ           sweights
+	VSUBSS        X8, X10, X11
+	VBROADCASTSS  X11, Z11
+	FEXP16(Z11, Z0, Z1, Z12)
+	VMOVSS        (R9), X13
+	VMULSS        X12, X13, X13
+	VMOVSS        X13, (R9)
+	MOVQ          R10, DI
+	MOVQ          R12, BX
+	TESTQ         BX, BX
+	JZ            sweights
+
+sscale:
+	VMULPS  (DI), Z12, Z13
+	VMOVUPS Z13, (DI)
+	ADDQ    $64, DI
+	DECQ    BX
+	JNZ     sscale
+
+sweights:
+	VBROADCASTSS (R8), Z15
+	VSUBPS       Z15, Z4, Z4
+	VSUBPS       Z15, Z5, Z5
+	VSUBPS       Z15, Z6, Z6
+	VSUBPS       Z15, Z7, Z7
+	FEXP16(Z4, Z0, Z1, Z8)
+	FEXP16(Z5, Z0, Z1, Z9)
+	FEXP16(Z6, Z0, Z1, Z10)
+	FEXP16(Z7, Z0, Z1, Z11)
+	VMOVUPS      Z8, (SI)
+	VMOVUPS      Z9, 64(SI)
+	VMOVUPS      Z10, 128(SI)
+	VMOVUPS      Z11, 192(SI)
+	VPXORD       Z14, Z14, Z14
+	VADDPS       Z8, Z14, Z14
+	VADDPS       Z9, Z14, Z14
+	VADDPS       Z10, Z14, Z14
+	VADDPS       Z11, Z14, Z14
+	FOLD16(Z14, Y14, X14, Y1, X1)
+	VMOVSS       (R9), X13
+	VADDSS       X14, X13, X13
+	VMOVSS       X13, (R9)
+	ADDQ         $256, SI
+	ADDQ         $4, R8
+	ADDQ         $4, R9
+	ADDQ         R11, R10
+	DECQ         CX
+	JNZ          srow
 	VZEROUPPER
 	RET
 

@@ -490,8 +490,12 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 			keyTile(spans, g.kvh, t0, a, b, sc.kt, hd)
 			kernels.FlashScores(sc.s, sc.q[r*hdp:], hdp, sc.kt, nq, attnTile, hdp, s.attn.Scale)
 			s.prefetchRows(pspans, pkvh, false)
-			for i := range nq {
-				onlineRow(sc.s[i*attnTile:(i+1)*attnTile], lo[i]-t0, n[i]-t0, &m[r+i], &l[r+i], o[(r+i)*vdp:(r+i+1)*vdp])
+			if allRowsSee(lo, n, t0, t0+attnTile) { // no entry masked
+				kernels.FlashSoftmax(sc.s, nq, m[r:r+nq], l[r:r+nq], o[r*vdp:], vdp, vdp)
+			} else {
+				for i := range nq {
+					onlineRow(sc.s[i*attnTile:(i+1)*attnTile], lo[i]-t0, n[i]-t0, m[r+i:r+i+1], l[r+i:r+i+1], o[(r+i)*vdp:(r+i+1)*vdp])
+				}
 			}
 			// a few rows (decode) read the values in place; many rows
 			// (prefill) decode them once for all
@@ -515,12 +519,24 @@ func anyRowSees(lo, n []int, a, b int) bool {
 	return false
 }
 
+// allRowsSee reports whether every row, seeing [lo[i], n[i]), sees all of
+// [a, b).
+func allRowsSee(lo, n []int, a, b int) bool {
+	for i := range lo {
+		if lo[i] > a || n[i] < b {
+			return false
+		}
+	}
+	return true
+}
+
 // onlineRow turns a row of scores of one tile into weights: the entries
-// outside [lo, n) (tile coordinates) are masked, the running max m moves
-// up to the tile's (rescaling l and o when it grows), and the weights
-// exp(s - m) are summed into l. A row with no entry in the tile gets zero
-// weights and keeps its state.
-func onlineRow(row []float32, lo, n int, m, l *float32, o []float32) {
+// outside [lo, n) (tile coordinates) are masked, then the online softmax
+// steps over the row (kernels.FlashSoftmax: the running max m[0] moves up
+// to the tile's, rescaling l[0] and o when it grows, and the weights
+// exp(s - m) are summed into l[0]). A row with no entry in the tile gets
+// zero weights and keeps its state.
+func onlineRow(row []float32, lo, n int, m, l, o []float32) {
 	lo, n = max(lo, 0), min(n, len(row))
 	if lo >= n {
 		clear(row)
@@ -533,18 +549,7 @@ func onlineRow(row []float32, lo, n int, m, l *float32, o []float32) {
 	for j := n; j < len(row); j++ {
 		row[j] = ninf
 	}
-	mt := kernels.RowMax(row) // the masked entries are -Inf
-	if mt > *m {
-		if !math.IsInf(float64(*m), -1) {
-			f := kernels.Exp(*m - mt)
-			*l *= f
-			for d := range o {
-				o[d] *= f
-			}
-		}
-		*m = mt
-	}
-	*l += kernels.ExpSum(row, *m)
+	kernels.FlashSoftmax(row, 1, m, l, o, len(o), len(o))
 }
 
 // tileSpan is a run of a tile's positions in one block of the cache: its
