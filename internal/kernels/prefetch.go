@@ -6,12 +6,15 @@ package kernels
 // tile by tile the transposition's shuffles and the products would
 // otherwise wait on each row's miss in turn (the tile decoders prefetch
 // only the next few rows). It changes no value; without assembly (purego,
-// other architectures) it does nothing.
+// other architectures) it only checks its rows, as everywhere.
 func PrefetchKV(r *KVRows, w, cnt int) {
-	if cnt <= 0 || w <= 0 || !prefetchAsm {
+	if cnt <= 0 || w <= 0 {
 		return
 	}
 	checkKVRows("PrefetchKV", nil, 1, r, w, cnt, 0)
+	if !prefetchAsm {
+		return
+	}
 	src, stride, ok := tileSrc(r, w)
 	if !ok {
 		return
