@@ -18,7 +18,7 @@ func expSumNEON(x *float32, n int, m float32) float32
 //go:noescape
 func rowMaxNEON(x *float32, n int) float32
 
-var _ = registerFlash("neon", asmFlash(flashScoresNEON, flashAccumNEON, expSumNEON, rowMaxNEON, expNEON, neonTileKernels))
+var _ = registerFlash("neon", asmFlash(flashScoresNEON, flashAccumNEON, expSumNEON, rowMaxNEON, expNEON, nil, neonTileKernels))
 
 // expNEON is Exp: ExpSum's kernel on one vector of 16 (the array stays on
 // the stack: the kernel does not keep its pointer).

@@ -15,10 +15,11 @@ func asmFlash(
 	expSum func(x *float32, n int, m float32) float32,
 	rowMax func(x *float32, n int) float32,
 	exp func(x float32) float32,
+	softmax func(s *float32, nq int, m, l, o *float32, ldo, vd int),
 	tiles func() (k, v [NumKVTypes]tileAsm),
 ) *flashKernels {
 	k, v := tiles()
-	return &flashKernels{
+	fk := &flashKernels{
 		scores: func(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32) {
 			scores(&s[0], &q[0], ldq, &kt[0], nq, nk, hd, scale)
 		},
@@ -31,6 +32,16 @@ func asmFlash(
 		kTile:  tileKernels(k),
 		vTile:  tileKernels(v),
 	}
+	if softmax != nil { // nil: RowMax, Exp and ExpSum row by row
+		fk.softmax = func(s []float32, nq int, m, l, o []float32, ldo, vd int) {
+			var op *float32
+			if vd > 0 {
+				op = &o[0]
+			}
+			softmax(&s[0], nq, &m[0], &l[0], op, ldo, vd)
+		}
+	}
+	return fk
 }
 
 // tileAsm is a tile decoder: cnt rows (a multiple of 16) of w values (whole

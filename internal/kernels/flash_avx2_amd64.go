@@ -17,7 +17,10 @@ func flashAccumAVX2(o *float32, ldo int, p, v *float32, nq, nk, vd int)
 //go:noescape
 func expSumAVX2(x *float32, n int, m float32) float32
 
-var _ = registerFlash("avx2", asmFlash(flashScoresAVX2, flashAccumAVX2, expSumAVX2, maxAVX2, expAVX2, avx2TileKernels))
+//go:noescape
+func flashSoftmaxAVX2(s *float32, nq int, m, l, o *float32, ldo, vd int)
+
+var _ = registerFlash("avx2", asmFlash(flashScoresAVX2, flashAccumAVX2, expSumAVX2, maxAVX2, expAVX2, flashSoftmaxAVX2, avx2TileKernels))
 
 // expAVX2 is Exp: ExpSum's kernel on one vector of 16 (the array stays on
 // the stack: the kernel does not keep its pointer).

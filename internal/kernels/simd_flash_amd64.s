@@ -179,6 +179,18 @@ TEXT ·flashAccumAVX2(SB), NOSPLIT, $0-56
 	VCMPPS       $14, Y5, x, k; \
 	VBLENDVPS    k, INF, y, y
 
+// FEXP8CONSTS loads FEXP8's constants into Y4-Y12.
+#define FEXP8CONSTS \
+	VMOVUPS LO, Y4;              \
+	VMOVUPS HI, Y5;              \
+	VMOVUPS ·expc+448(SB), Y6;   \
+	VMOVUPS LOG2E, Y7;           \
+	VMOVUPS ONE, Y8;             \
+	VMOVUPS C1, Y9;              \
+	VMOVUPS C2, Y10;             \
+	VMOVUPS P0, Y11;             \
+	VMOVUPS BIAS, Y12
+
 // EXPSUB8(off, acc): the 8 values at off(DI) = exp(value - m), added to acc.
 #define EXPSUB8(off, acc) \
 	VMOVUPS off(DI), Y0; \
@@ -197,15 +209,7 @@ TEXT ·expSumAVX2(SB), NOSPLIT, $0-28
 	VBROADCASTSS m+16(FP), Y15
 	VXORPS       Y13, Y13, Y13
 	VXORPS       Y14, Y14, Y14
-	VMOVUPS      LO, Y4
-	VMOVUPS      HI, Y5
-	VMOVUPS      ·expc+448(SB), Y6
-	VMOVUPS      LOG2E, Y7
-	VMOVUPS      ONE, Y8
-	VMOVUPS      C1, Y9
-	VMOVUPS      C2, Y10
-	VMOVUPS      P0, Y11
-	VMOVUPS      BIAS, Y12
+	FEXP8CONSTS
 	SHRQ         $4, CX
 
 exploop:
@@ -222,5 +226,96 @@ exploop:
 	VMOVSHDUP    X13, X14
 	VADDSS       X14, X13, X13
 	VMOVSS       X13, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func flashSoftmaxAVX2(s *float32, nq int, m, l, o *float32, ldo, vd int)
+// FlashSoftmax: per row of 64 scores, its maximum; when it is above m, l
+// and the vd values of the row of o are multiplied by exp(m - max)
+// (FEXP8 on the difference in every lane; not when m is -Inf) and m
+// becomes it; then the weights and their sum as expSumAVX2 makes them,
+// the sum added to l. vd is a multiple of 16 (8 would do); ldo in floats.
+TEXT ·flashSoftmaxAVX2(SB), NOSPLIT, $0-56
+	MOVQ s+0(FP), SI
+	MOVQ nq+8(FP), CX
+	MOVQ m+16(FP), R8
+	MOVQ l+24(FP), R9
+	MOVQ o+32(FP), R10
+	MOVQ ldo+40(FP), R11
+	SHLQ $2, R11
+	MOVQ vd+48(FP), R12
+	SHRQ $3, R12
+	FEXP8CONSTS
+
+srow:
+	VMOVUPS      (SI), Y0
+	VMOVUPS      32(SI), Y1
+	VMAXPS       64(SI), Y0, Y0
+	VMAXPS       96(SI), Y1, Y1
+	VMAXPS       128(SI), Y0, Y0
+	VMAXPS       160(SI), Y1, Y1
+	VMAXPS       192(SI), Y0, Y0
+	VMAXPS       224(SI), Y1, Y1
+	VMAXPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0x4e, X0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSS       (R8), X1
+	VUCOMISS     X1, X0
+	JLS          sweights        // not above m (or NaN)
+	MOVL         (R8), AX
+	VMOVSS       X0, (R8)
+	CMPL         AX, $0xff800000 // m was -Inf: nothing to rescale
+	JEQ          sweights
+	VSUBSS       X0, X1, X1
+	VBROADCASTSS X1, Y1
+	FEXP8(Y1, Y2, Y3, Y0)
+	VMOVSS       (R9), X2
+	VMULSS       X0, X2, X2
+	VMOVSS       X2, (R9)
+	MOVQ         R10, DI
+	MOVQ         R12, BX
+	TESTQ        BX, BX
+	JZ           sweights
+
+sscale:
+	VMULPS  (DI), Y0, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ    $32, DI
+	DECQ    BX
+	JNZ     sscale
+
+sweights:
+	VBROADCASTSS (R8), Y15
+	VXORPS       Y13, Y13, Y13
+	VXORPS       Y14, Y14, Y14
+	MOVQ         SI, DI
+	EXPSUB8(0, Y13)
+	EXPSUB8(32, Y14)
+	EXPSUB8(64, Y13)
+	EXPSUB8(96, Y14)
+	EXPSUB8(128, Y13)
+	EXPSUB8(160, Y14)
+	EXPSUB8(192, Y13)
+	EXPSUB8(224, Y14)
+	VADDPS       Y14, Y13, Y13
+	VEXTRACTF128 $1, Y13, X14
+	VADDPS       X14, X13, X13
+	VMOVHLPS     X13, X13, X14
+	VADDPS       X14, X13, X13
+	VMOVSHDUP    X13, X14
+	VADDSS       X14, X13, X13
+	VMOVSS       (R9), X0
+	VADDSS       X13, X0, X0
+	VMOVSS       X0, (R9)
+	ADDQ         $256, SI
+	ADDQ         $4, R8
+	ADDQ         $4, R9
+	ADDQ         R11, R10
+	DECQ         CX
+	JNZ          srow
 	VZEROUPPER
 	RET
