@@ -23,12 +23,7 @@
 	VANDPS       off+96(SI), Y15, Y6; \
 	VMAXPS       Y6, Y5, Y5; \
 	VMAXPS       Y5, Y4, Y4; \
-	VEXTRACTF128 $1, Y4, X5; \
-	VMAXPS       X5, X4, X4; \
-	VPERMILPS    $0x4e, X4, X5; \
-	VMAXPS       X5, X4, X4; \
-	VPERMILPS    $0xb1, X4, X5; \
-	VMAXPS       X5, X4, X4
+	HMAX8(Y4, X4, X5)
 
 // QROUND: yv = yv rounded to the nearest int32, ties to even (MXCSR's
 // default rounding, which Go keeps).

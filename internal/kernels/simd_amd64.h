@@ -43,6 +43,16 @@
 	VEXTRACTF128 $1, Y0, X1; \
 	VADDPS       X1, X0, X0
 
+// HMAX8(y, x, tx): every lane of x (y's low half) is the largest of y's
+// 8 floats (tx scratch).
+#define HMAX8(y, x, tx) \
+	VEXTRACTF128 $1, y, tx; \
+	VMAXPS       tx, x, x;  \
+	VPERMILPS    $0x4e, x, tx; \
+	VMAXPS       tx, x, x;  \
+	VPERMILPS    $0xb1, x, tx; \
+	VMAXPS       tx, x, x
+
 // STOREX4(x, outarg, stride, p): stores the lanes of x to out,
 // out+stride, out+2*stride, out+3*stride (out the argument outarg, stride
 // a register holding bytes, p a scratch pointer register) and moves the

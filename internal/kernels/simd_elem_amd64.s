@@ -322,13 +322,8 @@ maxloop:
 	JNZ    maxloop
 
 maxdone:
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS       X1, X0, X0
-	VPERMILPS    $0x4e, X0, X1
-	VMAXPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VMAXPS       X1, X0, X0
-	VMOVSS       X0, ret+16(FP)
+	HMAX8(Y0, X0, X1)
+	VMOVSS X0, ret+16(FP)
 	VZEROUPPER
 	RET
 

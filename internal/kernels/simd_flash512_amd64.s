@@ -333,6 +333,18 @@ GLOBL fexpc<>(SB), RODATA|NOPTR, $60
 	VMOVSHDUP     x, tx;      \
 	VADDSS        tx, x, x
 
+// HMAX16(z, y, x, ty, tx): every lane of x (z's low quarter; y its low
+// half) is the largest of z's 16 floats (ty/tx scratch).
+#define HMAX16(z, y, x, ty, tx) \
+	VEXTRACTF64X4 $1, z, ty;    \
+	VMAXPS        ty, y, y;     \
+	VEXTRACTF128  $1, y, tx;    \
+	VMAXPS        tx, x, x;     \
+	VPERMILPS     $0x4e, x, tx; \
+	VMAXPS        tx, x, x;     \
+	VPERMILPS     $0xb1, x, tx; \
+	VMAXPS        tx, x, x
+
 // func expSumAVX512(x *float32, n int, m float32) float32
 // ExpSum for n a multiple of 16 (> 0): FEXP16 on 16 lanes, lane l summing
 // x[j] for j%16 == l, then the lanes folded.
@@ -385,14 +397,7 @@ srow:
 	VMAXPS        Z5, Z4, Z8
 	VMAXPS        Z7, Z6, Z9
 	VMAXPS        Z9, Z8, Z8
-	VEXTRACTF64X4 $1, Z8, Y9
-	VMAXPS        Y9, Y8, Y8
-	VEXTRACTF128  $1, Y8, X9
-	VMAXPS        X9, X8, X8
-	VPERMILPS     $0x4e, X8, X9
-	VMAXPS        X9, X8, X8
-	VPERMILPS     $0xb1, X8, X9
-	VMAXPS        X9, X8, X8
+	HMAX16(Z8, Y8, X8, Y9, X9)
 	VMOVSS        (R8), X10
 	VUCOMISS      X10, X8
 	JLS           sweights        // not above m (or NaN)
@@ -468,14 +473,7 @@ mloop:
 	JNZ    mloop
 
 mdone:
-	VEXTRACTF64X4 $1, Z0, Y1
-	VMAXPS        Y1, Y0, Y0
-	VEXTRACTF128  $1, Y0, X1
-	VMAXPS        X1, X0, X0
-	VPERMILPS     $0x4e, X0, X1
-	VMAXPS        X1, X0, X0
-	VPERMILPS     $0xb1, X0, X1
-	VMAXPS        X1, X0, X0
-	VMOVSS        X0, ret+16(FP)
+	HMAX16(Z0, Y0, X0, Y1, X1)
+	VMOVSS X0, ret+16(FP)
 	VZEROUPPER
 	RET

@@ -191,6 +191,18 @@ TEXT ·flashAccumAVX2(SB), NOSPLIT, $0-56
 	VMOVUPS P0, Y11;             \
 	VMOVUPS BIAS, Y12
 
+// FOLD16Y: the sixteen lane sums Y13 (j%16 < 8) and Y14 (the rest)
+// folded in halves as ExpSum's oracle does (l += l+8, +4, +2, +1), into
+// the low lane of X13 (Y14 clobbered).
+#define FOLD16Y \
+	VADDPS       Y14, Y13, Y13; \
+	VEXTRACTF128 $1, Y13, X14;  \
+	VADDPS       X14, X13, X13; \
+	VMOVHLPS     X13, X13, X14; \
+	VADDPS       X14, X13, X13; \
+	VMOVSHDUP    X13, X14;      \
+	VADDSS       X14, X13, X13
+
 // EXPSUB8(off, acc): the 8 values at off(DI) = exp(value - m), added to acc.
 #define EXPSUB8(off, acc) \
 	VMOVUPS off(DI), Y0; \
@@ -218,13 +230,7 @@ exploop:
 	ADDQ         $64, DI
 	DECQ         CX
 	JNZ          exploop
-	VADDPS       Y14, Y13, Y13
-	VEXTRACTF128 $1, Y13, X14
-	VADDPS       X14, X13, X13
-	VMOVHLPS     X13, X13, X14
-	VADDPS       X14, X13, X13
-	VMOVSHDUP    X13, X14
-	VADDSS       X14, X13, X13
+	FOLD16Y
 	VMOVSS       X13, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -257,12 +263,7 @@ srow:
 	VMAXPS       192(SI), Y0, Y0
 	VMAXPS       224(SI), Y1, Y1
 	VMAXPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS       X1, X0, X0
-	VPERMILPS    $0x4e, X0, X1
-	VMAXPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VMAXPS       X1, X0, X0
+	HMAX8(Y0, X0, X1)
 	VMOVSS       (R8), X1
 	VUCOMISS     X1, X0
 	JLS          sweights        // not above m (or NaN)
@@ -301,13 +302,7 @@ sweights:
 	EXPSUB8(160, Y14)
 	EXPSUB8(192, Y13)
 	EXPSUB8(224, Y14)
-	VADDPS       Y14, Y13, Y13
-	VEXTRACTF128 $1, Y13, X14
-	VADDPS       X14, X13, X13
-	VMOVHLPS     X13, X13, X14
-	VADDPS       X14, X13, X13
-	VMOVSHDUP    X13, X14
-	VADDSS       X14, X13, X13
+	FOLD16Y
 	VMOVSS       (R9), X0
 	VADDSS       X13, X0, X0
 	VMOVSS       X0, (R9)
