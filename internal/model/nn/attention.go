@@ -102,6 +102,8 @@ type attnScratch struct {
 	ao     []float32
 	e      []float32 // 2·rows + 15: the merges' exponentials
 	lo, n  []int     // rows: the positions each sees
+	// per group of the item: [wlo, wn), the positions every row sees
+	wlo, wn []int
 	// the runs of the tile and of the next one (tileSpans)
 	spans, next []tileSpan
 }
@@ -342,17 +344,21 @@ func (s *Step) attendItem(it *attnItem, sc *attnScratch) {
 	c := s.Cfg
 	perKV := c.Heads / c.KVHeads
 	hd, hdp, vdp, rows := c.HeadDim, a.hdp, a.vdp, a.rows
+	sc.wlo, sc.wn = sc.wlo[:0], sc.wn[:0]
 	for k := range it.ng {
 		g := &a.groups[it.g+k]
+		wlo, wn := math.MinInt, math.MaxInt
 		for i := range g.r1 - g.r0 {
 			t, h, lo, n := s.rowRange(g, g.r0+i, perKV, s.attn.Window)
 			r := k*rows + i
 			sc.lo[r], sc.n[r] = lo, n
+			wlo, wn = max(wlo, lo), min(wn, n)
 			q := sc.q[r*hdp : (r+1)*hdp]
 			copy(q, s.Q[t*c.QDim()+h*hd:t*c.QDim()+(h+1)*hd])
 			clear(q[hd:])
 			sc.am[r], sc.al[r] = float32(math.Inf(-1)), 0
 		}
+		sc.wlo, sc.wn = append(sc.wlo, wlo), append(sc.wn, wn)
 	}
 	clear(sc.ao[:it.ng*rows*vdp])
 	first := true
@@ -525,7 +531,7 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 			keyTile(spans, g.kvh, t0, a, b, sc.kt, hd)
 			kernels.FlashScores(sc.s, sc.q[r*hdp:], hdp, sc.kt, nq, attnTile, hdp, s.attn.Scale)
 			s.prefetchRows(pspans, pkvh, false)
-			if allRowsSee(lo, n, t0, t0+attnTile) { // no entry masked
+			if sc.wlo[k] <= t0 && t0+attnTile <= sc.wn[k] { // every row sees the whole tile
 				kernels.FlashSoftmax(sc.s, nq, m[r:r+nq], l[r:r+nq], o[r*vdp:], vdp, vdp)
 			} else {
 				for i := range nq {
@@ -552,17 +558,6 @@ func anyRowSees(lo, n []int, a, b int) bool {
 		}
 	}
 	return false
-}
-
-// allRowsSee reports whether every row, seeing [lo[i], n[i]), sees all of
-// [a, b).
-func allRowsSee(lo, n []int, a, b int) bool {
-	for i := range lo {
-		if lo[i] > a || n[i] < b {
-			return false
-		}
-	}
-	return true
 }
 
 // onlineRow turns a row of scores of one tile into weights: the entries
