@@ -19,29 +19,35 @@ func asmFlash(
 	tiles func() (k, v [NumKVTypes]tileAsm),
 ) *flashKernels {
 	k, v := tiles()
-	fk := &flashKernels{
+	return &flashKernels{
 		scores: func(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32) {
 			scores(&s[0], &q[0], ldq, &kt[0], nq, nk, hd, scale)
 		},
 		accum: func(o []float32, ldo int, p, v []float32, nq, nk, vd int) {
 			accum(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
 		},
-		expSum: func(x []float32, m float32) float32 { return expSum(&x[0], len(x), m) },
-		rowMax: func(x []float32) float32 { return rowMax(&x[0], len(x)) },
-		exp:    exp,
-		kTile:  tileKernels(k),
-		vTile:  tileKernels(v),
+		expSum:  func(x []float32, m float32) float32 { return expSum(&x[0], len(x), m) },
+		rowMax:  func(x []float32) float32 { return rowMax(&x[0], len(x)) },
+		exp:     exp,
+		softmax: asmSoftmax(softmax),
+		kTile:   tileKernels(k),
+		vTile:   tileKernels(v),
 	}
-	if softmax != nil { // nil: RowMax, Exp and ExpSum row by row
-		fk.softmax = func(s []float32, nq int, m, l, o []float32, ldo, vd int) {
-			var op *float32
-			if vd > 0 {
-				op = &o[0]
-			}
-			softmax(&s[0], nq, &m[0], &l[0], op, ldo, vd)
+}
+
+// asmSoftmax wraps a path's FlashSoftmax kernel (nil: none, the path
+// composes RowMax, Exp and ExpSum row by row); o may be empty when vd is 0.
+func asmSoftmax(f func(s *float32, nq int, m, l, o *float32, ldo, vd int)) func(s []float32, nq int, m, l, o []float32, ldo, vd int) {
+	if f == nil {
+		return nil
+	}
+	return func(s []float32, nq int, m, l, o []float32, ldo, vd int) {
+		var op *float32
+		if vd > 0 {
+			op = &o[0]
 		}
+		f(&s[0], nq, &m[0], &l[0], op, ldo, vd)
 	}
-	return fk
 }
 
 // tileAsm is a tile decoder: cnt rows (a multiple of 16) of w values (whole

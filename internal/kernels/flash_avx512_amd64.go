@@ -59,18 +59,12 @@ var flashAVX512 = &flashKernels{
 	accum: func(o []float32, ldo int, p, v []float32, nq, nk, vd int) {
 		flashAccumAVX512(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
 	},
-	expSum: func(x []float32, m float32) float32 { return expSumAVX512(&x[0], len(x), m) },
-	rowMax: func(x []float32) float32 { return rowMaxAVX512(&x[0], len(x)) },
-	softmax: func(s []float32, nq int, m, l, o []float32, ldo, vd int) {
-		var op *float32
-		if vd > 0 {
-			op = &o[0]
-		}
-		flashSoftmaxAVX512(&s[0], nq, &m[0], &l[0], op, ldo, vd)
-	},
-	exp:   expAVX512,
-	kTile: tileKernels(avx512Tiles.k),
-	vTile: tileKernels(avx512Tiles.v),
+	expSum:  func(x []float32, m float32) float32 { return expSumAVX512(&x[0], len(x), m) },
+	rowMax:  func(x []float32) float32 { return rowMaxAVX512(&x[0], len(x)) },
+	softmax: asmSoftmax(flashSoftmaxAVX512),
+	exp:     expAVX512,
+	kTile:   tileKernels(avx512Tiles.k),
+	vTile:   tileKernels(avx512Tiles.v),
 }
 
 var (
