@@ -65,6 +65,10 @@ var flashAVX512 = &flashKernels{
 	exp:     expAVX512,
 	kTile:   tileKernels(avx512Tiles.k),
 	vTile:   tileKernels(avx512Tiles.v),
+	tileF16: func(s, q []float32, ldq int, k, v *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
+		flashTileF16AVX512(&s[0], &q[0], ldq, &k[0].W[k[0].Off*k[0].Stride], &k[1].W[k[1].Off*k[1].Stride], 2*k[0].Stride,
+			&v[0].W[v[0].Off], &v[1].W[v[1].Off], 2*v[0].Stride, &m[0], &l[0], &o[0], ldo, scale)
+	},
 }
 
 var (
@@ -79,3 +83,6 @@ func expAVX512(x float32) float32 {
 	expSumAVX512(&b[0], 16, 0)
 	return b[0]
 }
+
+//go:noescape
+func flashTileF16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -256,6 +257,132 @@ func TestKVTilesOracle(t *testing.T) {
 					}
 				}
 			}
+		}
+	})
+}
+
+// kvColsOf stores rows (n values each) as halves by column: value e of row
+// j at W[e*stride+j] (stride >= len(rows)), as a paged cache keeps f16 keys.
+func kvColsOf(rows [][]float32, stride int) KVRows {
+	n := len(rows[0])
+	w := make([]uint16, n*stride)
+	h := make([]uint16, n)
+	for j, r := range rows {
+		F32ToF16s(h, r)
+		for e, v := range h {
+			w[e*stride+j] = v
+		}
+	}
+	return KVRows{T: KVF16, W: w, Stride: stride, Col: true}
+}
+
+// Rows stored by column decode, with KTile and VTile on every path, to the
+// bits of the same rows stored by row: heads at any offset, of widths the
+// decoders take and do not, runs that are and are not multiples of 16.
+func TestKVTilesByColumn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	eachPath(t, func(t *testing.T, path string) {
+		for _, sh := range []struct{ n, off, w int }{{512, 64, 64}, {512, 448, 64}, {256, 128, 128}, {160, 80, 80}, {40, 8, 24}} {
+			for _, cnt := range []int{1, 15, 16, 21, 32, 48, 64} {
+				rows := make([][]float32, cnt)
+				for j := range rows {
+					rows[j] = randF32(rng, sh.n)
+				}
+				byRow := kvRowsOf(KVF16, rows, 0)
+				byRow.Off = sh.off
+				byCol := kvColsOf(rows, cnt+5)
+				byCol.Off = sh.off
+				what := fmt.Sprintf("rows of %d, head at %d of %d, %d rows", sh.n, sh.off, sh.w, cnt)
+				const ld = 70
+				want, got := make([]float32, sh.w*ld), make([]float32, sh.w*ld)
+				KTile(want, ld, &byRow, sh.w, cnt)
+				KTile(got, ld, &byCol, sh.w, cnt)
+				sameBits(t, "KTile "+what, got, want)
+				vld := sh.w + 6
+				want, got = make([]float32, cnt*vld), make([]float32, cnt*vld)
+				VTile(want, vld, &byRow, sh.w, cnt)
+				VTile(got, vld, &byCol, sh.w, cnt)
+				sameBits(t, "VTile "+what, got, want)
+				if sh.w == 64 && FlashAccumKV(make([]float32, 4*64), 64, make([]float32, 4*cnt), cnt, &byCol, 4, cnt, 64) {
+					t.Fatalf("FlashAccumKV took rows by column")
+				}
+			}
+		}
+	})
+}
+
+// FlashTileKV gives the bits of the calls it stands for (KTile, FlashScores,
+// FlashSoftmax, FlashAccumKV) where the path has it, from any state (a
+// first tile, m growing, m staying), and refuses what is not its own.
+func TestFlashTileKV(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const hd, ldq, ldo, bs = 64, 80, 72, 32
+	eachPath(t, func(t *testing.T, path string) {
+		took := 0
+		for trial := range 12 {
+			var k, v [2]KVRows
+			for h := range 2 {
+				rows := make([][]float32, bs)
+				for j := range rows {
+					rows[j] = randF32(rng, 256)
+					for i := range rows[j] {
+						rows[j][i] *= float32(1 + trial%3)
+					}
+				}
+				k[h] = kvColsOf(rows, bs)
+				k[h].Off = 128
+				v[h] = kvRowsOf(KVF16, rows, 0)
+				v[h].Off = 64
+			}
+			q := randF32(rng, 3*ldq+hd)
+			m0, l0, o0 := make([]float32, 4), make([]float32, 4), randF32(rng, 3*ldo+hd)
+			for i := range m0 {
+				switch trial % 3 {
+				case 0:
+					m0[i], l0[i] = float32(math.Inf(-1)), 0
+					clear(o0)
+				case 1:
+					m0[i], l0[i] = -20, 3 // the tile's max is above
+				default:
+					m0[i], l0[i] = 20, 3 // it is not
+				}
+			}
+			m, l, o := slices.Clone(m0), slices.Clone(l0), slices.Clone(o0)
+			s := make([]float32, 4*FlashTile)
+			if !FlashTileKV(s, q, ldq, &k, &v, hd, m, l, o, ldo, 0.125) {
+				continue
+			}
+			took++
+			wm, wl, wo := slices.Clone(m0), slices.Clone(l0), slices.Clone(o0)
+			kt, ws := make([]float32, hd*FlashTile), make([]float32, 4*FlashTile)
+			KTile(kt, FlashTile, &k[0], hd, bs)
+			KTile(kt[bs:], FlashTile, &k[1], hd, bs)
+			FlashScores(ws, q, ldq, kt, 4, FlashTile, hd, 0.125)
+			FlashSoftmax(ws, 4, wm, wl, wo, ldo, hd)
+			for h := range 2 {
+				if !FlashAccumKV(wo, ldo, ws[h*bs:], FlashTile, &v[h], 4, bs, hd) {
+					vt := make([]float32, bs*hd)
+					VTile(vt, hd, &v[h], hd, bs)
+					FlashAccum(wo, ldo, ws[h*bs:], vt, 4, bs, hd)
+				}
+			}
+			what := fmt.Sprintf("trial %d", trial)
+			sameBits(t, "m "+what, m, wm)
+			sameBits(t, "l "+what, l, wl)
+			sameBits(t, "o "+what, o, wo)
+		}
+		if want := path == "avx512" || path == "avx512bw"; (took > 0) != want {
+			t.Fatalf("took %d of 12 tiles; want the kernel on %v only", took, want)
+		}
+		// not its own: keys by row, a head of 128
+		var k, v [2]KVRows
+		rows := make([][]float32, bs)
+		for j := range rows {
+			rows[j] = randF32(rng, 256)
+		}
+		k[0], k[1], v[0], v[1] = kvRowsOf(KVF16, rows, 0), kvRowsOf(KVF16, rows, 0), kvRowsOf(KVF16, rows, 0), kvRowsOf(KVF16, rows, 0)
+		if FlashTileKV(make([]float32, 4*FlashTile), make([]float32, 4*ldq), ldq, &k, &v, hd, make([]float32, 4), make([]float32, 4), make([]float32, 4*ldo), ldo, 1) {
+			t.Fatal("took keys stored by row")
 		}
 	})
 }

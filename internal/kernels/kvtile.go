@@ -64,6 +64,11 @@ type KVRows struct {
 	W      []uint16  // the rows of the other types (or KVF32's, as pairs of words)
 	Stride int       // from one row to the next: values (KVF32) or words
 	Off    int       // the head's first value in a row
+	// Col: the rows are stored by column (KVF16 only): value d of row j
+	// at W[(Off+d)*Stride+j], Stride now from one value to the next. A
+	// paged cache keeps its f16 keys so within a block (kvcache), so that
+	// KTile copies runs of a row where it would transpose.
+	Col bool
 }
 
 // KTile writes values [Off, Off+w) of rows 0..cnt-1 of r transposed:
@@ -75,6 +80,10 @@ func KTile(dst []float32, ld int, r *KVRows, w, cnt int) {
 		return
 	}
 	checkKVRows("KTile", dst, ld, r, w, cnt, (w-1)*ld+cnt)
+	if r.Col {
+		kTileCol(dst, ld, r, w, cnt)
+		return
+	}
 	j := 0
 	if f := flashNow.kTile[r.T]; f != nil && w%16 == 0 && cnt >= 16 {
 		j = f(dst, ld, *r, w, cnt&^15)
@@ -92,6 +101,29 @@ func KTile(dst []float32, ld int, r *KVRows, w, cnt int) {
 		decodeKVRow(row, r, j, w)
 		for d, v := range row {
 			dst[d*ld+j] = v
+		}
+	}
+}
+
+// kTileCol is KTile of rows stored by column: the tile's row d is the
+// run of value d of the rows, so the path's VTile decoder does it with
+// rows and values swapped (w of its rows, of cnt values, a multiple of 16
+// of them); the Go decoder does the columns left.
+func kTileCol(dst []float32, ld int, r *KVRows, w, cnt int) {
+	j := 0
+	if f := flashNow.vTile[r.T]; f != nil && w%16 == 0 && cnt >= 16 {
+		t := KVRows{T: r.T, W: r.W, Stride: r.Stride, Off: r.Off * r.Stride}
+		if f(dst, ld, t, cnt&^15, w) == w {
+			j = cnt &^ 15
+		}
+	}
+	if j == cnt {
+		return
+	}
+	for d := range w {
+		col := r.W[(r.Off+d)*r.Stride:]
+		for k := j; k < cnt; k++ {
+			dst[d*ld+k] = f16Table[col[k]]
 		}
 	}
 }
@@ -115,8 +147,12 @@ func VTile(dst []float32, ld int, r *KVRows, w, cnt int) {
 // checkKVRows panics (a caller's bug) unless dst holds need values and r
 // holds cnt rows of the head.
 func checkKVRows(name string, dst []float32, ld int, r *KVRows, w, cnt, need int) {
-	if r.T >= NumKVTypes || ld <= 0 || len(dst) < need {
-		panic(fmt.Sprintf("kernels: %s: type %d, ld %d, %d values for %d rows of %d", name, r.T, ld, len(dst), cnt, w))
+	if r.T >= NumKVTypes || ld <= 0 || len(dst) < need || r.Col && (r.T != KVF16 || r.Stride < cnt) {
+		panic(fmt.Sprintf("kernels: %s: type %d (by column %v, stride %d), ld %d, %d values for %d rows of %d", name, r.T, r.Col, r.Stride, ld, len(dst), cnt, w))
+	}
+	if r.Col {
+		_ = r.W[(r.Off+w-1)*r.Stride+cnt-1]
+		return
 	}
 	if r.T == KVF32 && r.F32 != nil {
 		_ = r.F32[(cnt-1)*r.Stride+r.Off+w-1]
@@ -129,6 +165,12 @@ func checkKVRows(name string, dst []float32, ld int, r *KVRows, w, cnt, need int
 
 // decodeKVRow decodes values [Off, Off+w) of row j of r into out.
 func decodeKVRow(out []float32, r *KVRows, j, w int) {
+	if r.Col {
+		for d := range out[:w] {
+			out[d] = f16Table[r.W[(r.Off+d)*r.Stride+j]]
+		}
+		return
+	}
 	if r.T == KVF32 && r.F32 != nil {
 		copy(out, r.F32[j*r.Stride+r.Off:j*r.Stride+r.Off+w])
 		return
@@ -239,8 +281,11 @@ var e4m3Values = func() (t [256]float32) {
 // tileSrc returns the first byte of r's head in its first row and the
 // rows' stride in bytes; ok is false for what the decoders do not take:
 // KVF32 rows given as words, a head that does not start or end at a block
-// boundary. The caller has checked that r holds the rows.
+// boundary, rows by column. The caller has checked that r holds the rows.
 func tileSrc(r *KVRows, w int) (src *byte, stride int, ok bool) {
+	if r.Col {
+		return nil, 0, false
+	}
 	if r.T == KVF32 {
 		if r.F32 == nil {
 			return nil, 0, false

@@ -1,5 +1,7 @@
 package kernels
 
+import "unsafe"
+
 // PrefetchKV asks the memory system for values [Off, Off+w) of rows
 // 0..cnt-1 of r, ahead of their use: decode attention at long context
 // streams a sequence's keys and values from memory once per token, and
@@ -13,6 +15,11 @@ func PrefetchKV(r *KVRows, w, cnt int) {
 	}
 	checkKVRows("PrefetchKV", nil, 1, r, w, cnt, 0)
 	if !prefetchAsm {
+		return
+	}
+	if r.Col {
+		// the head's values of the rows: w runs of cnt halves
+		prefetchRows((*byte)(unsafe.Pointer(&r.W[r.Off*r.Stride])), 2*r.Stride, 2*cnt, w)
 		return
 	}
 	src, stride, ok := tileSrc(r, w)

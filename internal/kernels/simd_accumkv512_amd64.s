@@ -9,13 +9,6 @@
 // added for j in order, one fused multiply-add each, as FlashAccum does
 // over the decoded tile.
 
-// DECF16: Z16-Z19 = the 64 halves at AX as float32.
-#define DECF16 \
-	VCVTPH2PS 0(AX), Z16 \
-	VCVTPH2PS 32(AX), Z17 \
-	VCVTPH2PS 64(AX), Z18 \
-	VCVTPH2PS 96(AX), Z19
-
 // DECQ8: Z16-Z19 = the two Q8_0 blocks at AX (34 bytes each: an f16
 // scale, 32 int8s) as float32: scale × value, one rounding, as the
 // decoder.
@@ -63,17 +56,7 @@ cols: \
 	MOVQ DX, AX \
 	MOVQ SI, R15 \
 	MOVQ nk+56(FP), R11 \
-rows: \
-	DEC \
-	VBROADCASTSS (R15), Z20 \
-	VBROADCASTSS (R15)(R13*1), Z21 \
-	VBROADCASTSS (R15)(R13*2), Z22 \
-	VBROADCASTSS (R15)(R14*1), Z23 \
-	FMA4x4(Z20, Z21, Z22, Z23) \
-	ADDQ $4, R15 \
-	ADDQ R12, AX \
-	DECQ R11 \
-	JNZ  rows \
+	ACCROWS(DEC, rows) \
 	STORE16x4 \
 	ADDQ $256, R10 \
 	ADDQ $B64, DX \

@@ -58,3 +58,28 @@
 	VMOVUPS Z13, 64(R10)(R9*1) \
 	VMOVUPS Z14, 128(R10)(R9*1) \
 	VMOVUPS Z15, 192(R10)(R9*1)
+
+// DECF16: Z16-Z19 = the 64 halves at AX as float32.
+#define DECF16 \
+	VCVTPH2PS 0(AX), Z16 \
+	VCVTPH2PS 32(AX), Z17 \
+	VCVTPH2PS 64(AX), Z18 \
+	VCVTPH2PS 96(AX), Z19
+
+// ACCROWS(DEC, loop): Z0-Z15 (four rows of o by 64 columns, as LOAD16x4
+// lays them out) += the weights at R15 (rows R13 bytes apart, R14 =
+// 3*R13) times R11 rows of values that DEC decodes from AX (rows R12
+// bytes apart) into Z16-Z19: one fused multiply-add per term, rows in
+// order.
+#define ACCROWS(DEC, loop) \
+loop: \
+	DEC \
+	VBROADCASTSS (R15), Z20 \
+	VBROADCASTSS (R15)(R13*1), Z21 \
+	VBROADCASTSS (R15)(R13*2), Z22 \
+	VBROADCASTSS (R15)(R14*1), Z23 \
+	FMA4x4(Z20, Z21, Z22, Z23) \
+	ADDQ $4, R15 \
+	ADDQ R12, AX \
+	DECQ R11 \
+	JNZ  loop

@@ -28,6 +28,68 @@
 	VPXORD Z14, Z14, Z14 \
 	VPXORD Z15, Z15, Z15
 
+// SCOREQUAD(LOADK, NEXTK, loop): Z0-Z15 = four query rows at AX (R8
+// bytes apart, R9 = 3*R8) against 64 keys, over CX values of the head:
+// LOADK puts value d of the keys into Z16-Z19, NEXTK steps to d+1; one
+// fused multiply-add per term, d in order, from zero (the oracle's chain).
+#define SCOREQUAD(LOADK, NEXTK, loop) \
+	ZERO16 \
+loop: \
+	LOADK \
+	VBROADCASTSS (AX), Z20 \
+	VBROADCASTSS (AX)(R8*1), Z21 \
+	VBROADCASTSS (AX)(R8*2), Z22 \
+	VBROADCASTSS (AX)(R9*1), Z23 \
+	FMA4x4(Z20, Z21, Z22, Z23) \
+	ADDQ $4, AX \
+	NEXTK \
+	DECQ CX \
+	JNZ  loop
+
+// LOADKT / NEXTKT: the keys of a transposed tile at DI (rows of 64).
+#define LOADKT \
+	VMOVUPS 0(DI), Z16 \
+	VMOVUPS 64(DI), Z17 \
+	VMOVUPS 128(DI), Z18 \
+	VMOVUPS 192(DI), Z19
+
+#define NEXTKT ADDQ $256, DI
+
+// SCALESTORE16: the 4 × 64 scores of Z0-Z15 times Z31, stored at DX.
+#define SCALESTORE16 \
+	VMULPS  Z31, Z0, Z0 \
+	VMULPS  Z31, Z1, Z1 \
+	VMULPS  Z31, Z2, Z2 \
+	VMULPS  Z31, Z3, Z3 \
+	VMULPS  Z31, Z4, Z4 \
+	VMULPS  Z31, Z5, Z5 \
+	VMULPS  Z31, Z6, Z6 \
+	VMULPS  Z31, Z7, Z7 \
+	VMULPS  Z31, Z8, Z8 \
+	VMULPS  Z31, Z9, Z9 \
+	VMULPS  Z31, Z10, Z10 \
+	VMULPS  Z31, Z11, Z11 \
+	VMULPS  Z31, Z12, Z12 \
+	VMULPS  Z31, Z13, Z13 \
+	VMULPS  Z31, Z14, Z14 \
+	VMULPS  Z31, Z15, Z15 \
+	VMOVUPS Z0, 0(DX) \
+	VMOVUPS Z1, 64(DX) \
+	VMOVUPS Z2, 128(DX) \
+	VMOVUPS Z3, 192(DX) \
+	VMOVUPS Z4, 256(DX) \
+	VMOVUPS Z5, 320(DX) \
+	VMOVUPS Z6, 384(DX) \
+	VMOVUPS Z7, 448(DX) \
+	VMOVUPS Z8, 512(DX) \
+	VMOVUPS Z9, 576(DX) \
+	VMOVUPS Z10, 640(DX) \
+	VMOVUPS Z11, 704(DX) \
+	VMOVUPS Z12, 768(DX) \
+	VMOVUPS Z13, 832(DX) \
+	VMOVUPS Z14, 896(DX) \
+	VMOVUPS Z15, 960(DX)
+
 // func flashScores64AVX512(s, q *float32, ldq int, kt *float32, nq, hd int, scale float32)
 // FlashScores with nk = 64: rows four at a time (Z0-Z15: row i's keys
 // 16c..16c+15 in Z(4i+c)), then one at a time (Z0-Z3).
@@ -45,57 +107,11 @@ TEXT ·flashScores64AVX512(SB), NOSPLIT, $0-52
 squad:
 	CMPQ BX, $4
 	JL   sone
-	ZERO16
 	MOVQ R11, DI
 	MOVQ SI, AX
 	MOVQ R12, CX
-
-squadd:
-	VMOVUPS      0(DI), Z16
-	VMOVUPS      64(DI), Z17
-	VMOVUPS      128(DI), Z18
-	VMOVUPS      192(DI), Z19
-	VBROADCASTSS (AX), Z20
-	VBROADCASTSS (AX)(R8*1), Z21
-	VBROADCASTSS (AX)(R8*2), Z22
-	VBROADCASTSS (AX)(R9*1), Z23
-	FMA4x4(Z20, Z21, Z22, Z23)
-	ADDQ         $4, AX
-	ADDQ         $256, DI
-	DECQ         CX
-	JNZ          squadd
-	VMULPS  Z31, Z0, Z0
-	VMULPS  Z31, Z1, Z1
-	VMULPS  Z31, Z2, Z2
-	VMULPS  Z31, Z3, Z3
-	VMULPS  Z31, Z4, Z4
-	VMULPS  Z31, Z5, Z5
-	VMULPS  Z31, Z6, Z6
-	VMULPS  Z31, Z7, Z7
-	VMULPS  Z31, Z8, Z8
-	VMULPS  Z31, Z9, Z9
-	VMULPS  Z31, Z10, Z10
-	VMULPS  Z31, Z11, Z11
-	VMULPS  Z31, Z12, Z12
-	VMULPS  Z31, Z13, Z13
-	VMULPS  Z31, Z14, Z14
-	VMULPS  Z31, Z15, Z15
-	VMOVUPS Z0, 0(DX)
-	VMOVUPS Z1, 64(DX)
-	VMOVUPS Z2, 128(DX)
-	VMOVUPS Z3, 192(DX)
-	VMOVUPS Z4, 256(DX)
-	VMOVUPS Z5, 320(DX)
-	VMOVUPS Z6, 384(DX)
-	VMOVUPS Z7, 448(DX)
-	VMOVUPS Z8, 512(DX)
-	VMOVUPS Z9, 576(DX)
-	VMOVUPS Z10, 640(DX)
-	VMOVUPS Z11, 704(DX)
-	VMOVUPS Z12, 768(DX)
-	VMOVUPS Z13, 832(DX)
-	VMOVUPS Z14, 896(DX)
-	VMOVUPS Z15, 960(DX)
+	SCOREQUAD(LOADKT, NEXTKT, squadd)
+	SCALESTORE16
 	ADDQ $1024, DX
 	LEAQ (SI)(R8*4), SI
 	SUBQ $4, BX
@@ -371,6 +387,74 @@ eloop:
 	VZEROUPPER
 	RET
 
+// FSOFTROWS: FlashSoftmax's rows: CX rows of 64 scores at SI (then
+// weights), m at R8, l at R9, o at R10 (rows R11 bytes apart, R12 = vd/16
+// vectors), the exp constants in Z16-Z30 (FEXPCONSTS); AX, BX, DI,
+// Z0-Z15, K1 and K2 clobbered. A row whose maximum is not above m (or is
+// NaN) skips the rescale, as does one whose m was -Inf.
+#define FSOFTROWS \
+srow: \
+	VMOVUPS       (SI), Z4 \
+	VMOVUPS       64(SI), Z5 \
+	VMOVUPS       128(SI), Z6 \
+	VMOVUPS       192(SI), Z7 \
+	VMAXPS        Z5, Z4, Z8 \
+	VMAXPS        Z7, Z6, Z9 \
+	VMAXPS        Z9, Z8, Z8 \
+	HMAX16(Z8, Y8, X8, Y9, X9) \
+	VMOVSS        (R8), X10 \
+	VUCOMISS      X10, X8 \
+	JLS           sweights \
+	MOVL          (R8), AX \
+	VMOVSS        X8, (R8) \
+	CMPL          AX, $0xff800000 \
+	JEQ           sweights \
+	VSUBSS        X8, X10, X11 \
+	VBROADCASTSS  X11, Z11 \
+	FEXP16(Z11, Z0, Z1, Z12) \
+	VMOVSS        (R9), X13 \
+	VMULSS        X12, X13, X13 \
+	VMOVSS        X13, (R9) \
+	MOVQ          R10, DI \
+	MOVQ          R12, BX \
+	TESTQ         BX, BX \
+	JZ            sweights \
+sscale: \
+	VMULPS  (DI), Z12, Z13 \
+	VMOVUPS Z13, (DI) \
+	ADDQ    $64, DI \
+	DECQ    BX \
+	JNZ     sscale \
+sweights: \
+	VBROADCASTSS (R8), Z15 \
+	VSUBPS       Z15, Z4, Z4 \
+	VSUBPS       Z15, Z5, Z5 \
+	VSUBPS       Z15, Z6, Z6 \
+	VSUBPS       Z15, Z7, Z7 \
+	FEXP16(Z4, Z0, Z1, Z8) \
+	FEXP16(Z5, Z0, Z1, Z9) \
+	FEXP16(Z6, Z0, Z1, Z10) \
+	FEXP16(Z7, Z0, Z1, Z11) \
+	VMOVUPS      Z8, (SI) \
+	VMOVUPS      Z9, 64(SI) \
+	VMOVUPS      Z10, 128(SI) \
+	VMOVUPS      Z11, 192(SI) \
+	VPXORD       Z14, Z14, Z14 \
+	VADDPS       Z8, Z14, Z14 \
+	VADDPS       Z9, Z14, Z14 \
+	VADDPS       Z10, Z14, Z14 \
+	VADDPS       Z11, Z14, Z14 \
+	FOLD16(Z14, Y14, X14, Y1, X1) \
+	VMOVSS       (R9), X13 \
+	VADDSS       X14, X13, X13 \
+	VMOVSS       X13, (R9) \
+	ADDQ         $256, SI \
+	ADDQ         $4, R8 \
+	ADDQ         $4, R9 \
+	ADDQ         R11, R10 \
+	DECQ         CX \
+	JNZ          srow
+
 // func flashSoftmaxAVX512(s *float32, nq int, m, l, o *float32, ldo, vd int)
 // FlashSoftmax: per row of 64 scores (Z4-Z7), its maximum; when it is
 // above m, l and the vd values of the row of o are multiplied by
@@ -389,69 +473,7 @@ TEXT ·flashSoftmaxAVX512(SB), NOSPLIT, $0-56
 	SHRQ $4, R12
 	FEXPCONSTS
 
-srow:
-	VMOVUPS       (SI), Z4
-	VMOVUPS       64(SI), Z5
-	VMOVUPS       128(SI), Z6
-	VMOVUPS       192(SI), Z7
-	VMAXPS        Z5, Z4, Z8
-	VMAXPS        Z7, Z6, Z9
-	VMAXPS        Z9, Z8, Z8
-	HMAX16(Z8, Y8, X8, Y9, X9)
-	VMOVSS        (R8), X10
-	VUCOMISS      X10, X8
-	JLS           sweights        // not above m (or NaN)
-	MOVL          (R8), AX
-	VMOVSS        X8, (R8)
-	CMPL          AX, $0xff800000 // m was -Inf: nothing to rescale
-	JEQ           sweights
-	VSUBSS        X8, X10, X11
-	VBROADCASTSS  X11, Z11
-	FEXP16(Z11, Z0, Z1, Z12)
-	VMOVSS        (R9), X13
-	VMULSS        X12, X13, X13
-	VMOVSS        X13, (R9)
-	MOVQ          R10, DI
-	MOVQ          R12, BX
-	TESTQ         BX, BX
-	JZ            sweights
-
-sscale:
-	VMULPS  (DI), Z12, Z13
-	VMOVUPS Z13, (DI)
-	ADDQ    $64, DI
-	DECQ    BX
-	JNZ     sscale
-
-sweights:
-	VBROADCASTSS (R8), Z15
-	VSUBPS       Z15, Z4, Z4
-	VSUBPS       Z15, Z5, Z5
-	VSUBPS       Z15, Z6, Z6
-	VSUBPS       Z15, Z7, Z7
-	FEXP16(Z4, Z0, Z1, Z8)
-	FEXP16(Z5, Z0, Z1, Z9)
-	FEXP16(Z6, Z0, Z1, Z10)
-	FEXP16(Z7, Z0, Z1, Z11)
-	VMOVUPS      Z8, (SI)
-	VMOVUPS      Z9, 64(SI)
-	VMOVUPS      Z10, 128(SI)
-	VMOVUPS      Z11, 192(SI)
-	VPXORD       Z14, Z14, Z14
-	VADDPS       Z8, Z14, Z14
-	VADDPS       Z9, Z14, Z14
-	VADDPS       Z10, Z14, Z14
-	VADDPS       Z11, Z14, Z14
-	FOLD16(Z14, Y14, X14, Y1, X1)
-	VMOVSS       (R9), X13
-	VADDSS       X14, X13, X13
-	VMOVSS       X13, (R9)
-	ADDQ         $256, SI
-	ADDQ         $4, R8
-	ADDQ         $4, R9
-	ADDQ         R11, R10
-	DECQ         CX
-	JNZ          srow
+	FSOFTROWS
 	VZEROUPPER
 	RET
 
@@ -475,5 +497,67 @@ mloop:
 mdone:
 	HMAX16(Z0, Y0, X0, Y1, X1)
 	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// LOADKC / NEXTKC: value d of a tile's keys stored by column in two runs
+// of 32 halves, at DI and SI (R13 bytes from one value to the next).
+#define LOADKC \
+	VCVTPH2PS 0(DI), Z16 \
+	VCVTPH2PS 32(DI), Z17 \
+	VCVTPH2PS 0(SI), Z18 \
+	VCVTPH2PS 32(SI), Z19
+
+#define NEXTKC \
+	ADDQ R13, DI \
+	ADDQ R13, SI
+
+// func flashTileF16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32)
+// FlashTileKV: four query rows of a head of 64 against a tile of 64 f16
+// keys stored by column and 64 f16 value rows, each in two runs of 32:
+// flashScores64AVX512's quad on the keys decoded as loaded, the scores
+// stored at s, FSOFTROWS on them, then ACCUMKV's rows on the values; the
+// bits of KTile, FlashScores, FlashSoftmax and FlashAccumKV.
+TEXT ·flashTileF16AVX512(SB), NOSPLIT, $0-108
+	MOVQ         q+8(FP), AX
+	MOVQ         ldq+16(FP), R8
+	SHLQ         $2, R8
+	LEAQ         (R8)(R8*2), R9
+	MOVQ         k0+24(FP), DI
+	MOVQ         k1+32(FP), SI
+	MOVQ         kstride+40(FP), R13
+	MOVQ         $64, CX
+	VBROADCASTSS scale+104(FP), Z31
+	SCOREQUAD(LOADKC, NEXTKC, tscore)
+	MOVQ         s+0(FP), DX
+	SCALESTORE16
+
+	MOVQ s+0(FP), SI
+	MOVQ $4, CX
+	MOVQ m+72(FP), R8
+	MOVQ l+80(FP), R9
+	MOVQ o+88(FP), R10
+	MOVQ ldo+96(FP), R11
+	SHLQ $2, R11
+	MOVQ $4, R12
+	FEXPCONSTS
+	FSOFTROWS
+
+	MOVQ o+88(FP), R10
+	MOVQ ldo+96(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	LOAD16x4
+	MOVQ s+0(FP), R15
+	MOVQ $256, R13
+	MOVQ $768, R14
+	MOVQ vstride+64(FP), R12
+	MOVQ v0+48(FP), AX
+	MOVQ $32, R11
+	ACCROWS(DECF16, tv0)
+	MOVQ v1+56(FP), AX
+	MOVQ $32, R11
+	ACCROWS(DECF16, tv1)
+	STORE16x4
 	VZEROUPPER
 	RET

@@ -35,19 +35,29 @@ type Cache interface {
 // an F16 cache (K and V are then nil). Keys (values) of the other types
 // are at KQ[j*KW:] (VQ[j*VW:]), stored as KT (VT) and read with
 // DecodeRows; K16 (V16) are then the keys (values) stored as F16 if
-// either is.
+// either is. KCol > 0: K16 holds the keys by column, value e of row j at
+// K16[e*KCol+j] (a paged pool's f16 keys, Pool).
 type Span struct {
 	K, V     []float32
 	K16, V16 []uint16
 	KQ, VQ   []uint16
 	KT, VT   Type
 	KW, VW   int
+	KCol     int
 	N        int
 }
 
 // KeyRows decodes values [off, off+w) of keys j0..j0+cnt-1 into dst
 // (rows w apart), of keys of kdim values, whatever their type.
 func (sp *Span) KeyRows(dst []float32, kdim, j0, cnt, off, w int) {
+	if sp.KCol > 0 {
+		for j := range cnt {
+			for d := range w {
+				dst[j*w+d] = kernels.FP16ToFP32(sp.K16[(off+d)*sp.KCol+j0+j])
+			}
+		}
+		return
+	}
 	spanRows(dst, sp.K, sp.K16, sp.KQ, sp.KT, sp.KW, kdim, j0, cnt, off, w)
 }
 

@@ -33,6 +33,7 @@ func testSeqPutSpan(t *testing.T, f16 bool) {
 		}
 		return x
 	}
+	// values through the span's slices (keys: KeyRows, whatever their layout)
 	at := func(f32 []float32, h []uint16, i int) float32 {
 		if f16 {
 			return kernels.FP16ToFP32(h[i])
@@ -58,8 +59,13 @@ func testSeqPutSpan(t *testing.T, f16 bool) {
 			if n != bs-pos%bs || (sp.K16 != nil) != f16 || (sp.K != nil) == f16 {
 				t.Fatalf("span at %d: %d rows, f32 %v f16 %v", pos, n, sp.K != nil, sp.K16 != nil)
 			}
+			if f16 && sp.KCol != bs {
+				t.Fatalf("span at %d: keys by column of %d, want %d (the block's rows)", pos, sp.KCol, bs)
+			}
+			key := make([]float32, kd)
 			for j := 0; j < n && pos+j < 10; j++ {
-				if got, want := at(sp.K, sp.K16, j*kd+1), stored(row(kd, float32(100*l+pos+j))[1]); got != want {
+				sp.KeyRows(key, kd, j, 1, 0, kd)
+				if got, want := key[1], stored(row(kd, float32(100*l+pos+j))[1]); got != want {
 					t.Fatalf("layer %d pos %d: k %v want %v", l, pos+j, got, want)
 				}
 				if got, want := at(sp.V, sp.V16, j*vd+4), stored(row(vd, float32(-100*l-pos-j))[4]); got != want {
@@ -342,11 +348,13 @@ func TestPoolSlabBlocks(t *testing.T) {
 		for l := range layers {
 			for pos := range n * bs {
 				sp := s.Span(l, pos)
-				k, v := float32(0), float32(0)
+				var key [1]float32
+				sp.KeyRows(key[:], kd, 0, 1, kd-1, 1)
+				k, v := key[0], float32(0)
 				if f16 {
-					k, v = kernels.FP16ToFP32(sp.K16[kd-1]), kernels.FP16ToFP32(sp.V16[vd-1])
+					v = kernels.FP16ToFP32(sp.V16[vd-1])
 				} else {
-					k, v = sp.K[kd-1], sp.V[vd-1]
+					v = sp.V[vd-1]
 				}
 				wk, wv := row(kd, float32(pos+1000*l))[kd-1], row(vd, float32(-pos-1000*l))[vd-1]
 				if f16 {

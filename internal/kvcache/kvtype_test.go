@@ -3,6 +3,7 @@ package kvcache
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -255,6 +256,35 @@ func TestTypedPoolRows(t *testing.T) {
 				}
 			}
 		}
+		// a fork's copy of the first row of the partial block (positions
+		// 8 and 9) copies that row of every layer, and only it
+		c := p.NewSeq()
+		if err := c.Extend(n); err != nil {
+			t.Fatal(err)
+		}
+		for l := range 2 {
+			for pos := range n {
+				c.Put(l, pos, make([]float32, sh.KDim), make([]float32, sh.VDim))
+			}
+		}
+		p.copyRows(c.blocks[2], s.blocks[2], 1)
+		for l := range 2 {
+			for pos := 8; pos < n; pos++ {
+				sp, sc := s.Span(l, pos), c.Span(l, pos)
+				sp.KeyRows(kb, sh.KDim, 0, 1, 0, sh.KDim)
+				sp.ValueRows(vb, sh.VDim, 0, 1, 0, sh.VDim)
+				ck, cv := make([]float32, sh.KDim), make([]float32, sh.VDim)
+				sc.KeyRows(ck, sh.KDim, 0, 1, 0, sh.KDim)
+				sc.ValueRows(cv, sh.VDim, 0, 1, 0, sh.VDim)
+				if pos == 8 && (!slices.Equal(ck, kb) || !slices.Equal(cv, vb)) {
+					t.Fatalf("%s/%s layer %d: the copied row differs from its source", kt, vt, l)
+				}
+				if pos == 9 && (slices.ContainsFunc(ck, func(x float32) bool { return x != 0 }) || slices.ContainsFunc(cv, func(x float32) bool { return x != 0 })) {
+					t.Fatalf("%s/%s layer %d: a row past the copied one was copied", kt, vt, l)
+				}
+			}
+		}
+		c.Release()
 		if err := p.Check(); err != nil {
 			t.Fatal(err)
 		}

@@ -36,6 +36,13 @@ type Pool struct {
 	kt, vt                 Type // how keys and values are stored
 	kw, vw                 int  // values (words) of a key row and a value row
 	rotK, rotV             bool // keys, values stored rotated (SetRotation)
+	// kcol: f16 keys are stored by column within a block: value e of the
+	// key of row j at e*bs+j of the block's key words (Span.KCol), so
+	// that attention reads a head's keys as the rows of its transposed
+	// tile. Decode at depth spent a quarter of its attention transposing
+	// them (BenchmarkFlashDecodeDRAM, f16). krow is Put's buffer.
+	kcol bool
+	krow []uint16
 
 	// blocks holds the Total() blocks and then one sentinel per free list:
 	// doubly linked lists through prev/next (see the list constants).
@@ -129,6 +136,7 @@ func NewTypedPool(sh Shape, blockSize, n int, kt, vt Type) *Pool {
 		stride: blockSize * (kw + vw), packed: packed,
 		kt: kt, vt: vt, kw: kw, vw: vw,
 		rotK: kt.rotated(), rotV: vt.rotated(),
+		kcol:     kt == F16,
 		blocks:   make([]block, n+nLists),
 		cached:   make(map[Hash]int32),
 		keepWarm: max(4, n/32),
@@ -384,6 +392,13 @@ func (p *Pool) copyRows(dst, src int32, rows int) {
 		sf, sh, _ := p.rowsOf(s, l)
 		k := [2]int{base, base + rows*p.kw}
 		v := [2]int{base + p.bs*p.kw, base + p.bs*p.kw + rows*p.vw}
+		if p.kcol {
+			for e := range p.kdim {
+				copy(dh[base+e*p.bs:base+e*p.bs+rows], sh[base+e*p.bs:])
+			}
+			copy(dh[v[0]:v[1]], sh[v[0]:v[1]])
+			continue
+		}
 		if p.packed {
 			copy(dh[k[0]:k[1]], sh[k[0]:k[1]])
 			copy(dh[v[0]:v[1]], sh[v[0]:v[1]])

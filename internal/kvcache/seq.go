@@ -124,19 +124,34 @@ func (s *Seq) Shrink(n int) {
 func (s *Seq) Put(layer, pos int, k, v []float32) {
 	p := s.p
 	f32, f16, base := p.rowsOf(&p.blocks[s.blocks[pos/p.bs]], layer)
-	koff := base + (pos%p.bs)*p.kw
-	voff := base + p.bs*p.kw + (pos%p.bs)*p.vw
+	j := pos % p.bs
+	koff := base + j*p.kw
+	voff := base + p.bs*p.kw + j*p.vw
 	switch {
-	case p.kt == F16 && p.vt == F16:
-		kernels.F32ToF16s(f16[koff:koff+p.kdim], k[:p.kdim])
-		kernels.F32ToF16s(f16[voff:voff+p.vdim], v[:p.vdim])
+	case p.kcol:
+		p.krow = grow16(p.krow, p.kdim)
+		kernels.F32ToF16s(p.krow, k[:p.kdim])
+		col := f16[base+j:]
+		for e, h := range p.krow {
+			col[e*p.bs] = h
+		}
 	case p.packed:
 		EncodeRow(p.kt, f16[koff:koff+p.kw], k[:p.kdim])
-		EncodeRow(p.vt, f16[voff:voff+p.vw], v[:p.vdim])
 	default:
 		copy(f32[koff:koff+p.kdim], k)
+	}
+	if p.packed {
+		EncodeRow(p.vt, f16[voff:voff+p.vw], v[:p.vdim])
+	} else {
 		copy(f32[voff:voff+p.vdim], v)
 	}
+}
+
+func grow16(b []uint16, n int) []uint16 {
+	if cap(b) < n {
+		return make([]uint16, n)
+	}
+	return b[:n]
 }
 
 // Span implements Cache: the rows of pos's block from pos on.
@@ -146,24 +161,24 @@ func (s *Seq) Span(layer, pos int) Span {
 	j := pos % p.bs
 	kr := [2]int{base + j*p.kw, base + p.bs*p.kw}
 	vr := [2]int{base + p.bs*p.kw + j*p.vw, base + p.stride}
-	switch {
-	case p.kt == F16 && p.vt == F16:
-		return Span{K16: f16[kr[0]:kr[1]], V16: f16[vr[0]:vr[1]], N: p.bs - j}
-	case p.packed:
-		sp := Span{N: p.bs - j, KT: p.kt, VT: p.vt, KW: p.kw, VW: p.vw}
-		if k := f16[kr[0]:kr[1]]; p.kt == F16 {
-			sp.K16 = k
-		} else {
-			sp.KQ = k
-		}
-		if v := f16[vr[0]:vr[1]]; p.vt == F16 {
-			sp.V16 = v
-		} else {
-			sp.VQ = v
-		}
-		return sp
+	if !p.packed {
+		return Span{K: f32[kr[0]:kr[1]], V: f32[vr[0]:vr[1]], N: p.bs - j}
 	}
-	return Span{K: f32[kr[0]:kr[1]], V: f32[vr[0]:vr[1]], N: p.bs - j}
+	sp := Span{N: p.bs - j, KT: p.kt, VT: p.vt, KW: p.kw, VW: p.vw}
+	switch {
+	case p.kcol:
+		sp.K16, sp.KCol = f16[base+j:kr[1]], p.bs
+	case p.kt == F16:
+		sp.K16 = f16[kr[0]:kr[1]]
+	default:
+		sp.KQ = f16[kr[0]:kr[1]]
+	}
+	if v := f16[vr[0]:vr[1]]; p.vt == F16 {
+		sp.V16 = v
+	} else {
+		sp.VQ = v
+	}
+	return sp
 }
 
 // Adopt starts an empty sequence with cached blocks (a prefix-cache hit):

@@ -106,6 +106,8 @@ type attnScratch struct {
 	wlo, wn []int
 	// the runs of the tile and of the next one (tileSpans)
 	spans, next []tileSpan
+	// the halves of a tile's keys and values (tileKV)
+	kh, vh [2]kernels.KVRows
 }
 
 // attnState is where the attention work of a step lives (part of Step).
@@ -528,6 +530,11 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 				pspans, pkvh = spans, at.groups[it.g+k+1].kvh
 			}
 			s.prefetchRows(pspans, pkvh, true)
+			if sc.wlo[k] <= t0 && t0+attnTile <= sc.wn[k] && s.tileKV(spans, g.kvh, t0, sc, nq, r, m, l, o) {
+				// the next head's values while this one's keys come in
+				s.prefetchRows(pspans, pkvh, false)
+				continue
+			}
 			keyTile(spans, g.kvh, t0, a, b, sc.kt, hd)
 			kernels.FlashScores(sc.s, sc.q[r*hdp:], hdp, sc.kt, nq, attnTile, hdp, s.attn.Scale)
 			s.prefetchRows(pspans, pkvh, false)
@@ -547,6 +554,45 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 		}
 	}
 	sc.spans, sc.next = spans, next
+}
+
+// tileKV runs the step of a tile every row of the group sees in one
+// kernel per four rows (kernels.FlashTileKV, the bits of the calls it
+// stands for) and reports whether it did: where the kernel takes the
+// group's rows and the tile's keys and values (f16 keys by column, f16
+// values, the tile's halves in whole runs).
+func (s *Step) tileKV(spans []tileSpan, kvh, t0 int, sc *attnScratch, nq, r int, m, l, o []float32) bool {
+	c := s.Cfg
+	hd, vdh, hdp, vdp := c.HeadDim, c.ValueDim, s.at.hdp, s.at.vdp
+	if nq%4 != 0 || hd != vdh {
+		return false
+	}
+	const half = attnTile / 2
+	for h := range 2 {
+		p, i := t0+h*half, 0
+		for i < len(spans) && spans[i].pos+spans[i].cnt <= p {
+			i++
+		}
+		if i == len(spans) || spans[i].pos+spans[i].cnt < p+half || !spans[i].k.Col {
+			return false
+		}
+		sp, j := &spans[i], p-spans[i].pos
+		sc.kh[h], sc.vh[h] = sp.k, sp.v
+		sc.kh[h].W, sc.kh[h].Off = sp.k.W[j:], kvh*hd
+		if sp.v.W == nil {
+			return false
+		}
+		sc.vh[h].W, sc.vh[h].Off = sp.v.W[j*sp.v.Stride:], kvh*vdh
+	}
+	for i := 0; i < nq; i += 4 {
+		if !kernels.FlashTileKV(sc.s, sc.q[(r+i)*hdp:], hdp, &sc.kh, &sc.vh, hd, m[r+i:], l[r+i:], o[(r+i)*vdp:], vdp, s.attn.Scale) {
+			if i > 0 {
+				panic("nn: FlashTileKV took a group's first rows and not the next")
+			}
+			return false
+		}
+	}
+	return true
 }
 
 // anyRowSees reports whether a row that sees [lo[i], n[i]) sees a
@@ -602,6 +648,8 @@ func (s *Step) tileSpans(cache kvcache.Cache, a, b int, dst []tileSpan) []tileSp
 			k: kernels.KVRows{T: kernels.KVF32, F32: sp.K, Stride: kd},
 			v: kernels.KVRows{T: kernels.KVF32, F32: sp.V, Stride: vd}}
 		switch {
+		case sp.KCol > 0:
+			ts.k = kernels.KVRows{T: kernels.KVF16, W: sp.K16, Stride: sp.KCol, Col: true}
 		case sp.K16 != nil:
 			ts.k = kernels.KVRows{T: kernels.KVF16, W: sp.K16, Stride: kd}
 		case sp.KQ != nil:
