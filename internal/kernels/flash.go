@@ -48,7 +48,7 @@ type flashKernels struct {
 	// rows they did (0: none, the Go decoder does them all).
 	kTile, vTile [NumKVTypes]func(dst []float32, ld int, r KVRows, w, cnt int) int
 	// tileF16 is FlashTileKV (shapes and rows checked; nil: none).
-	tileF16 func(s, q []float32, ldq int, k, v *[2]KVRows, m, l, o []float32, ldo int, scale float32)
+	tileF16 func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32)
 }
 
 // flashPaths holds each path's registered flash kernels.

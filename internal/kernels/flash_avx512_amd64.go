@@ -65,9 +65,10 @@ var flashAVX512 = &flashKernels{
 	exp:     expAVX512,
 	kTile:   tileKernels(avx512Tiles.k),
 	vTile:   tileKernels(avx512Tiles.v),
-	tileF16: func(s, q []float32, ldq int, k, v *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
+	tileF16: func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
 		flashTileF16AVX512(&s[0], &q[0], ldq, &k[0].W[k[0].Off*k[0].Stride], &k[1].W[k[1].Off*k[1].Stride], 2*k[0].Stride,
-			&v[0].W[v[0].Off], &v[1].W[v[1].Off], 2*v[0].Stride, &m[0], &l[0], &o[0], ldo, scale)
+			&v[0].W[v[0].Off], &v[1].W[v[1].Off], 2*v[0].Stride, &m[0], &l[0], &o[0], ldo, scale,
+			&pk[0].W[pk[0].Off*pk[0].Stride], &pk[1].W[pk[1].Off*pk[1].Stride], &pv[0].W[pv[0].Off], &pv[1].W[pv[1].Off])
 	},
 }
 
@@ -85,4 +86,4 @@ func expAVX512(x float32) float32 {
 }
 
 //go:noescape
-func flashTileF16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32)
+func flashTileF16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)

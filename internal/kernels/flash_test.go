@@ -349,7 +349,7 @@ func TestFlashTileKV(t *testing.T) {
 			}
 			m, l, o := slices.Clone(m0), slices.Clone(l0), slices.Clone(o0)
 			s := make([]float32, 4*FlashTile)
-			if !FlashTileKV(s, q, ldq, &k, &v, hd, m, l, o, ldo, 0.125) {
+			if !FlashTileKV(s, q, ldq, &k, &v, &k, &v, hd, m, l, o, ldo, 0.125) {
 				continue
 			}
 			took++
@@ -381,7 +381,7 @@ func TestFlashTileKV(t *testing.T) {
 			rows[j] = randF32(rng, 256)
 		}
 		k[0], k[1], v[0], v[1] = kvRowsOf(KVF16, rows, 0), kvRowsOf(KVF16, rows, 0), kvRowsOf(KVF16, rows, 0), kvRowsOf(KVF16, rows, 0)
-		if FlashTileKV(make([]float32, 4*FlashTile), make([]float32, 4*ldq), ldq, &k, &v, hd, make([]float32, 4), make([]float32, 4), make([]float32, 4*ldo), ldo, 1) {
+		if FlashTileKV(make([]float32, 4*FlashTile), make([]float32, 4*ldq), ldq, &k, &v, &k, &v, hd, make([]float32, 4), make([]float32, 4), make([]float32, 4*ldo), ldo, 1) {
 			t.Fatal("took keys stored by row")
 		}
 	})

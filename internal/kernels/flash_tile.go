@@ -13,23 +13,34 @@ package kernels
 //
 // in one call: decode at depth ran those for every tile of every KV head,
 // and their calls, checks and the decoded tile cost as much as the
-// arithmetic. It reports false, doing nothing, where the path has no
-// kernel (avx512 only) or the rows or shapes are not its (hd 64, both
-// runs of keys and of values the same stride): the caller then runs
+// arithmetic. Along the way it asks the memory system for the rows of pk
+// and pv, the next call's keys and values (of the same layout; k and v
+// where there is none): decode reads them from memory, and a prefetch
+// of a whole tile's rows at once stalled the core until they were in
+// flight. It reports false, doing nothing, where the path has no kernel
+// (avx512 only) or the rows or shapes are not its (hd 64, f16 rows, the
+// runs of keys all the same stride, of values too): the caller then runs
 // those.
-func FlashTileKV(s, q []float32, ldq int, k, v *[2]KVRows, hd int, m, l, o []float32, ldo int, scale float32) bool {
+func FlashTileKV(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, hd int, m, l, o []float32, ldo int, scale float32) bool {
 	f := flashNow.tileF16
-	if f == nil || hd != 64 || ldq < hd || ldo < hd || k[0].Stride != k[1].Stride || v[0].Stride != v[1].Stride {
+	if f == nil || hd != 64 || ldq < hd || ldo < hd {
 		return false
 	}
 	for h := range 2 {
-		if !k[h].Col || k[h].T != KVF16 || v[h].Col || v[h].T != KVF16 {
-			return false
+		for _, r := range [...]*KVRows{&k[h], &pk[h]} {
+			if !r.Col || r.T != KVF16 || r.Stride != k[0].Stride {
+				return false
+			}
+			checkKVRows("FlashTileKV", nil, 1, r, hd, FlashTile/2, 0)
 		}
-		checkKVRows("FlashTileKV", nil, 1, &k[h], hd, FlashTile/2, 0)
-		checkKVRows("FlashTileKV", nil, 1, &v[h], hd, FlashTile/2, 0)
+		for _, r := range [...]*KVRows{&v[h], &pv[h]} {
+			if r.Col || r.T != KVF16 || r.Stride != v[0].Stride {
+				return false
+			}
+			checkKVRows("FlashTileKV", nil, 1, r, hd, FlashTile/2, 0)
+		}
 	}
 	_, _, _, _, _ = s[4*FlashTile-1], q[3*ldq+hd-1], m[3], l[3], o[3*ldo+hd-1]
-	f(s, q, ldq, k, v, m, l, o, ldo, scale)
+	f(s, q, ldq, k, v, pk, pv, m, l, o, ldo, scale)
 	return true
 }

@@ -501,7 +501,9 @@ mdone:
 	RET
 
 // LOADKC / NEXTKC: value d of a tile's keys stored by column in two runs
-// of 32 halves, at DI and SI (R13 bytes from one value to the next).
+// of 32 halves, at DI and SI (R13 bytes from one value to the next);
+// NEXTKC also asks for the line of value d of the next keys' runs (R10,
+// R11) into L2.
 #define LOADKC \
 	VCVTPH2PS 0(DI), Z16 \
 	VCVTPH2PS 32(DI), Z17 \
@@ -509,16 +511,32 @@ mdone:
 	VCVTPH2PS 32(SI), Z19
 
 #define NEXTKC \
-	ADDQ R13, DI \
-	ADDQ R13, SI
+	PREFETCHT1 (R10) \
+	PREFETCHT1 (R11) \
+	ADDQ       R13, DI \
+	ADDQ       R13, SI \
+	ADDQ       R13, R10 \
+	ADDQ       R13, R11
 
-// func flashTileF16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32)
+// DECF16P: DECF16, asking for the 128 bytes of the next values' row at
+// BX (then R12 bytes on) into L2.
+#define DECF16P \
+	DECF16 \
+	PREFETCHT1 (BX) \
+	PREFETCHT1 64(BX) \
+	ADDQ       R12, BX
+
+// func flashTileF16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
 // FlashTileKV: four query rows of a head of 64 against a tile of 64 f16
 // keys stored by column and 64 f16 value rows, each in two runs of 32:
 // flashScores64AVX512's quad on the keys decoded as loaded, the scores
 // stored at s, FSOFTROWS on them, then ACCUMKV's rows on the values; the
-// bits of KTile, FlashScores, FlashSoftmax and FlashAccumKV.
-TEXT ·flashTileF16AVX512(SB), NOSPLIT, $0-108
+// bits of KTile, FlashScores, FlashSoftmax and FlashAccumKV. The next
+// tile's keys and values (pk0, pk1, pv0, pv1: the same strides) are
+// asked for a line at a time along the way.
+TEXT ·flashTileF16AVX512(SB), NOSPLIT, $0-144
+	MOVQ         pk0+112(FP), R10
+	MOVQ         pk1+120(FP), R11
 	MOVQ         q+8(FP), AX
 	MOVQ         ldq+16(FP), R8
 	SHLQ         $2, R8
@@ -552,12 +570,14 @@ TEXT ·flashTileF16AVX512(SB), NOSPLIT, $0-108
 	MOVQ $256, R13
 	MOVQ $768, R14
 	MOVQ vstride+64(FP), R12
+	MOVQ pv0+128(FP), BX
 	MOVQ v0+48(FP), AX
 	MOVQ $32, R11
-	ACCROWS(DECF16, tv0)
+	ACCROWS(DECF16P, tv0)
+	MOVQ pv1+136(FP), BX
 	MOVQ v1+56(FP), AX
 	MOVQ $32, R11
-	ACCROWS(DECF16, tv1)
+	ACCROWS(DECF16P, tv1)
 	STORE16x4
 	VZEROUPPER
 	RET

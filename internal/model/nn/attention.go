@@ -106,8 +106,9 @@ type attnScratch struct {
 	wlo, wn []int
 	// the runs of the tile and of the next one (tileSpans)
 	spans, next []tileSpan
-	// the halves of a tile's keys and values (tileKV)
-	kh, vh [2]kernels.KVRows
+	// the halves of a tile's keys and values, and of the next one's
+	// (tileKV)
+	kh, vh, pk, pv [2]kernels.KVRows
 }
 
 // attnState is where the attention work of a step lives (part of Step).
@@ -525,16 +526,14 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 			// the next tile), its keys then its values: asked for at
 			// once, the lines of both waited on each other in the miss
 			// queues (f16 at depth 8000: 25 against 18.5 ms a token)
-			pspans, pkvh := next, at.groups[it.g].kvh
+			pspans, pkvh, pt0 := next, at.groups[it.g].kvh, t0+attnTile
 			if k+1 < it.ng {
-				pspans, pkvh = spans, at.groups[it.g+k+1].kvh
+				pspans, pkvh, pt0 = spans, at.groups[it.g+k+1].kvh, t0
 			}
-			s.prefetchRows(pspans, pkvh, true)
-			if sc.wlo[k] <= t0 && t0+attnTile <= sc.wn[k] && s.tileKV(spans, g.kvh, t0, sc, nq, r, m, l, o) {
-				// the next head's values while this one's keys come in
-				s.prefetchRows(pspans, pkvh, false)
+			if sc.wlo[k] <= t0 && t0+attnTile <= sc.wn[k] && s.tileKV(spans, g.kvh, t0, pspans, pkvh, pt0, sc, nq, r, m, l, o) {
 				continue
 			}
+			s.prefetchRows(pspans, pkvh, true)
 			keyTile(spans, g.kvh, t0, a, b, sc.kt, hd)
 			kernels.FlashScores(sc.s, sc.q[r*hdp:], hdp, sc.kt, nq, attnTile, hdp, s.attn.Scale)
 			s.prefetchRows(pspans, pkvh, false)
@@ -560,37 +559,46 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 // kernel per four rows (kernels.FlashTileKV, the bits of the calls it
 // stands for) and reports whether it did: where the kernel takes the
 // group's rows and the tile's keys and values (f16 keys by column, f16
-// values, the tile's halves in whole runs).
-func (s *Step) tileKV(spans []tileSpan, kvh, t0 int, sc *attnScratch, nq, r int, m, l, o []float32) bool {
+// values, the tile's halves in whole runs). The kernel asks for the rows
+// of KV head pkvh of the tile at pt0 in pspans (the next it runs) along
+// the way.
+func (s *Step) tileKV(spans []tileSpan, kvh, t0 int, pspans []tileSpan, pkvh, pt0 int, sc *attnScratch, nq, r int, m, l, o []float32) bool {
 	c := s.Cfg
-	hd, vdh, hdp, vdp := c.HeadDim, c.ValueDim, s.at.hdp, s.at.vdp
-	if nq%4 != 0 || hd != vdh {
+	hdp, vdp := s.at.hdp, s.at.vdp
+	if nq%4 != 0 || c.HeadDim != c.ValueDim || !s.tileHalves(spans, kvh, t0, &sc.kh, &sc.vh) {
 		return false
 	}
+	if !s.tileHalves(pspans, pkvh, pt0, &sc.pk, &sc.pv) {
+		sc.pk, sc.pv = sc.kh, sc.vh
+	}
+	for i := 0; i < nq; i += 4 {
+		if !kernels.FlashTileKV(sc.s, sc.q[(r+i)*hdp:], hdp, &sc.kh, &sc.vh, &sc.pk, &sc.pv, c.HeadDim, m[r+i:], l[r+i:], o[(r+i)*vdp:], vdp, s.attn.Scale) {
+			if i > 0 {
+				panic("nn: FlashTileKV took a group's first rows and not the next")
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// tileHalves sets k and v to KV head kvh's keys and values of the halves
+// of the tile at t0 and reports whether the runs hold each half whole
+// (and its keys by column, its values as words).
+func (s *Step) tileHalves(spans []tileSpan, kvh, t0 int, k, v *[2]kernels.KVRows) bool {
 	const half = attnTile / 2
 	for h := range 2 {
 		p, i := t0+h*half, 0
 		for i < len(spans) && spans[i].pos+spans[i].cnt <= p {
 			i++
 		}
-		if i == len(spans) || spans[i].pos+spans[i].cnt < p+half || !spans[i].k.Col {
+		if i == len(spans) || spans[i].pos > p || spans[i].pos+spans[i].cnt < p+half || !spans[i].k.Col || spans[i].v.W == nil {
 			return false
 		}
 		sp, j := &spans[i], p-spans[i].pos
-		sc.kh[h], sc.vh[h] = sp.k, sp.v
-		sc.kh[h].W, sc.kh[h].Off = sp.k.W[j:], kvh*hd
-		if sp.v.W == nil {
-			return false
-		}
-		sc.vh[h].W, sc.vh[h].Off = sp.v.W[j*sp.v.Stride:], kvh*vdh
-	}
-	for i := 0; i < nq; i += 4 {
-		if !kernels.FlashTileKV(sc.s, sc.q[(r+i)*hdp:], hdp, &sc.kh, &sc.vh, hd, m[r+i:], l[r+i:], o[(r+i)*vdp:], vdp, s.attn.Scale) {
-			if i > 0 {
-				panic("nn: FlashTileKV took a group's first rows and not the next")
-			}
-			return false
-		}
+		k[h], v[h] = sp.k, sp.v
+		k[h].W, k[h].Off = sp.k.W[j:], kvh*s.Cfg.HeadDim
+		v[h].W, v[h].Off = sp.v.W[j*sp.v.Stride:], kvh*s.Cfg.ValueDim
 	}
 	return true
 }
