@@ -65,11 +65,17 @@ var flashAVX512 = &flashKernels{
 	exp:     expAVX512,
 	kTile:   tileKernels(avx512Tiles.k),
 	vTile:   tileKernels(avx512Tiles.v),
-	tileF16: func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
-		flashTileF16AVX512(&s[0], &q[0], ldq, &k[0].W[k[0].Off*k[0].Stride], &k[1].W[k[1].Off*k[1].Stride], 2*k[0].Stride,
-			&v[0].W[v[0].Off], &v[1].W[v[1].Off], 2*v[0].Stride, &m[0], &l[0], &o[0], ldo, scale,
-			&pk[0].W[pk[0].Off*pk[0].Stride], &pk[1].W[pk[1].Off*pk[1].Stride], &pv[0].W[pv[0].Off], &pv[1].W[pv[1].Off])
+	kColQ8: func(dst []float32, ld int, r *KVRows, w, cnt int) int {
+		kTileQ8ColAVX512(&dst[0], ld, &r.W[r.T.Words(r.Off)*r.Stride], 2*r.Stride, w/32, cnt)
+		return cnt
 	},
+	tile: func() (t [NumKVTypes][NumKVTypes]func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32)) {
+		t[KVF16][KVF16] = asmTileKV(flashTileF16F16AVX512)
+		t[KVF16][KVQ8_0] = asmTileKV(flashTileF16Q8AVX512)
+		t[KVQ8_0][KVF16] = asmTileKV(flashTileQ8F16AVX512)
+		t[KVQ8_0][KVQ8_0] = asmTileKV(flashTileQ8Q8AVX512)
+		return t
+	}(),
 }
 
 var (
@@ -85,5 +91,31 @@ func expAVX512(x float32) float32 {
 	return b[0]
 }
 
+// tileAsmKV is the signature of the FlashTileKV kernels: the runs' first
+// words of the head, the strides in bytes.
+type tileAsmKV func(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
+
+// asmTileKV turns a FlashTileKV kernel into its flashKernels entry.
+func asmTileKV(f tileAsmKV) func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
+	key := func(r *KVRows) *uint16 { return &r.W[r.T.Words(r.Off)*r.Stride] }
+	val := func(r *KVRows) *uint16 { return &r.W[r.T.Words(r.Off)] }
+	return func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
+		f(&s[0], &q[0], ldq, key(&k[0]), key(&k[1]), 2*k[0].Stride, val(&v[0]), val(&v[1]), 2*v[0].Stride,
+			&m[0], &l[0], &o[0], ldo, scale, key(&pk[0]), key(&pk[1]), val(&pv[0]), val(&pv[1]))
+	}
+}
+
 //go:noescape
-func flashTileF16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
+func flashTileF16F16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
+
+//go:noescape
+func flashTileF16Q8AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
+
+//go:noescape
+func flashTileQ8F16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
+
+//go:noescape
+func flashTileQ8Q8AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
+
+//go:noescape
+func kTileQ8ColAVX512(dst *float32, ld int, src *uint16, stride, blocks, cnt int)

@@ -261,65 +261,76 @@ func TestKVTilesOracle(t *testing.T) {
 	})
 }
 
-// kvColsOf stores rows (n values each) as halves by column: value e of row
-// j at W[e*stride+j] (stride >= len(rows)), as a paged cache keeps f16 keys.
-func kvColsOf(rows [][]float32, stride int) KVRows {
-	n := len(rows[0])
+// kvColsOf stores rows (n values each) of type t by column: word c of
+// row j at W[c*stride+j] (stride >= len(rows)), as a paged cache keeps
+// f16 and q8_0 keys.
+func kvColsOf(t KVType, rows [][]float32, stride int) KVRows {
+	byRow := kvRowsOf(t, rows, 0)
+	n := byRow.Stride
 	w := make([]uint16, n*stride)
-	h := make([]uint16, n)
-	for j, r := range rows {
-		F32ToF16s(h, r)
-		for e, v := range h {
-			w[e*stride+j] = v
+	for j := range rows {
+		for c, v := range byRow.W[j*n : (j+1)*n] {
+			w[c*stride+j] = v
 		}
 	}
-	return KVRows{T: KVF16, W: w, Stride: stride, Col: true}
+	return KVRows{T: t, W: w, Stride: stride, Col: true}
 }
 
 // Rows stored by column decode, with KTile and VTile on every path, to the
-// bits of the same rows stored by row: heads at any offset, of widths the
-// decoders take and do not, runs that are and are not multiples of 16.
+// bits of the same rows stored by row, for every type but f32: heads at
+// any offset (f16; block types on whole blocks), of widths the decoders
+// take and do not, runs that are and are not multiples of 16.
 func TestKVTilesByColumn(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	eachPath(t, func(t *testing.T, path string) {
-		for _, sh := range []struct{ n, off, w int }{{512, 64, 64}, {512, 448, 64}, {256, 128, 128}, {160, 80, 80}, {40, 8, 24}} {
-			for _, cnt := range []int{1, 15, 16, 21, 32, 48, 64} {
-				rows := make([][]float32, cnt)
-				for j := range rows {
-					rows[j] = randF32(rng, sh.n)
+		for typ := KVF16; typ < NumKVTypes; typ++ {
+			for _, sh := range []struct{ n, off, w int }{{512, 64, 64}, {512, 448, 64}, {256, 128, 128}, {256, 32, 96}, {160, 80, 80}, {40, 8, 24}} {
+				if bl := typ.BlockLen(); sh.off%bl != 0 || sh.w%bl != 0 {
+					continue
 				}
-				byRow := kvRowsOf(KVF16, rows, 0)
-				byRow.Off = sh.off
-				byCol := kvColsOf(rows, cnt+5)
-				byCol.Off = sh.off
-				what := fmt.Sprintf("rows of %d, head at %d of %d, %d rows", sh.n, sh.off, sh.w, cnt)
-				const ld = 70
-				want, got := make([]float32, sh.w*ld), make([]float32, sh.w*ld)
-				KTile(want, ld, &byRow, sh.w, cnt)
-				KTile(got, ld, &byCol, sh.w, cnt)
-				sameBits(t, "KTile "+what, got, want)
-				vld := sh.w + 6
-				want, got = make([]float32, cnt*vld), make([]float32, cnt*vld)
-				VTile(want, vld, &byRow, sh.w, cnt)
-				VTile(got, vld, &byCol, sh.w, cnt)
-				sameBits(t, "VTile "+what, got, want)
-				if sh.w == 64 && FlashAccumKV(make([]float32, 4*64), 64, make([]float32, 4*cnt), cnt, &byCol, 4, cnt, 64) {
-					t.Fatalf("FlashAccumKV took rows by column")
+				for _, cnt := range []int{1, 15, 16, 21, 32, 48, 64} {
+					rows := make([][]float32, cnt)
+					for j := range rows {
+						rows[j] = randF32(rng, sh.n)
+					}
+					byRow := kvRowsOf(typ, rows, 0)
+					byRow.Off = sh.off
+					byCol := kvColsOf(typ, rows, cnt+5)
+					byCol.Off = sh.off
+					what := fmt.Sprintf("%d: rows of %d, head at %d of %d, %d rows", typ, sh.n, sh.off, sh.w, cnt)
+					const ld = 70
+					want, got := make([]float32, sh.w*ld), make([]float32, sh.w*ld)
+					KTile(want, ld, &byRow, sh.w, cnt)
+					KTile(got, ld, &byCol, sh.w, cnt)
+					sameBits(t, "KTile "+what, got, want)
+					vld := sh.w + 6
+					want, got = make([]float32, cnt*vld), make([]float32, cnt*vld)
+					VTile(want, vld, &byRow, sh.w, cnt)
+					VTile(got, vld, &byCol, sh.w, cnt)
+					sameBits(t, "VTile "+what, got, want)
+					if sh.w == 64 && FlashAccumKV(make([]float32, 4*64), 64, make([]float32, 4*cnt), cnt, &byCol, 4, cnt, 64) {
+						t.Fatalf("FlashAccumKV took rows by column")
+					}
 				}
 			}
 		}
 	})
+	if !KeysByColumn(KVF16) || KeysByColumn(KVF32) || KeysByColumn(KVQ4_0) {
+		t.Fatal("KeysByColumn: f16 always, f32 and q4_0 never")
+	}
 }
 
 // FlashTileKV gives the bits of the calls it stands for (KTile, FlashScores,
-// FlashSoftmax, FlashAccumKV) where the path has it, from any state (a
-// first tile, m growing, m staying), and refuses what is not its own.
+// FlashSoftmax, FlashAccumKV) where the path has it, for keys and values
+// of f16 and q8_0, from any state (a first tile, m growing, m staying),
+// and refuses what is not its own.
 func TestFlashTileKV(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	const hd, ldq, ldo, bs = 64, 80, 72, 32
 	eachPath(t, func(t *testing.T, path string) {
 		took := 0
-		for trial := range 12 {
+		for trial := range 24 {
+			kty, vty := []KVType{KVF16, KVQ8_0}[trial/3%2], []KVType{KVF16, KVQ8_0}[trial/6%2]
 			var k, v [2]KVRows
 			for h := range 2 {
 				rows := make([][]float32, bs)
@@ -329,9 +340,9 @@ func TestFlashTileKV(t *testing.T) {
 						rows[j][i] *= float32(1 + trial%3)
 					}
 				}
-				k[h] = kvColsOf(rows, bs)
+				k[h] = kvColsOf(kty, rows, bs)
 				k[h].Off = 128
-				v[h] = kvRowsOf(KVF16, rows, 0)
+				v[h] = kvRowsOf(vty, rows, 0)
 				v[h].Off = 64
 			}
 			q := randF32(rng, 3*ldq+hd)
@@ -366,13 +377,14 @@ func TestFlashTileKV(t *testing.T) {
 					FlashAccum(wo, ldo, ws[h*bs:], vt, 4, bs, hd)
 				}
 			}
-			what := fmt.Sprintf("trial %d", trial)
+			what := fmt.Sprintf("trial %d, keys %d, values %d", trial, kty, vty)
+			sameBits(t, "s "+what, s, ws)
 			sameBits(t, "m "+what, m, wm)
 			sameBits(t, "l "+what, l, wl)
 			sameBits(t, "o "+what, o, wo)
 		}
-		if want := path == "avx512" || path == "avx512bw"; (took > 0) != want {
-			t.Fatalf("took %d of 12 tiles; want the kernel on %v only", took, want)
+		if want := path == "avx512" || path == "avx512bw"; took != 24 && want || took > 0 && !want {
+			t.Fatalf("took %d of 24 tiles; want the kernel on %v only", took, want)
 		}
 		// not its own: keys by row, a head of 128
 		var k, v [2]KVRows

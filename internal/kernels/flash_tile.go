@@ -3,8 +3,8 @@ package kernels
 // FlashTileKV is one step of flash attention over a whole tile for four
 // query rows of a head of hd values: the FlashTile keys and values read in
 // place, each in two runs of FlashTile/2 rows (k[h] and v[h] hold rows
-// [32h, 32h+32) of the tile: keys by column, values by row, f16 both).
-// It has the bits of
+// [32h, 32h+32) of the tile: keys by column, values by row, f16 or q8_0
+// each). It has the bits of
 //
 //	KTile(kt, FlashTile, &k[0], hd, 32); KTile(kt[32:], FlashTile, &k[1], hd, 32)
 //	FlashScores(s, q, ldq, kt, 4, FlashTile, hd, scale)
@@ -18,23 +18,28 @@ package kernels
 // where there is none): decode reads them from memory, and a prefetch
 // of a whole tile's rows at once stalled the core until they were in
 // flight. It reports false, doing nothing, where the path has no kernel
-// (avx512 only) or the rows or shapes are not its (hd 64, f16 rows, the
-// runs of keys all the same stride, of values too): the caller then runs
+// (avx512 only) or the rows or shapes are not its (hd 64; keys of one
+// type, f16 or q8_0, by column, all the same stride; values of one type
+// by row, the same stride; pk and pv as k and v): the caller then runs
 // those.
 func FlashTileKV(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, hd int, m, l, o []float32, ldo int, scale float32) bool {
-	f := flashNow.tileF16
-	if f == nil || hd != 64 || ldq < hd || ldo < hd {
+	kt, vt := k[0].T, v[0].T
+	if kt >= NumKVTypes || vt >= NumKVTypes || hd != 64 || ldq < hd || ldo < hd {
+		return false
+	}
+	f := flashNow.tile[kt][vt]
+	if f == nil {
 		return false
 	}
 	for h := range 2 {
 		for _, r := range [...]*KVRows{&k[h], &pk[h]} {
-			if !r.Col || r.T != KVF16 || r.Stride != k[0].Stride {
+			if !r.Col || r.T != kt || r.Stride != k[0].Stride || r.Off%32 != 0 {
 				return false
 			}
 			checkKVRows("FlashTileKV", nil, 1, r, hd, FlashTile/2, 0)
 		}
 		for _, r := range [...]*KVRows{&v[h], &pv[h]} {
-			if r.Col || r.T != KVF16 || r.Stride != v[0].Stride {
+			if r.Col || r.T != vt || r.Stride != v[0].Stride || r.Off%32 != 0 {
 				return false
 			}
 			checkKVRows("FlashTileKV", nil, 1, r, hd, FlashTile/2, 0)

@@ -64,10 +64,15 @@ type KVRows struct {
 	W      []uint16  // the rows of the other types (or KVF32's, as pairs of words)
 	Stride int       // from one row to the next: values (KVF32) or words
 	Off    int       // the head's first value in a row
-	// Col: the rows are stored by column (KVF16 only): value d of row j
-	// at W[(Off+d)*Stride+j], Stride now from one value to the next. A
-	// paged cache keeps its f16 keys so within a block (kvcache), so that
-	// KTile copies runs of a row where it would transpose.
+	// Col: the rows are stored by column of words: word c of a row's
+	// head (KVF32 excepted; the head on whole blocks) at
+	// W[(T.Words(Off)+c)*Stride+j] for row j, Stride now from one word
+	// column to the next: the transpose of the rows' words, so that a
+	// half, or a q8_0 block's scale and each pair of its codes, of
+	// consecutive rows lie together. A paged cache keeps its f16 keys so
+	// within a block, and its q8_0 keys where the path reads them so
+	// (KeysByColumn; kvcache), so that a tile's keys come as runs of a
+	// row of the transposed tile.
 	Col bool
 }
 
@@ -105,25 +110,75 @@ func KTile(dst []float32, ld int, r *KVRows, w, cnt int) {
 	}
 }
 
-// kTileCol is KTile of rows stored by column: the tile's row d is the
-// run of value d of the rows, so the path's VTile decoder does it with
-// rows and values swapped (w of its rows, of cnt values, a multiple of 16
-// of them); the Go decoder does the columns left.
+// KeysByColumn reports whether keys of type t are best stored by column
+// (KVRows.Col) for the path in use: f16 always (KTile then copies runs
+// where it would transpose), q8_0 where the path has its kernels for such
+// rows (avx512: KTile's and FlashTileKV's), which read them as fast as
+// f16's; by row elsewhere, where KTile would decode them in Go.
+func KeysByColumn(t KVType) bool {
+	return t == KVF16 || t == KVQ8_0 && flashNow.kColQ8 != nil
+}
+
+// kTileCol is KTile of rows stored by column. f16: the tile's row d is
+// the run of value d of the rows, so the path's VTile decoder does it
+// with rows and values swapped (w of its rows, of cnt values, a multiple
+// of 16 of them). q8_0: the path's kernel where it has one. The Go
+// decoder does the rest.
 func kTileCol(dst []float32, ld int, r *KVRows, w, cnt int) {
 	j := 0
-	if f := flashNow.vTile[r.T]; f != nil && w%16 == 0 && cnt >= 16 {
+	switch f := flashNow.kColQ8; {
+	case r.T == KVF16 && flashNow.vTile[KVF16] != nil && w%16 == 0 && cnt >= 16:
 		t := KVRows{T: r.T, W: r.W, Stride: r.Stride, Off: r.Off * r.Stride}
-		if f(dst, ld, t, cnt&^15, w) == w {
+		if flashNow.vTile[KVF16](dst, ld, t, cnt&^15, w) == w {
 			j = cnt &^ 15
 		}
+	case r.T == KVQ8_0 && f != nil && cnt >= 16 && r.Off%32 == 0 && w%32 == 0:
+		j = f(dst, ld, r, w, cnt&^15)
 	}
 	if j == cnt {
 		return
 	}
-	for d := range w {
-		col := r.W[(r.Off+d)*r.Stride:]
-		for k := j; k < cnt; k++ {
-			dst[d*ld+k] = f16Table[col[k]]
+	if r.T == KVF16 {
+		for d := range w {
+			col := r.W[(r.Off+d)*r.Stride:]
+			for k := j; k < cnt; k++ {
+				dst[d*ld+k] = f16Table[col[k]]
+			}
+		}
+		return
+	}
+	if r.T == KVQ8_0 && r.Off%32 == 0 && w%32 == 0 {
+		kTileColQ8(dst, ld, r, w, j, cnt)
+		return
+	}
+	var buf [256]float32
+	row := buf[:0]
+	if w > len(buf) {
+		row = make([]float32, w)
+	}
+	row = row[:w]
+	for ; j < cnt; j++ {
+		decodeKVRow(row, r, j, w)
+		for d, v := range row {
+			dst[d*ld+j] = v
+		}
+	}
+}
+
+// kTileColQ8 is kTileCol's Go decoder of q8_0 rows j0..cnt-1 by column:
+// each block's scale column, then its 16 columns of code pairs (the low
+// byte the even value).
+func kTileColQ8(dst []float32, ld int, r *KVRows, w, j0, cnt int) {
+	s := r.Stride
+	for b := range w / 32 {
+		col := r.W[(r.T.Words(r.Off)+17*b)*s:]
+		for j := j0; j < cnt; j++ {
+			d := f16Table[col[j]]
+			for p := range 16 {
+				c := col[(1+p)*s+j]
+				dst[(32*b+2*p)*ld+j] = float32(int8(c)) * d
+				dst[(32*b+2*p+1)*ld+j] = float32(int8(c>>8)) * d
+			}
 		}
 	}
 }
@@ -147,11 +202,12 @@ func VTile(dst []float32, ld int, r *KVRows, w, cnt int) {
 // checkKVRows panics (a caller's bug) unless dst holds need values and r
 // holds cnt rows of the head.
 func checkKVRows(name string, dst []float32, ld int, r *KVRows, w, cnt, need int) {
-	if r.T >= NumKVTypes || ld <= 0 || len(dst) < need || r.Col && (r.T != KVF16 || r.Stride < cnt) {
+	if r.T >= NumKVTypes || ld <= 0 || len(dst) < need || r.Col && (r.T == KVF32 || r.Stride < cnt) {
 		panic(fmt.Sprintf("kernels: %s: type %d (by column %v, stride %d), ld %d, %d values for %d rows of %d", name, r.T, r.Col, r.Stride, ld, len(dst), cnt, w))
 	}
 	if r.Col {
-		_ = r.W[(r.Off+w-1)*r.Stride+cnt-1]
+		c0, n := colWords(r, w)
+		_ = r.W[(c0+n-1)*r.Stride+cnt-1]
 		return
 	}
 	if r.T == KVF32 && r.F32 != nil {
@@ -166,9 +222,20 @@ func checkKVRows(name string, dst []float32, ld int, r *KVRows, w, cnt, need int
 // decodeKVRow decodes values [Off, Off+w) of row j of r into out.
 func decodeKVRow(out []float32, r *KVRows, j, w int) {
 	if r.Col {
-		for d := range out[:w] {
-			out[d] = f16Table[r.W[(r.Off+d)*r.Stride+j]]
+		// the row's words of the blocks that hold the head, gathered from
+		// their columns, decoded as a row of them
+		c0, n := colWords(r, w)
+		var buf [256]uint16
+		ws := buf[:0]
+		if n > len(buf) {
+			ws = make([]uint16, n)
 		}
+		ws = ws[:n]
+		for c := range ws {
+			ws[c] = r.W[(c0+c)*r.Stride+j]
+		}
+		row := KVRows{T: r.T, W: ws, Stride: n, Off: r.Off % r.T.BlockLen()}
+		decodeKVRow(out, &row, 0, w)
 		return
 	}
 	if r.T == KVF32 && r.F32 != nil {
@@ -191,6 +258,14 @@ func decodeKVRow(out []float32, r *KVRows, j, w int) {
 		DecodeKV(r.T, row[b*bw:(b+1)*bw], buf[:bl])
 		i += copy(out[i-r.Off:w], buf[i-b*bl:bl])
 	}
+}
+
+// colWords returns the first word column and the number of columns of
+// the blocks that hold values [Off, Off+w) of rows r stored by column.
+func colWords(r *KVRows, w int) (c0, n int) {
+	bl := r.T.BlockLen()
+	b0, end := r.Off/bl*bl, (r.Off+w+bl-1)/bl*bl
+	return r.T.Words(b0), r.T.Words(end) - r.T.Words(b0)
 }
 
 // DecodeKV decodes whole blocks of t from src into dst (len(dst) values,

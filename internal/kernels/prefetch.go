@@ -18,8 +18,9 @@ func PrefetchKV(r *KVRows, w, cnt int) {
 		return
 	}
 	if r.Col {
-		// the head's values of the rows: w runs of cnt halves
-		prefetchRows((*byte)(unsafe.Pointer(&r.W[r.Off*r.Stride])), 2*r.Stride, 2*cnt, w)
+		// the head's words of the rows: a run of cnt words a column
+		c0, n := colWords(r, w)
+		prefetchRows((*byte)(unsafe.Pointer(&r.W[c0*r.Stride])), 2*r.Stride, 2*cnt, n)
 		return
 	}
 	src, stride, ok := tileSrc(r, w)

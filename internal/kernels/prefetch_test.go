@@ -29,18 +29,20 @@ func TestPrefetchKV(t *testing.T) {
 			PrefetchKV(&r, w, rows+1)
 		}()
 	}
-	// by column: the head's w runs of rows halves, the last ending at the
-	// slice's end
-	stride := rows + 3
-	words := make([]uint16, (2*w-1)*stride+rows)
-	r := KVRows{T: KVF16, W: words, Stride: stride, Off: w, Col: true}
-	PrefetchKV(&r, w, rows)
-	func() {
-		defer func() {
-			if e := recover(); e == nil || !strings.Contains(e.(error).Error(), "out of range") {
-				t.Errorf("by column: one row too many: %v, want an index out of range", e)
-			}
+	// by column: the head's word columns of rows words, the last ending
+	// at the slice's end
+	for _, typ := range []KVType{KVF16, KVQ8_0} {
+		stride := rows + 3
+		words := make([]uint16, (typ.Words(2*w)-1)*stride+rows)
+		r := KVRows{T: typ, W: words, Stride: stride, Off: w, Col: true}
+		PrefetchKV(&r, w, rows)
+		func() {
+			defer func() {
+				if e := recover(); e == nil || !strings.Contains(e.(error).Error(), "out of range") {
+					t.Errorf("%v by column: one row too many: %v, want an index out of range", typ, e)
+				}
+			}()
+			PrefetchKV(&r, w, rows+1)
 		}()
-		PrefetchKV(&r, w, rows+1)
-	}()
+	}
 }

@@ -9,27 +9,6 @@
 // added for j in order, one fused multiply-add each, as FlashAccum does
 // over the decoded tile.
 
-// DECQ8: Z16-Z19 = the two Q8_0 blocks at AX (34 bytes each: an f16
-// scale, 32 int8s) as float32: scale × value, one rounding, as the
-// decoder.
-#define DECQ8 \
-	VPBROADCASTW (AX), Y20 \
-	VCVTPH2PS    Y20, Z20 \
-	VPBROADCASTW 34(AX), Y21 \
-	VCVTPH2PS    Y21, Z21 \
-	VPMOVSXBD    2(AX), Z16 \
-	VPMOVSXBD    18(AX), Z17 \
-	VPMOVSXBD    36(AX), Z18 \
-	VPMOVSXBD    52(AX), Z19 \
-	VCVTDQ2PS    Z16, Z16 \
-	VCVTDQ2PS    Z17, Z17 \
-	VCVTDQ2PS    Z18, Z18 \
-	VCVTDQ2PS    Z19, Z19 \
-	VMULPS       Z20, Z16, Z16 \
-	VMULPS       Z20, Z17, Z17 \
-	VMULPS       Z21, Z18, Z18 \
-	VMULPS       Z21, Z19, Z19
-
 // ACCUMKV(DEC, B64) is the body of
 // func accumKVXAVX512(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int):
 // nq a multiple of 4, vd of 64; B64 the bytes of 64 stored values.

@@ -66,6 +66,27 @@
 	VCVTPH2PS 64(AX), Z18 \
 	VCVTPH2PS 96(AX), Z19
 
+// DECQ8: Z16-Z19 = the two Q8_0 blocks at AX (34 bytes each: an f16
+// scale, 32 int8s) as float32: scale × value, one rounding, as the
+// decoder.
+#define DECQ8 \
+	VPBROADCASTW (AX), Y20 \
+	VCVTPH2PS    Y20, Z20 \
+	VPBROADCASTW 34(AX), Y21 \
+	VCVTPH2PS    Y21, Z21 \
+	VPMOVSXBD    2(AX), Z16 \
+	VPMOVSXBD    18(AX), Z17 \
+	VPMOVSXBD    36(AX), Z18 \
+	VPMOVSXBD    52(AX), Z19 \
+	VCVTDQ2PS    Z16, Z16 \
+	VCVTDQ2PS    Z17, Z17 \
+	VCVTDQ2PS    Z18, Z18 \
+	VCVTDQ2PS    Z19, Z19 \
+	VMULPS       Z20, Z16, Z16 \
+	VMULPS       Z20, Z17, Z17 \
+	VMULPS       Z21, Z18, Z18 \
+	VMULPS       Z21, Z19, Z19
+
 // ACCROWS(DEC, loop): Z0-Z15 (four rows of o by 64 columns, as LOAD16x4
 // lays them out) += the weights at R15 (rows R13 bytes apart, R14 =
 // 3*R13) times R11 rows of values that DEC decodes from AX (rows R12

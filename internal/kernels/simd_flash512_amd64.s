@@ -28,6 +28,16 @@
 	VPXORD Z14, Z14, Z14 \
 	VPXORD Z15, Z15, Z15
 
+// QUADSTEP: Z0-Z15 += value d of four query rows at AX (R8 bytes apart,
+// R9 = 3*R8) times value d of 64 keys in Z16-Z19; AX steps to d+1.
+#define QUADSTEP \
+	VBROADCASTSS (AX), Z20 \
+	VBROADCASTSS (AX)(R8*1), Z21 \
+	VBROADCASTSS (AX)(R8*2), Z22 \
+	VBROADCASTSS (AX)(R9*1), Z23 \
+	FMA4x4(Z20, Z21, Z22, Z23) \
+	ADDQ $4, AX
+
 // SCOREQUAD(LOADK, NEXTK, loop): Z0-Z15 = four query rows at AX (R8
 // bytes apart, R9 = 3*R8) against 64 keys, over CX values of the head:
 // LOADK puts value d of the keys into Z16-Z19, NEXTK steps to d+1; one
@@ -36,12 +46,7 @@
 	ZERO16 \
 loop: \
 	LOADK \
-	VBROADCASTSS (AX), Z20 \
-	VBROADCASTSS (AX)(R8*1), Z21 \
-	VBROADCASTSS (AX)(R8*2), Z22 \
-	VBROADCASTSS (AX)(R9*1), Z23 \
-	FMA4x4(Z20, Z21, Z22, Z23) \
-	ADDQ $4, AX \
+	QUADSTEP \
 	NEXTK \
 	DECQ CX \
 	JNZ  loop
@@ -89,6 +94,60 @@ loop: \
 	VMOVUPS Z13, 832(DX) \
 	VMOVUPS Z14, 896(DX) \
 	VMOVUPS Z15, 960(DX)
+
+// TILEKV(SCORE, DECV) is the body of
+// func flashTile<K><V>AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16):
+// FlashTileKV: four query rows of a head of 64 against a tile of 64 keys
+// stored by column and 64 value rows, each in two runs of 32:
+// flashScores64AVX512's quad on the keys decoded as loaded (SCORE), the
+// scores stored at s, FSOFTROWS on them, then ACCUMKV's rows on the values
+// (DECV); the bits of KTile, FlashScores, FlashSoftmax and FlashAccumKV.
+// The next tile's keys and values (pk0, pk1, pv0, pv1: the same strides)
+// are asked for a line at a time along the way.
+#define TILEKV(SCORE, DECV) \
+	MOVQ         pk0+112(FP), R10 \
+	MOVQ         pk1+120(FP), R11 \
+	MOVQ         q+8(FP), AX \
+	MOVQ         ldq+16(FP), R8 \
+	SHLQ         $2, R8 \
+	LEAQ         (R8)(R8*2), R9 \
+	MOVQ         k0+24(FP), DI \
+	MOVQ         k1+32(FP), SI \
+	MOVQ         kstride+40(FP), R13 \
+	VBROADCASTSS scale+104(FP), Z31 \
+	SCORE \
+	MOVQ         s+0(FP), DX \
+	SCALESTORE16 \
+	MOVQ         s+0(FP), SI \
+	MOVQ         $4, CX \
+	MOVQ         m+72(FP), R8 \
+	MOVQ         l+80(FP), R9 \
+	MOVQ         o+88(FP), R10 \
+	MOVQ         ldo+96(FP), R11 \
+	SHLQ         $2, R11 \
+	MOVQ         $4, R12 \
+	FEXPCONSTS \
+	FSOFTROWS \
+	MOVQ         o+88(FP), R10 \
+	MOVQ         ldo+96(FP), R8 \
+	SHLQ         $2, R8 \
+	LEAQ         (R8)(R8*2), R9 \
+	LOAD16x4 \
+	MOVQ         s+0(FP), R15 \
+	MOVQ         $256, R13 \
+	MOVQ         $768, R14 \
+	MOVQ         vstride+64(FP), R12 \
+	MOVQ         pv0+128(FP), BX \
+	MOVQ         v0+48(FP), AX \
+	MOVQ         $32, R11 \
+	ACCROWS(DECV, tv0) \
+	MOVQ         pv1+136(FP), BX \
+	MOVQ         v1+56(FP), AX \
+	MOVQ         $32, R11 \
+	ACCROWS(DECV, tv1) \
+	STORE16x4 \
+	VZEROUPPER \
+	RET
 
 // func flashScores64AVX512(s, q *float32, ldq int, kt *float32, nq, hd int, scale float32)
 // FlashScores with nk = 64: rows four at a time (Z0-Z15: row i's keys
@@ -526,58 +585,152 @@ mdone:
 	PREFETCHT1 64(BX) \
 	ADDQ       R12, BX
 
-// func flashTileF16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
-// FlashTileKV: four query rows of a head of 64 against a tile of 64 f16
-// keys stored by column and 64 f16 value rows, each in two runs of 32:
-// flashScores64AVX512's quad on the keys decoded as loaded, the scores
-// stored at s, FSOFTROWS on them, then ACCUMKV's rows on the values; the
-// bits of KTile, FlashScores, FlashSoftmax and FlashAccumKV. The next
-// tile's keys and values (pk0, pk1, pv0, pv1: the same strides) are
-// asked for a line at a time along the way.
-TEXT ·flashTileF16AVX512(SB), NOSPLIT, $0-144
-	MOVQ         pk0+112(FP), R10
-	MOVQ         pk1+120(FP), R11
-	MOVQ         q+8(FP), AX
-	MOVQ         ldq+16(FP), R8
-	SHLQ         $2, R8
-	LEAQ         (R8)(R8*2), R9
-	MOVQ         k0+24(FP), DI
-	MOVQ         k1+32(FP), SI
-	MOVQ         kstride+40(FP), R13
-	MOVQ         $64, CX
-	VBROADCASTSS scale+104(FP), Z31
+// SCOREF16: SCOREQUAD on 64 f16 keys by column (LOADKC, NEXTKC).
+#define SCOREF16 \
+	MOVQ $64, CX \
 	SCOREQUAD(LOADKC, NEXTKC, tscore)
-	MOVQ         s+0(FP), DX
-	SCALESTORE16
 
-	MOVQ s+0(FP), SI
-	MOVQ $4, CX
-	MOVQ m+72(FP), R8
-	MOVQ l+80(FP), R9
-	MOVQ o+88(FP), R10
-	MOVQ ldo+96(FP), R11
-	SHLQ $2, R11
-	MOVQ $4, R12
-	FEXPCONSTS
-	FSOFTROWS
+// Q8SCALE: Z16-Z19, codes as int32, times their blocks' scales Z24-Z27
+// (one rounding: the decoded values).
+#define Q8SCALE \
+	VCVTDQ2PS Z16, Z16 \
+	VCVTDQ2PS Z17, Z17 \
+	VCVTDQ2PS Z18, Z18 \
+	VCVTDQ2PS Z19, Z19 \
+	VMULPS    Z24, Z16, Z16 \
+	VMULPS    Z25, Z17, Z17 \
+	VMULPS    Z26, Z18, Z18 \
+	VMULPS    Z27, Z19, Z19
 
-	MOVQ o+88(FP), R10
-	MOVQ ldo+96(FP), R8
+// LOADQ8LO / LOADQ8HI: Z16-Z19 = value 2p (2p+1) of 64 q8_0 keys by
+// column in two runs at DI and SI: the low (high) bytes of their column
+// of code pairs, decoded.
+#define LOADQ8LO \
+	VPMOVSXWD 0(DI), Z16 \
+	VPMOVSXWD 32(DI), Z17 \
+	VPMOVSXWD 0(SI), Z18 \
+	VPMOVSXWD 32(SI), Z19 \
+	VPSLLD    $24, Z16, Z16 \
+	VPSLLD    $24, Z17, Z17 \
+	VPSLLD    $24, Z18, Z18 \
+	VPSLLD    $24, Z19, Z19 \
+	VPSRAD    $24, Z16, Z16 \
+	VPSRAD    $24, Z17, Z17 \
+	VPSRAD    $24, Z18, Z18 \
+	VPSRAD    $24, Z19, Z19 \
+	Q8SCALE
+
+#define LOADQ8HI \
+	VPMOVSXWD 0(DI), Z16 \
+	VPMOVSXWD 32(DI), Z17 \
+	VPMOVSXWD 0(SI), Z18 \
+	VPMOVSXWD 32(SI), Z19 \
+	VPSRAD    $8, Z16, Z16 \
+	VPSRAD    $8, Z17, Z17 \
+	VPSRAD    $8, Z18, Z18 \
+	VPSRAD    $8, Z19, Z19 \
+	Q8SCALE
+
+// SCOREQ8: SCOREQUAD on 64 q8_0 keys by column (two blocks of 32
+// values: a scale column into Z24-Z27, then 16 columns of code pairs,
+// each two values), the line of each column of the next keys asked for
+// as NEXTKC does.
+#define SCOREQ8 \
+	MOVQ      $2, CX \
+	ZERO16 \
+tblk: \
+	VCVTPH2PS 0(DI), Z24 \
+	VCVTPH2PS 32(DI), Z25 \
+	VCVTPH2PS 0(SI), Z26 \
+	VCVTPH2PS 32(SI), Z27 \
+	NEXTKC \
+	MOVQ      $16, DX \
+tpair: \
+	LOADQ8LO \
+	QUADSTEP \
+	LOADQ8HI \
+	QUADSTEP \
+	NEXTKC \
+	DECQ      DX \
+	JNZ       tpair \
+	DECQ      CX \
+	JNZ       tblk
+
+// DECQ8P: DECQ8, asking for the 68 bytes of the next values' row at BX
+// (then R12 bytes on) into L2.
+#define DECQ8P \
+	DECQ8 \
+	PREFETCHT1 (BX) \
+	PREFETCHT1 67(BX) \
+	ADDQ       R12, BX
+
+TEXT ·flashTileF16F16AVX512(SB), NOSPLIT, $0-144
+	TILEKV(SCOREF16, DECF16P)
+
+TEXT ·flashTileF16Q8AVX512(SB), NOSPLIT, $0-144
+	TILEKV(SCOREF16, DECQ8P)
+
+TEXT ·flashTileQ8F16AVX512(SB), NOSPLIT, $0-144
+	TILEKV(SCOREQ8, DECF16P)
+
+TEXT ·flashTileQ8Q8AVX512(SB), NOSPLIT, $0-144
+	TILEKV(SCOREQ8, DECQ8P)
+
+// func kTileQ8ColAVX512(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
+// KTile of q8_0 rows by column (kvtile.go): blocks blocks of 32 values
+// of cnt rows (a multiple of 16), the word columns stride bytes apart (a
+// block's scale column, then its 16 columns of code pairs); tile row
+// 32b+2p gets the pairs' low bytes times the scales, row 32b+2p+1 the
+// high bytes, 16 rows (tile columns) at a time.
+TEXT ·kTileQ8ColAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ld+8(FP), R8
 	SHLQ $2, R8
-	LEAQ (R8)(R8*2), R9
-	LOAD16x4
-	MOVQ s+0(FP), R15
-	MOVQ $256, R13
-	MOVQ $768, R14
-	MOVQ vstride+64(FP), R12
-	MOVQ pv0+128(FP), BX
-	MOVQ v0+48(FP), AX
-	MOVQ $32, R11
-	ACCROWS(DECF16P, tv0)
-	MOVQ pv1+136(FP), BX
-	MOVQ v1+56(FP), AX
-	MOVQ $32, R11
-	ACCROWS(DECF16P, tv1)
-	STORE16x4
+	MOVQ src+16(FP), SI
+	MOVQ stride+24(FP), R9
+	MOVQ blocks+32(FP), CX
+
+kqblk:
+	MOVQ cnt+40(FP), DX
+	SHRQ $4, DX
+	MOVQ SI, R10
+	MOVQ DI, R12
+
+kqchunk:
+	VCVTPH2PS (R10), Z24
+	LEAQ      (R10)(R9*1), AX
+	MOVQ      R12, BX
+	MOVQ      $16, R13
+
+kqpair:
+	VPMOVSXWD (AX), Z16
+	VPSLLD    $24, Z16, Z17
+	VPSRAD    $24, Z17, Z17
+	VPSRAD    $8, Z16, Z16
+	VCVTDQ2PS Z17, Z17
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z24, Z17, Z17
+	VMULPS    Z24, Z16, Z16
+	VMOVUPS   Z17, (BX)
+	VMOVUPS   Z16, (BX)(R8*1)
+	LEAQ      (BX)(R8*2), BX
+	ADDQ      R9, AX
+	DECQ      R13
+	JNZ       kqpair
+	ADDQ      $32, R10
+	ADDQ      $64, R12
+	DECQ      DX
+	JNZ       kqchunk
+
+	// the next block: 17 columns on, 32 tile rows down
+	MOVQ R9, AX
+	SHLQ $4, AX
+	ADDQ R9, AX
+	ADDQ AX, SI
+	MOVQ R8, AX
+	SHLQ $5, AX
+	ADDQ AX, DI
+	DECQ CX
+	JNZ  kqblk
 	VZEROUPPER
 	RET

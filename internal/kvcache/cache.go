@@ -35,8 +35,9 @@ type Cache interface {
 // an F16 cache (K and V are then nil). Keys (values) of the other types
 // are at KQ[j*KW:] (VQ[j*VW:]), stored as KT (VT) and read with
 // DecodeRows; K16 (V16) are then the keys (values) stored as F16 if
-// either is. KCol > 0: K16 holds the keys by column, value e of row j at
-// K16[e*KCol+j] (a paged pool's f16 keys, Pool).
+// either is. KCol > 0: K16 (f16) or KQ holds the keys by column, word c
+// of row j at [c*KCol+j] (a paged pool's f16 keys, and its q8_0 keys where
+// the kernels read them so: Pool).
 type Span struct {
 	K, V     []float32
 	K16, V16 []uint16
@@ -51,11 +52,12 @@ type Span struct {
 // (rows w apart), of keys of kdim values, whatever their type.
 func (sp *Span) KeyRows(dst []float32, kdim, j0, cnt, off, w int) {
 	if sp.KCol > 0 {
-		for j := range cnt {
-			for d := range w {
-				dst[j*w+d] = kernels.FP16ToFP32(sp.K16[(off+d)*sp.KCol+j0+j])
-			}
+		r := kernels.KVRows{T: sp.KT.KV(), W: sp.KQ, Stride: sp.KCol, Col: true}
+		if sp.KT == F16 {
+			r.W = sp.K16
 		}
+		r.W, r.Off = r.W[j0:], off
+		kernels.VTile(dst, w, &r, w, cnt)
 		return
 	}
 	spanRows(dst, sp.K, sp.K16, sp.KQ, sp.KT, sp.KW, kdim, j0, cnt, off, w)

@@ -36,11 +36,13 @@ type Pool struct {
 	kt, vt                 Type // how keys and values are stored
 	kw, vw                 int  // values (words) of a key row and a value row
 	rotK, rotV             bool // keys, values stored rotated (SetRotation)
-	// kcol: f16 keys are stored by column within a block: value e of the
-	// key of row j at e*bs+j of the block's key words (Span.KCol), so
-	// that attention reads a head's keys as the rows of its transposed
-	// tile. Decode at depth spent a quarter of its attention transposing
-	// them (BenchmarkFlashDecodeDRAM, f16). krow is Put's buffer.
+	// kcol: keys are stored by column within a block: word c of the key
+	// of row j at c*bs+j of the block's key words (Span.KCol), so that
+	// attention reads a head's keys as the rows of its transposed tile
+	// (kernels.KVRows.Col). Decode at depth spent a quarter of its
+	// attention transposing them (BenchmarkFlashDecodeDRAM, f16). f16
+	// keys always, q8_0 keys where the path reads them so
+	// (kernels.KeysByColumn). krow is Put's buffer.
 	kcol bool
 	krow []uint16
 
@@ -136,7 +138,7 @@ func NewTypedPool(sh Shape, blockSize, n int, kt, vt Type) *Pool {
 		stride: blockSize * (kw + vw), packed: packed,
 		kt: kt, vt: vt, kw: kw, vw: vw,
 		rotK: kt.rotated(), rotV: vt.rotated(),
-		kcol:     kt == F16,
+		kcol:     kt != F32 && kernels.KeysByColumn(kt.KV()),
 		blocks:   make([]block, n+nLists),
 		cached:   make(map[Hash]int32),
 		keepWarm: max(4, n/32),
@@ -393,7 +395,7 @@ func (p *Pool) copyRows(dst, src int32, rows int) {
 		k := [2]int{base, base + rows*p.kw}
 		v := [2]int{base + p.bs*p.kw, base + p.bs*p.kw + rows*p.vw}
 		if p.kcol {
-			for e := range p.kdim {
+			for e := range p.kw {
 				copy(dh[base+e*p.bs:base+e*p.bs+rows], sh[base+e*p.bs:])
 			}
 			copy(dh[v[0]:v[1]], sh[v[0]:v[1]])

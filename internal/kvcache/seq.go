@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-
-	"mistralrs/internal/kernels"
 )
 
 // Hash identifies a full block of tokens together with everything before
@@ -129,8 +127,8 @@ func (s *Seq) Put(layer, pos int, k, v []float32) {
 	voff := base + p.bs*p.kw + j*p.vw
 	switch {
 	case p.kcol:
-		p.krow = grow16(p.krow, p.kdim)
-		kernels.F32ToF16s(p.krow, k[:p.kdim])
+		p.krow = grow16(p.krow, p.kw)
+		EncodeRow(p.kt, p.krow, k[:p.kdim])
 		col := f16[base+j:]
 		for e, h := range p.krow {
 			col[e*p.bs] = h
@@ -166,8 +164,10 @@ func (s *Seq) Span(layer, pos int) Span {
 	}
 	sp := Span{N: p.bs - j, KT: p.kt, VT: p.vt, KW: p.kw, VW: p.vw}
 	switch {
-	case p.kcol:
+	case p.kcol && p.kt == F16:
 		sp.K16, sp.KCol = f16[base+j:kr[1]], p.bs
+	case p.kcol:
+		sp.KQ, sp.KCol = f16[base+j:kr[1]], p.bs
 	case p.kt == F16:
 		sp.K16 = f16[kr[0]:kr[1]]
 	default:

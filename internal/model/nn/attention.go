@@ -558,8 +558,8 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 // tileKV runs the step of a tile every row of the group sees in one
 // kernel per four rows (kernels.FlashTileKV, the bits of the calls it
 // stands for) and reports whether it did: where the kernel takes the
-// group's rows and the tile's keys and values (f16 keys by column, f16
-// values, the tile's halves in whole runs). The kernel asks for the rows
+// group's rows and the tile's keys and values (f16 or q8_0 keys by
+// column, f16 or q8_0 values, the tile's halves in whole runs). The kernel asks for the rows
 // of KV head pkvh of the tile at pt0 in pspans (the next it runs) along
 // the way.
 func (s *Step) tileKV(spans []tileSpan, kvh, t0 int, pspans []tileSpan, pkvh, pt0 int, sc *attnScratch, nq, r int, m, l, o []float32) bool {
@@ -656,8 +656,10 @@ func (s *Step) tileSpans(cache kvcache.Cache, a, b int, dst []tileSpan) []tileSp
 			k: kernels.KVRows{T: kernels.KVF32, F32: sp.K, Stride: kd},
 			v: kernels.KVRows{T: kernels.KVF32, F32: sp.V, Stride: vd}}
 		switch {
-		case sp.KCol > 0:
+		case sp.KCol > 0 && sp.K16 != nil:
 			ts.k = kernels.KVRows{T: kernels.KVF16, W: sp.K16, Stride: sp.KCol, Col: true}
+		case sp.KCol > 0:
+			ts.k = kernels.KVRows{T: sp.KT.KV(), W: sp.KQ, Stride: sp.KCol, Col: true}
 		case sp.K16 != nil:
 			ts.k = kernels.KVRows{T: kernels.KVF16, W: sp.K16, Stride: kd}
 		case sp.KQ != nil:

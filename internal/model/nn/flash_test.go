@@ -159,7 +159,10 @@ func TestFlashAttentionTypes(t *testing.T) {
 }
 
 // A query's bits do not depend on its group (alone or with others), the
-// thread count, or whether decode's chunks were split among threads.
+// thread count, or whether decode's chunks were split among threads; with
+// blocks of 32 the tiles every row sees go through one kernel
+// (FlashTileKV, avx512) for groups of 4 and through the calls it stands
+// for in groups of 64, and they agree.
 func TestFlashInvariance(t *testing.T) {
 	c := &Config{Layers: 1, Embd: 8, Heads: 8, KVHeads: 2, HeadDim: 64, ValueDim: 64, Vocab: 32, RMSEps: 1e-6}
 	for _, cases := range [][]flashCase{
@@ -167,15 +170,19 @@ func TestFlashInvariance(t *testing.T) {
 		{{past: 2100, n: 1}, {past: 300, n: 1}},                    // two sequences
 		{{past: 1000, n: 40}, {past: 5, n: 9, ncOff: 2, ncLen: 4}}, // prefill across a chunk boundary
 	} {
-		for _, typ := range []kvcache.Type{kvcache.F32, kvcache.Q8_0} {
+		for _, tb := range []struct {
+			typ kvcache.Type
+			bs  int
+		}{{kvcache.F32, 16}, {kvcache.Q8_0, 16}, {kvcache.Q8_0, 32}, {kvcache.F16, 32}} {
+			typ, bs := tb.typ, tb.bs
 			for _, window := range []int{0, 700} {
 				opt := AttnOpts{Window: window}
-				want, keys, vals, q, _ := flashRun(t, c, cases, typ, typ, 16, 1, 1, opt, 5)
+				want, keys, vals, q, _ := flashRun(t, c, cases, typ, typ, bs, 1, 1, opt, 5)
 				checkFlashRef(t, c, cases, want, q, keys, vals, window, 2e-5, fmt.Sprintf("%s window %d", typ, window))
 				for _, threads := range []int{2, 3, 4} {
 					for _, group := range []int{4, 64} {
-						got, _, _, _, s := flashRun(t, c, cases, typ, typ, 16, threads, group, opt, 5)
-						what := fmt.Sprintf("%v %s window %d: %d threads, groups of %d (split %v)", cases, typ, window, threads, group, s.at.split)
+						got, _, _, _, s := flashRun(t, c, cases, typ, typ, bs, threads, group, opt, 5)
+						what := fmt.Sprintf("%v %s blocks of %d window %d: %d threads, groups of %d (split %v)", cases, typ, bs, window, threads, group, s.at.split)
 						sameAtt(t, what, got, want)
 					}
 				}
