@@ -398,3 +398,46 @@ func TestFlashTileKV(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkFlashTileKV: one tile step of four query rows of a head of 64
+// from L1, keys by column and values by row of each type pair (where the
+// path has the kernel), against the calls it stands for.
+func BenchmarkFlashTileKV(b *testing.B) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	const hd, bs = 64, 32
+	for _, kty := range []KVType{KVF16, KVQ8_0} {
+		for _, vty := range []KVType{KVF16, KVQ8_0} {
+			var k, v [2]KVRows
+			for h := range 2 {
+				rows := make([][]float32, bs)
+				for j := range rows {
+					rows[j] = randF32(rng, hd)
+				}
+				k[h], v[h] = kvColsOf(kty, rows, bs), kvRowsOf(vty, rows, 0)
+			}
+			q, s := randF32(rng, 4*hd), make([]float32, 4*FlashTile)
+			m, l, o := make([]float32, 4), make([]float32, 4), make([]float32, 4*hd)
+			kt := make([]float32, hd*FlashTile)
+			name := fmt.Sprintf("%d-%d/", kty, vty)
+			b.Run(name+"FlashTileKV", func(b *testing.B) {
+				if !FlashTileKV(s, q, hd, &k, &v, &k, &v, hd, m, l, o, hd, 0.125) {
+					b.Skip("no kernel on this path")
+				}
+				for b.Loop() {
+					FlashTileKV(s, q, hd, &k, &v, &k, &v, hd, m, l, o, hd, 0.125)
+				}
+			})
+			b.Run(name+"calls", func(b *testing.B) {
+				for b.Loop() {
+					KTile(kt, FlashTile, &k[0], hd, bs)
+					KTile(kt[bs:], FlashTile, &k[1], hd, bs)
+					FlashScores(s, q, hd, kt, 4, FlashTile, hd, 0.125)
+					FlashSoftmax(s, 4, m, l, o, hd, hd)
+					for h := range 2 {
+						FlashAccumKV(o, hd, s[h*bs:], FlashTile, &v[h], 4, bs, hd)
+					}
+				}
+			})
+		}
+	}
+}
