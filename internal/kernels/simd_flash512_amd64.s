@@ -604,20 +604,18 @@ mdone:
 
 // LOADQ8LO / LOADQ8HI: Z16-Z19 = value 2p (2p+1) of 64 q8_0 keys by
 // column in two runs at DI and SI: the low (high) bytes of their column
-// of code pairs, decoded.
+// of code pairs, decoded. A low byte is read as the high byte of the word
+// a byte before (the byte under it is the row before's, or the column
+// before's), so that one arithmetic shift sign-extends either.
 #define LOADQ8LO \
-	VPMOVSXWD 0(DI), Z16 \
-	VPMOVSXWD 32(DI), Z17 \
-	VPMOVSXWD 0(SI), Z18 \
-	VPMOVSXWD 32(SI), Z19 \
-	VPSLLD    $24, Z16, Z16 \
-	VPSLLD    $24, Z17, Z17 \
-	VPSLLD    $24, Z18, Z18 \
-	VPSLLD    $24, Z19, Z19 \
-	VPSRAD    $24, Z16, Z16 \
-	VPSRAD    $24, Z17, Z17 \
-	VPSRAD    $24, Z18, Z18 \
-	VPSRAD    $24, Z19, Z19 \
+	VPMOVSXWD -1(DI), Z16 \
+	VPMOVSXWD 31(DI), Z17 \
+	VPMOVSXWD -1(SI), Z18 \
+	VPMOVSXWD 31(SI), Z19 \
+	VPSRAD    $8, Z16, Z16 \
+	VPSRAD    $8, Z17, Z17 \
+	VPSRAD    $8, Z18, Z18 \
+	VPSRAD    $8, Z19, Z19 \
 	Q8SCALE
 
 #define LOADQ8HI \
