@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -395,6 +396,31 @@ func TestFlashTileKV(t *testing.T) {
 		k[0], k[1], v[0], v[1] = kvRowsOf(KVF16, rows, 0), kvRowsOf(KVF16, rows, 0), kvRowsOf(KVF16, rows, 0), kvRowsOf(KVF16, rows, 0)
 		if FlashTileKV(make([]float32, 4*FlashTile), make([]float32, 4*ldq), ldq, &k, &v, &k, &v, hd, make([]float32, 4), make([]float32, 4), make([]float32, 4*ldo), ldo, 1) {
 			t.Fatal("took keys stored by row")
+		}
+		// rows one word short of the head's: refused with an index out of
+		// range, never read past
+		for _, typ := range []KVType{KVF16, KVQ8_0} {
+			for cut := range 4 {
+				for h := range 2 {
+					k[h], v[h] = kvColsOf(typ, rows, bs), kvRowsOf(typ, rows, 0)
+					k[h].Off, v[h].Off = 192, 192
+				}
+				pk, pv := k, v
+				switch r := [...]*KVRows{&k[1], &v[1], &pk[1], &pv[1]}[cut]; r.Col {
+				case true:
+					r.W = r.W[:(typ.Words(256)-1)*bs+bs-1]
+				default:
+					r.W = r.W[:(bs-1)*r.Stride+typ.Words(256)-1]
+				}
+				func() {
+					defer func() {
+						if e := recover(); (path == "avx512" || path == "avx512bw") && (e == nil || !strings.Contains(fmt.Sprint(e), "out of range")) {
+							t.Errorf("%v, cut %d: %v, want an index out of range", typ, cut, e)
+						}
+					}()
+					FlashTileKV(make([]float32, 4*FlashTile), make([]float32, 4*ldq), ldq, &k, &v, &pk, &pv, hd, make([]float32, 4), make([]float32, 4), make([]float32, 4*ldo), ldo, 1)
+				}()
+			}
 		}
 	})
 }
