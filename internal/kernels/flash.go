@@ -50,7 +50,7 @@ type flashKernels struct {
 	// kColQ8 decodes the first rows of q8_0 rows by column (cnt a
 	// multiple of 16, Off and w of 32) as KTile does and returns how many rows
 	// it did (nil: the Go decoder).
-	kColQ8 func(dst []float32, ld int, r *KVRows, w, cnt int) int
+	kColQ8 func(dst []float32, ld int, r KVRows, w, cnt int) int
 	// tile is FlashTileKV for keys by column of the first type and values
 	// of the second (shapes and rows checked; nil: none).
 	tile [NumKVTypes][NumKVTypes]func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32)

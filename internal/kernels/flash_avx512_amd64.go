@@ -65,7 +65,7 @@ var flashAVX512 = &flashKernels{
 	exp:     expAVX512,
 	kTile:   tileKernels(avx512Tiles.k),
 	vTile:   tileKernels(avx512Tiles.v),
-	kColQ8: func(dst []float32, ld int, r *KVRows, w, cnt int) int {
+	kColQ8: func(dst []float32, ld int, r KVRows, w, cnt int) int {
 		kTileQ8ColAVX512(&dst[0], ld, &r.W[r.T.Words(r.Off)*r.Stride], 2*r.Stride, w/32, cnt)
 		return cnt
 	},

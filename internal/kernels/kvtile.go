@@ -133,7 +133,7 @@ func kTileCol(dst []float32, ld int, r *KVRows, w, cnt int) {
 			j = cnt &^ 15
 		}
 	case r.T == KVQ8_0 && f != nil && cnt >= 16 && r.Off%32 == 0 && w%32 == 0:
-		j = f(dst, ld, r, w, cnt&^15)
+		j = f(dst, ld, *r, w, cnt&^15)
 	}
 	if j == cnt {
 		return
