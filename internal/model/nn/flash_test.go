@@ -281,3 +281,21 @@ func BenchmarkFlashPrefill(b *testing.B) {
 		}
 	}
 }
+
+// A decode step's attention over a paged cache allocates nothing, through
+// the one-kernel tile (FlashTileKV, avx512) and the calls alike: keys by
+// column (f16, and q8_0 where the path reads them so) and by row.
+func TestAttentionAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under -race")
+	}
+	c := &Config{Layers: 1, Embd: 8, Heads: 8, KVHeads: 2, HeadDim: 64, ValueDim: 64, Vocab: 32, RMSEps: 1e-6}
+	for _, typ := range []kvcache.Type{kvcache.F32, kvcache.F16, kvcache.Q8_0, kvcache.Q4_0} {
+		for _, window := range []int{0, 100} {
+			_, _, _, _, s := flashRun(t, c, []flashCase{{past: 300, n: 1}}, typ, typ, 32, 1, 64, AttnOpts{Window: window}, 7)
+			if n := testing.AllocsPerRun(10, func() { s.Attention(0, AttnOpts{Window: window}) }); n != 0 {
+				t.Errorf("%s window %d: a decode step's attention allocates %v times", typ, window, n)
+			}
+		}
+	}
+}
