@@ -2,6 +2,12 @@
 
 package kernels
 
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
 // Flash attention's kernels on the avx2 path (simd_flash_amd64.s, and the
 // KV tile decoders of simd_kvtile_amd64.s): FMA and AVX2, which the path
 // has (and F16C for F16 keys); the paths above it without kernels of their
@@ -20,7 +26,44 @@ func expSumAVX2(x *float32, n int, m float32) float32
 //go:noescape
 func flashSoftmaxAVX2(s *float32, nq int, m, l, o *float32, ldo, vd int)
 
-var _ = registerFlash("avx2", asmFlash(flashScoresAVX2, flashAccumAVX2, expSumAVX2, maxAVX2, expAVX2, flashSoftmaxAVX2, avx2TileKernels))
+//go:noescape
+func flashScoresColF16AVX2(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
+
+//go:noescape
+func accumKVF16AVX2(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
+
+var _ = registerFlash("avx2", func() *flashKernels {
+	k := asmFlash(flashScoresAVX2, flashAccumAVX2, expSumAVX2, maxAVX2, expAVX2, flashSoftmaxAVX2, avx2TileKernels)
+	if cpu.X86.HasF16C {
+		k.tile[KVF16][KVF16] = tileF16AVX2
+	}
+	return k
+}())
+
+// tileF16AVX2 is FlashTileKV on the avx2 path for f16 keys by column and
+// f16 values, in five calls (sixteen registers do not hold the four rows'
+// 64 scores): each run's scores from the keys converted as loaded, the
+// tile's softmax step, each run's values added from the rows in place;
+// the next keys, then values, asked for before each half. A decode at
+// depth 8000 had spent a third of its attention writing and reading back
+// the decoded key and value tiles.
+func tileF16AVX2(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
+	for h := range 2 {
+		r := &pk[h]
+		prefetchRows((*byte)(unsafe.Pointer(&r.W[r.Off*r.Stride])), 2*r.Stride, 2*(FlashTile/2), 64)
+	}
+	for h := range 2 {
+		flashScoresColF16AVX2(&s[32*h], &q[0], ldq, &k[h].W[k[h].Off*k[h].Stride], 2*k[h].Stride, 4, 64, scale)
+	}
+	for h := range 2 {
+		r := &pv[h]
+		prefetchRows((*byte)(unsafe.Pointer(&r.W[r.Off])), 2*r.Stride, 128, FlashTile/2)
+	}
+	flashSoftmaxAVX2(&s[0], 4, &m[0], &l[0], &o[0], ldo, 64)
+	for h := range 2 {
+		accumKVF16AVX2(&o[0], ldo, &s[32*h], FlashTile, (*byte)(unsafe.Pointer(&v[h].W[v[h].Off])), 2*v[h].Stride, 4, FlashTile/2, 64)
+	}
+}
 
 // expAVX2 is Exp: ExpSum's kernel on one vector of 16 (the array stays on
 // the stack: the kernel does not keep its pointer).

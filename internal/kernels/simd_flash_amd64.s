@@ -54,22 +54,23 @@
 #define LOAD1 TROW1(TLOAD)
 #define NOTHING
 
-// TILE(INIT4, END4, INIT1, END1) is the body of both kernels, after their
-// arguments are in the registers above.
-#define TILE(INIT4, END4, INIT1, END1) \
+// TILEB(BADDR, BLOAD, INIT4, END4, INIT1, END1) is the body of the
+// kernels, after their arguments are in the registers above: BADDR points
+// R14 at B's column block BX of row 0, BLOAD loads its 16 values into
+// Y8-Y9 (float32 B: TILE; halves: the kernels over cache rows in place).
+#define TILEB(BADDR, BLOAD, INIT4, END4, INIT1, END1) \
 quad: \
 	SUBQ $4, R11; \
 	JL   single; \
 	XORQ BX, BX; \
 quadcol: \
 	INIT4; \
-	LEAQ (DX)(BX*1), R14; \
+	BADDR; \
 	MOVQ SI, AX; \
 	LEAQ (SI)(R9*2), R15; \
 	MOVQ R12, CX; \
 quadk: \
-	VMOVUPS (R14), Y8; \
-	VMOVUPS 32(R14), Y9; \
+	BLOAD; \
 	TFMA((AX), Y0, Y1); \
 	TFMA((AX)(R9*1), Y2, Y3); \
 	TFMA((R15), Y4, Y5); \
@@ -94,12 +95,11 @@ one: \
 	XORQ BX, BX; \
 onecol: \
 	INIT1; \
-	LEAQ (DX)(BX*1), R14; \
+	BADDR; \
 	MOVQ SI, AX; \
 	MOVQ R12, CX; \
 onek: \
-	VMOVUPS (R14), Y8; \
-	VMOVUPS 32(R14), Y9; \
+	BLOAD; \
 	TFMA((AX), Y0, Y1); \
 	ADDQ $4, AX; \
 	ADDQ R10, R14; \
@@ -117,6 +117,16 @@ onek: \
 done: \
 	VZEROUPPER; \
 	RET
+
+// BADDR32 / BLOAD32: float32 B (16 values are 64 bytes, as C's).
+#define BADDR32 LEAQ (DX)(BX*1), R14
+#define BLOAD32 VMOVUPS (R14), Y8; VMOVUPS 32(R14), Y9
+
+// BADDR16 / BLOAD16: B of halves (C's column offset halved), converted.
+#define BADDR16 MOVQ BX, R14; SHRQ $1, R14; ADDQ DX, R14
+#define BLOAD16 VCVTPH2PS (R14), Y8; VCVTPH2PS 16(R14), Y9
+
+#define TILE(INIT4, END4, INIT1, END1) TILEB(BADDR32, BLOAD32, INIT4, END4, INIT1, END1)
 
 // func flashScoresAVX2(s, q *float32, ldq int, kt *float32, nq, nk, hd int, scale float32)
 TEXT ·flashScoresAVX2(SB), NOSPLIT, $0-60
@@ -149,6 +159,42 @@ TEXT ·flashAccumAVX2(SB), NOSPLIT, $0-56
 	SHLQ $2, R13
 	MOVQ R13, R10
 	TILE(LOAD4, NOTHING, LOAD1, NOTHING)
+
+// func flashScoresColF16AVX2(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
+// FlashScores of 32 keys stored by column as halves (value d of key j at
+// byte d*kstride+2j of k) into the first 32 columns of s's rows of
+// FlashTile: the bits of KTile then flashScoresAVX2.
+TEXT ·flashScoresColF16AVX2(SB), NOSPLIT, $0-60
+	MOVQ         s+0(FP), DI
+	MOVQ         q+8(FP), SI
+	MOVQ         ldq+16(FP), R9
+	SHLQ         $2, R9
+	MOVQ         k+24(FP), DX
+	MOVQ         kstride+32(FP), R10
+	MOVQ         nq+40(FP), R11
+	MOVQ         $256, R8
+	MOVQ         $128, R13
+	MOVQ         hd+48(FP), R12
+	VBROADCASTSS scale+56(FP), Y15
+	TILEB(BADDR16, BLOAD16, ZERO4, SCALE4, ZERO1, SCALE1)
+
+// func accumKVF16AVX2(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
+// FlashAccumKV of f16 rows (stride bytes apart): flashAccumAVX2 with the
+// values converted as loaded, the bits of VTile then flashAccumAVX2.
+TEXT ·accumKVF16AVX2(SB), NOSPLIT, $0-72
+	MOVQ o+0(FP), DI
+	MOVQ ldo+8(FP), R8
+	SHLQ $2, R8
+	MOVQ p+16(FP), SI
+	MOVQ ldp+24(FP), R9
+	SHLQ $2, R9
+	MOVQ v+32(FP), DX
+	MOVQ stride+40(FP), R10
+	MOVQ nq+48(FP), R11
+	MOVQ nk+56(FP), R12
+	MOVQ vd+64(FP), R13
+	SHLQ $2, R13
+	TILEB(BADDR16, BLOAD16, LOAD4, NOTHING, LOAD1, NOTHING)
 
 // FEXP8(x, r, k, y): y = exp(x) for the 8 floats of x (kept), flashExp's
 // fused multiply-adds; r, k are clobbered. The clamps keep a NaN (it is
