@@ -96,13 +96,18 @@ func KTile(dst []float32, ld int, r *KVRows, w, cnt int) {
 	if j == cnt {
 		return
 	}
+	kTileRows(dst, ld, r, w, j, cnt)
+}
+
+// kTileRows is KTile's Go decoder: rows j0..cnt-1 one at a time.
+func kTileRows(dst []float32, ld int, r *KVRows, w, j0, cnt int) {
 	var buf [256]float32
 	row := buf[:0]
 	if w > len(buf) {
 		row = make([]float32, w)
 	}
 	row = row[:w]
-	for ; j < cnt; j++ {
+	for j := j0; j < cnt; j++ {
 		decodeKVRow(row, r, j, w)
 		for d, v := range row {
 			dst[d*ld+j] = v
@@ -151,18 +156,7 @@ func kTileCol(dst []float32, ld int, r *KVRows, w, cnt int) {
 		kTileColQ8(dst, ld, r, w, j, cnt)
 		return
 	}
-	var buf [256]float32
-	row := buf[:0]
-	if w > len(buf) {
-		row = make([]float32, w)
-	}
-	row = row[:w]
-	for ; j < cnt; j++ {
-		decodeKVRow(row, r, j, w)
-		for d, v := range row {
-			dst[d*ld+j] = v
-		}
-	}
+	kTileRows(dst, ld, r, w, j, cnt)
 }
 
 // kTileColQ8 is kTileCol's Go decoder of q8_0 rows j0..cnt-1 by column:

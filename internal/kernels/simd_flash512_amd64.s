@@ -602,27 +602,17 @@ mdone:
 	VMULPS    Z26, Z18, Z18 \
 	VMULPS    Z27, Z19, Z19
 
-// LOADQ8LO / LOADQ8HI: Z16-Z19 = value 2p (2p+1) of 64 q8_0 keys by
-// column in two runs at DI and SI: the low (high) bytes of their column
-// of code pairs, decoded. A low byte is read as the high byte of the word
-// a byte before (the byte under it is the row before's, or the column
-// before's), so that one arithmetic shift sign-extends either.
-#define LOADQ8LO \
-	VPMOVSXWD -1(DI), Z16 \
-	VPMOVSXWD 31(DI), Z17 \
-	VPMOVSXWD -1(SI), Z18 \
-	VPMOVSXWD 31(SI), Z19 \
-	VPSRAD    $8, Z16, Z16 \
-	VPSRAD    $8, Z17, Z17 \
-	VPSRAD    $8, Z18, Z18 \
-	VPSRAD    $8, Z19, Z19 \
-	Q8SCALE
-
-#define LOADQ8HI \
-	VPMOVSXWD 0(DI), Z16 \
-	VPMOVSXWD 32(DI), Z17 \
-	VPMOVSXWD 0(SI), Z18 \
-	VPMOVSXWD 32(SI), Z19 \
+// LOADQ8(a, b): Z16-Z19 = value 2p (a = -1, b = 31) or 2p+1 (a = 0,
+// b = 32) of 64 q8_0 keys by column in two runs at DI and SI: the low
+// (high) bytes of their column of code pairs, decoded. A low byte is read
+// as the high byte of the word a byte before (the byte under it is the
+// row before's, or the column before's), so that one arithmetic shift
+// sign-extends either.
+#define LOADQ8(a, b) \
+	VPMOVSXWD a(DI), Z16 \
+	VPMOVSXWD b(DI), Z17 \
+	VPMOVSXWD a(SI), Z18 \
+	VPMOVSXWD b(SI), Z19 \
 	VPSRAD    $8, Z16, Z16 \
 	VPSRAD    $8, Z17, Z17 \
 	VPSRAD    $8, Z18, Z18 \
@@ -644,9 +634,9 @@ tblk: \
 	NEXTKC \
 	MOVQ      $16, DX \
 tpair: \
-	LOADQ8LO \
+	LOADQ8(-1, 31) \
 	QUADSTEP \
-	LOADQ8HI \
+	LOADQ8(0, 32) \
 	QUADSTEP \
 	NEXTKC \
 	DECQ      DX \
