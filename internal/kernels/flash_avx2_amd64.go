@@ -48,20 +48,19 @@ var _ = registerFlash("avx2", func() *flashKernels {
 // depth 8000 had spent a third of its attention writing and reading back
 // the decoded key and value tiles.
 func tileF16AVX2(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
+	const half, hd = FlashTile / 2, 64
 	for h := range 2 {
-		r := &pk[h]
-		prefetchRows((*byte)(unsafe.Pointer(&r.W[r.Off*r.Stride])), 2*r.Stride, 2*(FlashTile/2), 64)
+		prefetchKV(&pk[h], hd, half)
 	}
 	for h := range 2 {
-		flashScoresColF16AVX2(&s[32*h], &q[0], ldq, &k[h].W[k[h].Off*k[h].Stride], 2*k[h].Stride, 4, 64, scale)
+		flashScoresColF16AVX2(&s[half*h], &q[0], ldq, colHead(&k[h]), 2*k[h].Stride, 4, hd, scale)
 	}
 	for h := range 2 {
-		r := &pv[h]
-		prefetchRows((*byte)(unsafe.Pointer(&r.W[r.Off])), 2*r.Stride, 128, FlashTile/2)
+		prefetchKV(&pv[h], hd, half)
 	}
-	flashSoftmaxAVX2(&s[0], 4, &m[0], &l[0], &o[0], ldo, 64)
+	flashSoftmaxAVX2(&s[0], 4, &m[0], &l[0], &o[0], ldo, hd)
 	for h := range 2 {
-		accumKVF16AVX2(&o[0], ldo, &s[32*h], FlashTile, (*byte)(unsafe.Pointer(&v[h].W[v[h].Off])), 2*v[h].Stride, 4, FlashTile/2, 64)
+		accumKVF16AVX2(&o[0], ldo, &s[half*h], FlashTile, (*byte)(unsafe.Pointer(rowHead(&v[h]))), 2*v[h].Stride, 4, half, hd)
 	}
 }
 

@@ -95,10 +95,14 @@ func expAVX512(x float32) float32 {
 // words of the head, the strides in bytes.
 type tileAsmKV func(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
 
+// colHead and rowHead are the first word of the head of rows r stored by
+// column and by row (the FlashTileKV kernels' arguments).
+func colHead(r *KVRows) *uint16 { return &r.W[r.T.Words(r.Off)*r.Stride] }
+func rowHead(r *KVRows) *uint16 { return &r.W[r.T.Words(r.Off)] }
+
 // asmTileKV turns a FlashTileKV kernel into its flashKernels entry.
 func asmTileKV(f tileAsmKV) func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
-	key := func(r *KVRows) *uint16 { return &r.W[r.T.Words(r.Off)*r.Stride] }
-	val := func(r *KVRows) *uint16 { return &r.W[r.T.Words(r.Off)] }
+	key, val := colHead, rowHead
 	return func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
 		f(&s[0], &q[0], ldq, key(&k[0]), key(&k[1]), 2*k[0].Stride, val(&v[0]), val(&v[1]), 2*v[0].Stride,
 			&m[0], &l[0], &o[0], ldo, scale, key(&pk[0]), key(&pk[1]), val(&pv[0]), val(&pv[1]))

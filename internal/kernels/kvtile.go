@@ -131,32 +131,28 @@ func KeysByColumn(t KVType) bool {
 // decoder does the rest.
 func kTileCol(dst []float32, ld int, r *KVRows, w, cnt int) {
 	j := 0
-	switch f := flashNow.kColQ8; {
-	case r.T == KVF16 && flashNow.vTile[KVF16] != nil && w%16 == 0 && cnt >= 16:
-		t := KVRows{T: r.T, W: r.W, Stride: r.Stride, Off: r.Off * r.Stride}
-		if flashNow.vTile[KVF16](dst, ld, t, cnt&^15, w) == w {
-			j = cnt &^ 15
+	switch {
+	case r.T == KVF16:
+		if f := flashNow.vTile[KVF16]; f != nil && w%16 == 0 && cnt >= 16 {
+			t := KVRows{T: r.T, W: r.W, Stride: r.Stride, Off: r.Off * r.Stride}
+			if f(dst, ld, t, cnt&^15, w) == w {
+				j = cnt &^ 15
+			}
 		}
-	case r.T == KVQ8_0 && f != nil && cnt >= 16 && r.Off%32 == 0 && w%32 == 0:
-		j = f(dst, ld, *r, w, cnt&^15)
-	}
-	if j == cnt {
-		return
-	}
-	if r.T == KVF16 {
 		for d := range w {
 			col := r.W[(r.Off+d)*r.Stride:]
 			for k := j; k < cnt; k++ {
 				dst[d*ld+k] = f16Table[col[k]]
 			}
 		}
-		return
-	}
-	if r.T == KVQ8_0 && r.Off%32 == 0 && w%32 == 0 {
+	case r.T == KVQ8_0 && r.Off%32 == 0 && w%32 == 0:
+		if f := flashNow.kColQ8; f != nil && cnt >= 16 {
+			j = f(dst, ld, *r, w, cnt&^15)
+		}
 		kTileColQ8(dst, ld, r, w, j, cnt)
-		return
+	default:
+		kTileRows(dst, ld, r, w, 0, cnt)
 	}
-	kTileRows(dst, ld, r, w, j, cnt)
 }
 
 // kTileColQ8 is kTileCol's Go decoder of q8_0 rows j0..cnt-1 by column:

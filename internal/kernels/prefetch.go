@@ -14,6 +14,11 @@ func PrefetchKV(r *KVRows, w, cnt int) {
 		return
 	}
 	checkKVRows("PrefetchKV", nil, 1, r, w, cnt, 0)
+	prefetchKV(r, w, cnt)
+}
+
+// prefetchKV is PrefetchKV on rows already checked (FlashTileKV's).
+func prefetchKV(r *KVRows, w, cnt int) {
 	if !prefetchAsm {
 		return
 	}

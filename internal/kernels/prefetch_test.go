@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -20,14 +21,9 @@ func TestPrefetchKV(t *testing.T) {
 			r = KVRows{T: typ, F32: f, Stride: n, Off: w}
 		}
 		PrefetchKV(&r, w, rows)
-		func() {
-			defer func() {
-				if e := recover(); e == nil || !strings.Contains(e.(error).Error(), "out of range") {
-					t.Errorf("%v: one row too many: %v, want an index out of range", typ, e)
-				}
-			}()
-			PrefetchKV(&r, w, rows+1)
-		}()
+		if e, ok := outOfRange(func() { PrefetchKV(&r, w, rows+1) }); !ok {
+			t.Errorf("%v: one row too many: %v, want an index out of range", typ, e)
+		}
 	}
 	// by column: the head's word columns of rows words, the last ending
 	// at the slice's end
@@ -36,13 +32,19 @@ func TestPrefetchKV(t *testing.T) {
 		words := make([]uint16, (typ.Words(2*w)-1)*stride+rows)
 		r := KVRows{T: typ, W: words, Stride: stride, Off: w, Col: true}
 		PrefetchKV(&r, w, rows)
-		func() {
-			defer func() {
-				if e := recover(); e == nil || !strings.Contains(e.(error).Error(), "out of range") {
-					t.Errorf("%v by column: one row too many: %v, want an index out of range", typ, e)
-				}
-			}()
-			PrefetchKV(&r, w, rows+1)
-		}()
+		if e, ok := outOfRange(func() { PrefetchKV(&r, w, rows+1) }); !ok {
+			t.Errorf("%v by column: one row too many: %v, want an index out of range", typ, e)
+		}
 	}
+}
+
+// outOfRange runs f and returns what it panicked with, and whether that
+// was an index out of range.
+func outOfRange(f func()) (e any, ok bool) {
+	defer func() {
+		e = recover()
+		ok = e != nil && strings.Contains(fmt.Sprint(e), "out of range")
+	}()
+	f()
+	return nil, false
 }

@@ -52,15 +52,22 @@ type Span struct {
 // (rows w apart), of keys of kdim values, whatever their type.
 func (sp *Span) KeyRows(dst []float32, kdim, j0, cnt, off, w int) {
 	if sp.KCol > 0 {
-		r := kernels.KVRows{T: sp.KT.KV(), W: sp.KQ, Stride: sp.KCol, Col: true}
-		if sp.KT == F16 {
-			r.W = sp.K16
-		}
+		r := sp.KeyCols()
 		r.W, r.Off = r.W[j0:], off
 		kernels.VTile(dst, w, &r, w, cnt)
 		return
 	}
 	spanRows(dst, sp.K, sp.K16, sp.KQ, sp.KT, sp.KW, kdim, j0, cnt, off, w)
+}
+
+// KeyCols is the keys of a span stored by column (KCol > 0) as the
+// kernels read them.
+func (sp *Span) KeyCols() kernels.KVRows {
+	w := sp.KQ
+	if sp.KT == F16 {
+		w = sp.K16
+	}
+	return kernels.KVRows{T: sp.KT.KV(), W: w, Stride: sp.KCol, Col: true}
 }
 
 // ValueRows is KeyRows of the values (of vdim values).

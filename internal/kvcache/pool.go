@@ -138,7 +138,7 @@ func NewTypedPool(sh Shape, blockSize, n int, kt, vt Type) *Pool {
 		stride: blockSize * (kw + vw), packed: packed,
 		kt: kt, vt: vt, kw: kw, vw: vw,
 		rotK: kt.rotated(), rotV: vt.rotated(),
-		kcol:     kt != F32 && kernels.KeysByColumn(kt.KV()),
+		kcol:     kernels.KeysByColumn(kt.KV()),
 		blocks:   make([]block, n+nLists),
 		cached:   make(map[Hash]int32),
 		keepWarm: max(4, n/32),

@@ -559,9 +559,9 @@ func (s *Step) attendChunk(it *attnItem, sc *attnScratch, ch int, m, l, o []floa
 // kernel per four rows (kernels.FlashTileKV, the bits of the calls it
 // stands for) and reports whether it did: where the kernel takes the
 // group's rows and the tile's keys and values (f16 or q8_0 keys by
-// column, f16 or q8_0 values, the tile's halves in whole runs). The kernel asks for the rows
-// of KV head pkvh of the tile at pt0 in pspans (the next it runs) along
-// the way. Groups of many rows (prefill) decode a tile once for all of
+// column, f16 or q8_0 values, the tile's halves in whole runs). The
+// kernel asks for the rows of KV head pkvh of the tile at pt0 in pspans
+// (the next it runs) along the way. Groups of many rows (prefill) decode a tile once for all of
 // them instead: the kernel decodes it again for every four rows (q8_0
 // prefill at depth 7600 took 1.4 times as long through it).
 func (s *Step) tileKV(spans []tileSpan, kvh, t0 int, pspans []tileSpan, pkvh, pt0 int, sc *attnScratch, nq, r int, m, l, o []float32) bool {
@@ -658,10 +658,8 @@ func (s *Step) tileSpans(cache kvcache.Cache, a, b int, dst []tileSpan) []tileSp
 			k: kernels.KVRows{T: kernels.KVF32, F32: sp.K, Stride: kd},
 			v: kernels.KVRows{T: kernels.KVF32, F32: sp.V, Stride: vd}}
 		switch {
-		case sp.KCol > 0 && sp.K16 != nil:
-			ts.k = kernels.KVRows{T: kernels.KVF16, W: sp.K16, Stride: sp.KCol, Col: true}
 		case sp.KCol > 0:
-			ts.k = kernels.KVRows{T: sp.KT.KV(), W: sp.KQ, Stride: sp.KCol, Col: true}
+			ts.k = sp.KeyCols()
 		case sp.K16 != nil:
 			ts.k = kernels.KVRows{T: kernels.KVF16, W: sp.K16, Stride: kd}
 		case sp.KQ != nil:
