@@ -32,35 +32,62 @@ func flashScoresColF16AVX2(s, q *float32, ldq int, k *uint16, kstride, nq, hd in
 //go:noescape
 func accumKVF16AVX2(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
 
+//go:noescape
+func flashScoresColQ8AVX2(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
+
+//go:noescape
+func accumKVQ8AVX2(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
+
+//go:noescape
+func kTileQ8ColAVX2(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
+
 var _ = registerFlash("avx2", func() *flashKernels {
 	k := asmFlash(flashScoresAVX2, flashAccumAVX2, expSumAVX2, maxAVX2, expAVX2, flashSoftmaxAVX2, avx2TileKernels)
-	if cpu.X86.HasF16C {
-		k.tile[KVF16][KVF16] = tileF16AVX2
+	if !cpu.X86.HasF16C {
+		return k
+	}
+	// f16 and q8_0 keys by column, and values of either by row
+	scores := [NumKVTypes]scoresColAVX2{KVF16: flashScoresColF16AVX2, KVQ8_0: flashScoresColQ8AVX2}
+	accum := [NumKVTypes]accumKVAsm{KVF16: accumKVF16AVX2, KVQ8_0: accumKVQ8AVX2}
+	for _, kt := range []KVType{KVF16, KVQ8_0} {
+		for _, vt := range []KVType{KVF16, KVQ8_0} {
+			k.tile[kt][vt] = tileAVX2(scores[kt], accum[vt])
+		}
+	}
+	k.kColQ8 = func(dst []float32, ld int, r KVRows, w, cnt int) int {
+		kTileQ8ColAVX2(&dst[0], ld, colHead(&r), 2*r.Stride, w/32, cnt)
+		return cnt
 	}
 	return k
 }())
 
-// tileF16AVX2 is FlashTileKV on the avx2 path for f16 keys by column and
-// f16 values, in five calls (sixteen registers do not hold the four rows'
-// 64 scores): each run's scores from the keys converted as loaded, the
-// tile's softmax step, each run's values added from the rows in place;
-// the next keys, then values, asked for before each half. A decode at
-// depth 8000 had spent a third of its attention writing and reading back
-// the decoded key and value tiles.
-func tileF16AVX2(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
-	const half, hd = FlashTile / 2, 64
-	for h := range 2 {
-		prefetchKV(&pk[h], hd, half)
-	}
-	for h := range 2 {
-		flashScoresColF16AVX2(&s[half*h], &q[0], ldq, colHead(&k[h]), 2*k[h].Stride, 4, hd, scale)
-	}
-	for h := range 2 {
-		prefetchKV(&pv[h], hd, half)
-	}
-	flashSoftmaxAVX2(&s[0], 4, &m[0], &l[0], &o[0], ldo, hd)
-	for h := range 2 {
-		accumKVF16AVX2(&o[0], ldo, &s[half*h], FlashTile, (*byte)(unsafe.Pointer(rowHead(&v[h]))), 2*v[h].Stride, 4, half, hd)
+// scoresColAVX2 is the signature of the avx2 path's FlashScores kernels over
+// 32 keys stored by column in place (flashScoresColF16AVX2).
+type scoresColAVX2 func(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
+
+// tileAVX2 is FlashTileKV on the avx2 path for keys by column that scores
+// reads and values by row that accum adds, in five calls (sixteen
+// registers do not hold the four rows' 64 scores): each run's scores from
+// the keys decoded as loaded, the tile's softmax step, each run's values
+// added from the rows in place; the next keys, then values, asked for
+// before each half. A decode at depth 8000 had spent a third of its
+// attention writing and reading back the decoded key and value tiles.
+func tileAVX2(scores scoresColAVX2, accum accumKVAsm) func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
+	return func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
+		const half, hd = FlashTile / 2, 64
+		for h := range 2 {
+			prefetchKV(&pk[h], hd, half)
+		}
+		for h := range 2 {
+			scores(&s[half*h], &q[0], ldq, colHead(&k[h]), 2*k[h].Stride, 4, hd, scale)
+		}
+		for h := range 2 {
+			prefetchKV(&pv[h], hd, half)
+		}
+		flashSoftmaxAVX2(&s[0], 4, &m[0], &l[0], &o[0], ldo, hd)
+		for h := range 2 {
+			accum(&o[0], ldo, &s[half*h], FlashTile, (*byte)(unsafe.Pointer(rowHead(&v[h]))), 2*v[h].Stride, 4, half, hd)
+		}
 	}
 }
 

@@ -18,7 +18,7 @@ package kernels
 // where there is none): decode reads them from memory, and a prefetch
 // of a whole tile's rows at once stalled the core until they were in
 // flight. It reports false, doing nothing, where the path has no kernel
-// (avx512; avx2 for f16 keys and values) or the rows or shapes are not
+// (avx512, and avx2 with F16C) or the rows or shapes are not
 // its (hd 64; keys of one type, f16 or q8_0, by column, all the same
 // stride; values of one type by row, the same stride; pk and pv as k and
 // v): the caller then runs those.

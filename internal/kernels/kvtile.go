@@ -118,8 +118,9 @@ func kTileRows(dst []float32, ld int, r *KVRows, w, j0, cnt int) {
 // KeysByColumn reports whether keys of type t are best stored by column
 // (KVRows.Col) for the path in use: f16 always (KTile then copies runs
 // where it would transpose), q8_0 where the path has its kernels for such
-// rows (avx512: KTile's and FlashTileKV's), which read them as fast as
-// f16's; by row elsewhere, where KTile would decode them in Go.
+// rows (avx512, and avx2 with F16C: KTile's and FlashTileKV's), which
+// read them as fast as f16's; by row elsewhere, where KTile would decode
+// them in Go.
 func KeysByColumn(t KVType) bool {
 	return t == KVF16 || t == KVQ8_0 && flashNow.kColQ8 != nil
 }

@@ -196,6 +196,212 @@ TEXT ·accumKVF16AVX2(SB), NOSPLIT, $0-72
 	SHLQ $2, R13
 	TILEB(BADDR16, BLOAD16, LOAD4, NOTHING, LOAD1, NOTHING)
 
+// The q8_0 kernels of the avx2 path's FlashTileKV and FlashAccumKV: each
+// code times its block's half scale as loaded (VTile's and KTile's exact
+// decode), then the tile product's fused multiply-adds in the same order.
+// Four rows of A at a time only (nq a multiple of 4, as FlashAccumKV and
+// FlashTileKV take them).
+
+// Q8B: Y8, Y9 = the int32 codes in them (each in a word's high byte, as
+// VPMOVSXWD leaves the word a byte before an even code, or an odd code's
+// own) times the scales Y11, Y12.
+#define Q8B \
+	VPSRAD    $8, Y8, Y8;   \
+	VPSRAD    $8, Y9, Y9;   \
+	VCVTDQ2PS Y8, Y8;       \
+	VCVTDQ2PS Y9, Y9;       \
+	VMULPS    Y11, Y8, Y8;  \
+	VMULPS    Y12, Y9, Y9
+
+// TFMA4: the four rows' chains (A at AX, AX+R9, R15, R15+R9) on Y8, Y9,
+// A's next value after.
+#define TFMA4 \
+	TFMA((AX), Y0, Y1);       \
+	TFMA((AX)(R9*1), Y2, Y3); \
+	TFMA((R15), Y4, Y5);      \
+	TFMA((R15)(R9*1), Y6, Y7); \
+	ADDQ $4, AX;              \
+	ADDQ $4, R15
+
+// func flashScoresColQ8AVX2(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
+// FlashScores of 32 q8_0 keys stored by column (word c of key j at byte
+// c*kstride+2j of k: a block's scale column, then its 16 columns of code
+// pairs, the low byte the even value) into the first 32 columns of s's
+// rows of FlashTile: the bits of KTile then flashScoresAVX2.
+TEXT ·flashScoresColQ8AVX2(SB), NOSPLIT, $0-60
+	MOVQ         s+0(FP), DI
+	MOVQ         q+8(FP), SI
+	MOVQ         ldq+16(FP), R9
+	SHLQ         $2, R9
+	MOVQ         k+24(FP), DX
+	MOVQ         kstride+32(FP), R10
+	MOVQ         nq+40(FP), R11
+	MOVQ         $256, R8
+	MOVQ         hd+48(FP), R12
+	SHRQ         $5, R12
+	VBROADCASTSS scale+56(FP), Y15
+
+sq8quad:
+	XORQ BX, BX
+
+sq8col:
+	ZERO4
+	MOVQ BX, R14
+	SHRQ $1, R14
+	ADDQ DX, R14
+	MOVQ SI, AX
+	LEAQ (SI)(R9*2), R15
+	MOVQ R12, R13
+
+sq8blk:
+	VCVTPH2PS (R14), Y11
+	VCVTPH2PS 16(R14), Y12
+	ADDQ      R10, R14
+	MOVQ      $16, CX
+
+sq8pair:
+	VPMOVSXWD -1(R14), Y8
+	VPMOVSXWD 15(R14), Y9
+	Q8B
+	TFMA4
+	VPMOVSXWD (R14), Y8
+	VPMOVSXWD 16(R14), Y9
+	Q8B
+	TFMA4
+	ADDQ      R10, R14
+	DECQ      CX
+	JNZ       sq8pair
+	DECQ      R13
+	JNZ       sq8blk
+	SCALE4
+	TROWS4(TSTORE)
+	ADDQ      $64, BX
+	CMPQ      BX, $128
+	JL        sq8col
+	LEAQ      (SI)(R9*4), SI
+	LEAQ      (DI)(R8*4), DI
+	SUBQ      $4, R11
+	JG        sq8quad
+	VZEROUPPER
+	RET
+
+// func accumKVQ8AVX2(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
+// FlashAccumKV of q8_0 rows (stride bytes apart): flashAccumAVX2 with the
+// values decoded as loaded, the bits of VTile then flashAccumAVX2. 16
+// columns at a time: R14 walks their block's scales down the rows, R13
+// holds their codes' offset from it (2, or 18 for a block's second half),
+// X14 the bytes of C's columns.
+TEXT ·accumKVQ8AVX2(SB), NOSPLIT, $0-72
+	MOVQ o+0(FP), DI
+	MOVQ ldo+8(FP), R8
+	SHLQ $2, R8
+	MOVQ p+16(FP), SI
+	MOVQ ldp+24(FP), R9
+	SHLQ $2, R9
+	MOVQ v+32(FP), DX
+	MOVQ stride+40(FP), R10
+	MOVQ nq+48(FP), R11
+	MOVQ nk+56(FP), R12
+	MOVQ vd+64(FP), AX
+	SHLQ $2, AX
+	MOVQ AX, X14
+
+aq8quad:
+	XORQ BX, BX
+
+aq8col:
+	LOAD4
+	MOVQ   BX, R14
+	SHRQ   $7, R14
+	IMUL3Q $34, R14, R14
+	ADDQ   DX, R14
+	MOVQ   BX, R13
+	ANDQ   $64, R13
+	SHRQ   $2, R13
+	ADDQ   $2, R13
+	MOVQ   SI, AX
+	LEAQ   (SI)(R9*2), R15
+	MOVQ   R12, CX
+
+aq8k:
+	VPBROADCASTW (R14), X11
+	VCVTPH2PS    X11, Y11
+	VPMOVSXBD    (R14)(R13*1), Y8
+	VPMOVSXBD    8(R14)(R13*1), Y9
+	VCVTDQ2PS    Y8, Y8
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y11, Y8, Y8
+	VMULPS       Y11, Y9, Y9
+	TFMA4
+	ADDQ         R10, R14
+	DECQ         CX
+	JNZ          aq8k
+	TROWS4(TSTORE)
+	ADDQ         $64, BX
+	MOVQ         X14, AX
+	CMPQ         BX, AX
+	JL           aq8col
+	LEAQ         (SI)(R9*4), SI
+	LEAQ         (DI)(R8*4), DI
+	SUBQ         $4, R11
+	JG           aq8quad
+	VZEROUPPER
+	RET
+
+// func kTileQ8ColAVX2(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
+// KTile of q8_0 rows by column (kTileColQ8's bits): for each block of 32
+// values, 8 rows at a time, the scale column, then each column of code
+// pairs as two rows of the tile (src the head's first word of row 0,
+// stride the bytes from a column to the next, cnt a multiple of 8).
+TEXT ·kTileQ8ColAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ld+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ stride+24(FP), R9
+	MOVQ blocks+32(FP), CX
+
+kq2blk:
+	MOVQ cnt+40(FP), DX
+	SHRQ $3, DX
+	MOVQ SI, R10
+	MOVQ DI, R12
+
+kq2chunk:
+	VCVTPH2PS (R10), Y11
+	VMOVAPS   Y11, Y12
+	LEAQ      (R10)(R9*1), R14
+	MOVQ      R12, BX
+	MOVQ      $16, R13
+
+kq2pair:
+	VPMOVSXWD -1(R14), Y8
+	VPMOVSXWD (R14), Y9
+	Q8B
+	VMOVUPS   Y8, (BX)
+	VMOVUPS   Y9, (BX)(R8*1)
+	LEAQ      (BX)(R8*2), BX
+	ADDQ      R9, R14
+	DECQ      R13
+	JNZ       kq2pair
+	ADDQ      $16, R10
+	ADDQ      $32, R12
+	DECQ      DX
+	JNZ       kq2chunk
+
+	// the next block: 17 columns on, 32 tile rows down
+	MOVQ R9, AX
+	SHLQ $4, AX
+	ADDQ R9, AX
+	ADDQ AX, SI
+	MOVQ R8, AX
+	SHLQ $5, AX
+	ADDQ AX, DI
+	DECQ CX
+	JNZ  kq2blk
+	VZEROUPPER
+	RET
+
 // FEXP8(x, r, k, y): y = exp(x) for the 8 floats of x (kept), flashExp's
 // fused multiply-adds; r, k are clobbered. The clamps keep a NaN (it is
 // their second operand). Constants in registers: Y4 LO, Y5 HI, Y6
