@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
-	"golang.org/x/sys/cpu"
 )
 
 // FlashAccumKV gives the bits of VTile then FlashAccum over the same rows
@@ -48,14 +46,14 @@ func TestFlashAccumKV(t *testing.T) {
 			}
 		}
 	})
-	// the kernels each path has: f16 and q8_0 on avx512 and on avx2
-	// (with F16C), none elsewhere
+	// the kernels each path has: f16 and q8_0 where it has them, none
+	// elsewhere
 	for _, path := range cpuPaths {
 		if pathMissing(path) != "" {
 			continue
 		}
 		for _, typ := range []KVType{KVF16, KVQ8_0} {
-			want := path == "avx512" || path == "avx512bw" || (path == "avx2" || path == "avxvnni") && cpu.X86.HasF16C
+			want := hasKVKernels(path)
 			if took[fmt.Sprint(path, typ)] != want {
 				t.Errorf("%s: FlashAccumKV took %v rows: %v, want %v", path, typ, took[fmt.Sprint(path, typ)], want)
 			}

@@ -27,6 +27,16 @@
 	VFMADD231PS  Y8, Y10, c0; \
 	VFMADD231PS  Y9, Y10, c1
 
+// TFMA4: the four rows' chains (A at AX, AX+R9, R15, R15+R9) on Y8, Y9,
+// then A's next value.
+#define TFMA4 \
+	TFMA((AX), Y0, Y1);       \
+	TFMA((AX)(R9*1), Y2, Y3); \
+	TFMA((R15), Y4, Y5);      \
+	TFMA((R15)(R9*1), Y6, Y7); \
+	ADDQ $4, AX;              \
+	ADDQ $4, R15
+
 // TLOAD and TSTORE move the 16 C values of a row (at p, an address
 // without displacement) from or to c0, c1.
 #define TLOAD(p, c0, c1) VMOVUPS p, c0; VMOVUPS 32 p, c1
@@ -71,12 +81,7 @@ quadcol: \
 	MOVQ R12, CX; \
 quadk: \
 	BLOAD; \
-	TFMA((AX), Y0, Y1); \
-	TFMA((AX)(R9*1), Y2, Y3); \
-	TFMA((R15), Y4, Y5); \
-	TFMA((R15)(R9*1), Y6, Y7); \
-	ADDQ $4, AX; \
-	ADDQ $4, R15; \
+	TFMA4; \
 	ADDQ R10, R14; \
 	DECQ CX; \
 	JNZ  quadk; \
@@ -202,26 +207,19 @@ TEXT ·accumKVF16AVX2(SB), NOSPLIT, $0-72
 // Four rows of A at a time only (nq a multiple of 4, as FlashAccumKV and
 // FlashTileKV take them).
 
-// Q8B: Y8, Y9 = the int32 codes in them (each in a word's high byte, as
-// VPMOVSXWD leaves the word a byte before an even code, or an odd code's
-// own) times the scales Y11, Y12.
-#define Q8B \
-	VPSRAD    $8, Y8, Y8;   \
-	VPSRAD    $8, Y9, Y9;   \
+// Q8F(s0, s1): Y8, Y9 = the int32 codes in them as floats, times the
+// scales s0 and s1 (one rounding each: the decoders' bits); Q8B first
+// takes the codes from the words' high bytes (where VPMOVSXWD leaves an
+// odd code of its own word, or an even one from the word a byte before).
+#define Q8F(s0, s1) \
 	VCVTDQ2PS Y8, Y8;       \
 	VCVTDQ2PS Y9, Y9;       \
-	VMULPS    Y11, Y8, Y8;  \
-	VMULPS    Y12, Y9, Y9
-
-// TFMA4: the four rows' chains (A at AX, AX+R9, R15, R15+R9) on Y8, Y9,
-// A's next value after.
-#define TFMA4 \
-	TFMA((AX), Y0, Y1);       \
-	TFMA((AX)(R9*1), Y2, Y3); \
-	TFMA((R15), Y4, Y5);      \
-	TFMA((R15)(R9*1), Y6, Y7); \
-	ADDQ $4, AX;              \
-	ADDQ $4, R15
+	VMULPS    s0, Y8, Y8;   \
+	VMULPS    s1, Y9, Y9
+#define Q8B(s0, s1) \
+	VPSRAD    $8, Y8, Y8;   \
+	VPSRAD    $8, Y9, Y9;   \
+	Q8F(s0, s1)
 
 // func flashScoresColQ8AVX2(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
 // FlashScores of 32 q8_0 keys stored by column (word c of key j at byte
@@ -262,11 +260,11 @@ sq8blk:
 sq8pair:
 	VPMOVSXWD -1(R14), Y8
 	VPMOVSXWD 15(R14), Y9
-	Q8B
+	Q8B(Y11, Y12)
 	TFMA4
 	VPMOVSXWD (R14), Y8
 	VPMOVSXWD 16(R14), Y9
-	Q8B
+	Q8B(Y11, Y12)
 	TFMA4
 	ADDQ      R10, R14
 	DECQ      CX
@@ -328,10 +326,7 @@ aq8k:
 	VCVTPH2PS    X11, Y11
 	VPMOVSXBD    (R14)(R13*1), Y8
 	VPMOVSXBD    8(R14)(R13*1), Y9
-	VCVTDQ2PS    Y8, Y8
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y11, Y8, Y8
-	VMULPS       Y11, Y9, Y9
+	Q8F(Y11, Y11)
 	TFMA4
 	ADDQ         R10, R14
 	DECQ         CX
@@ -369,7 +364,6 @@ kq2blk:
 
 kq2chunk:
 	VCVTPH2PS (R10), Y11
-	VMOVAPS   Y11, Y12
 	LEAQ      (R10)(R9*1), R14
 	MOVQ      R12, BX
 	MOVQ      $16, R13
@@ -377,7 +371,7 @@ kq2chunk:
 kq2pair:
 	VPMOVSXWD -1(R14), Y8
 	VPMOVSXWD (R14), Y9
-	Q8B
+	Q8B(Y11, Y11)
 	VMOVUPS   Y8, (BX)
 	VMOVUPS   Y9, (BX)(R8*1)
 	LEAQ      (BX)(R8*2), BX
