@@ -342,3 +342,54 @@ func TestRope(t *testing.T) {
 		}
 	}
 }
+
+// Hadamard's assembly gives the Go loop's bits, run by run, for every order
+// it takes (and leaves a trailing partial run alone); the Go loop's product
+// is checked against the matrix in nn's TestHadamard.
+func TestHadamardBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(47, 48))
+	for _, n := range []int{1, 2, 8, 64, 128, 256, 512} {
+		for _, runs := range []int{1, 3} {
+			x := randRow(rng, runs*n+n/2) // and half a run, left alone
+			if len(x) > 1 {
+				x[0], x[1] = 0, float32(math.Copysign(0, -1)) // signed zeros
+			}
+			var res [2][]float32
+			for i, simd := range []bool{true, false} {
+				was := SetSIMD(simd)
+				res[i] = append([]float32(nil), x...)
+				Hadamard(res[i], n)
+				SetSIMD(was)
+			}
+			for i := range x {
+				if math.Float32bits(res[0][i]) != math.Float32bits(res[1][i]) {
+					t.Fatalf("n %d, %d runs: x[%d] = %g, Go loop %g", n, runs, i, res[0][i], res[1][i])
+				}
+			}
+			for i := runs * n; i < len(x); i++ {
+				if res[0][i] != x[i] {
+					t.Fatalf("n %d: value %d after the last run changed", n, i)
+				}
+			}
+			if n > 2 && res[0][2] == x[2] && res[0][3] == x[3] {
+				t.Fatalf("n %d: nothing rotated", n)
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("order 48 did not panic")
+		}
+	}()
+	Hadamard(make([]float32, 96), 48)
+}
+
+func BenchmarkHadamard(b *testing.B) {
+	// What one decode token of the 1.2B llama shape rotates per layer:
+	// 32 query, 8 key, 8 value and 32 output heads of 64.
+	x := randRow(rand.New(rand.NewPCG(1, 2)), 80*64)
+	b.SetBytes(int64(4 * len(x)))
+	for b.Loop() {
+		Hadamard(x, 64)
+	}
+}

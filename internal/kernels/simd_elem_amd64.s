@@ -517,3 +517,142 @@ roppairloop:
 	JNZ  roppairhead
 	VZEROUPPER
 	RET
+
+// The Hadamard kernel's signs: lane j of hadsN is -1 where bit N of j is
+// set (the second value of a pair h = 1, 2, 4 apart), else +1.
+PERM8(hads0<>, 0x3f800000, 0xbf800000, 0x3f800000, 0xbf800000, 0x3f800000, 0xbf800000, 0x3f800000, 0xbf800000)
+PERM8(hads1<>, 0x3f800000, 0x3f800000, 0xbf800000, 0xbf800000, 0x3f800000, 0x3f800000, 0xbf800000, 0xbf800000)
+PERM8(hads2<>, 0x3f800000, 0x3f800000, 0x3f800000, 0x3f800000, 0xbf800000, 0xbf800000, 0xbf800000, 0xbf800000)
+
+// HAD8(x) runs stages h = 1, 2, 4 within the 8 values of x: t is x with
+// each pair swapped, and x*sign + t is a+b in the first of the pair and
+// a-b in the second (one rounding, as the Go loop's addition).
+#define HAD8(x) \
+	VPERMILPS   $0xb1, x, Y8; VFMADD213PS Y8, Y12, x; \
+	VPERMILPS   $0x4e, x, Y8; VFMADD213PS Y8, Y13, x; \
+	VPERM2F128  $0x01, x, x, Y8; VFMADD213PS Y8, Y14, x
+
+// HADBF(a, b): (a, b) = (a+b, a-b).
+#define HADBF(a, b) VADDPS b, a, Y8; VSUBPS b, a, b; VMOVAPS Y8, a
+
+// func hadamardAVX2(x *float32, runs, n int, scale float32)
+// Hadamard over runs·n values, n a power of two >= 64: each block of 64
+// through stages 1-32 in registers, the stages h >= 64 over memory, then
+// the scale (in the registers when n is 64).
+TEXT ·hadamardAVX2(SB), NOSPLIT, $0-28
+	MOVQ         x+0(FP), DI
+	MOVQ         runs+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VBROADCASTSS scale+24(FP), Y15
+	VMOVUPS      hads0<>(SB), Y12
+	VMOVUPS      hads1<>(SB), Y13
+	VMOVUPS      hads2<>(SB), Y14
+
+hadrun:
+	MOVQ DI, SI
+	MOVQ DX, BX
+	SHRQ $6, BX
+
+hadblock:
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS 128(SI), Y4
+	VMOVUPS 160(SI), Y5
+	VMOVUPS 192(SI), Y6
+	VMOVUPS 224(SI), Y7
+	HAD8(Y0)
+	HAD8(Y1)
+	HAD8(Y2)
+	HAD8(Y3)
+	HAD8(Y4)
+	HAD8(Y5)
+	HAD8(Y6)
+	HAD8(Y7)
+	HADBF(Y0, Y1)
+	HADBF(Y2, Y3)
+	HADBF(Y4, Y5)
+	HADBF(Y6, Y7)
+	HADBF(Y0, Y2)
+	HADBF(Y1, Y3)
+	HADBF(Y4, Y6)
+	HADBF(Y5, Y7)
+	HADBF(Y0, Y4)
+	HADBF(Y1, Y5)
+	HADBF(Y2, Y6)
+	HADBF(Y3, Y7)
+	CMPQ    DX, $64
+	JNE     hadstore
+	VMULPS  Y15, Y0, Y0
+	VMULPS  Y15, Y1, Y1
+	VMULPS  Y15, Y2, Y2
+	VMULPS  Y15, Y3, Y3
+	VMULPS  Y15, Y4, Y4
+	VMULPS  Y15, Y5, Y5
+	VMULPS  Y15, Y6, Y6
+	VMULPS  Y15, Y7, Y7
+
+hadstore:
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VMOVUPS Y4, 128(SI)
+	VMOVUPS Y5, 160(SI)
+	VMOVUPS Y6, 192(SI)
+	VMOVUPS Y7, 224(SI)
+	ADDQ    $256, SI
+	DECQ    BX
+	JNZ     hadblock
+	CMPQ    DX, $64
+	JEQ     hadnext
+
+	// Stages h = 64 .. n/2: pairs (j, j+h) for j in [i, i+h), i a
+	// multiple of 2h; R8 is h.
+	MOVQ $64, R8
+
+hadstage:
+	XORQ R9, R9
+
+hadgroup:
+	LEAQ (DI)(R9*4), SI
+	LEAQ (SI)(R8*4), R11
+	MOVQ R8, R10
+	SHRQ $3, R10
+
+hadpair:
+	VMOVUPS (SI), Y0
+	VMOVUPS (R11), Y1
+	VADDPS  Y1, Y0, Y2
+	VSUBPS  Y1, Y0, Y3
+	VMOVUPS Y2, (SI)
+	VMOVUPS Y3, (R11)
+	ADDQ    $32, SI
+	ADDQ    $32, R11
+	DECQ    R10
+	JNZ     hadpair
+	LEAQ    (R9)(R8*2), R9
+	CMPQ    R9, DX
+	JB      hadgroup
+	SHLQ    $1, R8
+	CMPQ    R8, DX
+	JB      hadstage
+
+	MOVQ DI, SI
+	MOVQ DX, R10
+	SHRQ $3, R10
+
+hadscale:
+	VMULPS  (SI), Y15, Y0
+	VMOVUPS Y0, (SI)
+	ADDQ    $32, SI
+	DECQ    R10
+	JNZ     hadscale
+
+hadnext:
+	LEAQ (DI)(DX*4), DI
+	DECQ CX
+	JNZ  hadrun
+	VZEROUPPER
+	RET

@@ -1,6 +1,6 @@
 package nn
 
-import "math"
+import "mistralrs/internal/kernels"
 
 // Rotated caches. llama.cpp, before a quantized KV cache (q8_0, q4_0) and
 // by default, multiplies each head's keys and queries by an orthonormal
@@ -36,27 +36,6 @@ func (s *Step) rotation(i int) (nk, nv int) {
 	return nk, nv
 }
 
-// hadamard multiplies each run of n values of x (n a power of two) by the
-// orthonormal Walsh-Hadamard matrix of order n (Sylvester's: H_2n = [[H_n,
-// H_n], [H_n, -H_n]] / sqrt 2), in n·log2(n) additions.
-func hadamard(x []float32, n int) {
-	scale := float32(1 / math.Sqrt(float64(n)))
-	for c := 0; c+n <= len(x); c += n {
-		y := x[c : c+n]
-		for h := 1; h < n; h *= 2 {
-			for i := 0; i < n; i += 2 * h {
-				for j := i; j < i+h; j++ {
-					a, b := y[j], y[j+h]
-					y[j], y[j+h] = a+b, a-b
-				}
-			}
-		}
-		for j := range y {
-			y[j] *= scale
-		}
-	}
-}
-
 // unrotate rotates the attention output of the tokens whose values are
 // stored rotated back (PositionQK recorded their block size in vrot;
 // Prepare empties it, for callers that fill the caches themselves).
@@ -64,7 +43,7 @@ func (s *Step) unrotate() {
 	w := s.Cfg.ODim()
 	for t, n := range s.vrot {
 		if n > 0 {
-			hadamard(s.Att[t*w:(t+1)*w], n)
+			kernels.Hadamard(s.Att[t*w:(t+1)*w], n)
 		}
 	}
 }

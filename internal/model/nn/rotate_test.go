@@ -4,9 +4,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"mistralrs/internal/kernels"
 )
 
-// hadamard is the product by Sylvester's Walsh-Hadamard matrix over
+// kernels.Hadamard is the product by Sylvester's Walsh-Hadamard matrix over
 // sqrt(n), built as llama.cpp builds its rotation (H_2s from H_s), per
 // run of n values; it is its own inverse.
 func TestHadamard(t *testing.T) {
@@ -27,7 +29,7 @@ func TestHadamard(t *testing.T) {
 			x[i] = float32(rng.NormFloat64())
 		}
 		y := append([]float32(nil), x...)
-		hadamard(y, n)
+		kernels.Hadamard(y, n)
 		for c := 0; c < len(x); c += n {
 			for i := range n {
 				var want float64
@@ -39,7 +41,7 @@ func TestHadamard(t *testing.T) {
 				}
 			}
 		}
-		hadamard(y, n)
+		kernels.Hadamard(y, n)
 		for i := range x {
 			if d := math.Abs(float64(y[i] - x[i])); d > 1e-5 {
 				t.Fatalf("n %d: rotating twice moved value %d from %v to %v", n, i, x[i], y[i])

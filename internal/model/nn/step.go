@@ -393,11 +393,11 @@ func (s *Step) PositionQK(l int, qNorm, kNorm []float32, r *Rope) {
 			nk, nv = s.rotation(s.tokSeq[t])
 		}
 		if nk > 0 {
-			hadamard(q, nk)
-			hadamard(k, nk)
+			kernels.Hadamard(q, nk)
+			kernels.Hadamard(k, nk)
 		}
 		if nv > 0 {
-			hadamard(v, nv)
+			kernels.Hadamard(v, nv)
 		}
 		s.vrot = append(s.vrot, nv)
 		s.b.Seqs[s.tokSeq[t]].Cache.Put(l, s.tokPos[t], k, v)
