@@ -126,7 +126,7 @@ func newBenchCmd(g *config.GlobalConfig) *cobra.Command {
 	fl.IntVarP(&f.reps, "repetitions", "r", 5, "repetitions of each test")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON array (llama-bench keys) instead of a table")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the warm-up run of each test")
-	fl.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of the runs to this file (go tool pprof)")
+	fl.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of each test's timed runs (no load, depth fill or warm-up) to this file, the second test's to FILE.2 and so on (go tool pprof)")
 	fl.StringVar(&f.load.url, "url", "", "load-test a running server at this URL instead (streamed chat completions)")
 	fl.StringVar(&f.load.model, "model", "default", "with --url: the model to ask for")
 	fl.IntVar(&f.load.concurrency, "concurrency", 1, "with --url: requests in flight at once")
@@ -154,17 +154,8 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		return err
 	}
 	defer m.Close()
-	if f.cpuProf != "" {
-		pf, err := os.Create(f.cpuProf)
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
+	prof := &benchProfile{path: f.cpuProf}
+	defer prof.stop()
 	size, params, mainType := modelStats(m)
 	name := "demo"
 	if f.file != "" {
@@ -176,6 +167,9 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 			out: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), jsonOut: f.jsonOut, noWarm: f.noWarmup, reps: f.reps,
 			threads: f.threads, depths: f.depths, depthSet: cmd.Flags().Changed("n-depth"),
 			prompts: f.prompts, gens: f.gens, specOpts: &f.spec}
+		if err := prof.start(); err != nil { // the whole run
+			return err
+		}
 		if f.spec.verifyCost {
 			return runVerifyCost(b)
 		}
@@ -235,6 +229,10 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: t.pp, NGen: t.tg, NDepth: t.depth, TypeK: kvt.k.String(), TypeV: kvt.v.String(),
 				TestTime: time.Now().UTC().Format(time.RFC3339),
 			}
+			if err := prof.start(); err != nil {
+				pool.Close()
+				return err
+			}
 			for i := 0; i < f.reps; i++ {
 				d, err := run()
 				if err != nil {
@@ -243,6 +241,10 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 				}
 				r.SamplesNs = append(r.SamplesNs, d.Nanoseconds())
 				r.SamplesTs = append(r.SamplesTs, float64(t.pp+t.tg)/d.Seconds())
+			}
+			if err := prof.stop(); err != nil {
+				pool.Close()
+				return err
 			}
 			r.AvgNs, r.StddevNs = meanSD64(r.SamplesNs)
 			r.AvgTs, r.StddevTs = meanSD(r.SamplesTs)
@@ -278,6 +280,50 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		writeImageTable(out, imageRows)
 	}
 	return nil
+}
+
+// benchProfile writes --cpuprofile: a CPU profile of each test's timed
+// repetitions, without the model's load, the depth fill or the warm-up
+// (at depth 8000 the fill is most of a run's time, and a profile of both
+// hid where a decoded token's time goes); the first test's to path, the
+// n-th's to path.n (go tool pprof merges the files it is given). The
+// speculative benchmarks profile their whole run (one start, no stop
+// before the end). Without a path it does nothing.
+type benchProfile struct {
+	path string
+	n    int
+	f    *os.File
+}
+
+func (p *benchProfile) start() error {
+	if p.path == "" {
+		return nil
+	}
+	p.n++
+	name := p.path
+	if p.n > 1 {
+		name += "." + strconv.Itoa(p.n)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	p.f = f
+	return nil
+}
+
+func (p *benchProfile) stop() error {
+	if p.f == nil {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	err := p.f.Close()
+	p.f = nil
+	return err
 }
 
 // imageTest is the image-encode test of a model with a vision projector;
