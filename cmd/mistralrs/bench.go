@@ -41,9 +41,14 @@ type benchFlags struct {
 	reps     int
 	jsonOut  bool
 	noWarmup bool
-	cpuProf  string
-	load     loadFlags
-	spec     specFlags
+	// interleave runs the tests' repetitions round-robin: on a shared
+	// machine one process's decode at depth 8000 moved by 30 % from one
+	// minute to the next (memory traffic of others), more than the gap
+	// between the KV types being compared.
+	interleave bool
+	cpuProf    string
+	load       loadFlags
+	spec       specFlags
 }
 
 // benchResult carries llama-bench's JSON keys, so scripts read both tools.
@@ -119,13 +124,14 @@ func newBenchCmd(g *config.GlobalConfig) *cobra.Command {
 	fl.IntSliceVarP(&f.gens, "n-gen", "n", []int{128}, "generation lengths to test (0 skips tg)")
 	fl.IntSliceVarP(&f.depths, "n-depth", "d", []int{0}, "tokens already in the cache before each test (its context depth)")
 	fl.IntSliceVarP(&f.threads, "threads", "t", []int{0}, "thread counts to test (0: one per core)")
-	fl.StringVar(&f.kvType, "cache-type", "auto", "KV cache storage of keys and values (as --pa-cache-type): "+kvcache.TypeNames())
-	fl.StringVar(&f.kvTypeK, "cache-type-k", "", "KV cache storage of the keys (as llama-bench's -ctk; default: --cache-type)")
-	fl.StringVar(&f.kvTypeV, "cache-type-v", "", "KV cache storage of the values (as llama-bench's -ctv; default: --cache-type)")
+	fl.StringVar(&f.kvType, "cache-type", "auto", "KV cache storage of keys and values (as --pa-cache-type; a list compares several): "+kvcache.TypeNames())
+	fl.StringVar(&f.kvTypeK, "cache-type-k", "", "KV cache storage of the keys (as llama-bench's -ctk, a list too; default: --cache-type)")
+	fl.StringVar(&f.kvTypeV, "cache-type-v", "", "KV cache storage of the values (as llama-bench's -ctv, a list too; default: --cache-type)")
 	fl.BoolVar(&f.noRotate, "no-cache-rotation", false, "store q8_0/q4_0 keys and values unrotated (as serve --no-cache-rotation)")
 	fl.IntVarP(&f.reps, "repetitions", "r", 5, "repetitions of each test")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON array (llama-bench keys) instead of a table")
 	fl.BoolVar(&f.noWarmup, "no-warmup", false, "skip the warm-up run of each test")
+	fl.BoolVar(&f.interleave, "interleave", false, "fill and warm up every test first, then run the repetitions round-robin, so that tests compared with each other (--cache-type f16,q8_0) share the machine's moments; one --cpuprofile of all")
 	fl.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of each test's timed runs (no load, depth fill or warm-up) to this file, the second test's to FILE.2 and so on (go tool pprof)")
 	fl.StringVar(&f.load.url, "url", "", "load-test a running server at this URL instead (streamed chat completions)")
 	fl.StringVar(&f.load.model, "model", "default", "with --url: the model to ask for")
@@ -145,7 +151,7 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	if f.spec.verifyCost && f.spec.speculative() {
 		return fmt.Errorf("--verify-cost and a speculative proposer both given: run them one at a time")
 	}
-	kvt, err := parseBenchKV(f)
+	kvts, err := parseBenchKV(f)
 	if err != nil {
 		return err
 	}
@@ -163,6 +169,10 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	}
 	typeName := fmt.Sprintf("%s %s %s", m.Net.Config.Arch, humanCount(params), mainType)
 	if f.spec.verifyCost || f.spec.speculative() {
+		if len(kvts) > 1 {
+			return fmt.Errorf("--verify-cost and speculative benchmarks take one KV cache type, got %d combinations", len(kvts))
+		}
+		kvt := kvts[0]
 		b := &benchModel{m: m, name: name, typeName: typeName, size: size, params: params, kv: kvt,
 			out: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), jsonOut: f.jsonOut, noWarm: f.noWarmup, reps: f.reps,
 			threads: f.threads, depths: f.depths, depthSet: cmd.Flags().Changed("n-depth"),
@@ -176,20 +186,25 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		return runSpecBench(b)
 	}
 
-	type test struct{ pp, tg, depth int }
+	type test struct {
+		pp, tg, depth int
+		kv            benchKV
+	}
 	var tests []test
-	for _, d := range f.depths {
-		if d < 0 {
-			return fmt.Errorf("--n-depth must not be negative, got %d", d)
-		}
-		for _, p := range f.prompts {
-			if p > 0 {
-				tests = append(tests, test{pp: p, depth: d})
+	for _, kv := range kvts {
+		for _, d := range f.depths {
+			if d < 0 {
+				return fmt.Errorf("--n-depth must not be negative, got %d", d)
 			}
-		}
-		for _, n := range f.gens {
-			if n > 0 {
-				tests = append(tests, test{tg: n, depth: d})
+			for _, p := range f.prompts {
+				if p > 0 {
+					tests = append(tests, test{pp: p, depth: d, kv: kv})
+				}
+			}
+			for _, n := range f.gens {
+				if n > 0 {
+					tests = append(tests, test{tg: n, depth: d, kv: kv})
+				}
 			}
 		}
 	}
@@ -204,74 +219,111 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	}
 	var results, imageRows []benchResult
 	out := cmd.OutOrStdout()
+	tbl := benchTable{w: out, types: len(kvts) > 1}
 	if !f.jsonOut && len(tests) > 0 {
-		fmt.Fprintf(out, "| %-30s | %10s | %9s | %-10s | %7s | %16s | %20s |\n", "model", "size", "params", "backend", "threads", "test", "t/s")
-		fmt.Fprintf(out, "| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", strings.Repeat("-", 30), strings.Repeat("-", 9), strings.Repeat("-", 8), strings.Repeat("-", 10), strings.Repeat("-", 6), strings.Repeat("-", 15), strings.Repeat("-", 19))
+		tbl.header()
 	}
 	for _, threads := range f.threads {
 		pool := kernels.NewPool(threads)
 		nThreads := pool.Threads()
-		for _, t := range tests {
-			b, err := newBenchRun(m, pool, t.depth, t.pp, t.tg, kvt)
+		// Each test's run: its cache filled to its depth, warmed up; with
+		// --interleave all of them before the first repetition, else one
+		// test after another (llama-bench's order).
+		setup := func(t test) (*benchRun, *benchResult, error) {
+			b, err := newBenchRun(m, pool, t.depth, t.pp, t.tg, t.kv)
 			if err != nil {
-				pool.Close()
-				return err
+				return nil, nil, err
 			}
-			run := b.once
 			if !f.noWarmup {
-				if _, err := run(); err != nil {
-					pool.Close()
-					return err
+				if _, err := b.once(); err != nil {
+					return nil, nil, err
 				}
 			}
-			r := benchResult{
+			return b, &benchResult{
 				ModelFilename: name, ModelType: typeName, ModelSize: size, ModelNParams: params,
-				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: t.pp, NGen: t.tg, NDepth: t.depth, TypeK: kvt.k.String(), TypeV: kvt.v.String(),
+				Backends: kernels.Backend(), NThreads: nThreads, NPrompt: t.pp, NGen: t.tg, NDepth: t.depth, TypeK: t.kv.k.String(), TypeV: t.kv.v.String(),
 				TestTime: time.Now().UTC().Format(time.RFC3339),
+			}, nil
+		}
+		rep := func(b *benchRun, r *benchResult) error {
+			if benchRepHook != nil {
+				benchRepHook(r)
 			}
-			if err := prof.start(); err != nil {
-				pool.Close()
+			d, err := b.once()
+			if err != nil {
 				return err
 			}
-			for i := 0; i < f.reps; i++ {
-				d, err := run()
-				if err != nil {
-					pool.Close()
-					return err
-				}
-				r.SamplesNs = append(r.SamplesNs, d.Nanoseconds())
-				r.SamplesTs = append(r.SamplesTs, float64(t.pp+t.tg)/d.Seconds())
-			}
-			if err := prof.stop(); err != nil {
-				pool.Close()
-				return err
-			}
+			r.SamplesNs = append(r.SamplesNs, d.Nanoseconds())
+			r.SamplesTs = append(r.SamplesTs, float64(b.pp+b.tg)/d.Seconds())
+			return nil
+		}
+		finish := func(r *benchResult) {
 			r.AvgNs, r.StddevNs = meanSD64(r.SamplesNs)
 			r.AvgTs, r.StddevTs = meanSD(r.SamplesTs)
-			results = append(results, r)
+			results = append(results, *r)
 			if !f.jsonOut {
-				label := "pp" + strconv.Itoa(t.pp)
-				if t.tg > 0 {
-					label = "tg" + strconv.Itoa(t.tg)
-				}
-				if t.depth > 0 {
-					label += " @ d" + strconv.Itoa(t.depth)
-				}
-				fmt.Fprintf(out, "| %-30s | %6.2f MiB | %9s | %-10s | %7d | %16s | %20s |\n",
-					truncate(typeName, 30), float64(size)/(1<<20), humanCount(params), r.Backends, nThreads, label,
-					fmt.Sprintf("%.2f ± %.2f", r.AvgTs, r.StddevTs))
+				tbl.row(r)
 			}
 		}
-		if img != nil {
-			r, err := img.run(pool, f.reps, f.noWarmup)
-			if err != nil {
-				pool.Close()
-				return err
+		err := func() error {
+			if f.interleave {
+				runs := make([]*benchRun, len(tests))
+				rs := make([]*benchResult, len(tests))
+				for i, t := range tests {
+					var err error
+					if runs[i], rs[i], err = setup(t); err != nil {
+						return err
+					}
+				}
+				if err := prof.start(); err != nil {
+					return err
+				}
+				for range f.reps {
+					for i := range tests {
+						if err := rep(runs[i], rs[i]); err != nil {
+							return err
+						}
+					}
+				}
+				if err := prof.stop(); err != nil {
+					return err
+				}
+				for _, r := range rs {
+					finish(r)
+				}
+				return nil
 			}
-			r.ModelFilename, r.ModelType, r.ModelSize, r.ModelNParams = name, typeName, size, params
-			imageRows = append(imageRows, r)
+			for _, t := range tests {
+				b, r, err := setup(t)
+				if err != nil {
+					return err
+				}
+				if err := prof.start(); err != nil {
+					return err
+				}
+				for range f.reps {
+					if err := rep(b, r); err != nil {
+						return err
+					}
+				}
+				if err := prof.stop(); err != nil {
+					return err
+				}
+				finish(r)
+			}
+			return nil
+		}()
+		if err == nil && img != nil {
+			var r benchResult
+			if r, err = img.run(pool, f.reps, f.noWarmup); err == nil {
+				r.ModelFilename, r.ModelType, r.ModelSize, r.ModelNParams = name, typeName, size, params
+				imageRows = append(imageRows, r)
+			}
 		}
 		pool.Close()
+		if err != nil {
+			return err
+		}
 	}
 	if f.jsonOut {
 		return writeJSON(out, append(results, imageRows...))
@@ -287,8 +339,8 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 // (at depth 8000 the fill is most of a run's time, and a profile of both
 // hid where a decoded token's time goes); the first test's to path, the
 // n-th's to path.n (go tool pprof merges the files it is given). The
-// speculative benchmarks profile their whole run (one start, no stop
-// before the end). Without a path it does nothing.
+// speculative benchmarks, and --interleave, write one profile of all
+// their runs. Without a path it does nothing.
 type benchProfile struct {
 	path string
 	n    int
@@ -324,6 +376,43 @@ func (p *benchProfile) stop() error {
 	err := p.f.Close()
 	p.f = nil
 	return err
+}
+
+// benchRepHook, when set (by tests), is called before each timed
+// repetition with the result it adds to.
+var benchRepHook func(*benchResult)
+
+// benchTable prints the llama-bench style table, with the key and value
+// types when the run compares several.
+type benchTable struct {
+	w     io.Writer
+	types bool
+}
+
+func (t benchTable) header() {
+	kv, sep := "", ""
+	if t.types {
+		kv, sep = fmt.Sprintf(" %-6s | %-6s |", "type_k", "type_v"), " ------ | ------ |"
+	}
+	fmt.Fprintf(t.w, "| %-30s | %10s | %9s | %-10s | %7s |%s %16s | %20s |\n", "model", "size", "params", "backend", "threads", kv, "test", "t/s")
+	fmt.Fprintf(t.w, "| %s | %s: | %s: | %s | %s: |%s %s: | %s: |\n", strings.Repeat("-", 30), strings.Repeat("-", 9), strings.Repeat("-", 8), strings.Repeat("-", 10), strings.Repeat("-", 6), sep, strings.Repeat("-", 15), strings.Repeat("-", 19))
+}
+
+func (t benchTable) row(r *benchResult) {
+	label := "pp" + strconv.Itoa(r.NPrompt)
+	if r.NGen > 0 {
+		label = "tg" + strconv.Itoa(r.NGen)
+	}
+	if r.NDepth > 0 {
+		label += " @ d" + strconv.Itoa(r.NDepth)
+	}
+	kv := ""
+	if t.types {
+		kv = fmt.Sprintf(" %-6s | %-6s |", r.TypeK, r.TypeV)
+	}
+	fmt.Fprintf(t.w, "| %-30s | %6.2f MiB | %9s | %-10s | %7d |%s %16s | %20s |\n",
+		truncate(r.ModelType, 30), float64(r.ModelSize)/(1<<20), humanCount(r.ModelNParams), r.Backends, r.NThreads, kv, label,
+		fmt.Sprintf("%.2f ± %.2f", r.AvgTs, r.StddevTs))
 }
 
 // imageTest is the image-encode test of a model with a vision projector;
@@ -474,24 +563,38 @@ type benchKV struct {
 	rotate bool // q8_0/q4_0 rows rotated (kvcache.Pool.SetRotation)
 }
 
-// parseBenchKV reads --cache-type, --cache-type-k/-v and
+// parseBenchKV reads --cache-type, --cache-type-k/-v (each a list, as
+// llama-bench's -ctk/-ctv: every key type with every value type; a
+// --cache-type list alone gives keys and values of each of its types) and
 // --no-cache-rotation.
-func parseBenchKV(f *benchFlags) (benchKV, error) {
-	kv := benchKV{rotate: !f.noRotate}
-	var err error
-	for _, t := range []struct {
-		flag, val string
-		dst       *kvcache.Type
-	}{{"--cache-type-k", f.kvTypeK, &kv.k}, {"--cache-type-v", f.kvTypeV, &kv.v}} {
+func parseBenchKV(f *benchFlags) ([]benchKV, error) {
+	var lists [2][]kvcache.Type
+	for i, t := range []struct{ flag, val string }{{"--cache-type-k", f.kvTypeK}, {"--cache-type-v", f.kvTypeV}} {
 		name, val := t.flag, t.val
 		if val == "" {
 			name, val = "--cache-type", f.kvType
 		}
-		if *t.dst, err = kvcache.ParseType(val); err != nil {
-			return kv, fmt.Errorf("%s: %w", name, err)
+		for _, v := range strings.Split(val, ",") {
+			typ, err := kvcache.ParseType(strings.TrimSpace(v))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			lists[i] = append(lists[i], typ)
 		}
 	}
-	return kv, nil
+	var kvs []benchKV
+	if f.kvTypeK == "" && f.kvTypeV == "" { // --cache-type alone: keys and values of each type
+		for _, t := range lists[0] {
+			kvs = append(kvs, benchKV{k: t, v: t, rotate: !f.noRotate})
+		}
+		return kvs, nil
+	}
+	for _, k := range lists[0] {
+		for _, v := range lists[1] {
+			kvs = append(kvs, benchKV{k: k, v: v, rotate: !f.noRotate})
+		}
+	}
+	return kvs, nil
 }
 
 // benchCache is a cache of n positions storing kv: one sequence of a
