@@ -265,51 +265,45 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 				tbl.row(r)
 			}
 		}
-		err := func() error {
-			if f.interleave {
-				runs := make([]*benchRun, len(tests))
-				rs := make([]*benchResult, len(tests))
-				for i, t := range tests {
-					var err error
-					if runs[i], rs[i], err = setup(t); err != nil {
+		// timed runs the repetitions of the tests set up, round-robin,
+		// under the profile, and reports them.
+		timed := func(runs []*benchRun, rs []*benchResult) error {
+			if err := prof.start(); err != nil {
+				return err
+			}
+			for range f.reps {
+				for i, b := range runs {
+					if err := rep(b, rs[i]); err != nil {
 						return err
 					}
 				}
-				if err := prof.start(); err != nil {
-					return err
-				}
-				for range f.reps {
-					for i := range tests {
-						if err := rep(runs[i], rs[i]); err != nil {
-							return err
-						}
-					}
-				}
-				if err := prof.stop(); err != nil {
-					return err
-				}
-				for _, r := range rs {
-					finish(r)
-				}
-				return nil
 			}
+			if err := prof.stop(); err != nil {
+				return err
+			}
+			for _, r := range rs {
+				finish(r)
+			}
+			return nil
+		}
+		err := func() error {
+			var runs []*benchRun
+			var rs []*benchResult
 			for _, t := range tests {
 				b, r, err := setup(t)
 				if err != nil {
 					return err
 				}
-				if err := prof.start(); err != nil {
-					return err
-				}
-				for range f.reps {
-					if err := rep(b, r); err != nil {
+				runs, rs = append(runs, b), append(rs, r)
+				if !f.interleave {
+					if err := timed(runs, rs); err != nil {
 						return err
 					}
+					runs, rs = runs[:0], rs[:0]
 				}
-				if err := prof.stop(); err != nil {
-					return err
-				}
-				finish(r)
+			}
+			if len(runs) > 0 {
+				return timed(runs, rs)
 			}
 			return nil
 		}()

@@ -261,10 +261,10 @@ func Hadamard(x []float32, n int) {
 	if n <= 0 || n&(n-1) != 0 {
 		panic("kernels: Hadamard: order not a power of two")
 	}
-	if hadamardSIMD(x, n) {
+	scale := float32(1 / math.Sqrt(float64(n)))
+	if hadamardSIMD(x, n, scale) {
 		return
 	}
-	scale := float32(1 / math.Sqrt(float64(n)))
 	for c := 0; c+n <= len(x); c += n {
 		y := x[c : c+n]
 		for h := 1; h < n; h *= 2 {

@@ -266,12 +266,12 @@ func hadamardAVX2(x *float32, runs, n int, scale float32)
 
 // hadamardSIMD: Hadamard for orders of at least 64 (the rotation's; the
 // kernel holds a block of 64 in eight registers).
-func hadamardSIMD(x []float32, n int) bool {
+func hadamardSIMD(x []float32, n int, scale float32) bool {
 	if !simdVec || n < 64 {
 		return false
 	}
 	if runs := len(x) / n; runs > 0 {
-		hadamardAVX2(&x[0], runs, n, float32(1/math.Sqrt(float64(n))))
+		hadamardAVX2(&x[0], runs, n, scale)
 	}
 	return true
 }

@@ -18,4 +18,4 @@ func axpys4SIMD(y, w *[4][]float32, x []float32, stride int) bool               
 
 func ropeSIMD(x []float32, hd, half int, cos, sin []float32, neox bool) bool { return false }
 
-func hadamardSIMD(x []float32, n int) bool { return false }
+func hadamardSIMD(x []float32, n int, scale float32) bool { return false }
