@@ -17,5 +17,3 @@ func dots4SIMD(out, q *[4][]float32, k []float32, stride int, scale float32) boo
 func axpys4SIMD(y, w *[4][]float32, x []float32, stride int) bool                 { return false }
 
 func ropeSIMD(x []float32, hd, half int, cos, sin []float32, neox bool) bool { return false }
-
-func hadamardSIMD(x []float32, n int, scale float32) bool { return false }

@@ -6,7 +6,7 @@ package kernels
 // VTile then FlashAccum over the same rows. Decode attention at depth
 // spent a fifth of its time writing the decoded value tile and reading it
 // back. It reports false, doing nothing, where the path has no kernel for
-// the type or the shape (f16 and q8_0 rows on avx512 and avx2, nq a
+// the type or the shape (f16 and q8_0 rows on avx512, avx2 and neon, nq a
 // multiple of 4, vd of 64; rows by row): the caller then decodes the tile.
 func FlashAccumKV(o []float32, ldo int, p []float32, ldp int, r *KVRows, nq, cnt, vd int) bool {
 	if nq <= 0 || cnt <= 0 || nq%4 != 0 || vd%64 != 0 || r.Col || int(r.T) >= len(accumKVNow) || accumKVNow[r.T] == nil {

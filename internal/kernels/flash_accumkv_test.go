@@ -53,7 +53,7 @@ func TestFlashAccumKV(t *testing.T) {
 			continue
 		}
 		for _, typ := range []KVType{KVF16, KVQ8_0} {
-			want := hasKVKernels(path)
+			want := hasAccumKV(path)
 			if took[fmt.Sprint(path, typ)] != want {
 				t.Errorf("%s: FlashAccumKV took %v rows: %v, want %v", path, typ, took[fmt.Sprint(path, typ)], want)
 			}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -327,6 +328,12 @@ func TestKVTilesByColumn(t *testing.T) {
 // and the avx2 ones with F16C.
 func hasKVKernels(path string) bool {
 	return path == "avx512" || path == "avx512bw" || (path == "avx2" || path == "avxvnni") && cpu.X86.HasF16C
+}
+
+// hasAccumKV reports whether path has FlashAccumKV's kernels: those with
+// the others of hasKVKernels, and the neon paths.
+func hasAccumKV(path string) bool {
+	return hasKVKernels(path) || runtime.GOARCH == "arm64" && pathIndex(path) >= pathIndex("neon")
 }
 
 // FlashTileKV gives the bits of the calls it stands for (KTile, FlashScores,

@@ -18,9 +18,11 @@ import "golang.org/x/sys/cpu"
 // the assembly off for a whole run). There are no packed kernels here:
 // packTable stays nil.
 //
-// The dot kernels, activation quantization, the fp16 conversions, DotF32
-// and Axpy have assembly versions; the element-wise and attention kernels
-// (elem_noasm.go) run the Go loops on every path so far.
+// The dot kernels, activation quantization, the fp16 conversions, DotF32,
+// Axpy, flash attention's tile kernels (flash_arm64.go), FlashAccumKV
+// (flash_accumkv_arm64.go) and Hadamard (elem_arm64.go) have assembly
+// versions; the other element-wise and attention kernels (elem_noasm.go)
+// run the Go loops on every path so far.
 
 // simdQuantizeAct is the assembly quantizeAct (the tests' name for it).
 var simdQuantizeAct = quantizeActNEONGo
