@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "simd_neon_arm64.h"
+#include "simd_flash_arm64.h"
 
 // FlashAccumKV's kernels on the neon path (flash_accumkv.go has the
 // contract): FlashAccum with the values decoded from the cache's rows in
@@ -16,31 +17,8 @@
 // blocks a row; R9 o's column in bytes, R10 the value row, R11-R14 p's
 // rows, R15 rows left, R16 o's rows, R17 the block, R19 scratch, R20 the
 // half's offset in its block, R21 blocks left, R22 halves left. V16-V19
-// the 16 decoded values, V20 a broadcast weight, V21-V23 scratch.
-
-// AKVFMA(a, c0, c1, c2, c3): c0-c3 += the weight at a (moved on by 4)
-// times V16-V19.
-#define AKVFMA(a, c0, c1, c2, c3) \
-	VLD1R.P 4(a), [V20.S4];        \
-	VFMLA   V16.S4, V20.S4, c0.S4; \
-	VFMLA   V17.S4, V20.S4, c1.S4; \
-	VFMLA   V18.S4, V20.S4, c2.S4; \
-	VFMLA   V19.S4, V20.S4, c3.S4
-
-// A row's 16 o values at p from or to c0-c3.
-#define AKVLOAD(p, c0, c1, c2, c3) VLD1 (p), [c0.S4, c1.S4, c2.S4, c3.S4]
-#define AKVSTORE(p, c0, c1, c2, c3) VST1 [c0.S4, c1.S4, c2.S4, c3.S4], (p)
-
-// AKVROWS(OP): OP on the four rows' o values at column R9 (R16 clobbered).
-#define AKVROWS(OP) \
-	ADD R9, R0, R16;           \
-	OP(R16, V0, V1, V2, V3);   \
-	ADD R1, R16, R16;          \
-	OP(R16, V4, V5, V6, V7);   \
-	ADD R1, R16, R16;          \
-	OP(R16, V8, V9, V10, V11); \
-	ADD R1, R16, R16;          \
-	OP(R16, V12, V13, V14, V15)
+// the 16 decoded values, V20 a broadcast weight (simd_flash_arm64.h's tile
+// steps), V21-V23 scratch.
 
 // The decoders: V16-V19 = the 16 values of the half at R20 in the block
 // at R10. F16: 32 bytes of halves. Q8_0: 16 int8 quants times the
@@ -99,7 +77,7 @@ blk:                              \
 	MOVD $off, R20;           \
 	MOVD $2, R22;             \
 half:                             \
-	AKVROWS(AKVLOAD);         \
+	NROWS4(NLOAD);         \
 	MOVD R2, R11;             \
 	ADD  R3, R11, R12;        \
 	ADD  R3, R12, R13;        \
@@ -109,13 +87,10 @@ half:                             \
 rows:                             \
 	DEC;                      \
 	ADD  R5, R10, R10;        \
-	AKVFMA(R11, V0, V1, V2, V3);    \
-	AKVFMA(R12, V4, V5, V6, V7);    \
-	AKVFMA(R13, V8, V9, V10, V11);  \
-	AKVFMA(R14, V12, V13, V14, V15); \
+	NFMA4;                    \
 	SUBS $1, R15, R15;        \
 	BNE  rows;                \
-	AKVROWS(AKVSTORE);        \
+	NROWS4(NSTORE);        \
 	ADD  $64, R9, R9;         \
 	ADD  $step, R20, R20;     \
 	SUBS $1, R22, R22;        \

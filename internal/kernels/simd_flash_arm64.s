@@ -3,6 +3,7 @@
 #include "textflag.h"
 #include "simd_neon_arm64.h"
 #include "simd_data.h"
+#include "simd_flash_arm64.h"
 
 // Flash attention's kernels on the neon path (flash.go has the contracts
 // and the Go oracles; every output is the oracle's bits), as the avx2
@@ -16,30 +17,6 @@
 // walks B's column block, R11-R14 A's rows, R15 k, R16 C's rows. V0-V15
 // accumulate (four a row), V16-V19 hold B's 16 values, V20 a broadcast A
 // value, V24 scale.
-
-// NFMA(a, c0, c1, c2, c3): c0-c3 += the A value at a (moved on by 4)
-// times V16-V19.
-#define NFMA(a, c0, c1, c2, c3) \
-	VLD1R.P 4(a), [V20.S4];     \
-	VFMLA   V16.S4, V20.S4, c0.S4; \
-	VFMLA   V17.S4, V20.S4, c1.S4; \
-	VFMLA   V18.S4, V20.S4, c2.S4; \
-	VFMLA   V19.S4, V20.S4, c3.S4
-
-// A row's 16 C values at p from or to c0-c3.
-#define NLOAD(p, c0, c1, c2, c3) VLD1 (p), [c0.S4, c1.S4, c2.S4, c3.S4]
-#define NSTORE(p, c0, c1, c2, c3) VST1 [c0.S4, c1.S4, c2.S4, c3.S4], (p)
-
-// NROWS4(OP): OP on the four rows' C values at column R9 (R16 clobbered).
-#define NROWS4(OP) \
-	ADD R9, R0, R16;              \
-	OP(R16, V0, V1, V2, V3);      \
-	ADD R1, R16, R16;             \
-	OP(R16, V4, V5, V6, V7);      \
-	ADD R1, R16, R16;             \
-	OP(R16, V8, V9, V10, V11);    \
-	ADD R1, R16, R16;             \
-	OP(R16, V12, V13, V14, V15)
 
 #define NROW1(OP) \
 	ADD R9, R0, R16; \
@@ -72,10 +49,7 @@ quadcol:                            \
 quadk:                              \
 	VLD1 (R10), [V16.S4, V17.S4, V18.S4, V19.S4]; \
 	ADD  R5, R10, R10;          \
-	NFMA(R11, V0, V1, V2, V3);  \
-	NFMA(R12, V4, V5, V6, V7);  \
-	NFMA(R13, V8, V9, V10, V11); \
-	NFMA(R14, V12, V13, V14, V15); \
+	NFMA4;                      \
 	SUBS $1, R15, R15;          \
 	BNE  quadk;                 \
 	END16;                      \
