@@ -133,6 +133,23 @@ done: \
 
 #define TILE(INIT4, END4, INIT1, END1) TILEB(BADDR32, BLOAD32, INIT4, END4, INIT1, END1)
 
+// ACCUMKVARGS(r): the FlashAccumKV kernels' arguments: DI = o, R8 = ldo
+// and R9 = ldp in bytes, SI = p, DX = v, R10 = stride, R11 = nq, R12 = nk,
+// r = vd in bytes.
+#define ACCUMKVARGS(r) \
+	MOVQ o+0(FP), DI;       \
+	MOVQ ldo+8(FP), R8;     \
+	SHLQ $2, R8;            \
+	MOVQ p+16(FP), SI;      \
+	MOVQ ldp+24(FP), R9;    \
+	SHLQ $2, R9;            \
+	MOVQ v+32(FP), DX;      \
+	MOVQ stride+40(FP), R10; \
+	MOVQ nq+48(FP), R11;    \
+	MOVQ nk+56(FP), R12;    \
+	MOVQ vd+64(FP), r;      \
+	SHLQ $2, r
+
 // func flashScoresAVX2(s, q *float32, ldq int, kt *float32, nq, nk, hd int, scale float32)
 TEXT ·flashScoresAVX2(SB), NOSPLIT, $0-60
 	MOVQ         s+0(FP), DI
@@ -187,18 +204,7 @@ TEXT ·flashScoresColF16AVX2(SB), NOSPLIT, $0-60
 // FlashAccumKV of f16 rows (stride bytes apart): flashAccumAVX2 with the
 // values converted as loaded, the bits of VTile then flashAccumAVX2.
 TEXT ·accumKVF16AVX2(SB), NOSPLIT, $0-72
-	MOVQ o+0(FP), DI
-	MOVQ ldo+8(FP), R8
-	SHLQ $2, R8
-	MOVQ p+16(FP), SI
-	MOVQ ldp+24(FP), R9
-	SHLQ $2, R9
-	MOVQ v+32(FP), DX
-	MOVQ stride+40(FP), R10
-	MOVQ nq+48(FP), R11
-	MOVQ nk+56(FP), R12
-	MOVQ vd+64(FP), R13
-	SHLQ $2, R13
+	ACCUMKVARGS(R13)
 	TILEB(BADDR16, BLOAD16, LOAD4, NOTHING, LOAD1, NOTHING)
 
 // The q8_0 kernels of the avx2 path's FlashTileKV and FlashAccumKV: each
@@ -290,18 +296,7 @@ sq8pair:
 // holds their codes' offset from it (2, or 18 for a block's second half),
 // X14 the bytes of C's columns.
 TEXT ·accumKVQ8AVX2(SB), NOSPLIT, $0-72
-	MOVQ o+0(FP), DI
-	MOVQ ldo+8(FP), R8
-	SHLQ $2, R8
-	MOVQ p+16(FP), SI
-	MOVQ ldp+24(FP), R9
-	SHLQ $2, R9
-	MOVQ v+32(FP), DX
-	MOVQ stride+40(FP), R10
-	MOVQ nq+48(FP), R11
-	MOVQ nk+56(FP), R12
-	MOVQ vd+64(FP), AX
-	SHLQ $2, AX
+	ACCUMKVARGS(AX)
 	MOVQ AX, X14
 
 aq8quad:
