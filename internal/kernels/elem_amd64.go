@@ -264,14 +264,5 @@ func ropeSIMD(x []float32, hd, half int, cos, sin []float32, neox bool) bool {
 //go:noescape
 func hadamardAVX2(x *float32, runs, n int, scale float32)
 
-// hadamardSIMD: Hadamard for orders of at least 64 (the rotation's; the
-// kernel holds a block of 64 in eight registers).
-func hadamardSIMD(x []float32, n int, scale float32) bool {
-	if !simdVec || n < 64 {
-		return false
-	}
-	if runs := len(x) / n; runs > 0 {
-		hadamardAVX2(&x[0], runs, n, scale)
-	}
-	return true
-}
+// hadamardAsm is hadamardSIMD's kernel (a block of 64 in eight registers).
+var hadamardAsm = hadamardAVX2

@@ -205,3 +205,16 @@ func growAct(x []float32, a *Act) (nb int) {
 	}
 	return nb
 }
+
+// hadamardSIMD is Hadamard in the architecture's assembly (hadamardAsm) for
+// orders of at least 64, the rotation's: the kernels hold a block of 64
+// in registers.
+func hadamardSIMD(x []float32, n int, scale float32) bool {
+	if !simdVec || n < 64 {
+		return false
+	}
+	if runs := len(x) / n; runs > 0 {
+		hadamardAsm(&x[0], runs, n, scale)
+	}
+	return true
+}

@@ -25,9 +25,6 @@ GLOBL hadsigns<>(SB), RODATA|NOPTR, $32
 // HADIN(x): stages 1 and 2 on the four values of Vx (V16 scratch): V16 =
 // its values pairwise swapped, plus Vx times V29; Vx = V16's halves
 // swapped, plus V16 times V30.
-#define REV64_4S(d, n)      WORD $(0x4ea00800 | ((n)<<5) | (d))                 // Vd.4S = [n1, n0, n3, n2]
-#define EXT8_16B(d, n, m)   WORD $(0x6e004000 | ((m)<<16) | ((n)<<5) | (d))     // Vd = bytes 8-15 of Vn, then 0-7 of Vm
-
 #define HADIN(x) \
 	REV64_4S(16, x);     \
 	FMLA_4S(16, x, 29);  \

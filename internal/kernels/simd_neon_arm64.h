@@ -62,3 +62,5 @@
 #define SHL24_4S(d, n)     WORD $(0x4f385400 | ((n)<<5) | (d))             // Vd.4S = Vn.4S << 24
 #define CMHI_4S(d, n, m)   WORD $(0x6ea03400 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S > Vm.4S (unsigned)
 #define CMEQ_4S(d, n, m)   WORD $(0x6ea08c00 | ((m)<<16) | ((n)<<5) | (d)) // Vd.4S = Vn.4S == Vm.4S
+#define REV64_4S(d, n)     WORD $(0x4ea00800 | ((n)<<5) | (d))             // Vd.4S = [n1, n0, n3, n2]
+#define EXT8_16B(d, n, m)  WORD $(0x6e004000 | ((m)<<16) | ((n)<<5) | (d)) // Vd = bytes 8-15 of Vn, then 0-7 of Vm

@@ -56,3 +56,5 @@ func int8MulPeak(n int) int { return 0 }
 func f16ToF32sSIMD(dst []float32, src []uint16) int                     { return 0 }
 func f16RowsSIMD(dst []float32, src []uint16, stride, w, rows int) bool { return false }
 func f32ToF16sSIMD(dst []uint16, src []float32) int                     { return 0 }
+
+func hadamardSIMD(x []float32, n int, scale float32) bool { return false }
