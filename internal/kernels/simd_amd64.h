@@ -112,3 +112,73 @@
 	VINSERTPS $0x10, (DI)(AX*1), x, x; \
 	VINSERTPS $0x20, (R13)(AX*1), x, x; \
 	VINSERTPS $0x30, (R14)(AX*1), x, x
+
+// ROWS3(arg, r, r3): r = the row stride argument arg (floats) in bytes,
+// r3 = 3*r: four rows at (p), (p)(r*1), (p)(r*2), (p)(r3*1).
+#define ROWS3(arg, r, r3) \
+	MOVQ arg, r;     \
+	SHLQ $2, r;      \
+	LEAQ (r)(r*2), r3
+
+// SOFTMAXARGS(shift): the FlashSoftmax kernels' arguments (s, nq, m, l,
+// o, ldo, vd): SI = s, CX = nq, R8 = m, R9 = l, R10 = o, R11 = ldo in
+// bytes, R12 = vd >> shift (the registers of a row of o).
+#define SOFTMAXARGS(shift) \
+	MOVQ s+0(FP), SI;    \
+	MOVQ nq+8(FP), CX;   \
+	MOVQ m+16(FP), R8;   \
+	MOVQ l+24(FP), R9;   \
+	MOVQ o+32(FP), R10;  \
+	MOVQ ldo+40(FP), R11; \
+	SHLQ $2, R11;        \
+	MOVQ vd+48(FP), R12; \
+	SHRQ $shift, R12
+
+// KTILEQ8COL(shift, SCALE, PAIR, step) is the body of
+// func kTileQ8ColX(dst *float32, ld int, src *uint16, stride, blocks, cnt int):
+// KTile of q8_0 rows by column (kTileColQ8's bits) for blocks blocks of
+// 32 values, cnt rows (a multiple of 1<<shift, the rows of a vector)
+// a vector at a time: SCALE decodes the scale column at R10, then for
+// each of the block's 16 columns of code pairs (R14) PAIR stores the low
+// bytes times the scales at (BX) (tile row 2p) and the high bytes at
+// (BX)(R8*1) (row 2p+1); step is the bytes of a vector's halves. DI =
+// dst, R8 = ld in bytes, SI = src, R9 = stride (the bytes from a word
+// column to the next), CX the blocks left.
+#define KTILEQ8COL(shift, SCALE, PAIR, step) \
+	MOVQ dst+0(FP), DI;       \
+	MOVQ ld+8(FP), R8;        \
+	SHLQ $2, R8;              \
+	MOVQ src+16(FP), SI;      \
+	MOVQ stride+24(FP), R9;   \
+	MOVQ blocks+32(FP), CX;   \
+kqblk:                        \
+	MOVQ cnt+40(FP), DX;      \
+	SHRQ $shift, DX;          \
+	MOVQ SI, R10;             \
+	MOVQ DI, R12;             \
+kqchunk:                      \
+	SCALE;                    \
+	LEAQ (R10)(R9*1), R14;    \
+	MOVQ R12, BX;             \
+	MOVQ $16, R13;            \
+kqpair:                       \
+	PAIR;                     \
+	LEAQ (BX)(R8*2), BX;      \
+	ADDQ R9, R14;             \
+	DECQ R13;                 \
+	JNZ  kqpair;              \
+	ADDQ $step, R10;          \
+	ADDQ $(2*step), R12;      \
+	DECQ DX;                  \
+	JNZ  kqchunk;             \
+	MOVQ R9, AX;              \
+	SHLQ $4, AX;              \
+	ADDQ R9, AX;              \
+	ADDQ AX, SI;              \
+	MOVQ R8, AX;              \
+	SHLQ $5, AX;              \
+	ADDQ AX, DI;              \
+	DECQ CX;                  \
+	JNZ  kqblk;               \
+	VZEROUPPER;               \
+	RET

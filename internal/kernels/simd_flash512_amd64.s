@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "simd_amd64.h"
 #include "simd_flash512_amd64.h"
 #include "simd_data.h"
 
@@ -521,15 +522,7 @@ sweights: \
 // -Inf) and m becomes it; then the weights as expSumAVX512 makes them,
 // their sum added to l. vd is a multiple of 16; ldo in floats.
 TEXT ·flashSoftmaxAVX512(SB), NOSPLIT, $0-56
-	MOVQ s+0(FP), SI
-	MOVQ nq+8(FP), CX
-	MOVQ m+16(FP), R8
-	MOVQ l+24(FP), R9
-	MOVQ o+32(FP), R10
-	MOVQ ldo+40(FP), R11
-	SHLQ $2, R11
-	MOVQ vd+48(FP), R12
-	SHRQ $4, R12
+	SOFTMAXARGS(4)
 	FEXPCONSTS
 
 	FSOFTROWS
@@ -665,60 +658,21 @@ TEXT ·flashTileQ8Q8AVX512(SB), NOSPLIT, $0-144
 	TILEKV(SCOREQ8, DECQ8P)
 
 // func kTileQ8ColAVX512(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
-// KTile of q8_0 rows by column (kvtile.go): blocks blocks of 32 values
-// of cnt rows (a multiple of 16), the word columns stride bytes apart (a
-// block's scale column, then its 16 columns of code pairs); tile row
-// 32b+2p gets the pairs' low bytes times the scales, row 32b+2p+1 the
-// high bytes, 16 rows (tile columns) at a time.
-TEXT ·kTileQ8ColAVX512(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ ld+8(FP), R8
-	SHLQ $2, R8
-	MOVQ src+16(FP), SI
-	MOVQ stride+24(FP), R9
-	MOVQ blocks+32(FP), CX
-
-kqblk:
-	MOVQ cnt+40(FP), DX
-	SHRQ $4, DX
-	MOVQ SI, R10
-	MOVQ DI, R12
-
-kqchunk:
-	VCVTPH2PS (R10), Z24
-	LEAQ      (R10)(R9*1), AX
-	MOVQ      R12, BX
-	MOVQ      $16, R13
-
-kqpair:
-	VPMOVSXWD (AX), Z16
-	VPSLLD    $24, Z16, Z17
-	VPSRAD    $24, Z17, Z17
-	VPSRAD    $8, Z16, Z16
-	VCVTDQ2PS Z17, Z17
-	VCVTDQ2PS Z16, Z16
-	VMULPS    Z24, Z17, Z17
-	VMULPS    Z24, Z16, Z16
-	VMOVUPS   Z17, (BX)
+// KTILEQ8COL 16 rows at a time: a column's word shifted left by 24 then
+// right (arithmetic) is its low code, the word shifted right by 8 its
+// high one.
+#define KQ8SCALE VCVTPH2PS (R10), Z24
+#define KQ8PAIR \
+	VPMOVSXWD (R14), Z16;     \
+	VPSLLD    $24, Z16, Z17;  \
+	VPSRAD    $24, Z17, Z17;  \
+	VPSRAD    $8, Z16, Z16;   \
+	VCVTDQ2PS Z17, Z17;       \
+	VCVTDQ2PS Z16, Z16;       \
+	VMULPS    Z24, Z17, Z17;  \
+	VMULPS    Z24, Z16, Z16;  \
+	VMOVUPS   Z17, (BX);      \
 	VMOVUPS   Z16, (BX)(R8*1)
-	LEAQ      (BX)(R8*2), BX
-	ADDQ      R9, AX
-	DECQ      R13
-	JNZ       kqpair
-	ADDQ      $32, R10
-	ADDQ      $64, R12
-	DECQ      DX
-	JNZ       kqchunk
 
-	// the next block: 17 columns on, 32 tile rows down
-	MOVQ R9, AX
-	SHLQ $4, AX
-	ADDQ R9, AX
-	ADDQ AX, SI
-	MOVQ R8, AX
-	SHLQ $5, AX
-	ADDQ AX, DI
-	DECQ CX
-	JNZ  kqblk
-	VZEROUPPER
-	RET
+TEXT ·kTileQ8ColAVX512(SB), NOSPLIT, $0-48
+	KTILEQ8COL(4, KQ8SCALE, KQ8PAIR, 32)

@@ -339,57 +339,18 @@ aq8k:
 	RET
 
 // func kTileQ8ColAVX2(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
-// KTile of q8_0 rows by column (kTileColQ8's bits): for each block of 32
-// values, 8 rows at a time, the scale column, then each column of code
-// pairs as two rows of the tile (src the head's first word of row 0,
-// stride the bytes from a column to the next, cnt a multiple of 8).
-TEXT ·kTileQ8ColAVX2(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ ld+8(FP), R8
-	SHLQ $2, R8
-	MOVQ src+16(FP), SI
-	MOVQ stride+24(FP), R9
-	MOVQ blocks+32(FP), CX
-
-kq2blk:
-	MOVQ cnt+40(FP), DX
-	SHRQ $3, DX
-	MOVQ SI, R10
-	MOVQ DI, R12
-
-kq2chunk:
-	VCVTPH2PS (R10), Y11
-	LEAQ      (R10)(R9*1), R14
-	MOVQ      R12, BX
-	MOVQ      $16, R13
-
-kq2pair:
-	VPMOVSXWD -1(R14), Y8
-	VPMOVSXWD (R14), Y9
-	Q8B(Y11, Y11)
-	VMOVUPS   Y8, (BX)
+// KTILEQ8COL 8 rows at a time: the codes of a column's pairs at -1 and
+// 0 from a word are its low and high bytes (Q8B).
+#define KQ8SCALE VCVTPH2PS (R10), Y11
+#define KQ8PAIR \
+	VPMOVSXWD -1(R14), Y8; \
+	VPMOVSXWD (R14), Y9;   \
+	Q8B(Y11, Y11);         \
+	VMOVUPS   Y8, (BX);    \
 	VMOVUPS   Y9, (BX)(R8*1)
-	LEAQ      (BX)(R8*2), BX
-	ADDQ      R9, R14
-	DECQ      R13
-	JNZ       kq2pair
-	ADDQ      $16, R10
-	ADDQ      $32, R12
-	DECQ      DX
-	JNZ       kq2chunk
 
-	// the next block: 17 columns on, 32 tile rows down
-	MOVQ R9, AX
-	SHLQ $4, AX
-	ADDQ R9, AX
-	ADDQ AX, SI
-	MOVQ R8, AX
-	SHLQ $5, AX
-	ADDQ AX, DI
-	DECQ CX
-	JNZ  kq2blk
-	VZEROUPPER
-	RET
+TEXT ·kTileQ8ColAVX2(SB), NOSPLIT, $0-48
+	KTILEQ8COL(3, KQ8SCALE, KQ8PAIR, 16)
 
 // FEXP8(x, r, k, y): y = exp(x) for the 8 floats of x (kept), flashExp's
 // fused multiply-adds; r, k are clobbered. The clamps keep a NaN (it is
@@ -483,15 +444,7 @@ exploop:
 // becomes it; then the weights and their sum as expSumAVX2 makes them,
 // the sum added to l. vd is a multiple of 16 (8 would do); ldo in floats.
 TEXT ·flashSoftmaxAVX2(SB), NOSPLIT, $0-56
-	MOVQ s+0(FP), SI
-	MOVQ nq+8(FP), CX
-	MOVQ m+16(FP), R8
-	MOVQ l+24(FP), R9
-	MOVQ o+32(FP), R10
-	MOVQ ldo+40(FP), R11
-	SHLQ $2, R11
-	MOVQ vd+48(FP), R12
-	SHRQ $3, R12
+	SOFTMAXARGS(3)
 	FEXP8CONSTS
 
 srow:
