@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "simd_amd64.h"
 #include "simd_flash512_amd64.h"
 
 // FlashAccumKV's kernels (flash_accumkv.go): FlashAccum with the values
@@ -14,13 +15,9 @@
 // nq a multiple of 4, vd of 64; B64 the bytes of 64 stored values.
 #define ACCUMKV(DEC, B64) \
 	MOVQ o+0(FP), DI \
-	MOVQ ldo+8(FP), R8 \
-	SHLQ $2, R8 \
-	LEAQ (R8)(R8*2), R9 \
+	ROWS3(ldo+8(FP), R8, R9) \
 	MOVQ p+16(FP), SI \
-	MOVQ ldp+24(FP), R13 \
-	SHLQ $2, R13 \
-	LEAQ (R13)(R13*2), R14 \
+	ROWS3(ldp+24(FP), R13, R14) \
 	MOVQ stride+40(FP), R12 \
 	MOVQ nq+48(FP), BX \
 	SHRQ $2, BX \

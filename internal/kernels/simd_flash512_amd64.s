@@ -109,9 +109,7 @@ loop: \
 	MOVQ         pk0+112(FP), R10 \
 	MOVQ         pk1+120(FP), R11 \
 	MOVQ         q+8(FP), AX \
-	MOVQ         ldq+16(FP), R8 \
-	SHLQ         $2, R8 \
-	LEAQ         (R8)(R8*2), R9 \
+	ROWS3(ldq+16(FP), R8, R9) \
 	MOVQ         k0+24(FP), DI \
 	MOVQ         k1+32(FP), SI \
 	MOVQ         kstride+40(FP), R13 \
@@ -130,9 +128,7 @@ loop: \
 	FEXPCONSTS \
 	FSOFTROWS \
 	MOVQ         o+88(FP), R10 \
-	MOVQ         ldo+96(FP), R8 \
-	SHLQ         $2, R8 \
-	LEAQ         (R8)(R8*2), R9 \
+	ROWS3(ldo+96(FP), R8, R9) \
 	LOAD16x4 \
 	MOVQ         s+0(FP), R15 \
 	MOVQ         $256, R13 \
@@ -156,9 +152,7 @@ loop: \
 TEXT ·flashScores64AVX512(SB), NOSPLIT, $0-52
 	MOVQ         s+0(FP), DX
 	MOVQ         q+8(FP), SI
-	MOVQ         ldq+16(FP), R8
-	SHLQ         $2, R8
-	LEAQ         (R8)(R8*2), R9
+	ROWS3(ldq+16(FP), R8, R9)
 	MOVQ         kt+24(FP), R11
 	MOVQ         nq+32(FP), BX
 	MOVQ         hd+40(FP), R12
@@ -222,15 +216,11 @@ sdone:
 // gets p[i][j]·v[j][d] added for j in order (the oracle's fused chain).
 TEXT ·flashAccumAVX512(SB), NOSPLIT, $0-56
 	MOVQ o+0(FP), DI
-	MOVQ ldo+8(FP), R8
-	SHLQ $2, R8
-	LEAQ (R8)(R8*2), R9
+	ROWS3(ldo+8(FP), R8, R9)
 	MOVQ p+16(FP), SI
 	MOVQ v+24(FP), R11
 	MOVQ nq+32(FP), BX
-	MOVQ nk+40(FP), R13
-	SHLQ $2, R13
-	LEAQ (R13)(R13*2), R14
+	ROWS3(nk+40(FP), R13, R14)
 	MOVQ vd+48(FP), R12
 	SHLQ $2, R12
 

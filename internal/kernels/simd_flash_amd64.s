@@ -150,20 +150,46 @@ done: \
 	MOVQ vd+64(FP), r;      \
 	SHLQ $2, r
 
+// SCORESARGS: the FlashScores kernels' arguments s, q, ldq, hd and
+// scale: DI = s, SI = q, R9 = ldq in bytes, R12 = hd, Y15 = scale;
+// COLARGS adds those of the kernels over keys stored by column: DX = k,
+// R10 = kstride, R11 = nq, R8 = the bytes of a row of FlashTile's s.
+#define SCORESARGS \
+	MOVQ         s+0(FP), DI;    \
+	MOVQ         q+8(FP), SI;    \
+	MOVQ         ldq+16(FP), R9; \
+	SHLQ         $2, R9;         \
+	MOVQ         hd+48(FP), R12; \
+	VBROADCASTSS scale+56(FP), Y15
+#define COLARGS \
+	SCORESARGS;                  \
+	MOVQ k+24(FP), DX;           \
+	MOVQ kstride+32(FP), R10;    \
+	MOVQ nq+40(FP), R11;         \
+	MOVQ $256, R8
+
+// NEXTQUAD(lim, col, quad): the next 16 columns of the four rows while
+// BX is below lim (bytes), then the next four rows while there are any.
+#define NEXTQUAD(lim, col, quad) \
+	ADDQ $64, BX;          \
+	CMPQ BX, lim;          \
+	JL   col;              \
+	LEAQ (SI)(R9*4), SI;   \
+	LEAQ (DI)(R8*4), DI;   \
+	SUBQ $4, R11;          \
+	JG   quad;             \
+	VZEROUPPER;            \
+	RET
+
 // func flashScoresAVX2(s, q *float32, ldq int, kt *float32, nq, nk, hd int, scale float32)
 TEXT ·flashScoresAVX2(SB), NOSPLIT, $0-60
-	MOVQ         s+0(FP), DI
-	MOVQ         q+8(FP), SI
-	MOVQ         ldq+16(FP), R9
-	SHLQ         $2, R9
-	MOVQ         kt+24(FP), DX
-	MOVQ         nq+32(FP), R11
-	MOVQ         nk+40(FP), R13
-	SHLQ         $2, R13
-	MOVQ         R13, R8
-	MOVQ         R13, R10
-	MOVQ         hd+48(FP), R12
-	VBROADCASTSS scale+56(FP), Y15
+	SCORESARGS
+	MOVQ kt+24(FP), DX
+	MOVQ nq+32(FP), R11
+	MOVQ nk+40(FP), R13
+	SHLQ $2, R13
+	MOVQ R13, R8
+	MOVQ R13, R10
 	TILE(ZERO4, SCALE4, ZERO1, SCALE1)
 
 // func flashAccumAVX2(o *float32, ldo int, p, v *float32, nq, nk, vd int)
@@ -187,17 +213,8 @@ TEXT ·flashAccumAVX2(SB), NOSPLIT, $0-56
 // byte d*kstride+2j of k) into the first 32 columns of s's rows of
 // FlashTile: the bits of KTile then flashScoresAVX2.
 TEXT ·flashScoresColF16AVX2(SB), NOSPLIT, $0-60
-	MOVQ         s+0(FP), DI
-	MOVQ         q+8(FP), SI
-	MOVQ         ldq+16(FP), R9
-	SHLQ         $2, R9
-	MOVQ         k+24(FP), DX
-	MOVQ         kstride+32(FP), R10
-	MOVQ         nq+40(FP), R11
-	MOVQ         $256, R8
-	MOVQ         $128, R13
-	MOVQ         hd+48(FP), R12
-	VBROADCASTSS scale+56(FP), Y15
+	COLARGS
+	MOVQ $128, R13
 	TILEB(BADDR16, BLOAD16, ZERO4, SCALE4, ZERO1, SCALE1)
 
 // func accumKVF16AVX2(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
@@ -233,17 +250,8 @@ TEXT ·accumKVF16AVX2(SB), NOSPLIT, $0-72
 // pairs, the low byte the even value) into the first 32 columns of s's
 // rows of FlashTile: the bits of KTile then flashScoresAVX2.
 TEXT ·flashScoresColQ8AVX2(SB), NOSPLIT, $0-60
-	MOVQ         s+0(FP), DI
-	MOVQ         q+8(FP), SI
-	MOVQ         ldq+16(FP), R9
-	SHLQ         $2, R9
-	MOVQ         k+24(FP), DX
-	MOVQ         kstride+32(FP), R10
-	MOVQ         nq+40(FP), R11
-	MOVQ         $256, R8
-	MOVQ         hd+48(FP), R12
-	SHRQ         $5, R12
-	VBROADCASTSS scale+56(FP), Y15
+	COLARGS
+	SHRQ $5, R12
 
 sq8quad:
 	XORQ BX, BX
@@ -279,15 +287,7 @@ sq8pair:
 	JNZ       sq8blk
 	SCALE4
 	TROWS4(TSTORE)
-	ADDQ      $64, BX
-	CMPQ      BX, $128
-	JL        sq8col
-	LEAQ      (SI)(R9*4), SI
-	LEAQ      (DI)(R8*4), DI
-	SUBQ      $4, R11
-	JG        sq8quad
-	VZEROUPPER
-	RET
+	NEXTQUAD($128, sq8col, sq8quad)
 
 // func accumKVQ8AVX2(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
 // FlashAccumKV of q8_0 rows (stride bytes apart): flashAccumAVX2 with the
@@ -327,16 +327,8 @@ aq8k:
 	DECQ         CX
 	JNZ          aq8k
 	TROWS4(TSTORE)
-	ADDQ         $64, BX
 	MOVQ         X14, AX
-	CMPQ         BX, AX
-	JL           aq8col
-	LEAQ         (SI)(R9*4), SI
-	LEAQ         (DI)(R8*4), DI
-	SUBQ         $4, R11
-	JG           aq8quad
-	VZEROUPPER
-	RET
+	NEXTQUAD(AX, aq8col, aq8quad)
 
 // func kTileQ8ColAVX2(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
 // KTILEQ8COL 8 rows at a time: the codes of a column's pairs at -1 and

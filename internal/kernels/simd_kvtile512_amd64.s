@@ -7,6 +7,19 @@
 // keys × 16 values into Z0-Z15 (a key a register), transpose them in
 // registers and store 16 rows of 16 keys.
 
+// TSTORE4(a, b, c, d): the last round of TRANSPOSE_STORE for four
+// columns: the even and odd 128-bit lanes of a, b and of c, d, stored at
+// R11, R11+R9, R11+2*R9, R11+R15 (Z0-Z3 clobbered).
+#define TSTORE4(a, b, c, d) \
+	VSHUFF32X4 $0x88, b, a, Z0; \
+	VMOVUPS    Z0, (R11);       \
+	VSHUFF32X4 $0x88, d, c, Z1; \
+	VMOVUPS    Z1, (R11)(R9*1); \
+	VSHUFF32X4 $0xdd, b, a, Z2; \
+	VMOVUPS    Z2, (R11)(R9*2); \
+	VSHUFF32X4 $0xdd, d, c, Z3; \
+	VMOVUPS    Z3, (R11)(R15*1)
+
 // TRANSPOSE_STORE: Z0-Z15 hold rows r0..r15 of 16 floats; stores column c
 // (r0[c] .. r15[c]) at R10 + c*R8 (R9 = 4*R8, R15 = 12*R8); clobbers
 // Z0-Z31. Unpacks pair the rows (32-bit, then 64-bit elements), then two
@@ -61,41 +74,13 @@
 	VSHUFF32X4 $0x88, Z15, Z11, Z30 \
 	VSHUFF32X4 $0xdd, Z15, Z11, Z31 \
 	MOVQ R10, R11 \
-	VSHUFF32X4 $0x88, Z18, Z16, Z0 \
-	VMOVUPS Z0, (R11) \
-	VSHUFF32X4 $0x88, Z19, Z17, Z1 \
-	VMOVUPS Z1, (R11)(R9*1) \
-	VSHUFF32X4 $0xdd, Z18, Z16, Z2 \
-	VMOVUPS Z2, (R11)(R9*2) \
-	VSHUFF32X4 $0xdd, Z19, Z17, Z3 \
-	VMOVUPS Z3, (R11)(R15*1) \
+	TSTORE4(Z16, Z18, Z17, Z19) \
 	ADDQ R8, R11 \
-	VSHUFF32X4 $0x88, Z22, Z20, Z0 \
-	VMOVUPS Z0, (R11) \
-	VSHUFF32X4 $0x88, Z23, Z21, Z1 \
-	VMOVUPS Z1, (R11)(R9*1) \
-	VSHUFF32X4 $0xdd, Z22, Z20, Z2 \
-	VMOVUPS Z2, (R11)(R9*2) \
-	VSHUFF32X4 $0xdd, Z23, Z21, Z3 \
-	VMOVUPS Z3, (R11)(R15*1) \
+	TSTORE4(Z20, Z22, Z21, Z23) \
 	ADDQ R8, R11 \
-	VSHUFF32X4 $0x88, Z26, Z24, Z0 \
-	VMOVUPS Z0, (R11) \
-	VSHUFF32X4 $0x88, Z27, Z25, Z1 \
-	VMOVUPS Z1, (R11)(R9*1) \
-	VSHUFF32X4 $0xdd, Z26, Z24, Z2 \
-	VMOVUPS Z2, (R11)(R9*2) \
-	VSHUFF32X4 $0xdd, Z27, Z25, Z3 \
-	VMOVUPS Z3, (R11)(R15*1) \
+	TSTORE4(Z24, Z26, Z25, Z27) \
 	ADDQ R8, R11 \
-	VSHUFF32X4 $0x88, Z30, Z28, Z0 \
-	VMOVUPS Z0, (R11) \
-	VSHUFF32X4 $0x88, Z31, Z29, Z1 \
-	VMOVUPS Z1, (R11)(R9*1) \
-	VSHUFF32X4 $0xdd, Z30, Z28, Z2 \
-	VMOVUPS Z2, (R11)(R9*2) \
-	VSHUFF32X4 $0xdd, Z31, Z29, Z3 \
-	VMOVUPS Z3, (R11)(R15*1)
+	TSTORE4(Z28, Z30, Z29, Z31)
 
 // LOADF32: Z0-Z15 = 16 rows from AX on, R13 bytes apart (AX moves on).
 #define LOADF32 \
