@@ -209,6 +209,27 @@ sdone:
 	VZEROUPPER
 	RET
 
+// ACOLS(LOAD): flashAccumAVX512's columns at DX (bytes): R10 = their
+// row 0 of o, LOAD its rows into the accumulators, AX = their row 0 of
+// v, R15 = the rows' p, CX = nk.
+#define ACOLS(LOAD) \
+	LEAQ (DI)(DX*1), R10;  \
+	LOAD;                  \
+	LEAQ (R11)(DX*1), AX;  \
+	MOVQ SI, R15;          \
+	MOVQ R13, CX;          \
+	SHRQ $2, CX
+
+// LOAD4x1: 16 columns of four rows of o at R10 into Z0, Z4, Z8, Z12;
+// LOAD1x1: of one row into Z0.
+#define LOAD4x1 \
+	VMOVUPS (R10), Z0;       \
+	VMOVUPS (R10)(R8*1), Z4; \
+	VMOVUPS (R10)(R8*2), Z8; \
+	VMOVUPS (R10)(R9*1), Z12
+
+#define LOAD1x1 VMOVUPS (R10), Z0
+
 // func flashAccumAVX512(o *float32, ldo int, p, v *float32, nq, nk, vd int)
 // FlashAccum for vd a multiple of 16: rows four at a time, their columns
 // 64 at a time (Z(4i+c): row i's columns 16c..16c+15) then 16 at a time;
@@ -233,12 +254,7 @@ aquad64:
 	LEAQ 256(DX), R15
 	CMPQ R15, R12
 	JG   aquad16
-	LEAQ (DI)(DX*1), R10
-	LOAD16x4
-	LEAQ (R11)(DX*1), AX
-	MOVQ SI, R15
-	MOVQ R13, CX
-	SHRQ $2, CX
+	ACOLS(LOAD16x4)
 
 aquad64j:
 	VMOVUPS      0(AX), Z16
@@ -261,15 +277,7 @@ aquad64j:
 aquad16:
 	CMPQ DX, R12
 	JGE  aquadnext
-	LEAQ (DI)(DX*1), R10
-	VMOVUPS (R10), Z0
-	VMOVUPS (R10)(R8*1), Z4
-	VMOVUPS (R10)(R8*2), Z8
-	VMOVUPS (R10)(R9*1), Z12
-	LEAQ (R11)(DX*1), AX
-	MOVQ SI, R15
-	MOVQ R13, CX
-	SHRQ $2, CX
+	ACOLS(LOAD4x1)
 
 aquad16j:
 	VMOVUPS      (AX), Z16
@@ -306,12 +314,7 @@ aone:
 aone16:
 	CMPQ DX, R12
 	JGE  aonenext
-	LEAQ (DI)(DX*1), R10
-	VMOVUPS (R10), Z0
-	LEAQ (R11)(DX*1), AX
-	MOVQ SI, R15
-	MOVQ R13, CX
-	SHRQ $2, CX
+	ACOLS(LOAD1x1)
 
 aone16j:
 	VBROADCASTSS (R15), Z20
@@ -402,14 +405,9 @@ GLOBL fexpc<>(SB), RODATA|NOPTR, $60
 // HMAX16(z, y, x, ty, tx): every lane of x (z's low quarter; y its low
 // half) is the largest of z's 16 floats (ty/tx scratch).
 #define HMAX16(z, y, x, ty, tx) \
-	VEXTRACTF64X4 $1, z, ty;    \
-	VMAXPS        ty, y, y;     \
-	VEXTRACTF128  $1, y, tx;    \
-	VMAXPS        tx, x, x;     \
-	VPERMILPS     $0x4e, x, tx; \
-	VMAXPS        tx, x, x;     \
-	VPERMILPS     $0xb1, x, tx; \
-	VMAXPS        tx, x, x
+	VEXTRACTF64X4 $1, z, ty; \
+	VMAXPS        ty, y, y;  \
+	HMAX8(y, x, tx)
 
 // func expSumAVX512(x *float32, n int, m float32) float32
 // ExpSum for n a multiple of 16 (> 0): FEXP16 on 16 lanes, lane l summing
