@@ -71,3 +71,25 @@ func tileKernels(k [NumKVTypes]tileAsm) (out [NumKVTypes]func(dst []float32, ld 
 	}
 	return out
 }
+
+// flashKVAsm are a path's flash kernels over the cache's rows in place, by
+// KV type (nil: none), as the generator's table lists them (flashKVs in
+// internal/gen; <path>FlashKV returns them).
+type flashKVAsm struct {
+	accum  [NumKVTypes]accumKVAsm
+	scores [NumKVTypes]scoresColAsm
+	col    [NumKVTypes]colAsm
+	tile   [NumKVTypes][NumKVTypes]tileAsmKV
+}
+
+// scoresColAsm is a FlashScores kernel over 32 keys stored by column in
+// place (flashScoresColF16AVX2).
+type scoresColAsm func(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
+
+// colAsm is KTile of keys by column: blocks blocks of 32 values of cnt
+// keys, the word columns stride bytes apart (kTileQ8ColAVX2).
+type colAsm func(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
+
+// tileAsmKV is the signature of the FlashTileKV kernels: the runs' first
+// words of the head, the strides in bytes.
+type tileAsmKV func(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)

@@ -2,11 +2,7 @@
 
 package kernels
 
-import (
-	"unsafe"
-
-	"golang.org/x/sys/cpu"
-)
+import "unsafe"
 
 // Flash attention's kernels on the avx2 path (simd_flash_amd64.s, and the
 // KV tile decoders of simd_kvtile_amd64.s): FMA and AVX2, which the path
@@ -26,44 +22,21 @@ func expSumAVX2(x *float32, n int, m float32) float32
 //go:noescape
 func flashSoftmaxAVX2(s *float32, nq int, m, l, o *float32, ldo, vd int)
 
-//go:noescape
-func flashScoresColF16AVX2(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
-
-//go:noescape
-func accumKVF16AVX2(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
-
-//go:noescape
-func flashScoresColQ8AVX2(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
-
-//go:noescape
-func accumKVQ8AVX2(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
-
-//go:noescape
-func kTileQ8ColAVX2(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
-
 var _ = registerFlash("avx2", func() *flashKernels {
 	k := asmFlash(flashScoresAVX2, flashAccumAVX2, expSumAVX2, maxAVX2, expAVX2, flashSoftmaxAVX2, avx2TileKernels)
-	if !cpu.X86.HasF16C {
-		return k
-	}
-	// f16 and q8_0 keys by column, and values of either by row
-	scores := [NumKVTypes]scoresColAVX2{KVF16: flashScoresColF16AVX2, KVQ8_0: flashScoresColQ8AVX2}
-	accum := [NumKVTypes]accumKVAsm{KVF16: accumKVF16AVX2, KVQ8_0: accumKVQ8AVX2}
-	for _, kt := range []KVType{KVF16, KVQ8_0} {
-		for _, vt := range []KVType{KVF16, KVQ8_0} {
-			k.tile[kt][vt] = tileAVX2(scores[kt], accum[vt])
+	// keys by column that the scores kernels read, values by row that the
+	// accum kernels add (f16 and q8_0, with F16C)
+	f := avx2FlashKV()
+	for kt, scores := range f.scores {
+		for vt, accum := range f.accum {
+			if scores != nil && accum != nil {
+				k.tile[kt][vt] = tileAVX2(scores, accum)
+			}
 		}
 	}
-	k.kColQ8 = func(dst []float32, ld int, r KVRows, w, cnt int) int {
-		kTileQ8ColAVX2(&dst[0], ld, colHead(&r), 2*r.Stride, w/32, cnt)
-		return cnt
-	}
+	k.kColQ8 = colKernel(f.col[KVQ8_0])
 	return k
 }())
-
-// scoresColAVX2 is the signature of the avx2 path's FlashScores kernels over
-// 32 keys stored by column in place (flashScoresColF16AVX2).
-type scoresColAVX2 func(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
 
 // tileAVX2 is FlashTileKV on the avx2 path for keys by column that scores
 // reads and values by row that accum adds, in five calls (sixteen
@@ -72,7 +45,7 @@ type scoresColAVX2 func(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, 
 // added from the rows in place; the next keys, then values, asked for
 // before each half. A decode at depth 8000 had spent a third of its
 // attention writing and reading back the decoded key and value tiles.
-func tileAVX2(scores scoresColAVX2, accum accumKVAsm) func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
+func tileAVX2(scores scoresColAsm, accum accumKVAsm) func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
 	return func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32) {
 		const half, hd = FlashTile / 2, 64
 		for h := range 2 {

@@ -21,62 +21,40 @@ func rowMaxAVX512(x *float32, n int) float32
 //go:noescape
 func flashSoftmaxAVX512(s *float32, nq int, m, l, o *float32, ldo, vd int)
 
-//go:noescape
-func kTileF32AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
-
-//go:noescape
-func kTileF16AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
-
-//go:noescape
-func kTileQ8AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
-
-//go:noescape
-func vTileF32AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
-
-//go:noescape
-func vTileF16AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
-
-//go:noescape
-func vTileQ8AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
-
-// avx512Tiles are the path's tile decoders (the other types come from avx2,
-// see installFlash), wrapped by tileKernels as every path's are.
-var avx512Tiles = func() (t struct{ k, v [NumKVTypes]tileAsm }) {
-	t.k[KVF32], t.v[KVF32] = kTileF32AVX512, vTileF32AVX512
-	t.k[KVF16], t.v[KVF16] = kTileF16AVX512, vTileF16AVX512
-	t.k[KVQ8_0], t.v[KVQ8_0] = kTileQ8AVX512, vTileQ8AVX512
-	return t
-}()
-
-var flashAVX512 = &flashKernels{
-	scores: func(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32) {
-		if nk != FlashTile {
-			flashScoresGo(s, q, ldq, kt, nq, nk, hd, scale)
-			return
+// flashAVX512 are the avx512 path's flash kernels: the tile decoders and
+// kernels over the cache in place of the generator's table (the other
+// types' decoders come from avx2, see installFlash).
+var flashAVX512 = func() *flashKernels {
+	tk, tv := avx512TileKernels()
+	f := avx512FlashKV()
+	k := &flashKernels{
+		scores: func(s, q []float32, ldq int, kt []float32, nq, nk, hd int, scale float32) {
+			if nk != FlashTile {
+				flashScoresGo(s, q, ldq, kt, nq, nk, hd, scale)
+				return
+			}
+			flashScores64AVX512(&s[0], &q[0], ldq, &kt[0], nq, hd, scale)
+		},
+		accum: func(o []float32, ldo int, p, v []float32, nq, nk, vd int) {
+			flashAccumAVX512(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
+		},
+		expSum:  func(x []float32, m float32) float32 { return expSumAVX512(&x[0], len(x), m) },
+		rowMax:  func(x []float32) float32 { return rowMaxAVX512(&x[0], len(x)) },
+		softmax: asmSoftmax(flashSoftmaxAVX512),
+		exp:     expAVX512,
+		kTile:   tileKernels(tk),
+		vTile:   tileKernels(tv),
+		kColQ8:  colKernel(f.col[KVQ8_0]),
+	}
+	for kt := range f.tile {
+		for vt, g := range f.tile[kt] {
+			if g != nil {
+				k.tile[kt][vt] = asmTileKV(g)
+			}
 		}
-		flashScores64AVX512(&s[0], &q[0], ldq, &kt[0], nq, hd, scale)
-	},
-	accum: func(o []float32, ldo int, p, v []float32, nq, nk, vd int) {
-		flashAccumAVX512(&o[0], ldo, &p[0], &v[0], nq, nk, vd)
-	},
-	expSum:  func(x []float32, m float32) float32 { return expSumAVX512(&x[0], len(x), m) },
-	rowMax:  func(x []float32) float32 { return rowMaxAVX512(&x[0], len(x)) },
-	softmax: asmSoftmax(flashSoftmaxAVX512),
-	exp:     expAVX512,
-	kTile:   tileKernels(avx512Tiles.k),
-	vTile:   tileKernels(avx512Tiles.v),
-	kColQ8: func(dst []float32, ld int, r KVRows, w, cnt int) int {
-		kTileQ8ColAVX512(&dst[0], ld, &r.W[r.T.Words(r.Off)*r.Stride], 2*r.Stride, w/32, cnt)
-		return cnt
-	},
-	tile: func() (t [NumKVTypes][NumKVTypes]func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRows, m, l, o []float32, ldo int, scale float32)) {
-		t[KVF16][KVF16] = asmTileKV(flashTileF16F16AVX512)
-		t[KVF16][KVQ8_0] = asmTileKV(flashTileF16Q8AVX512)
-		t[KVQ8_0][KVF16] = asmTileKV(flashTileQ8F16AVX512)
-		t[KVQ8_0][KVQ8_0] = asmTileKV(flashTileQ8Q8AVX512)
-		return t
-	}(),
-}
+	}
+	return k
+}()
 
 var (
 	_ = registerFlash("avx512", flashAVX512)
@@ -90,10 +68,6 @@ func expAVX512(x float32) float32 {
 	expSumAVX512(&b[0], 16, 0)
 	return b[0]
 }
-
-// tileAsmKV is the signature of the FlashTileKV kernels: the runs' first
-// words of the head, the strides in bytes.
-type tileAsmKV func(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
 
 // colHead and rowHead are the first word of the head of rows r stored by
 // column and by row (the FlashTileKV kernels' arguments).
@@ -109,17 +83,14 @@ func asmTileKV(f tileAsmKV) func(s, q []float32, ldq int, k, v, pk, pv *[2]KVRow
 	}
 }
 
-//go:noescape
-func flashTileF16F16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
-
-//go:noescape
-func flashTileF16Q8AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
-
-//go:noescape
-func flashTileQ8F16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
-
-//go:noescape
-func flashTileQ8Q8AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
-
-//go:noescape
-func kTileQ8ColAVX512(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
+// colKernel turns a KTile kernel of keys by column into flashKernels'
+// kColQ8 (nil: none).
+func colKernel(f colAsm) func(dst []float32, ld int, r KVRows, w, cnt int) int {
+	if f == nil {
+		return nil
+	}
+	return func(dst []float32, ld int, r KVRows, w, cnt int) int {
+		f(&dst[0], ld, colHead(&r), 2*r.Stride, w/32, cnt)
+		return cnt
+	}
+}

@@ -336,6 +336,29 @@ func hasAccumKV(path string) bool {
 	return hasKVKernels(path) || runtime.GOARCH == "arm64" && pathIndex(path) >= pathIndex("neon")
 }
 
+// The paths that hasKVKernels names keep q8_0 keys by column and have
+// FlashTileKV for every pairing of f16 and q8_0 keys and values (the
+// generator's flashKVs table); the others keep q8_0 keys by row. A path
+// that lost its kernels would still give the right bits, the Go ones.
+func TestKVKernelsOfPaths(t *testing.T) {
+	eachPath(t, func(t *testing.T, path string) {
+		want := hasKVKernels(path)
+		if got := KeysByColumn(KVQ8_0); got != want {
+			t.Errorf("KeysByColumn(q8_0) = %v, want %v", got, want)
+		}
+		for _, kt := range []KVType{KVF16, KVQ8_0} {
+			for _, vt := range []KVType{KVF16, KVQ8_0} {
+				if got := flashNow.tile[kt][vt] != nil; got != want {
+					t.Errorf("FlashTileKV of %v keys and %v values: %v, want %v", kt, vt, got, want)
+				}
+			}
+			if got := accumKVNow[kt] != nil; got != hasAccumKV(path) {
+				t.Errorf("FlashAccumKV of %v values: %v, want %v", kt, got, hasAccumKV(path))
+			}
+		}
+	})
+}
+
 // FlashTileKV gives the bits of the calls it stands for (KTile, FlashScores,
 // FlashSoftmax, FlashAccumKV) where the path has it, for keys and values
 // of f16 and q8_0, from any state (a first tile, m growing, m staying),

@@ -145,6 +145,96 @@ func kTileF8E4M3AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
 //go:noescape
 func vTileF8E4M3AVX2(dst *float32, ld int, src *byte, stride, w, cnt int)
 
+// avx2FlashKV returns the avx2 path's flash kernels over
+// the cache's rows in place by KV type (nil: none).
+func avx2FlashKV() (f flashKVAsm) {
+	if !cpu.X86.HasF16C {
+		return f
+	}
+	f.accum[KVF16] = accumKVF16AVX2
+	f.scores[KVF16] = flashScoresColF16AVX2
+	f.accum[KVQ8_0] = accumKVQ8AVX2
+	f.scores[KVQ8_0] = flashScoresColQ8AVX2
+	f.col[KVQ8_0] = kTileQ8ColAVX2
+	return f
+}
+
+//go:noescape
+func accumKVF16AVX2(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
+
+//go:noescape
+func flashScoresColF16AVX2(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
+
+//go:noescape
+func accumKVQ8AVX2(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
+
+//go:noescape
+func flashScoresColQ8AVX2(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
+
+//go:noescape
+func kTileQ8ColAVX2(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
+
+// avx512TileKernels returns the avx512 path's KV tile decoders
+// (nil: the Go decoder's).
+func avx512TileKernels() (k, v [NumKVTypes]tileAsm) {
+	k[KVF32], v[KVF32] = kTileF32AVX512, vTileF32AVX512
+	k[KVF16], v[KVF16] = kTileF16AVX512, vTileF16AVX512
+	k[KVQ8_0], v[KVQ8_0] = kTileQ8_0AVX512, vTileQ8_0AVX512
+	return k, v
+}
+
+//go:noescape
+func kTileF32AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileF32AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileF16AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileF16AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func kTileQ8_0AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+//go:noescape
+func vTileQ8_0AVX512(dst *float32, ld int, src *byte, stride, w, cnt int)
+
+// avx512FlashKV returns the avx512 path's flash kernels over
+// the cache's rows in place by KV type (nil: none).
+func avx512FlashKV() (f flashKVAsm) {
+	f.accum[KVF16] = accumKVF16AVX512
+	f.accum[KVQ8_0] = accumKVQ8AVX512
+	f.col[KVQ8_0] = kTileQ8ColAVX512
+	f.tile[KVF16][KVF16] = flashTileF16F16AVX512
+	f.tile[KVF16][KVQ8_0] = flashTileF16Q8AVX512
+	f.tile[KVQ8_0][KVF16] = flashTileQ8F16AVX512
+	f.tile[KVQ8_0][KVQ8_0] = flashTileQ8Q8AVX512
+	return f
+}
+
+//go:noescape
+func accumKVF16AVX512(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
+
+//go:noescape
+func accumKVQ8AVX512(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
+
+//go:noescape
+func kTileQ8ColAVX512(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
+
+//go:noescape
+func flashTileF16F16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
+
+//go:noescape
+func flashTileF16Q8AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
+
+//go:noescape
+func flashTileQ8F16AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
+
+//go:noescape
+func flashTileQ8Q8AVX512(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
+
 // The avx2 path's kernels (AVX2).
 
 //go:noescape

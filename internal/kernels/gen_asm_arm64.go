@@ -217,6 +217,20 @@ func kTileF8E4M3NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
 //go:noescape
 func vTileF8E4M3NEON(dst *float32, ld int, src *byte, stride, w, cnt int)
 
+// neonFlashKV returns the neon path's flash kernels over
+// the cache's rows in place by KV type (nil: none).
+func neonFlashKV() (f flashKVAsm) {
+	f.accum[KVF16] = accumKVF16NEON
+	f.accum[KVQ8_0] = accumKVQ8NEON
+	return f
+}
+
+//go:noescape
+func accumKVF16NEON(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
+
+//go:noescape
+func accumKVQ8NEON(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
+
 // The neon path's kernels (NEON).
 
 //go:noescape

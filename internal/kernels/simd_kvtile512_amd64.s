@@ -360,14 +360,14 @@ TEXT ·kTileF32AVX512(SB), NOSPLIT, $0-48
 TEXT ·kTileF16AVX512(SB), NOSPLIT, $0-48
 	KTILE(LOADF16, BLOCKF16, PF2)
 
-// func kTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
-TEXT ·kTileQ8AVX512(SB), NOSPLIT, $0-48
+// func kTileQ8_0AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+TEXT ·kTileQ8_0AVX512(SB), NOSPLIT, $0-48
 	KTILE(LOADQ8, BLOCKQ8, PF2)
 
-// func vTileQ8AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
+// func vTileQ8_0AVX512(dst *float32, ld int, src *uint16, stride, w, cnt int)
 // VTile of Q8_0: dst[j*ld+d] = value d of row j, for d < w (a multiple of
 // 32), j < cnt: per block, its scale times its int8s.
-TEXT ·vTileQ8AVX512(SB), NOSPLIT, $0-48
+TEXT ·vTileQ8_0AVX512(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
 	MOVQ ld+8(FP), R8
 	SHLQ $2, R8

@@ -52,6 +52,19 @@ var isas = []isa{
 	{Name: "i8mm", Asm: "SMMLA", Const: "asmSMMLA", Arch: "arm64", CPU: "ARM64", Pairs: true, Base: &dotprod},
 }
 
+// kvPath is an instruction-set path with KV cache kernels (the tile
+// decoders, the flash kernels over the cache in place). avx512 is one
+// here, though its dot products come from the packed kernels (packPaths).
+type kvPath struct {
+	Name, Asm, Arch, CPU string
+}
+
+var kvPaths = []kvPath{
+	{Name: "avx2", Asm: "AVX2", Arch: "amd64", CPU: "X86"},
+	{Name: "avx512", Asm: "AVX512", Arch: "amd64", CPU: "X86"},
+	{Name: "neon", Asm: "NEON", Arch: "arm64", CPU: "ARM64"},
+}
+
 // kvTile is a KV cache type (kernels.KVType KV<Name>) with assembly tile
 // decoders, kTile<Name><Asm> and vTile<Name><Asm>, on the paths of ISAs
 // (mapped to the extra CPU feature they need on top of the path's own).
@@ -61,12 +74,53 @@ type kvTile struct {
 }
 
 var kvTiles = []kvTile{
-	{Name: "F32", ISAs: map[string]string{"avx2": "", "neon": ""}},
-	{Name: "F16", ISAs: map[string]string{"avx2": "HasF16C", "neon": ""}},
+	{Name: "F32", ISAs: map[string]string{"avx2": "", "avx512": "", "neon": ""}},
+	{Name: "F16", ISAs: map[string]string{"avx2": "HasF16C", "avx512": "", "neon": ""}},
 	{Name: "BF16", ISAs: map[string]string{"avx2": "", "neon": ""}},
-	{Name: "Q8_0", ISAs: map[string]string{"avx2": "", "neon": ""}},
+	{Name: "Q8_0", ISAs: map[string]string{"avx2": "", "avx512": "", "neon": ""}},
 	{Name: "Q4_0", ISAs: map[string]string{"avx2": "", "neon": ""}},
 	{Name: "F8E4M3", ISAs: map[string]string{"avx2": "", "neon": ""}},
+}
+
+// Kinds of flash kernels over a KV type's rows in place (flashKV.Kinds).
+const (
+	// accumKV<Short><Asm>: FlashAccumKV, values by row.
+	fkAccum = "accum"
+	// flashScoresCol<Short><Asm>: FlashScores of 32 keys by column
+	// (avx2's FlashTileKV is these, FlashSoftmax and accum).
+	fkScores = "scores"
+	// flashTile<K><V><Asm>: FlashTileKV in one kernel, keys by column,
+	// for every pair of key and value types of the path with it.
+	fkTile = "tile"
+	// kTile<Short>Col<Asm>: KTile of keys by column.
+	fkCol = "col"
+)
+
+// flashKV is a KV cache type whose rows the flash kernels read in place:
+// for each path, the kinds of kernels it has (each a macro per block in
+// the path's assembly skeletons) and the extra CPU feature they need.
+type flashKV struct {
+	Name  string // the KVType constant's suffix
+	Short string // its name in the kernels' names
+	Paths map[string]flashKinds
+}
+
+type flashKinds struct {
+	Kinds []string
+	Need  string
+}
+
+var flashKVs = []flashKV{
+	{Name: "F16", Short: "F16", Paths: map[string]flashKinds{
+		"avx2":   {Kinds: []string{fkAccum, fkScores}, Need: "HasF16C"},
+		"avx512": {Kinds: []string{fkAccum, fkTile}},
+		"neon":   {Kinds: []string{fkAccum}},
+	}},
+	{Name: "Q8_0", Short: "Q8", Paths: map[string]flashKinds{
+		"avx2":   {Kinds: []string{fkAccum, fkScores, fkCol}, Need: "HasF16C"},
+		"avx512": {Kinds: []string{fkAccum, fkTile, fkCol}},
+		"neon":   {Kinds: []string{fkAccum}},
+	}},
 }
 
 // arches are the architectures with assembly kernels, one generated file
@@ -222,10 +276,10 @@ func asmDot4(p asmPath, t Type, w *byte, x *[4]*float32, qs *[4]*int8, d, s *[4]
 		panic(noAsm(p, t))
 	}
 }
-{{range .Paths}}{{if .Tiles}}
-// {{.ISA.Name}}TileKernels returns the {{.ISA.Name}} path's KV tile decoders
+{{range .KV}}{{$p := .}}{{if .Tiles}}
+// {{.Path.Name}}TileKernels returns the {{.Path.Name}} path's KV tile decoders
 // (nil: the Go decoder's).
-func {{.ISA.Name}}TileKernels() (k, v [NumKVTypes]tileAsm) {
+func {{.Path.Name}}TileKernels() (k, v [NumKVTypes]tileAsm) {
 {{- range .Tiles}}
 	{{if .Need}}if cpu.{{.CPU}}.{{.Need}} {
 		{{end}}k[KV{{.Name}}], v[KV{{.Name}}] = kTile{{.Name}}{{.Asm}}, vTile{{.Name}}{{.Asm}}
@@ -240,6 +294,41 @@ func kTile{{.Name}}{{.Asm}}(dst *float32, ld int, src *byte, stride, w, cnt int)
 
 //go:noescape
 func vTile{{.Name}}{{.Asm}}(dst *float32, ld int, src *byte, stride, w, cnt int)
+{{end}}{{end}}{{if .Flash}}
+// {{.Path.Name}}FlashKV returns the {{.Path.Name}} path's flash kernels over
+// the cache's rows in place by KV type (nil: none).
+func {{.Path.Name}}FlashKV() (f flashKVAsm) {
+{{- if .Need}}
+	if !cpu.{{.Path.CPU}}.{{.Need}} {
+		return f
+	}
+{{- end}}
+{{- range .Flash}}{{$t := .}}
+{{- range .Kinds}}{{if eq . "accum"}}
+	f.accum[KV{{$t.Name}}] = accumKV{{$t.Short}}{{$p.Path.Asm}}
+{{- else if eq . "scores"}}
+	f.scores[KV{{$t.Name}}] = flashScoresCol{{$t.Short}}{{$p.Path.Asm}}
+{{- else if eq . "col"}}
+	f.col[KV{{$t.Name}}] = kTile{{$t.Short}}Col{{$p.Path.Asm}}
+{{- end}}{{end}}
+{{- end}}
+{{- range .Pairs}}
+	f.tile[KV{{.K.Name}}][KV{{.V.Name}}] = flashTile{{.K.Short}}{{.V.Short}}{{$p.Path.Asm}}
+{{- end}}
+	return f
+}
+{{range .Flash}}{{$t := .}}{{range .Kinds}}{{if eq . "accum"}}
+//go:noescape
+func accumKV{{$t.Short}}{{$p.Path.Asm}}(o *float32, ldo int, p *float32, ldp int, v *byte, stride, nq, nk, vd int)
+{{else if eq . "scores"}}
+//go:noescape
+func flashScoresCol{{$t.Short}}{{$p.Path.Asm}}(s, q *float32, ldq int, k *uint16, kstride, nq, hd int, scale float32)
+{{else if eq . "col"}}
+//go:noescape
+func kTile{{$t.Short}}Col{{$p.Path.Asm}}(dst *float32, ld int, src *uint16, stride, blocks, cnt int)
+{{end}}{{end}}{{end}}{{range .Pairs}}
+//go:noescape
+func flashTile{{.K.Short}}{{.V.Short}}{{$p.Path.Asm}}(s, q *float32, ldq int, k0, k1 *uint16, kstride int, v0, v1 *uint16, vstride int, m, l, o *float32, ldo int, scale float32, pk0, pk1, pv0, pv1 *uint16)
 {{end}}{{end}}{{end}}
 {{- range .Paths}}{{$p := .}}
 // The {{.ISA.Name}} path's kernels ({{.ISA.Asm}}).
@@ -256,7 +345,24 @@ type pathData struct {
 	ISA   isa
 	Doc   string
 	Types []isaType
+}
+
+// kvPathData is a KV path's part of its architecture's file: its tile
+// decoders, and its flash kernels by type (Flash) and pair of types
+// (Pairs: the types with fkTile kernels, keys by values), all needing
+// Need.
+type kvPathData struct {
+	Path  kvPath
 	Tiles []tileType
+	Flash []flashType
+	Pairs []struct{ K, V flashType }
+	Need  string
+}
+
+// flashType is a KV type's flash kernels on a path.
+type flashType struct {
+	Name, Short string
+	Kinds       []string
 }
 
 // tileType is a KV type's tile decoders on a path.
@@ -430,6 +536,7 @@ func archFile(arch string) ([]byte, error) {
 		Arch        string
 		ISAs        []isa
 		Paths       []pathData
+		KV          []kvPathData
 		Unsafe, CPU bool // imports
 	}{Arch: arch}
 	for _, is := range isas {
@@ -452,14 +559,45 @@ func archFile(arch string) ([]byte, error) {
 			data.Unsafe = data.Unsafe || t.Ptr == "*float32"
 			data.CPU = data.CPU || need != ""
 		}
+		data.ISAs = append(data.ISAs, is)
+		data.Paths = append(data.Paths, pd)
+	}
+	for _, kp := range kvPaths {
+		if kp.Arch != arch {
+			continue
+		}
+		kd := kvPathData{Path: kp}
 		for _, kt := range kvTiles {
-			if need, ok := kt.ISAs[is.Name]; ok {
-				pd.Tiles = append(pd.Tiles, tileType{Name: kt.Name, Asm: is.Asm, CPU: is.CPU, Need: need})
+			if need, ok := kt.ISAs[kp.Name]; ok {
+				kd.Tiles = append(kd.Tiles, tileType{Name: kt.Name, Asm: kp.Asm, CPU: kp.CPU, Need: need})
 				data.CPU = data.CPU || need != ""
 			}
 		}
-		data.ISAs = append(data.ISAs, is)
-		data.Paths = append(data.Paths, pd)
+		var tiles []flashType
+		for i, f := range flashKVs {
+			k, ok := f.Paths[kp.Name]
+			if !ok {
+				continue
+			}
+			if i > 0 && len(kd.Flash) > 0 && k.Need != kd.Need {
+				return nil, fmt.Errorf("path %s: type %s: the flash kernels of a path need one feature", kp.Name, f.Name)
+			}
+			kd.Need = k.Need
+			data.CPU = data.CPU || k.Need != ""
+			ft := flashType{Name: f.Name, Short: f.Short, Kinds: k.Kinds}
+			kd.Flash = append(kd.Flash, ft)
+			for _, kind := range k.Kinds {
+				if kind == fkTile {
+					tiles = append(tiles, ft)
+				}
+			}
+		}
+		for _, kt := range tiles {
+			for _, vt := range tiles {
+				kd.Pairs = append(kd.Pairs, struct{ K, V flashType }{kt, vt})
+			}
+		}
+		data.KV = append(data.KV, kd)
 	}
 	var b bytes.Buffer
 	if err := archTmpl.Execute(&b, data); err != nil {
