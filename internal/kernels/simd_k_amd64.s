@@ -337,7 +337,7 @@ loop: \
 // Y0-Y3 accumulate the activation rows, AX is 32*super-block index (offset
 // into d and s; 8*AX into qs). rows consecutive weight rows: row r's output
 // for activation row k goes to out[k*stride + r] (R15 = stride in bytes).
-#define KDOT4(UNPACK, size) \
+#define KDOT4(UNPACK, size, ROW) \
 	MOVQ    w+0(FP), SI; \
 	MOVQ    tab+40(FP), R8; \
 	MOVQ    stride+64(FP), R15; \
@@ -356,10 +356,10 @@ loop: \
 	KSCALES; \
 	KSCALESF; \
 	UNPACK; \
-	KROW4(0, Y0); \
-	KROW4(8, Y1); \
-	KROW4(16, Y2); \
-	KROW4(24, Y3); \
+	ROW(0, Y0); \
+	ROW(8, Y1); \
+	ROW(16, Y2); \
+	ROW(24, Y3); \
 	ADDQ $size, SI; \
 	ADDQ $32, AX; \
 	DECQ CX; \
@@ -491,13 +491,25 @@ TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-64
 TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-64
 	KDOT(NOSETUP, SUMSQ5K, 176)
 
+// func dot4Q4_KAVX2X(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+// dot4Q4_KAVX2 on 128-bit registers (split256).
+TEXT ·dot4Q4_KAVX2X(SB), NOSPLIT, $320-72
+	KDOT4(UNPACKQ4K, 144, KROW4)
+
 // func dot4Q4_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q4_KAVX2(SB), NOSPLIT, $320-72
-	KDOT4(UNPACKQ4K, 144)
+// The avx2 path's four-input Q4_K kernel: dot4Q4_KAVX2X where the CPU
+// splits 256-bit integer multiplies (split256), else dot4Q4_KAVX2Y.
+TEXT ·dot4Q4_KAVX2(SB), NOSPLIT, $0-72
+	CMPB ·split256(SB), $0
+	JNE  narrow
+	JMP  ·dot4Q4_KAVX2Y(SB)
+
+narrow:
+	JMP ·dot4Q4_KAVX2X(SB)
 
 // func dot4Q5_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 TEXT ·dot4Q5_KAVX2(SB), NOSPLIT, $320-72
-	KDOT4(UNPACKQ5K, 176)
+	KDOT4(UNPACKQ5K, 176, KROW4)
 
 // func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
 // As dot4Q4_K: the super-block's quants (0..63, element order) go to
@@ -631,3 +643,69 @@ GLOBL q6shuf<>(SB), RODATA|NOPTR, $128
 
 SPLAT16(q5kx10<>, 0x1010101010101010)
 SPLAT32(q6m0f<>, 0x0f0f0f0f0f0f0f0f)
+
+// KPY(o, dst): dst = the 8 int32 partial sums of the 32 unpacked quants
+// at o(DI) times the activations at o(R9) (256-bit registers).
+#define KPY(o, dst) \
+	VMOVDQU    o(DI), dst; \
+	VPMADDUBSW o(R9), dst, dst; \
+	VPMADDWD   Y15, dst, dst
+
+// KROW4Y: KROW4 on 256-bit registers: the same integer sums (one
+// register a sub-block, reduced per 128-bit half by KT2/KT4 and the
+// halves added), the same float steps, so the same bits.
+#define KROW4Y(OFF, ACC) \
+	MOVQ        qs+8(FP), R9; \
+	MOVQ        OFF(R9), R9; \
+	LEAQ        (R9)(AX*8), R9; \
+	MOVQ        d+16(FP), R10; \
+	MOVQ        OFF(R10), R10; \
+	MOVQ        s+24(FP), R12; \
+	MOVQ        OFF(R12), R12; \
+	KPY(0, Y4); \
+	KPY(32, Y5); \
+	KPY(64, Y6); \
+	KPY(96, Y7); \
+	KT2(Y4, Y5, Y12); \
+	KT2(Y6, Y7, Y12); \
+	KT4(Y4, Y6, Y12); \
+	KPY(128, Y5); \
+	KPY(160, Y6); \
+	KPY(192, Y7); \
+	KPY(224, Y8); \
+	KT2(Y5, Y6, Y12); \
+	KT2(Y7, Y8, Y12); \
+	KT4(Y5, Y7, Y12); \
+	VPERM2I128  $0x20, Y5, Y4, Y6; \
+	VPERM2I128  $0x31, Y5, Y4, Y7; \
+	VPADDD      Y7, Y6, Y6; \
+	VCVTDQ2PS   Y6, Y6; \
+	VMULPS      (R10)(AX*1), Y10, Y12; \
+	VFMADD231PS Y6, Y12, ACC; \
+	VMULPS      (R12)(AX*1), Y11, Y12; \
+	VSUBPS      Y12, ACC, ACC
+
+// Q4KUY(s, d): Q4KU on 256-bit registers: the 32 quant bytes at s(SI),
+// their low nibbles to d(DI) and their high ones to d+32(DI). KROW4Y's
+// 32-byte loads need 32-byte stores here: a load that spans two 16-byte
+// stores still in flight is not forwarded from them and waits (Q4KU's
+// stores cost the 256-bit kernel two thirds of its gain on Zen 3).
+#define Q4KUY(s, d) \
+	VMOVDQU s(SI), Y4; \
+	VPAND   Y14, Y4, Y5; \
+	VPSRLW  $4, Y4, Y4; \
+	VPAND   Y14, Y4, Y4; \
+	VMOVDQU Y5, d(DI); \
+	VMOVDQU Y4, d+32(DI)
+
+#define UNPACKQ4KY \
+	Q4KUY(16, 0); \
+	Q4KUY(48, 64); \
+	Q4KUY(80, 128); \
+	Q4KUY(112, 192)
+
+// func dot4Q4_KAVX2Y(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+// The four-input Q4_K kernel on 256-bit registers (KDOT4 with UNPACKQ4KY
+// and KROW4Y).
+TEXT ·dot4Q4_KAVX2Y(SB), NOSPLIT, $320-72
+	KDOT4(UNPACKQ4KY, 144, KROW4Y)

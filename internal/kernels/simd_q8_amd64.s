@@ -143,12 +143,14 @@ q8done:
 	VPSIGNB    X5, t, t; \
 	Q8SUM(X6, X7, p, t)
 
-// func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
-// rows consecutive weight rows against four activation rows: row r's
-// output for activation row k goes to out[k*stride + r]. R9-R12 point to
-// the activation quants, BX, DI, R13, R14 to their scales, AX = 4*block
-// index (quants at 8*AX, scales at AX). X14 accumulates the four outputs.
-TEXT ·dot4Q8_0AVX2(SB), NOSPLIT, $0-64
+// func dot4Q8_0AVX2X(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+// dot4Q8_0AVX2 on 128-bit registers (for CPUs that split 256-bit integer
+// multiplies, see split256): rows consecutive weight rows against four
+// activation rows: row r's output for activation row k goes to
+// out[k*stride + r]. R9-R12 point to the activation quants, BX, DI, R13,
+// R14 to their scales, AX = 4*block index (quants at 8*AX, scales at AX).
+// X14 accumulates the four outputs.
+TEXT ·dot4Q8_0AVX2X(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ qs+8(FP), AX
 	PTRS4(R9, R10, R11, R12)
@@ -191,3 +193,142 @@ q8x4loop:
 	JNZ        q8x4row
 	VZEROUPPER
 	RET
+
+// Q8Y: one activation row's block (32 quants at a) against the weight
+// block in Y4 with magnitudes in Y6 (256-bit registers): p = the 8
+// partial sums (Y15 = int16 ones).
+#define Q8Y(a, p) \
+	VMOVDQU    a, p; \
+	VPSIGNB    Y4, p, p; \
+	VPMADDUBSW p, Y6, p; \
+	VPMADDWD   Y15, p, p
+
+// Q8Y2: Q8Y for row 0's block (Y4, Y6) and row 1's (Y5, Y7) against one
+// activation row's block at a: p0, p1 = the two rows' partial sums.
+#define Q8Y2(a, p0, p1) \
+	VMOVDQU    a, p0; \
+	VPSIGNB    Y5, p0, p1; \
+	VPSIGNB    Y4, p0, p0; \
+	VPMADDUBSW p0, Y6, p0; \
+	VPMADDUBSW p1, Y7, p1; \
+	VPMADDWD   Y15, p0, p0; \
+	VPMADDWD   Y15, p1, p1
+
+// func dot4Q8_0AVX2Y(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+// The four-input kernel on 256-bit registers: a block's 32 products
+// against an activation row in one register, two weight rows at a time
+// against the four activation rows (their scales and activation loads
+// shared). The eight registers of partial sums are reduced per 128-bit
+// half (KT2/KT4) and the halves added (VPERM2I128): Y14 holds row 0's four
+// outputs in its low half and row 1's in its high half. An odd last row
+// runs the same steps for one row in the low half. The same exact integer
+// sums and float steps as dot4Q8_0AVX2X, so the same bits.
+TEXT ·dot4Q8_0AVX2Y(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), AX
+	PTRS4(R9, R10, R11, R12)
+	MOVQ d+16(FP), AX
+	PTRS4(BX, DI, R13, R14)
+	MOVQ tab+32(FP), R8
+	MOVQ nb+24(FP), R15
+	IMULQ $34, R15
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	CMPQ rows+40(FP), $2
+	JL   q8y2odd
+
+q8y2row:
+	MOVQ   nb+24(FP), CX
+	XORQ   AX, AX
+	VXORPS Y14, Y14, Y14
+
+q8y2loop:
+	MOVWLZX      (SI), DX
+	VBROADCASTSS (R8)(DX*4), X8
+	MOVWLZX      (SI)(R15*1), DX
+	VBROADCASTSS (R8)(DX*4), X4
+	VINSERTF128  $1, X4, Y8, Y8
+	DA4(X9)
+	VINSERTF128  $1, X9, Y9, Y9
+	VMULPS       Y8, Y9, Y9
+	VMOVDQU      2(SI), Y4
+	VMOVDQU      2(SI)(R15*1), Y5
+	VPABSB       Y4, Y6
+	VPABSB       Y5, Y7
+	Q8Y2((R9)(AX*8), Y0, Y1)
+	Q8Y2((R10)(AX*8), Y2, Y3)
+	Q8Y2((R11)(AX*8), Y10, Y11)
+	Q8Y2((R12)(AX*8), Y12, Y13)
+	KT2(Y0, Y2, Y4)
+	KT2(Y10, Y12, Y6)
+	KT4(Y0, Y10, Y4)
+	KT2(Y1, Y3, Y5)
+	KT2(Y11, Y13, Y7)
+	KT4(Y1, Y11, Y5)
+	VPERM2I128   $0x20, Y1, Y0, Y2
+	VPERM2I128   $0x31, Y1, Y0, Y3
+	VPADDD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  Y9, Y2, Y14
+	ADDQ         $34, SI
+	ADDQ         $4, AX
+	DECQ         CX
+	JNZ          q8y2loop
+
+	MOVQ         stride+56(FP), CX
+	SHLQ         $2, CX
+	STOREX4(X14, out+48(FP), CX, DX)
+	VEXTRACTF128 $1, Y14, X14
+	STOREX4(X14, out+48(FP), CX, DX)
+	ADDQ         R15, SI            // past row 1
+	SUBQ         $2, rows+40(FP)
+	CMPQ         rows+40(FP), $2
+	JGE          q8y2row
+
+q8y2odd:
+	CMPQ rows+40(FP), $0
+	JEQ  q8y2done
+	MOVQ stride+56(FP), CX
+	SHLQ $2, CX
+	MOVQ nb+24(FP), R15
+	XORQ AX, AX
+	VXORPS X14, X14, X14
+
+q8y2oloop:
+	MOVWLZX      (SI), DX
+	VBROADCASTSS (R8)(DX*4), X8
+	DA4(X9)
+	VMULPS       X8, X9, X9
+	VMOVDQU      2(SI), Y4
+	VPABSB       Y4, Y6
+	Q8Y((R9)(AX*8), Y0)
+	Q8Y((R10)(AX*8), Y2)
+	Q8Y((R11)(AX*8), Y10)
+	Q8Y((R12)(AX*8), Y12)
+	KT2(Y0, Y2, Y1)
+	KT2(Y10, Y12, Y3)
+	KT4(Y0, Y10, Y1)
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD       X1, X0, X0
+	VCVTDQ2PS    X0, X0
+	VFMADD231PS  X9, X0, X14
+	ADDQ         $34, SI
+	ADDQ         $4, AX
+	DECQ         R15
+	JNZ          q8y2oloop
+	STOREX4(X14, out+48(FP), CX, DX)
+
+q8y2done:
+	VZEROUPPER
+	RET
+
+// func dot4Q8_0AVX2(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+// The avx2 path's four-input Q8_0 kernel: the 128-bit one where the CPU
+// splits 256-bit integer multiplies (split256), else the 256-bit one.
+TEXT ·dot4Q8_0AVX2(SB), NOSPLIT, $0-64
+	CMPB ·split256(SB), $0
+	JNE  narrow
+	JMP  ·dot4Q8_0AVX2Y(SB)
+
+narrow:
+	JMP ·dot4Q8_0AVX2X(SB)

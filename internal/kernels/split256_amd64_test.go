@@ -1,0 +1,72 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestSplits256 checks the CPUID signatures that pick the 128-bit forms.
+func TestSplits256(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		sig  uint32
+		want bool
+	}{
+		{"Zen 1 (EPYC 7601, family 17h model 01h)", 0x00800f12, true},
+		{"Zen+ (Ryzen 2700X, 17h model 08h)", 0x00800f82, true},
+		{"Zen 2 (EPYC 7002, 17h model 31h)", 0x00830f10, false},
+		{"Zen 3 (EPYC 7003, 19h model 01h)", 0x00a00f11, false},
+		{"Zen 5 (1Ah model 02h)", 0x00b00f21, false},
+		{"Hygon Dhyana (18h)", 0x00900f01, true},
+		{"Skylake (family 6 model 55h)", 0x00050654, false},
+		{"Haswell (family 6 model 3Fh)", 0x000306f2, false},
+	} {
+		if got := splits256(c.sig); got != c.want {
+			t.Errorf("%s: splits256(%#x) = %v, want %v", c.name, c.sig, got, c.want)
+		}
+	}
+}
+
+// TestSIMDBothWidths runs the four-input kernel checks with the 128-bit
+// and the 256-bit forms of the Q8_0 and Q4_K kernels (split256), whichever
+// this CPU picks, and checks that the two give the same bits.
+func TestSIMDBothWidths(t *testing.T) {
+	skipNoSIMD(t)
+	saved := split256
+	defer func() { split256 = saved }()
+	for _, s := range []bool{false, true} {
+		split256 = s
+		name := map[bool]string{false: "256-bit", true: "128-bit"}[s]
+		t.Run(name+"/Dot4Rows", TestSIMDDot4Rows)
+		t.Run(name+"/BatchInvariant", TestSIMDBatchInvariant)
+	}
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, typ := range []Type{Q8_0, Q4_K} {
+		p := simdKernels[typ]
+		if p == nil || p.simd.dot4Rows == nil {
+			t.Fatalf("%s: no four-input assembly kernel", typ)
+		}
+		for _, n := range simdLengths(typ) {
+			for _, rows := range []int{1, 2, 3, 6} {
+				w := simdRandWeights(typ, rows*n, rng)
+				var acts [4]*Act
+				for k := range acts {
+					acts[k] = simdRandAct(n, rng)
+				}
+				var outs [2][]float32
+				for i, s := range []bool{false, true} {
+					split256 = s
+					outs[i] = make([]float32, 4*rows)
+					p.simd.dot4Rows(w, rows, &acts, n, outs[i], rows)
+				}
+				for i := range outs[0] {
+					if outs[0][i] != outs[1][i] {
+						t.Fatalf("%s n=%d rows=%d output %d: 256-bit %g, 128-bit %g", typ, n, rows, i, outs[0][i], outs[1][i])
+					}
+				}
+			}
+		}
+	}
+}
