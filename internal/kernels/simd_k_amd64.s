@@ -507,9 +507,21 @@ TEXT ·dot4Q4_KAVX2(SB), NOSPLIT, $0-72
 narrow:
 	JMP ·dot4Q4_KAVX2X(SB)
 
-// func dot4Q5_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
-TEXT ·dot4Q5_KAVX2(SB), NOSPLIT, $320-72
+// func dot4Q5_KAVX2X(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+// dot4Q5_KAVX2 on 128-bit registers (split256).
+TEXT ·dot4Q5_KAVX2X(SB), NOSPLIT, $320-72
 	KDOT4(UNPACKQ5K, 176, KROW4)
+
+// func dot4Q5_KAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+// The avx2 path's four-input Q5_K kernel: dot4Q5_KAVX2X where the CPU
+// splits 256-bit integer multiplies (split256), else dot4Q5_KAVX2Y.
+TEXT ·dot4Q5_KAVX2(SB), NOSPLIT, $0-72
+	CMPB ·split256(SB), $0
+	JNE  narrow
+	JMP  ·dot4Q5_KAVX2Y(SB)
+
+narrow:
+	JMP ·dot4Q5_KAVX2X(SB)
 
 // func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
 // As dot4Q4_K: the super-block's quants (0..63, element order) go to
@@ -709,3 +721,45 @@ SPLAT32(q6m0f<>, 0x0f0f0f0f0f0f0f0f)
 // and KROW4Y).
 TEXT ·dot4Q4_KAVX2Y(SB), NOSPLIT, $320-72
 	KDOT4(UNPACKQ4KY, 144, KROW4Y)
+
+// The fifth bits of Q5_K on 256-bit registers: QHxY(h) sets Y12 to the
+// bits of one sub-block from the 32 qh bytes in h, moved to 0x10 and
+// masked with Y13 (0x10 bytes), as QHx.
+#define QHL4Y(h) VPSLLW $4, h, Y12; VPAND Y13, Y12, Y12
+#define QHL3Y(h) VPSLLW $3, h, Y12; VPAND Y13, Y12, Y12
+#define QHL2Y(h) VPSLLW $2, h, Y12; VPAND Y13, Y12, Y12
+#define QHL1Y(h) VPSLLW $1, h, Y12; VPAND Y13, Y12, Y12
+#define QHNY(h) VPAND Y13, h, Y12
+#define QHR1Y(h) VPSRLW $1, h, Y12; VPAND Y13, Y12, Y12
+#define QHR2Y(h) VPSRLW $2, h, Y12; VPAND Y13, Y12, Y12
+#define QHR3Y(h) VPSRLW $3, h, Y12; VPAND Y13, Y12, Y12
+
+// Q5KUY(s, qhlo, qhhi, d): Q4KUY with the fifth bits (qh in Y9) of the
+// low nibbles' sub-block (qhlo) and the high ones' (qhhi).
+#define Q5KUY(s, qhlo, qhhi, d) \
+	VMOVDQU s(SI), Y4; \
+	VPAND   Y14, Y4, Y5; \
+	qhlo(Y9); \
+	VPOR    Y12, Y5, Y5; \
+	VPSRLW  $4, Y4, Y4; \
+	VPAND   Y14, Y4, Y4; \
+	qhhi(Y9); \
+	VPOR    Y12, Y4, Y4; \
+	VMOVDQU Y5, d(DI); \
+	VMOVDQU Y4, d+32(DI)
+
+// UNPACKQ5KY unpacks the Q5_K super-block at SI into 0(DI) in 32-byte
+// stores (Q4KUY says why).
+#define UNPACKQ5KY \
+	VMOVDQU      16(SI), Y9; \
+	VPBROADCASTB q5kx10<>(SB), Y13; \
+	Q5KUY(48, QHL4Y, QHL3Y, 0); \
+	Q5KUY(80, QHL2Y, QHL1Y, 64); \
+	Q5KUY(112, QHNY, QHR1Y, 128); \
+	Q5KUY(144, QHR2Y, QHR3Y, 192)
+
+// func dot4Q5_KAVX2Y(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+// The four-input Q5_K kernel on 256-bit registers (KDOT4 with UNPACKQ5KY
+// and KROW4Y).
+TEXT ·dot4Q5_KAVX2Y(SB), NOSPLIT, $320-72
+	KDOT4(UNPACKQ5KY, 176, KROW4Y)

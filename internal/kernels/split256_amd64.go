@@ -2,10 +2,10 @@
 
 package kernels
 
-// The avx2 path's four-input Q8_0 and Q4_K kernels have two forms: on
-// 256-bit registers (dot4Q8_0AVX2Y, dot4Q4_KAVX2Y) and on 128-bit ones
-// (the X forms). The entry points the tables call (dot4Q8_0AVX2,
-// dot4Q4_KAVX2) jump to one or the other by split256. Both give the same
+// The avx2 path's four-input Q8_0, Q4_K and Q5_K kernels have two forms: on
+// 256-bit registers (dot4Q8_0AVX2Y, dot4Q4_KAVX2Y, dot4Q5_KAVX2Y) and on
+// 128-bit ones (the X forms). The entry points the tables call
+// (dot4Q8_0AVX2, dot4Q4_KAVX2, dot4Q5_KAVX2) jump to one or the other by split256. Both give the same
 // bits (exact integer sums per block, then the same float steps).
 //
 // The 128-bit forms were measured fastest on Zen 1, whose vector pipes are
@@ -48,3 +48,9 @@ func dot4Q4_KAVX2X(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float
 
 //go:noescape
 func dot4Q4_KAVX2Y(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+
+//go:noescape
+func dot4Q5_KAVX2X(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
+
+//go:noescape
+func dot4Q5_KAVX2Y(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
