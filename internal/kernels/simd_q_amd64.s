@@ -286,10 +286,197 @@ loop: \
 	TEXT four(SB), NOSPLIT, $32-72; \
 	QDOT4(SETUP, U, CX4, size)
 
-QKERNELS(·dotQ4_0AVX2, ·dot4Q4_0AVX2, SETUPQ4_0, WQ4_0, C4OFF, C1Q4_0, UQ4_0, C4OFF, 18)
-QKERNELS(·dotQ4_1AVX2, ·dot4Q4_1AVX2, QXCONST, WQ4_1, C4MIN, C1MIN, UQ4_1, CX4MIN, 20)
-QKERNELS(·dotQ5_0AVX2, ·dot4Q5_0AVX2, SETUPQ5_0, WQ5_0, C4OFF, C1OFF, UQ5_0, C4OFF, 22)
-QKERNELS(·dotQ5_1AVX2, ·dot4Q5_1AVX2, QXCONST, WQ5_1, C4MIN, C1MIN, UQ5_1, CX4MIN, 24)
+QKERNELS(·dotQ4_0AVX2, ·dot4Q4_0AVX2X, SETUPQ4_0, WQ4_0, C4OFF, C1Q4_0, UQ4_0, C4OFF, 18)
+QKERNELS(·dotQ4_1AVX2, ·dot4Q4_1AVX2X, QXCONST, WQ4_1, C4MIN, C1MIN, UQ4_1, CX4MIN, 20)
+QKERNELS(·dotQ5_0AVX2, ·dot4Q5_0AVX2X, SETUPQ5_0, WQ5_0, C4OFF, C1OFF, UQ5_0, C4OFF, 22)
+QKERNELS(·dotQ5_1AVX2, ·dot4Q5_1AVX2X, QXCONST, WQ5_1, C4MIN, C1MIN, UQ5_1, CX4MIN, 24)
+
+// The four-input kernels on 256-bit registers (split256 picks them on
+// CPUs whose vector units are 256 bits wide): a block's 32 quants in one
+// register in element order, two weight rows at a time against the four
+// activation rows, so that the scales, sums and activation blocks serve
+// both. Per output and block the same exact integer sum and float steps as
+// QDOT4 (the X forms), so the same bits.
+
+// QYCONST sets Y15 to int16 ones, Y14 to 0x0f bytes; QYNEG(c) also Y4 =
+// the float32 with bits c.
+#define QYCONST \
+	VPCMPEQW     Y15, Y15, Y15; \
+	VPSRLW       $15, Y15, Y15; \
+	MOVL         $0x0f0f0f0f, DX; \
+	VMOVD        DX, X14; \
+	VPBROADCASTD X14, Y14
+
+#define QYNEG(c) \
+	QYCONST; \
+	MOVL         $c, DX; \
+	VMOVD        DX, X4; \
+	VBROADCASTSS X4, Y4
+
+#define SETUPYQ4_0 QYNEG(0xc1000000)
+#define SETUPYQ5_0 QYNEG(0xc1800000)
+
+// QYNIB(qp, y): y = the 32 nibbles of the 16 bytes at qp in element order
+// (low nibbles, then high ones): the bytes in both halves, the high half's
+// dwords shifted right by 4, masked.
+#define QYNIB(qp, y) \
+	VBROADCASTI128 qp, y; \
+	VPSRLVD        qyshift<>(SB), y, y; \
+	VPAND          Y14, y, y
+
+// QYFIFTH ors the fifth bits (the 32-bit qh at qhp) into y as 0x10:
+// byte i/8 of qh spread to byte i, its bit i%8 picked; Y0 is clobbered.
+#define QYFIFTH(qhp, y) \
+	VPBROADCASTD qhp, Y0; \
+	VPSHUFB      qyspread<>(SB), Y0, Y0; \
+	VPAND        qybits<>(SB), Y0, Y0; \
+	VPCMPEQB     qybits<>(SB), Y0, Y0; \
+	VPAND        qyx10<>(SB), Y0, Y0; \
+	VPOR         Y0, y, y
+
+// UY<type>(b, y): y = the 32 quants of the block at b.
+#define UYQ4_0(b, y) QYNIB(2 b, y)
+#define UYQ4_1(b, y) QYNIB(4 b, y)
+#define UYQ5_0(b, y) QYNIB(6 b, y); QYFIFTH(2 b, y)
+#define UYQ5_1(b, y) QYNIB(8 b, y); QYFIFTH(4 b, y)
+
+// QYA(a, p): p = one activation row's block at a against row 0's quants
+// (Y5); QYB against row 1's (Y9).
+#define QYA(a, p) \
+	VPMADDUBSW a, Y5, p; \
+	VPMADDWD   Y15, p, p
+
+#define QYB(a, p) \
+	VPMADDUBSW a, Y9, p; \
+	VPMADDWD   Y15, p, p
+
+// The offset or minimum term for two weight rows: Y6 = f*S, or Y8 = the
+// two rows' minimums m (row 0's in the low half).
+#define CYOFF VMULPS Y4, Y6, Y6
+#define CYMIN \
+	MOVWLZX      2(SI), DX; \
+	VBROADCASTSS (R8)(DX*4), X8; \
+	MOVWLZX      2(SI)(R15*1), DX; \
+	VBROADCASTSS (R8)(DX*4), X5; \
+	VINSERTF128  $1, X5, Y8, Y8
+
+// QDOT4Y(SETUP, UY, CY, size) is the body of
+// func dot4XAVX2Y(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int):
+// QDOT4's registers and frame, with R15 the row size; rows two at a time,
+// Y13 accumulating row 0's four outputs in its low half and row 1's in its
+// high half: Y8 = d_w, Y7 = d_a*d_w and Y6 = S (the halves for the two
+// rows), then the offset or minimum term (CY). An odd last row runs as a
+// pair with itself (R15 = 0) and stores the low half.
+#define QDOT4Y(SETUP, UY, CY, size) \
+	MOVQ w+0(FP), SI; \
+	MOVQ s+24(FP), AX; \
+	MOVQ 0(AX), DX; \
+	MOVQ DX, s0-32(SP); \
+	MOVQ 8(AX), DX; \
+	MOVQ DX, s1-24(SP); \
+	MOVQ 16(AX), DX; \
+	MOVQ DX, s2-16(SP); \
+	MOVQ 24(AX), DX; \
+	MOVQ DX, s3-8(SP); \
+	MOVQ qs+8(FP), AX; \
+	PTRS4(R9, R10, R11, R12); \
+	MOVQ d+16(FP), AX; \
+	PTRS4(BX, DI, R13, R14); \
+	MOVQ tab+40(FP), R8; \
+	SETUP; \
+row: \
+	MOVQ  nb+32(FP), R15; \
+	IMULQ $size, R15; \
+	CMPQ  rows+48(FP), $1; \
+	JNE   pair; \
+	XORQ  R15, R15; \
+pair: \
+	MOVQ   nb+32(FP), CX; \
+	XORQ   AX, AX; \
+	VXORPS Y13, Y13, Y13; \
+loop: \
+	MOVWLZX      (SI), DX; \
+	VBROADCASTSS (R8)(DX*4), X8; \
+	MOVWLZX      (SI)(R15*1), DX; \
+	VBROADCASTSS (R8)(DX*4), X7; \
+	VINSERTF128  $1, X7, Y8, Y8; \
+	DA4(X7); \
+	VINSERTF128  $1, X7, Y7, Y7; \
+	VMULPS       Y8, Y7, Y7; \
+	QXGATHER(X6); \
+	VINSERTF128  $1, X6, Y6, Y6; \
+	CY; \
+	UY((SI), Y5); \
+	UY((SI)(R15*1), Y9); \
+	QYA((R9)(AX*8), Y0); \
+	QYA((R10)(AX*8), Y1); \
+	QYA((R11)(AX*8), Y2); \
+	QYA((R12)(AX*8), Y3); \
+	KT2(Y0, Y1, Y10); \
+	KT2(Y2, Y3, Y10); \
+	KT4(Y0, Y2, Y10); \
+	QYB((R9)(AX*8), Y1); \
+	QYB((R10)(AX*8), Y2); \
+	QYB((R11)(AX*8), Y3); \
+	QYB((R12)(AX*8), Y10); \
+	KT2(Y1, Y2, Y11); \
+	KT2(Y3, Y10, Y11); \
+	KT4(Y1, Y3, Y11); \
+	VPERM2I128   $0x20, Y1, Y0, Y2; \
+	VPERM2I128   $0x31, Y1, Y0, Y3; \
+	VPADDD       Y3, Y2, Y2; \
+	VCVTDQ2PS    Y2, Y2; \
+	VFMADD231PS  Y7, Y2, Y13; \
+	VFMADD231PS  Y6, Y8, Y13; \
+	ADDQ         $size, SI; \
+	ADDQ         $4, AX; \
+	DECQ         CX; \
+	JNZ          loop; \
+	MOVQ         stride+64(FP), CX; \
+	SHLQ         $2, CX; \
+	STOREX4(X13, out+56(FP), CX, DX); \
+	DECQ         rows+48(FP); \
+	JZ           done; \
+	VEXTRACTF128 $1, Y13, X13; \
+	STOREX4(X13, out+56(FP), CX, DX); \
+	ADDQ         R15, SI; \
+	DECQ         rows+48(FP); \
+	JNZ          row; \
+done: \
+	VZEROUPPER; \
+	RET
+
+// QKERNELSY(four, wide, narrow, SETUP, UY, CY, size): a type's four-input
+// kernel on 256-bit registers (wide, QDOT4Y) and the entry point the
+// tables call (four), which jumps to wide or, where the CPU splits 256-bit
+// integer multiplies (split256), to narrow (QDOT4).
+#define QKERNELSY(four, wide, narrow, SETUP, UY, CY, size) \
+	TEXT wide(SB), NOSPLIT, $32-72; \
+	QDOT4Y(SETUP, UY, CY, size); \
+	TEXT four(SB), NOSPLIT, $0-72; \
+	CMPB ·split256(SB), $0; \
+	JNE  x; \
+	JMP  wide(SB); \
+x: \
+	JMP narrow(SB)
+
+QKERNELSY(·dot4Q4_0AVX2, ·dot4Q4_0AVX2Y, ·dot4Q4_0AVX2X, SETUPYQ4_0, UYQ4_0, CYOFF, 18)
+QKERNELSY(·dot4Q4_1AVX2, ·dot4Q4_1AVX2Y, ·dot4Q4_1AVX2X, QYCONST, UYQ4_1, CYMIN, 20)
+QKERNELSY(·dot4Q5_0AVX2, ·dot4Q5_0AVX2Y, ·dot4Q5_0AVX2X, SETUPYQ5_0, UYQ5_0, CYOFF, 22)
+QKERNELSY(·dot4Q5_1AVX2, ·dot4Q5_1AVX2Y, ·dot4Q5_1AVX2X, QYCONST, UYQ5_1, CYMIN, 24)
+
+// qyshift: VPSRLVD counts, 0 for the low half's dwords, 4 for the high's.
+PERM8(qyshift<>, 0, 0, 0, 0, 4, 4, 4, 4)
+
+// qyspread: VPSHUFB indices, byte i/8 of the broadcast qh to byte i.
+DATA qyspread<>+0(SB)/8, $0x0000000000000000
+DATA qyspread<>+8(SB)/8, $0x0101010101010101
+DATA qyspread<>+16(SB)/8, $0x0202020202020202
+DATA qyspread<>+24(SB)/8, $0x0303030303030303
+GLOBL qyspread<>(SB), RODATA|NOPTR, $32
+
+SPLAT32(qybits<>, 0x8040201008040201)
+SPLAT32(qyx10<>, 0x1010101010101010)
 
 WORDS16(q5lo<>, 0x0000000000000000, 0x0101010101010101)
 WORDS16(q5hi<>, 0x0202020202020202, 0x0303030303030303)

@@ -30,7 +30,7 @@ func TestSplits256(t *testing.T) {
 }
 
 // TestSIMDBothWidths runs the four-input kernel checks with the 128-bit
-// and the 256-bit forms of the Q8_0, Q4_K and Q5_K kernels (split256), whichever
+// and the 256-bit forms of the quantized types' kernels (split256), whichever
 // this CPU picks, and checks that the two give the same bits.
 func TestSIMDBothWidths(t *testing.T) {
 	skipNoSIMD(t)
@@ -43,7 +43,7 @@ func TestSIMDBothWidths(t *testing.T) {
 		t.Run(name+"/BatchInvariant", TestSIMDBatchInvariant)
 	}
 	rng := rand.New(rand.NewPCG(41, 42))
-	for _, typ := range []Type{Q8_0, Q4_K, Q5_K} {
+	for _, typ := range []Type{Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K} {
 		p := simdKernels[typ]
 		if p == nil || p.simd.dot4Rows == nil {
 			t.Fatalf("%s: no four-input assembly kernel", typ)
