@@ -101,6 +101,25 @@ func gemm4Q8_0Inter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, 
 //go:noescape
 func gemm42Q8_0Inter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
+// The avx2 path's Q8_0 kernels over the interleaved layout
+// (simd_packa_amd64.s).
+
+//go:noescape
+func gemm4Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+// avx2Pack returns the avx2 path's packed kernels on this CPU: Q8_0's
+// where the vector units are 256 bits wide and the CPU converts halves
+// (F16C), none elsewhere (the file layout's kernels).
+func avx2Pack() map[Type]*packKernels {
+	if split256 || !cpu.X86.HasF16C {
+		return nil
+	}
+	return map[Type]*packKernels{Q8_0: {gemm4: gemm4Q8_0AVX2P, gemm1: gemm1Q8_0AVX2P, inter: true}}
+}
+
 // interKernels are the avx512 path's Q8_0, Q4_K and Q6_K kernels.
 var interKernels = map[Type]*packKernels{
 	Q8_0: {gemm4: gemm4Q8_0Inter, gemm1: gemm1Q8_0Inter, gemm42: gemm42Q8_0Inter, gemmT: q8SmallBatch, sumsPer: 32, sumsMul: 128, inter: true},

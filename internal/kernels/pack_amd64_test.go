@@ -481,3 +481,56 @@ func BenchmarkDecodeLayers(b *testing.B) {
 		}
 	}
 }
+
+// TestPackedAVX2 checks the avx2 path's kernels over packed Q8_0 weights
+// (where split256 is false) against its kernels over the file's rows, the
+// same bits, on shapes with partial groups, token counts that use the
+// four-token and one-token kernels, one thread and two.
+func TestPackedAVX2(t *testing.T) {
+	if why := pathMissing("avx2"); why != "" {
+		t.Skip("path avx2:", why)
+	}
+	prev, err := setPath("avx2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setPath(prev)
+	if packTable[Q8_0] == nil {
+		t.Skip("the avx2 path packs no Q8_0 weights on this CPU (split256 or no F16C)")
+	}
+	r := rand.New(rand.NewPCG(47, 48))
+	p := NewPool(2)
+	defer p.Close()
+	for _, shape := range [][2]int{{1, 32}, {15, 64}, {16, 96}, {17, 256}, {33, 800}, {130, 768}, {40, 1280}} {
+		rows, cols := shape[0], shape[1]
+		data := quantized(Q8_0, randRow(r, rows*cols))
+		packedM, err := NewMatrix(Q8_0, rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved := packTable
+		packTable = nil
+		fileM, err := NewMatrix(Q8_0, rows, cols, data)
+		packTable = saved
+		if err != nil {
+			t.Fatal(err)
+		}
+		if packedM.pk == nil || fileM.pk != nil {
+			t.Fatalf("%dx%d: packed %v, file layout %v", rows, cols, packedM.pk != nil, fileM.pk == nil)
+		}
+		for _, n := range []int{1, 2, 3, 4, 5, 8, 9, 13} {
+			x := randRow(r, n*cols)
+			for _, pool := range []*Pool{nil, p} {
+				got := make([]float32, n*rows+1)
+				want := make([]float32, n*rows+1)
+				MatMul(pool, got, packedM, x, n)
+				MatMul(pool, want, fileM, x, n)
+				for k := range got {
+					if got[k] != want[k] {
+						t.Fatalf("%dx%d n=%d: out[%d] = %g packed, %g on the file's rows", rows, cols, n, k, got[k], want[k])
+					}
+				}
+			}
+		}
+	}
+}

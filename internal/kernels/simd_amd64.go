@@ -74,7 +74,7 @@ func pathMissing(name string) string {
 // installPath puts the kernels of path name in dotTable and packTable
 // (setPath, with simdMu held).
 func installPath(name string) {
-	packTable = map[string]map[Type]*packKernels{"avx512": avx512Pack(), "avx512bw": bwPackKernels, "avxvnni": avxvnniPackKernels}[name]
+	packTable = map[string]map[Type]*packKernels{"avx512": avx512Pack(), "avx512bw": bwPackKernels, "avxvnni": avxvnniPackKernels, "avx2": avx2Pack()}[name]
 	attn512 = name == "avx512" || name == "avx512bw"
 	for t, p := range simdKernels {
 		k := p.generic
