@@ -20,6 +20,12 @@ type Matrix struct {
 // NewMatrix checks that t is supported and that data holds exactly rows rows
 // of cols elements of t.
 func NewMatrix(t Type, rows, cols int, data []byte) (*Matrix, error) {
+	return newMatrix(t, rows, cols, data, true)
+}
+
+// newMatrix is NewMatrix, packing the weights where the path reads them
+// packed only if packs is set.
+func newMatrix(t Type, rows, cols int, data []byte, packs bool) (*Matrix, error) {
 	if !t.Known() {
 		return nil, fmt.Errorf("kernels: unknown tensor type %d", uint32(t))
 	}
@@ -36,10 +42,17 @@ func NewMatrix(t Type, rows, cols int, data []byte) (*Matrix, error) {
 		return nil, fmt.Errorf("kernels: %s matrix %dx%d needs %d bytes, got %d", t, rows, cols, need, len(data))
 	}
 	m := &Matrix{Type: t, Rows: rows, Cols: cols, Data: data}
-	if packTable[t] != nil {
-		m.pk = pack(m, packTable[t].inter)
+	if pk := packTable[t]; pk != nil && packs {
+		m.pk = pack(m, pk.inter)
 	}
 	return m, nil
+}
+
+// NewLookupMatrix is NewMatrix for a matrix whose rows are only looked up
+// (Row: an embedding table whose logits come from another matrix): it
+// makes no packed copy, which only its products would read.
+func NewLookupMatrix(t Type, rows, cols int, data []byte) (*Matrix, error) {
+	return newMatrix(t, rows, cols, data, false)
 }
 
 // SubRows returns a view of rows [lo,hi) of m. It keeps m's packed copy

@@ -10,6 +10,7 @@ import (
 
 	"mistralrs/internal/kernels"
 	"mistralrs/internal/model"
+	"mistralrs/internal/model/llama"
 	"mistralrs/internal/model/modeltest"
 	"mistralrs/internal/testutil"
 )
@@ -210,5 +211,36 @@ func TestLlamaKQuantReference(t *testing.T) {
 				t.Errorf("greedy ids differ at step %d (before the first low-margin step %d):\n got %v\nwant %v", same, stable, gen, ref.Greedy)
 			}
 		})
+	}
+}
+
+// TestEmbeddingTablePacked checks that an embedding table that is only
+// looked up (the file has its own output matrix) gets no packed copy, and
+// that a tied one, the output matrix too, gets one where the path packs
+// its type (as the output matrix of an untied model does).
+func TestEmbeddingTablePacked(t *testing.T) {
+	for _, name := range []string{"llama", "llama-tied"} {
+		cfg := modeltest.FixtureConfigs()[name]
+		cfg.Type = kernels.Q8_0
+		m, _ := modeltest.LoadFixture(t, cfg)
+		lm, ok := m.Network().(*llama.Model)
+		if !ok {
+			t.Fatalf("%s: loaded as %T", name, m.Network())
+		}
+		emb, out := lm.TokEmbd.PackedSize(), lm.Output.PackedSize()
+		probe, err := kernels.NewMatrix(kernels.Q8_0, 16, 32, make([]byte, 16*34))
+		if err != nil {
+			t.Fatal(err)
+		}
+		packs := probe.PackedSize() > 0
+		if packs != (out > 0) {
+			t.Errorf("%s: the path packs Q8_0: %v, the output matrix's packed copy: %d bytes", name, packs, out)
+		}
+		if cfg.Tied && lm.TokEmbd != lm.Output {
+			t.Errorf("%s: the output matrix is not the embedding table", name)
+		}
+		if !cfg.Tied && emb != 0 {
+			t.Errorf("%s: the embedding table, only looked up, has a packed copy of %d bytes", name, emb)
+		}
 	}
 }

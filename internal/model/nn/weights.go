@@ -40,7 +40,7 @@ func Load(f *gguf.File, c *Config, v any, required ...string) error {
 // WriteRandom leaves out the tensors tagged ",tied" when
 // RandomConfig.Tied.
 type Embeddings struct {
-	TokEmbd    *kernels.Matrix `gguf:"token_embd.weight" dims:"embd,vocab" rand:"bound=1"`
+	TokEmbd    *kernels.Matrix `gguf:"token_embd.weight,lookup=output.weight" dims:"embd,vocab" rand:"bound=1"`
 	OutputNorm []float32       `gguf:"output_norm.weight" dims:"embd"`
 	Output     *kernels.Matrix `gguf:"output.weight,tied" dims:"embd,vocab"`
 }
@@ -109,7 +109,16 @@ func (l *loader) load(v reflect.Value, prefix string) error {
 		}
 		switch field.Type {
 		case matrixType:
-			mat, err := kernels.NewMatrix(ti.Type, int(want[1]), int(want[0]), ti.Data)
+			newMatrix := kernels.NewMatrix
+			// "lookup=T": rows only looked up where the file has tensor T
+			// (the embedding table, when the output matrix is its own): no
+			// packed copy, which only products would read.
+			if o, ok := strings.CutPrefix(opts, "lookup="); ok {
+				if _, untied := l.f.Tensor(o); untied {
+					newMatrix = kernels.NewLookupMatrix
+				}
+			}
+			mat, err := newMatrix(ti.Type, int(want[1]), int(want[0]), ti.Data)
 			if err != nil {
 				return fmt.Errorf("%s: tensor %s: %v", l.f.Path, name, err)
 			}
