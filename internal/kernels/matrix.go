@@ -365,7 +365,9 @@ func (j *matmulJob) actInterleave(nb int) {
 			for b := range nb {
 				copy(qi[32*(k*b+t):32*(k*b+t+1)], a.Qs[32*b:32*(b+1)])
 				di[k*b+t] = a.D[b]
-				si[k*b+t] = -a.I[b]
+				if a.I != nil { // kernels that take no sums (sumsPer 0) have none
+					si[k*b+t] = -a.I[b]
+				}
 			}
 		}
 	}

@@ -110,6 +110,31 @@ func gemm4Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, 
 //go:noescape
 func gemm1Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
+//go:noescape
+func gemmT2Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT3Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT4Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT5Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT6Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT7Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemmT8Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+// avx2SmallBatch are the avx2 path's Q8_0 kernels of 2-8 tokens.
+var avx2SmallBatch = [maxSmallBatch + 1]gemmFunc{2: gemmT2Q8_0AVX2P, 3: gemmT3Q8_0AVX2P, 4: gemmT4Q8_0AVX2P,
+	5: gemmT5Q8_0AVX2P, 6: gemmT6Q8_0AVX2P, 7: gemmT7Q8_0AVX2P, 8: gemmT8Q8_0AVX2P}
+
 // avx2Pack returns the avx2 path's packed kernels on this CPU: Q8_0's
 // where the vector units are 256 bits wide and the CPU converts halves
 // (F16C), none elsewhere (the file layout's kernels).
@@ -117,7 +142,7 @@ func avx2Pack() map[Type]*packKernels {
 	if split256 || !cpu.X86.HasF16C {
 		return nil
 	}
-	return map[Type]*packKernels{Q8_0: {gemm4: gemm4Q8_0AVX2P, gemm1: gemm1Q8_0AVX2P, inter: true}}
+	return map[Type]*packKernels{Q8_0: {gemm4: gemm4Q8_0AVX2P, gemm1: gemm1Q8_0AVX2P, gemmT: avx2SmallBatch, inter: true}}
 }
 
 // interKernels are the avx512 path's Q8_0, Q4_K and Q6_K kernels.

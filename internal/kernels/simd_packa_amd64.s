@@ -233,3 +233,137 @@ pa1loop:
 	JNZ  pa1group
 	VZEROUPPER
 	RET
+
+// The small-batch kernels (packKernels.gemmT: K = 2..8 tokens, their
+// activations interleaved by block, actInterleave: token t's quants of
+// block b at 32*(K*b+t), its scale at 4*(K*b+t)): each half of a group is
+// read in passes of at most four tokens (K = 5..8 in two, the second from
+// L1), so that a speculative verification reads the weights from memory
+// once. The same steps per token as gemm4 and gemm1, so the same bits.
+//
+// Registers as gemm4's, but DI and BX are the part's activation quants
+// and scales (token t at 32*t and 4*t), and the passes' outputs go to CX
+// (the first token's, then one output stride, R13, per token).
+
+// PTCH<n>(k, t): chunk k's half against the n tokens from t.
+#define PTCH1(k, t) \
+	PAW((64*k)(SI)(DX*1)); \
+	PAT((32*t+4*k)(DI), Y0)
+
+#define PTCH2(k, t) \
+	PTCH1(k, t); \
+	PAT((32*t+32+4*k)(DI), Y1)
+
+#define PTCH3(k, t) \
+	PTCH2(k, t); \
+	PAT((32*t+64+4*k)(DI), Y2)
+
+#define PTCH4(k, t) \
+	PTCH3(k, t); \
+	PAT((32*t+96+4*k)(DI), Y3)
+
+// PTF<n>(t): the n tokens' float steps (PAF), scales from 4*t(BX).
+#define PTF1(t) PAF((4*t)(BX), Y0, Y10)
+#define PTF2(t) PTF1(t); PAF((4*t+4)(BX), Y1, Y11)
+#define PTF3(t) PTF2(t); PAF((4*t+8)(BX), Y2, Y12)
+#define PTF4(t) PTF3(t); PAF((4*t+12)(BX), Y3, Y13)
+
+// PTST<n>: the n tokens' outputs (Y10...) to CX, CX+R13, ... under Y9.
+#define PTST1 PASTORE(Y10, (CX))
+#define PTST2 PTST1; PASTORE(Y11, (CX)(R13*1))
+#define PTST3 PTST2; PASTORE(Y12, (CX)(R13*2))
+#define PTST4 PTST3; PASTORE(Y13, (CX)(R14*1))
+
+// PTPASS(CH, F, ST, t, K, loop): one pass over the group's blocks (half
+// DX) for the tokens t.. of a part of K (CH, F, ST of their count): Y0-Y3
+// the block sums, Y10-Y13 the outputs, stored to the first one's outputs;
+// SI, DI and BX back at the group's start after.
+#define PTPASS(CH, F, ST, t, K, loop) \
+	MOVQ      qs+24(FP), DI; \
+	MOVQ      d+40(FP), BX; \
+	MOVQ      nb+8(FP), CX; \
+	VXORPS    Y10, Y10, Y10; \
+	VXORPS    Y11, Y11, Y11; \
+	VXORPS    Y12, Y12, Y12; \
+	VXORPS    Y13, Y13, Y13; \
+loop: \
+	VPXOR     Y0, Y0, Y0; \
+	VPXOR     Y1, Y1, Y1; \
+	VPXOR     Y2, Y2, Y2; \
+	VPXOR     Y3, Y3, Y3; \
+	CH(0, t); \
+	CH(1, t); \
+	CH(2, t); \
+	CH(3, t); \
+	CH(4, t); \
+	CH(5, t); \
+	CH(6, t); \
+	CH(7, t); \
+	MOVQ      DX, R12; \
+	SHRQ      $1, R12; \
+	VCVTPH2PS 512(SI)(R12*1), Y7; \
+	F(t); \
+	ADDQ      $544, SI; \
+	ADDQ      $(32*K), DI; \
+	ADDQ      $(4*K), BX; \
+	DECQ      CX; \
+	JNZ       loop; \
+	MOVQ      nb+8(FP), CX; \
+	IMULQ     $544, CX; \
+	SUBQ      CX, SI; \
+	MOVQ      $t, CX; \
+	IMULQ     R13, CX; \
+	ADDQ      AX, CX; \
+	ADDQ      DX, CX; \
+	ST
+
+// PTGROUPS(PASSES, mfull): every group, each half by PASSES (the part's
+// passes), the half's store mask first.
+#define PTGROUPS(PASSES) \
+	PAARGS; \
+ptgroup: \
+	XORQ DX, DX; \
+pthalf: \
+	PAMASK(ptfull); \
+	PASSES; \
+	ADDQ $32, DX; \
+	CMPQ DX, $64; \
+	JNE  pthalf; \
+	MOVQ nb+8(FP), CX; \
+	IMULQ $544, CX; \
+	ADDQ CX, SI; \
+	ADDQ $64, AX; \
+	DECQ R15; \
+	JNZ  ptgroup; \
+	VZEROUPPER; \
+	RET
+
+#define PT2 PTPASS(PTCH2, PTF2, PTST2, 0, 2, pta)
+#define PT3 PTPASS(PTCH3, PTF3, PTST3, 0, 3, pta)
+#define PT4 PTPASS(PTCH4, PTF4, PTST4, 0, 4, pta)
+#define PT5 PTPASS(PTCH3, PTF3, PTST3, 0, 5, pta); PTPASS(PTCH2, PTF2, PTST2, 3, 5, ptb)
+#define PT6 PTPASS(PTCH3, PTF3, PTST3, 0, 6, pta); PTPASS(PTCH3, PTF3, PTST3, 3, 6, ptb)
+#define PT7 PTPASS(PTCH4, PTF4, PTST4, 0, 7, pta); PTPASS(PTCH3, PTF3, PTST3, 4, 7, ptb)
+#define PT8 PTPASS(PTCH4, PTF4, PTST4, 0, 8, pta); PTPASS(PTCH4, PTF4, PTST4, 4, 8, ptb)
+
+// func gemmT<K>Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+TEXT ·gemmT2Q8_0AVX2P(SB), NOSPLIT, $0-88
+	PTGROUPS(PT2)
+
+TEXT ·gemmT3Q8_0AVX2P(SB), NOSPLIT, $0-88
+	PTGROUPS(PT3)
+
+TEXT ·gemmT4Q8_0AVX2P(SB), NOSPLIT, $0-88
+	PTGROUPS(PT4)
+
+TEXT ·gemmT5Q8_0AVX2P(SB), NOSPLIT, $0-88
+	PTGROUPS(PT5)
+
+TEXT ·gemmT6Q8_0AVX2P(SB), NOSPLIT, $0-88
+	PTGROUPS(PT6)
+
+TEXT ·gemmT7Q8_0AVX2P(SB), NOSPLIT, $0-88
+	PTGROUPS(PT7)
+
+TEXT ·gemmT8Q8_0AVX2P(SB), NOSPLIT, $0-88
+	PTGROUPS(PT8)
