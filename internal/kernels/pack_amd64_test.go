@@ -482,10 +482,12 @@ func BenchmarkDecodeLayers(b *testing.B) {
 	}
 }
 
-// TestPackedAVX2 checks the avx2 path's kernels over packed Q8_0 weights
-// (where split256 is false) against its kernels over the file's rows, the
-// same bits, on shapes with partial groups, token counts that use the
-// four-token and one-token kernels, one thread and two.
+// TestPackedAVX2 checks the avx2 path's kernels over packed weights
+// (Q8_0 and Q4_K, where split256 is false) on shapes with partial groups,
+// token counts that use the four-token, small-batch and one-token kernels,
+// one thread and two: against the float64 oracle, against the path's
+// kernels over the file's rows (the same bits where packExact says so),
+// and batched against each token alone (the same bits).
 func TestPackedAVX2(t *testing.T) {
 	if why := pathMissing("avx2"); why != "" {
 		t.Skip("path avx2:", why)
@@ -495,40 +497,55 @@ func TestPackedAVX2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer setPath(prev)
-	if packTable[Q8_0] == nil {
-		t.Skip("the avx2 path packs no Q8_0 weights on this CPU (split256 or no F16C)")
+	if len(packTable) == 0 {
+		t.Skip("the avx2 path packs no weights on this CPU (split256 or no F16C)")
+	}
+	for _, ty := range []Type{Q8_0, Q4_K} {
+		if packTable[ty] == nil {
+			t.Fatalf("the avx2 path does not pack %s", ty)
+		}
 	}
 	r := rand.New(rand.NewPCG(47, 48))
 	p := NewPool(2)
 	defer p.Close()
-	for _, shape := range [][2]int{{1, 32}, {15, 64}, {16, 96}, {17, 256}, {33, 800}, {130, 768}, {40, 1280}} {
-		rows, cols := shape[0], shape[1]
-		data := quantized(Q8_0, randRow(r, rows*cols))
-		packedM, err := NewMatrix(Q8_0, rows, cols, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		saved := packTable
-		packTable = nil
-		fileM, err := NewMatrix(Q8_0, rows, cols, data)
-		packTable = saved
-		if err != nil {
-			t.Fatal(err)
-		}
-		if packedM.pk == nil || fileM.pk != nil {
-			t.Fatalf("%dx%d: packed %v, file layout %v", rows, cols, packedM.pk != nil, fileM.pk == nil)
-		}
-		for _, n := range []int{1, 2, 3, 4, 5, 8, 9, 13} {
-			x := randRow(r, n*cols)
-			for _, pool := range []*Pool{nil, p} {
-				got := make([]float32, n*rows+1)
-				want := make([]float32, n*rows+1)
-				MatMul(pool, got, packedM, x, n)
-				MatMul(pool, want, fileM, x, n)
-				for k := range got {
-					if got[k] != want[k] {
-						t.Fatalf("%dx%d n=%d: out[%d] = %g packed, %g on the file's rows", rows, cols, n, k, got[k], want[k])
+	for ty := range packTable {
+		for _, shape := range [][2]int{{1, 256}, {15, 512}, {16, 768}, {17, 256}, {33, 1024}, {130, 768}, {40, 1280}} {
+			rows, cols := shape[0], shape[1]
+			for _, n := range []int{1, 2, 3, 4, 5, 8, 9, 13} {
+				tm := newTestMatrix(t, r, ty, rows, cols, n)
+				if tm.m.pk == nil {
+					t.Fatalf("%s: NewMatrix on the avx2 path did not pack", ty)
+				}
+				saved := packTable
+				packTable = nil
+				fileM, err := NewMatrix(ty, rows, cols, tm.m.Data)
+				packTable = saved
+				if err != nil {
+					t.Fatal(err)
+				}
+				tm.reference(n)
+				what := fmt.Sprintf("%s %dx%d n=%d", ty, rows, cols, n)
+				alone := make([]float32, n*rows)
+				for i := range n {
+					MatMul(nil, alone[i*rows:(i+1)*rows], tm.m, tm.input[i*cols:(i+1)*cols], 1)
+				}
+				for _, pool := range []*Pool{nil, p} {
+					got := make([]float32, n*rows+1)
+					want := make([]float32, n*rows+1)
+					MatMul(pool, got, tm.m, tm.input, n)
+					MatMul(pool, want, fileM, tm.input, n)
+					for k := range got {
+						if k < n*rows && got[k] != alone[k] {
+							t.Fatalf("%s: out[%d] = %g in the batch, %g alone", what, k, got[k], alone[k])
+						}
+						if packExact[ty] && got[k] != want[k] {
+							t.Fatalf("%s: out[%d] = %g packed, %g on the file's rows", what, k, got[k], want[k])
+						}
 					}
+					if got[n*rows] != 0 {
+						t.Fatalf("%s: wrote past its output", what)
+					}
+					tm.checkWith(t, got[:n*rows], n, what, false)
 				}
 			}
 		}
