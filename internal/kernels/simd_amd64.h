@@ -182,3 +182,13 @@ kqpair:                       \
 	JNZ  kqblk;               \
 	VZEROUPPER;               \
 	RET
+
+// SPLIT256(wide, narrow) is the body of an avx2 entry point with a 256-bit
+// and a 128-bit form (split256_amd64.go): a jump to narrow where the CPU
+// splits 256-bit integer multiplies (split256), else to wide.
+#define SPLIT256(wide, narrow) \
+	CMPB ·split256(SB), $0; \
+	JNE  narrow256; \
+	JMP  wide(SB); \
+narrow256: \
+	JMP narrow(SB)

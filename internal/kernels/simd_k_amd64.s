@@ -500,12 +500,7 @@ TEXT ·dot4Q4_KAVX2X(SB), NOSPLIT, $320-72
 // The avx2 path's four-input Q4_K kernel: dot4Q4_KAVX2X where the CPU
 // splits 256-bit integer multiplies (split256), else dot4Q4_KAVX2Y.
 TEXT ·dot4Q4_KAVX2(SB), NOSPLIT, $0-72
-	CMPB ·split256(SB), $0
-	JNE  narrow
-	JMP  ·dot4Q4_KAVX2Y(SB)
-
-narrow:
-	JMP ·dot4Q4_KAVX2X(SB)
+	SPLIT256(·dot4Q4_KAVX2Y, ·dot4Q4_KAVX2X)
 
 // func dot4Q5_KAVX2X(w *byte, qs *[4]*int8, d, s *[4]*float32, nsb int, tab *float32, rows int, out *float32, stride int)
 // dot4Q5_KAVX2 on 128-bit registers (split256).
@@ -516,12 +511,7 @@ TEXT ·dot4Q5_KAVX2X(SB), NOSPLIT, $320-72
 // The avx2 path's four-input Q5_K kernel: dot4Q5_KAVX2X where the CPU
 // splits 256-bit integer multiplies (split256), else dot4Q5_KAVX2Y.
 TEXT ·dot4Q5_KAVX2(SB), NOSPLIT, $0-72
-	CMPB ·split256(SB), $0
-	JNE  narrow
-	JMP  ·dot4Q5_KAVX2Y(SB)
-
-narrow:
-	JMP ·dot4Q5_KAVX2X(SB)
+	SPLIT256(·dot4Q5_KAVX2Y, ·dot4Q5_KAVX2X)
 
 // func dot4Q6_KAVX2(w *byte, qs *[4]*int8, d *[4]*float32, b *[4]*int16, nsb int, tab *float32, rows int, out *float32, stride int)
 // As dot4Q4_K: the super-block's quants (0..63, element order) go to

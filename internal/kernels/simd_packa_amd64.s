@@ -3,7 +3,8 @@
 #include "textflag.h"
 #include "simd_amd64.h"
 
-// The prefetches (PFQ8I) are the AVX-512 kernels'.
+// The argument loads (PKGP) and the prefetches (PFQ8I) are the AVX-512
+// kernels'.
 #include "simd_pack_amd64.h"
 
 // AVX2 kernels over the packed Q8_0 layout (pack.go, the interleaved
@@ -35,17 +36,7 @@
 
 // PAARGS loads the arguments and the constants.
 #define PAARGS \
-	MOVQ         w+0(FP), SI; \
-	MOVQ         qstride+32(FP), R8; \
-	LEAQ         (R8)(R8*2), R9; \
-	MOVQ         dstride+56(FP), R10; \
-	SHLQ         $2, R10; \
-	LEAQ         (R10)(R10*2), R11; \
-	MOVQ         out+64(FP), AX; \
-	MOVQ         ostride+72(FP), R13; \
-	SHLQ         $2, R13; \
-	LEAQ         (R13)(R13*2), R14; \
-	MOVQ         groups+16(FP), R15; \
+	PKGP; \
 	VPCMPEQW     Y15, Y15, Y15; \
 	VPSRLW       $15, Y15, Y15; \
 	MOVL         $0x80808080, DX; \

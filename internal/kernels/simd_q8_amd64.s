@@ -326,9 +326,4 @@ q8y2done:
 // The avx2 path's four-input Q8_0 kernel: the 128-bit one where the CPU
 // splits 256-bit integer multiplies (split256), else the 256-bit one.
 TEXT ·dot4Q8_0AVX2(SB), NOSPLIT, $0-64
-	CMPB ·split256(SB), $0
-	JNE  narrow
-	JMP  ·dot4Q8_0AVX2Y(SB)
-
-narrow:
-	JMP ·dot4Q8_0AVX2X(SB)
+	SPLIT256(·dot4Q8_0AVX2Y, ·dot4Q8_0AVX2X)

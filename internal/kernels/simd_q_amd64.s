@@ -219,15 +219,10 @@ done: \
 	MOVQ      s3-8(SP), DX; \
 	VINSERTPS $0x30, (DX)(AX*1), x, x
 
-// QDOT4(SETUP, U, CX4, size) is the body of
-// func dot4XAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int):
-// rows consecutive weight rows against four activation rows: row r's
-// output for activation row k goes to out[k*stride + r]. R9-R12 point to
-// the activation quants, BX, DI, R13, R14 to their scales, the frame holds
-// the pointers to their sums S; AX = 4*block index (quants at 8*AX, scales
-// and sums at AX). X13 accumulates the four outputs: X8 = d_w, X7 =
-// d_a*d_w and X6 = S (four rows), then the offset or minimum term (CX4).
-#define QDOT4(SETUP, U, CX4, size) \
+// QARGS4 loads the four-input kernels' arguments: SI = w, R9-R12 the
+// activation quants, BX, DI, R13, R14 their scales, the frame the pointers
+// to their sums (s0-s3), R8 = tab.
+#define QARGS4 \
 	MOVQ w+0(FP), SI; \
 	MOVQ s+24(FP), AX; \
 	MOVQ 0(AX), DX; \
@@ -242,7 +237,18 @@ done: \
 	PTRS4(R9, R10, R11, R12); \
 	MOVQ d+16(FP), AX; \
 	PTRS4(BX, DI, R13, R14); \
-	MOVQ tab+40(FP), R8; \
+	MOVQ tab+40(FP), R8
+
+// QDOT4(SETUP, U, CX4, size) is the body of
+// func dot4XAVX2(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int):
+// rows consecutive weight rows against four activation rows: row r's
+// output for activation row k goes to out[k*stride + r]. R9-R12 point to
+// the activation quants, BX, DI, R13, R14 to their scales, the frame holds
+// the pointers to their sums S; AX = 4*block index (quants at 8*AX, scales
+// and sums at AX). X13 accumulates the four outputs: X8 = d_w, X7 =
+// d_a*d_w and X6 = S (four rows), then the offset or minimum term (CX4).
+#define QDOT4(SETUP, U, CX4, size) \
+	QARGS4; \
 	MOVQ stride+64(FP), R15; \
 	SHLQ $2, R15; \
 	SETUP; \
@@ -368,21 +374,7 @@ QKERNELS(·dotQ5_1AVX2, ·dot4Q5_1AVX2X, QXCONST, WQ5_1, C4MIN, C1MIN, UQ5_1, CX
 // rows), then the offset or minimum term (CY). An odd last row runs as a
 // pair with itself (R15 = 0) and stores the low half.
 #define QDOT4Y(SETUP, UY, CY, size) \
-	MOVQ w+0(FP), SI; \
-	MOVQ s+24(FP), AX; \
-	MOVQ 0(AX), DX; \
-	MOVQ DX, s0-32(SP); \
-	MOVQ 8(AX), DX; \
-	MOVQ DX, s1-24(SP); \
-	MOVQ 16(AX), DX; \
-	MOVQ DX, s2-16(SP); \
-	MOVQ 24(AX), DX; \
-	MOVQ DX, s3-8(SP); \
-	MOVQ qs+8(FP), AX; \
-	PTRS4(R9, R10, R11, R12); \
-	MOVQ d+16(FP), AX; \
-	PTRS4(BX, DI, R13, R14); \
-	MOVQ tab+40(FP), R8; \
+	QARGS4; \
 	SETUP; \
 row: \
 	MOVQ  nb+32(FP), R15; \
@@ -454,11 +446,7 @@ done: \
 	TEXT wide(SB), NOSPLIT, $32-72; \
 	QDOT4Y(SETUP, UY, CY, size); \
 	TEXT four(SB), NOSPLIT, $0-72; \
-	CMPB ·split256(SB), $0; \
-	JNE  x; \
-	JMP  wide(SB); \
-x: \
-	JMP narrow(SB)
+	SPLIT256(wide, narrow)
 
 QKERNELSY(·dot4Q4_0AVX2, ·dot4Q4_0AVX2Y, ·dot4Q4_0AVX2X, SETUPYQ4_0, UYQ4_0, CYOFF, 18)
 QKERNELSY(·dot4Q4_1AVX2, ·dot4Q4_1AVX2Y, ·dot4Q4_1AVX2X, QYCONST, UYQ4_1, CYMIN, 20)
