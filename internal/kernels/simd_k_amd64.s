@@ -100,18 +100,23 @@
 	KP(o+32, o+48, o+32, o+48, X5, X12, b); \
 	KT2(a, b, t)
 
+// KROWPTRS(off): R9 = activation row off/8's quants of super-block AX/32,
+// R10 and R12 = its scales and sums.
+#define KROWPTRS(OFF) \
+	MOVQ qs+8(FP), R9; \
+	MOVQ OFF(R9), R9; \
+	LEAQ (R9)(AX*8), R9; \
+	MOVQ d+16(FP), R10; \
+	MOVQ OFF(R10), R10; \
+	MOVQ s+24(FP), R12; \
+	MOVQ OFF(R12), R12
+
 // KROW4(off, acc): acc += the Q4_K/Q5_K sums of the unpacked super-block at
 // 0(DI) (the scratch area: one quant a byte, in element order) against activation row
 // off/8 (its pointers at off in qs, d, s), scaled: d*sc*d_a*Σq*a - dmin*m*S
 // with Y10 = d*sc, Y11 = dmin*m. AX = 32*super-block index.
 #define KROW4(OFF, ACC) \
-	MOVQ        qs+8(FP), R9; \
-	MOVQ        OFF(R9), R9; \
-	LEAQ        (R9)(AX*8), R9; \
-	MOVQ        d+16(FP), R10; \
-	MOVQ        OFF(R10), R10; \
-	MOVQ        s+24(FP), R12; \
-	MOVQ        OFF(R12), R12; \
+	KROWPTRS(OFF); \
 	KPAIR(0, X6, X7, X8); \
 	KPAIR(64, X7, X8, X9); \
 	KT4(X6, X7, X8); \
@@ -657,13 +662,7 @@ SPLAT32(q6m0f<>, 0x0f0f0f0f0f0f0f0f)
 // register a sub-block, reduced per 128-bit half by KT2/KT4 and the
 // halves added), the same float steps, so the same bits.
 #define KROW4Y(OFF, ACC) \
-	MOVQ        qs+8(FP), R9; \
-	MOVQ        OFF(R9), R9; \
-	LEAQ        (R9)(AX*8), R9; \
-	MOVQ        d+16(FP), R10; \
-	MOVQ        OFF(R10), R10; \
-	MOVQ        s+24(FP), R12; \
-	MOVQ        OFF(R12), R12; \
+	KROWPTRS(OFF); \
 	KPY(0, Y4); \
 	KPY(32, Y5); \
 	KPY(64, Y6); \

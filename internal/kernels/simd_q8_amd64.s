@@ -133,6 +133,16 @@ q8done:
 	VZEROUPPER
 	RET
 
+// Q8ARGS4 loads the four-input kernels' arguments: SI = w, R9-R12 the
+// activation quants, BX, DI, R13, R14 their scales, R8 = tab.
+#define Q8ARGS4 \
+	MOVQ w+0(FP), SI; \
+	MOVQ qs+8(FP), AX; \
+	PTRS4(R9, R10, R11, R12); \
+	MOVQ d+16(FP), AX; \
+	PTRS4(BX, DI, R13, R14); \
+	MOVQ tab+32(FP), R8
+
 // Q8A: one activation row's block (quant halves at a0, a1) against the
 // weight block in X4, X5 (halves) with magnitudes in X6, X7: p = partial
 // sums.
@@ -151,12 +161,7 @@ q8done:
 // R14 to their scales, AX = 4*block index (quants at 8*AX, scales at AX).
 // X14 accumulates the four outputs.
 TEXT ·dot4Q8_0AVX2X(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), AX
-	PTRS4(R9, R10, R11, R12)
-	MOVQ d+16(FP), AX
-	PTRS4(BX, DI, R13, R14)
-	MOVQ tab+32(FP), R8
+	Q8ARGS4
 	MOVQ stride+56(FP), R15
 	SHLQ $2, R15
 	Q8ONES
@@ -224,12 +229,7 @@ q8x4loop:
 // runs the same steps for one row in the low half. The same exact integer
 // sums and float steps as dot4Q8_0AVX2X, so the same bits.
 TEXT ·dot4Q8_0AVX2Y(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), AX
-	PTRS4(R9, R10, R11, R12)
-	MOVQ d+16(FP), AX
-	PTRS4(BX, DI, R13, R14)
-	MOVQ tab+32(FP), R8
+	Q8ARGS4
 	MOVQ nb+24(FP), R15
 	IMULQ $34, R15
 	VPCMPEQW Y15, Y15, Y15
