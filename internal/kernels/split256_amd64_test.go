@@ -70,3 +70,49 @@ func TestSIMDBothWidths(t *testing.T) {
 		}
 	}
 }
+
+// TestSplit256Forms calls the 128-bit and 256-bit forms of each avx2
+// four-input kernel directly (the entry points reach them by a jump) and
+// checks that they give the same bits as each other and as the entry
+// point.
+func TestSplit256Forms(t *testing.T) {
+	skipNoSIMD(t)
+	type qdsForm func(w *byte, qs *[4]*int8, d, s *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int)
+	qds := map[Type][2]qdsForm{
+		Q4_0: {dot4Q4_0AVX2X, dot4Q4_0AVX2Y},
+		Q4_1: {dot4Q4_1AVX2X, dot4Q4_1AVX2Y},
+		Q5_0: {dot4Q5_0AVX2X, dot4Q5_0AVX2Y},
+		Q5_1: {dot4Q5_1AVX2X, dot4Q5_1AVX2Y},
+		Q4_K: {dot4Q4_KAVX2X, dot4Q4_KAVX2Y},
+		Q5_K: {dot4Q5_KAVX2X, dot4Q5_KAVX2Y},
+	}
+	rng := rand.New(rand.NewPCG(45, 46))
+	const rows = 5
+	for _, typ := range []Type{Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K} {
+		n := 1024
+		w := simdRandWeights(typ, rows*n, rng)
+		var acts [4]*Act
+		for k := range acts {
+			acts[k] = simdRandAct(n, rng)
+		}
+		entry := make([]float32, 4*rows)
+		simdKernels[typ].simd.dot4Rows(w, rows, &acts, n, entry, rows)
+		nb, sub := n/typ.BlockSize(), typ.BlockSize()/32
+		for form := range 2 {
+			out := make([]float32, 4*rows)
+			if typ == Q8_0 {
+				qs, d, _ := d4Args(w, rows, &acts, nb, sub, typ.RowSize(typ.BlockSize()), out, rows)
+				f := [2]func(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int){dot4Q8_0AVX2X, dot4Q8_0AVX2Y}[form]
+				f(&w[0], &qs, &d, nb, &f16Table[0], rows, &out[0], rows)
+			} else {
+				qs, d, s, _ := s4Args(w, rows, &acts, nb, sub, typ.RowSize(typ.BlockSize()), out, rows)
+				qds[typ][form](&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], rows)
+			}
+			for i := range out {
+				if out[i] != entry[i] {
+					t.Fatalf("%s form %d output %d: %g, the entry point %g", typ, form, i, out[i], entry[i])
+				}
+			}
+		}
+	}
+}
