@@ -516,10 +516,7 @@ func TestPackedAVX2(t *testing.T) {
 				if tm.m.pk == nil {
 					t.Fatalf("%s: NewMatrix on the avx2 path did not pack", ty)
 				}
-				saved := packTable
-				packTable = nil
-				fileM, err := NewMatrix(ty, rows, cols, tm.m.Data)
-				packTable = saved
+				fileM, err := NewLookupMatrix(ty, rows, cols, tm.m.Data)
 				if err != nil {
 					t.Fatal(err)
 				}

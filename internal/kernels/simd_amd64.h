@@ -27,6 +27,14 @@
 	VPUNPCKHQDQ b, a, a; \
 	VPADDD      t, a, a
 
+// KH2(a, b, t, u), on KT4 results a and b of 256-bit registers (each
+// 128-bit half holding four vectors' partial sums): t = a's four sums,
+// then b's, the halves added; u is clobbered.
+#define KH2(a, b, t, u) \
+	VPERM2I128 $0x20, b, a, t; \
+	VPERM2I128 $0x31, b, a, u; \
+	VPADDD     u, t, t
+
 // XT4: X0 = [ΣX0, ΣX2, ΣX10, ΣX12] (lane sums of four blocks' int32
 // partial sums); X1, X3 are clobbered.
 #define XT4 \

@@ -677,9 +677,7 @@ SPLAT32(q6m0f<>, 0x0f0f0f0f0f0f0f0f)
 	KT2(Y5, Y6, Y12); \
 	KT2(Y7, Y8, Y12); \
 	KT4(Y5, Y7, Y12); \
-	VPERM2I128  $0x20, Y5, Y4, Y6; \
-	VPERM2I128  $0x31, Y5, Y4, Y7; \
-	VPADDD      Y7, Y6, Y6; \
+	KH2(Y4, Y5, Y6, Y7); \
 	VCVTDQ2PS   Y6, Y6; \
 	VMULPS      (R10)(AX*1), Y10, Y12; \
 	VFMADD231PS Y6, Y12, ACC; \

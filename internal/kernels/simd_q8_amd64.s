@@ -199,17 +199,9 @@ q8x4loop:
 	VZEROUPPER
 	RET
 
-// Q8Y: one activation row's block (32 quants at a) against the weight
-// block in Y4 with magnitudes in Y6 (256-bit registers): p = the 8
-// partial sums (Y15 = int16 ones).
-#define Q8Y(a, p) \
-	VMOVDQU    a, p; \
-	VPSIGNB    Y4, p, p; \
-	VPMADDUBSW p, Y6, p; \
-	VPMADDWD   Y15, p, p
-
-// Q8Y2: Q8Y for row 0's block (Y4, Y6) and row 1's (Y5, Y7) against one
-// activation row's block at a: p0, p1 = the two rows' partial sums.
+// Q8Y2: row 0's block (weights Y4, magnitudes Y6) and row 1's (Y5, Y7)
+// against one activation row's block (32 quants at a) on 256-bit
+// registers: p0, p1 = the two rows' 8 partial sums (Y15 = int16 ones).
 #define Q8Y2(a, p0, p1) \
 	VMOVDQU    a, p0; \
 	VPSIGNB    Y5, p0, p1; \
@@ -224,20 +216,25 @@ q8x4loop:
 // against an activation row in one register, two weight rows at a time
 // against the four activation rows (their scales and activation loads
 // shared). The eight registers of partial sums are reduced per 128-bit
-// half (KT2/KT4) and the halves added (VPERM2I128): Y14 holds row 0's four
+// half (KT2/KT4) and the halves added (KH2): Y14 holds row 0's four
 // outputs in its low half and row 1's in its high half. An odd last row
-// runs the same steps for one row in the low half. The same exact integer
-// sums and float steps as dot4Q8_0AVX2X, so the same bits.
+// runs as a pair with itself (R15 = 0) and stores its low half. The same
+// exact integer sums and float steps as dot4Q8_0AVX2X, so the same bits.
 TEXT ·dot4Q8_0AVX2Y(SB), NOSPLIT, $0-64
 	Q8ARGS4
-	MOVQ nb+24(FP), R15
-	IMULQ $34, R15
 	VPCMPEQW Y15, Y15, Y15
 	VPSRLW   $15, Y15, Y15
-	CMPQ rows+40(FP), $2
-	JL   q8y2odd
+	CMPQ     rows+40(FP), $0
+	JEQ      q8y2done
 
 q8y2row:
+	MOVQ  nb+24(FP), R15
+	IMULQ $34, R15
+	CMPQ  rows+40(FP), $1
+	JNE   q8y2pair
+	XORQ  R15, R15                  // an odd last row: a pair with itself
+
+q8y2pair:
 	MOVQ   nb+24(FP), CX
 	XORQ   AX, AX
 	VXORPS Y14, Y14, Y14
@@ -265,9 +262,7 @@ q8y2loop:
 	KT2(Y1, Y3, Y5)
 	KT2(Y11, Y13, Y7)
 	KT4(Y1, Y11, Y5)
-	VPERM2I128   $0x20, Y1, Y0, Y2
-	VPERM2I128   $0x31, Y1, Y0, Y3
-	VPADDD       Y3, Y2, Y2
+	KH2(Y0, Y1, Y2, Y3)
 	VCVTDQ2PS    Y2, Y2
 	VFMADD231PS  Y9, Y2, Y14
 	ADDQ         $34, SI
@@ -278,45 +273,13 @@ q8y2loop:
 	MOVQ         stride+56(FP), CX
 	SHLQ         $2, CX
 	STOREX4(X14, out+48(FP), CX, DX)
+	DECQ         rows+40(FP)
+	JZ           q8y2done
 	VEXTRACTF128 $1, Y14, X14
 	STOREX4(X14, out+48(FP), CX, DX)
 	ADDQ         R15, SI            // past row 1
-	SUBQ         $2, rows+40(FP)
-	CMPQ         rows+40(FP), $2
-	JGE          q8y2row
-
-q8y2odd:
-	CMPQ rows+40(FP), $0
-	JEQ  q8y2done
-	MOVQ stride+56(FP), CX
-	SHLQ $2, CX
-	MOVQ nb+24(FP), R15
-	XORQ AX, AX
-	VXORPS X14, X14, X14
-
-q8y2oloop:
-	MOVWLZX      (SI), DX
-	VBROADCASTSS (R8)(DX*4), X8
-	DA4(X9)
-	VMULPS       X8, X9, X9
-	VMOVDQU      2(SI), Y4
-	VPABSB       Y4, Y6
-	Q8Y((R9)(AX*8), Y0)
-	Q8Y((R10)(AX*8), Y2)
-	Q8Y((R11)(AX*8), Y10)
-	Q8Y((R12)(AX*8), Y12)
-	KT2(Y0, Y2, Y1)
-	KT2(Y10, Y12, Y3)
-	KT4(Y0, Y10, Y1)
-	VEXTRACTI128 $1, Y0, X1
-	VPADDD       X1, X0, X0
-	VCVTDQ2PS    X0, X0
-	VFMADD231PS  X9, X0, X14
-	ADDQ         $34, SI
-	ADDQ         $4, AX
-	DECQ         R15
-	JNZ          q8y2oloop
-	STOREX4(X14, out+48(FP), CX, DX)
+	DECQ         rows+40(FP)
+	JNZ          q8y2row
 
 q8y2done:
 	VZEROUPPER

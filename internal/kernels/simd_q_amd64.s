@@ -414,9 +414,7 @@ loop: \
 	KT2(Y1, Y2, Y11); \
 	KT2(Y3, Y10, Y11); \
 	KT4(Y1, Y3, Y11); \
-	VPERM2I128   $0x20, Y1, Y0, Y2; \
-	VPERM2I128   $0x31, Y1, Y0, Y3; \
-	VPADDD       Y3, Y2, Y2; \
+	KH2(Y0, Y1, Y2, Y3); \
 	VCVTDQ2PS    Y2, Y2; \
 	VFMADD231PS  Y7, Y2, Y13; \
 	VFMADD231PS  Y6, Y8, Y13; \

@@ -30,8 +30,9 @@ func TestSplits256(t *testing.T) {
 }
 
 // TestSIMDBothWidths runs the four-input kernel checks with the 128-bit
-// and the 256-bit forms of the quantized types' kernels (split256), whichever
-// this CPU picks, and checks that the two give the same bits.
+// and the 256-bit forms of the quantized types' kernels (split256),
+// whichever this CPU picks (TestSplit256Forms checks that the two give the
+// same bits).
 func TestSIMDBothWidths(t *testing.T) {
 	skipNoSIMD(t)
 	saved := split256
@@ -41,33 +42,6 @@ func TestSIMDBothWidths(t *testing.T) {
 		name := map[bool]string{false: "256-bit", true: "128-bit"}[s]
 		t.Run(name+"/Dot4Rows", TestSIMDDot4Rows)
 		t.Run(name+"/BatchInvariant", TestSIMDBatchInvariant)
-	}
-	rng := rand.New(rand.NewPCG(41, 42))
-	for _, typ := range []Type{Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K} {
-		p := simdKernels[typ]
-		if p == nil || p.simd.dot4Rows == nil {
-			t.Fatalf("%s: no four-input assembly kernel", typ)
-		}
-		for _, n := range simdLengths(typ) {
-			for _, rows := range []int{1, 2, 3, 6} {
-				w := simdRandWeights(typ, rows*n, rng)
-				var acts [4]*Act
-				for k := range acts {
-					acts[k] = simdRandAct(n, rng)
-				}
-				var outs [2][]float32
-				for i, s := range []bool{false, true} {
-					split256 = s
-					outs[i] = make([]float32, 4*rows)
-					p.simd.dot4Rows(w, rows, &acts, n, outs[i], rows)
-				}
-				for i := range outs[0] {
-					if outs[0][i] != outs[1][i] {
-						t.Fatalf("%s n=%d rows=%d output %d: 256-bit %g, 128-bit %g", typ, n, rows, i, outs[0][i], outs[1][i])
-					}
-				}
-			}
-		}
 	}
 }
 
@@ -87,30 +61,36 @@ func TestSplit256Forms(t *testing.T) {
 		Q5_K: {dot4Q5_KAVX2X, dot4Q5_KAVX2Y},
 	}
 	rng := rand.New(rand.NewPCG(45, 46))
-	const rows = 5
 	for _, typ := range []Type{Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K} {
-		n := 1024
-		w := simdRandWeights(typ, rows*n, rng)
-		var acts [4]*Act
-		for k := range acts {
-			acts[k] = simdRandAct(n, rng)
+		p := simdKernels[typ]
+		if p == nil || p.simd.dot4Rows == nil {
+			t.Fatalf("%s: no four-input assembly kernel", typ)
 		}
-		entry := make([]float32, 4*rows)
-		simdKernels[typ].simd.dot4Rows(w, rows, &acts, n, entry, rows)
-		nb, sub := n/typ.BlockSize(), typ.BlockSize()/32
-		for form := range 2 {
-			out := make([]float32, 4*rows)
-			if typ == Q8_0 {
-				qs, d, _ := d4Args(w, rows, &acts, nb, sub, typ.RowSize(typ.BlockSize()), out, rows)
-				f := [2]func(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int){dot4Q8_0AVX2X, dot4Q8_0AVX2Y}[form]
-				f(&w[0], &qs, &d, nb, &f16Table[0], rows, &out[0], rows)
-			} else {
-				qs, d, s, _ := s4Args(w, rows, &acts, nb, sub, typ.RowSize(typ.BlockSize()), out, rows)
-				qds[typ][form](&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], rows)
-			}
-			for i := range out {
-				if out[i] != entry[i] {
-					t.Fatalf("%s form %d output %d: %g, the entry point %g", typ, form, i, out[i], entry[i])
+		for _, n := range simdLengths(typ) {
+			for _, rows := range []int{1, 2, 3, 5, 6} {
+				w := simdRandWeights(typ, rows*n, rng)
+				var acts [4]*Act
+				for k := range acts {
+					acts[k] = simdRandAct(n, rng)
+				}
+				entry := make([]float32, 4*rows)
+				p.simd.dot4Rows(w, rows, &acts, n, entry, rows)
+				nb, sub := n/typ.BlockSize(), typ.BlockSize()/32
+				for form := range 2 {
+					out := make([]float32, 4*rows)
+					if typ == Q8_0 {
+						qs, d, _ := d4Args(w, rows, &acts, nb, sub, typ.RowSize(typ.BlockSize()), out, rows)
+						f := [2]func(w *byte, qs *[4]*int8, d *[4]*float32, nb int, tab *float32, rows int, out *float32, stride int){dot4Q8_0AVX2X, dot4Q8_0AVX2Y}[form]
+						f(&w[0], &qs, &d, nb, &f16Table[0], rows, &out[0], rows)
+					} else {
+						qs, d, s, _ := s4Args(w, rows, &acts, nb, sub, typ.RowSize(typ.BlockSize()), out, rows)
+						qds[typ][form](&w[0], &qs, &d, &s, nb, &f16Table[0], rows, &out[0], rows)
+					}
+					for i := range out {
+						if out[i] != entry[i] {
+							t.Fatalf("%s n=%d rows=%d form %d output %d: %g, the entry point %g", typ, n, rows, form, i, out[i], entry[i])
+						}
+					}
 				}
 			}
 		}
