@@ -63,31 +63,58 @@ func testPackedMatMul(t *testing.T, path string) {
 				}
 				tm.reference(n)
 				what := fmt.Sprintf("%s %s %dx%d n=%d", path, ty, rows, cols, n)
-				alone := make([]float32, n*rows)
-				for i := 0; i < n; i++ {
-					MatMul(nil, alone[i*rows:(i+1)*rows], tm.m, tm.input[i*cols:(i+1)*cols], 1)
-				}
+				alone := tm.alone(n)
 				for _, pool := range []*Pool{nil, p} {
 					setPath(path)
-					got := make([]float32, n*rows+7)
+					got := packedOut(n * rows)
 					MatMul(pool, got, tm.m, tm.input, n)
 					setPath("avx2")
-					want := make([]float32, n*rows+7)
+					want := packedOut(n * rows)
 					MatMul(pool, want, tm.m, tm.input, n)
-					for k := range got {
-						if k < n*rows && got[k] != alone[k] {
-							t.Fatalf("%s: out[%d] = %g in the batch, %g alone", what, k, got[k], alone[k])
-						}
-						if packExact[ty] && got[k] != want[k] {
-							t.Fatalf("%s: out[%d] = %g (packed), %g (avx2)", what, k, got[k], want[k])
-						}
-					}
-					if got[n*rows] != 0 {
-						t.Fatalf("%s: wrote past its output", what)
-					}
+					checkPacked(t, what, got, want, alone, packExact[ty], "avx2")
 					tm.checkWith(t, got[:n*rows], n, what, pk.bf16)
 				}
 			}
+		}
+	}
+}
+
+// alone returns the matrix's outputs for each of the first n input rows
+// by itself (MatMul of one token).
+func (tm *testMatrix) alone(n int) []float32 {
+	rows, cols := tm.m.Rows, tm.m.Cols
+	out := make([]float32, n*rows)
+	for i := range n {
+		MatMul(nil, out[i*rows:(i+1)*rows], tm.m, tm.input[i*cols:(i+1)*cols], 1)
+	}
+	return out
+}
+
+// packedOut returns an output buffer of n values and 7 more set to 42: a
+// padding row's output is 0, so a kernel that writes past its rows shows
+// only against another value.
+func packedOut(n int) []float32 {
+	out := make([]float32, n+7)
+	for i := n; i < len(out); i++ {
+		out[i] = 42
+	}
+	return out
+}
+
+// checkPacked checks a packed product's outputs got (packedOut; alone are
+// the same outputs token by token): the same bits as alone, the same as
+// want (the product by ref) where exact, and nothing written past them.
+func checkPacked(t *testing.T, what string, got, want, alone []float32, exact bool, ref string) {
+	t.Helper()
+	for k := range got {
+		if k < len(alone) && got[k] != alone[k] {
+			t.Fatalf("%s: out[%d] = %g in the batch, %g alone", what, k, got[k], alone[k])
+		}
+		if k >= len(alone) && got[k] != 42 {
+			t.Fatalf("%s: wrote past its output (out[%d] = %g)", what, k, got[k])
+		}
+		if exact && got[k] != want[k] {
+			t.Fatalf("%s: out[%d] = %g (packed), %g (%s)", what, k, got[k], want[k], ref)
 		}
 	}
 }
@@ -484,7 +511,8 @@ func BenchmarkDecodeLayers(b *testing.B) {
 
 // TestPackedAVX2 checks the avx2 path's kernels over packed weights
 // (Q8_0 and Q4_K, where split256 is false) on shapes with partial groups,
-// token counts that use the four-token, small-batch and one-token kernels,
+// token counts that use the four-token, small-batch (Q8_0) and one-token
+// kernels,
 // one thread and two: against the float64 oracle, against the path's
 // kernels over the file's rows (the same bits where packExact says so),
 // and batched against each token alone (the same bits).
@@ -511,7 +539,9 @@ func TestPackedAVX2(t *testing.T) {
 	for ty := range packTable {
 		for _, shape := range [][2]int{{1, 256}, {15, 512}, {16, 768}, {17, 256}, {33, 1024}, {130, 768}, {40, 1280}} {
 			rows, cols := shape[0], shape[1]
-			for _, n := range []int{1, 2, 3, 4, 5, 8, 9, 13} {
+			// 2-24 tokens go through the small-batch kernels, 28 and 29
+			// through the four-token one (and one one-token pass).
+			for _, n := range []int{1, 2, 3, 4, 5, 8, 9, 13, 28, 29} {
 				tm := newTestMatrix(t, r, ty, rows, cols, n)
 				if tm.m.pk == nil {
 					t.Fatalf("%s: NewMatrix on the avx2 path did not pack", ty)
@@ -522,26 +552,12 @@ func TestPackedAVX2(t *testing.T) {
 				}
 				tm.reference(n)
 				what := fmt.Sprintf("%s %dx%d n=%d", ty, rows, cols, n)
-				alone := make([]float32, n*rows)
-				for i := range n {
-					MatMul(nil, alone[i*rows:(i+1)*rows], tm.m, tm.input[i*cols:(i+1)*cols], 1)
-				}
+				alone := tm.alone(n)
 				for _, pool := range []*Pool{nil, p} {
-					got := make([]float32, n*rows+1)
-					want := make([]float32, n*rows+1)
+					got, want := packedOut(n*rows), packedOut(n*rows)
 					MatMul(pool, got, tm.m, tm.input, n)
 					MatMul(pool, want, fileM, tm.input, n)
-					for k := range got {
-						if k < n*rows && got[k] != alone[k] {
-							t.Fatalf("%s: out[%d] = %g in the batch, %g alone", what, k, got[k], alone[k])
-						}
-						if packExact[ty] && got[k] != want[k] {
-							t.Fatalf("%s: out[%d] = %g packed, %g on the file's rows", what, k, got[k], want[k])
-						}
-					}
-					if got[n*rows] != 0 {
-						t.Fatalf("%s: wrote past its output", what)
-					}
+					checkPacked(t, what, got, want, alone, packExact[ty], "the file's rows")
 					tm.checkWith(t, got[:n*rows], n, what, false)
 				}
 			}
