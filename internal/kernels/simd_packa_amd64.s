@@ -58,14 +58,6 @@
 	VPMADDWD     Y15, Y6, Y6; \
 	VPADDD       Y6, y, y
 
-// PACH4(k): chunk k's half (DX: 0 or 32) against the four tokens.
-#define PACH4(k) \
-	PAW((64*k)(SI)(DX*1)); \
-	PAT((4*k)(DI), Y0); \
-	PAT((4*k)(DI)(R8*1), Y1); \
-	PAT((4*k)(DI)(R8*2), Y2); \
-	PAT((4*k)(DI)(R9*1), Y3)
-
 // PACH1(k): chunk k's two halves against one token.
 #define PACH1(k) \
 	PAW((64*k)(SI)); \
@@ -107,71 +99,6 @@ DATA palanes<>+8(SB)/8, $0x0000000800000004
 DATA palanes<>+16(SB)/8, $0x0000002000000010
 DATA palanes<>+24(SB)/8, $0x0000008000000040
 GLOBL palanes<>(SB), RODATA|NOPTR, $32
-
-// func gemm4Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-// Four tokens: each group in two passes over its blocks, rows 0-7 (DX =
-// 0) and rows 8-15 (DX = 32), a pass's four outputs in Y10-Y13.
-TEXT ·gemm4Q8_0AVX2P(SB), NOSPLIT, $0-88
-	PAARGS
-
-pa4group:
-	XORQ DX, DX
-
-pa4half:
-	MOVQ   qs+24(FP), DI
-	MOVQ   d+40(FP), BX
-	MOVQ   nb+8(FP), CX
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y12, Y12, Y12
-	VXORPS Y13, Y13, Y13
-
-pa4loop:
-	VPXOR     Y0, Y0, Y0
-	VPXOR     Y1, Y1, Y1
-	VPXOR     Y2, Y2, Y2
-	VPXOR     Y3, Y3, Y3
-	PACH4(0)
-	PACH4(1)
-	PACH4(2)
-	PACH4(3)
-	PACH4(4)
-	PACH4(5)
-	PACH4(6)
-	PACH4(7)
-	MOVQ      DX, R12
-	SHRQ      $1, R12
-	VCVTPH2PS 512(SI)(R12*1), Y7
-	PAF((BX), Y0, Y10)
-	PAF((BX)(R10*1), Y1, Y11)
-	PAF((BX)(R10*2), Y2, Y12)
-	PAF((BX)(R11*1), Y3, Y13)
-	ADDQ      $544, SI
-	ADDQ      $32, DI
-	ADDQ      $4, BX
-	DECQ      CX
-	JNZ       pa4loop
-
-	PAMASK(pa4full)
-	PASTORE(Y10, (AX)(DX*1))
-	LEAQ     (AX)(DX*1), CX
-	PASTORE(Y11, (CX)(R13*1))
-	PASTORE(Y12, (CX)(R13*2))
-	PASTORE(Y13, (CX)(R14*1))
-	ADDQ     $32, DX
-	CMPQ     DX, $64
-	JEQ      pa4next
-	MOVQ     nb+8(FP), CX
-	IMULQ    $544, CX
-	SUBQ     CX, SI                 // back to the group's start
-	JMP      pa4half
-
-pa4next:
-	ADDQ $64, AX
-	DECQ R15
-	JNZ  pa4group
-	VZEROUPPER
-	RET
 
 // func gemm1Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 // One token (decode): both halves of each chunk in one pass, their sums in
@@ -336,6 +263,30 @@ pthalf: \
 #define PT6 PTPASS(PTCH3, PTF3, PTST3, 0, 6, pta); PTPASS(PTCH3, PTF3, PTST3, 3, 6, ptb)
 #define PT7 PTPASS(PTCH4, PTF4, PTST4, 0, 7, pta); PTPASS(PTCH3, PTF3, PTST3, 4, 7, ptb)
 #define PT8 PTPASS(PTCH4, PTF4, PTST4, 0, 8, pta); PTPASS(PTCH4, PTF4, PTST4, 4, 8, ptb)
+
+// PACH4S(k, t) and PAF4S(t): chunk k's half (DX: 0 or 32) against the
+// four tokens and their float steps, where each token's activations are
+// their own rows (qs and d strided: R8/R9 and R10/R11), as gemm4 takes
+// them; t is 0.
+#define PACH4S(k, t) \
+	PAW((64*k)(SI)(DX*1)); \
+	PAT((4*k)(DI), Y0); \
+	PAT((4*k)(DI)(R8*1), Y1); \
+	PAT((4*k)(DI)(R8*2), Y2); \
+	PAT((4*k)(DI)(R9*1), Y3)
+
+#define PAF4S(t) \
+	PAF((BX), Y0, Y10); \
+	PAF((BX)(R10*1), Y1, Y11); \
+	PAF((BX)(R10*2), Y2, Y12); \
+	PAF((BX)(R11*1), Y3, Y13)
+
+// func gemm4Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+// Four tokens, each with its own rows of quants and scales: each group in
+// two passes over its blocks (PTPASS), rows 0-7 (DX = 0) and rows 8-15
+// (DX = 32).
+TEXT ·gemm4Q8_0AVX2P(SB), NOSPLIT, $0-88
+	PTGROUPS(PTPASS(PACH4S, PAF4S, PTST4, 0, 1, pta))
 
 // func gemmT<K>Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 TEXT ·gemmT2Q8_0AVX2P(SB), NOSPLIT, $0-88
