@@ -25,7 +25,7 @@ func benchMatrix(t Type, rows, cols int) *Matrix {
 	benchMu.Lock()
 	defer benchMu.Unlock()
 	// Packed on the path in use, in its layout (packKernels.inter).
-	key := fmt.Sprintf("%s/%dx%d/%v", t, rows, cols, packTable[t] != nil && packTable[t].inter)
+	key := fmt.Sprintf("%s/%dx%d/%v/%v", t, rows, cols, packTable[t] != nil, packTable[t] != nil && packTable[t].inter)
 	if m := benchMatrices[key]; m != nil {
 		return m
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -389,34 +390,49 @@ func BenchmarkMatVecDRAM(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeAB runs the avx512 path's one-token kernels of Q4_K, Q6_K
-// and Q8_0 over the interleaved layout (new) and the generated table's
-// over the file order's groups, which the avx512bw and avxvnni paths keep
-// (old), one after the other in one run: from L2 (256 rows: the kernels'
-// arithmetic) and from memory (BenchmarkMatVecDRAM's matrices).
+// BenchmarkDecodeAB runs a path's one-token kernels over two layouts,
+// the old one and the new one after the other in one run: from L2 (256
+// rows: the kernels' arithmetic) and from memory (BenchmarkMatVecDRAM's
+// matrices). On the avx512 path Q4_K, Q6_K and Q8_0 over the interleaved
+// layout (new) against the generated table's over the file order's
+// groups, which the avx512bw and avxvnni paths keep (old); on the avx2
+// path its packed kernels (new) against the kernels over the file's rows
+// (old). BENCH_PATH picks the path (default: the CPU's best of the two).
 func BenchmarkDecodeAB(b *testing.B) {
-	if why := pathMissing("avx512"); why != "" {
-		b.Skip("path avx512:", why)
+	path := os.Getenv("BENCH_PATH")
+	if path == "" {
+		path = "avx512"
+		if pathMissing(path) != "" {
+			path = "avx2"
+		}
 	}
-	prev, _ := setPath("avx512")
+	if why := pathMissing(path); why != "" {
+		b.Skip("path", path, why)
+	}
+	prev, _ := setPath(path)
 	defer setPath(prev)
 	cur := packTable
 	for _, t := range []Type{Q4_K, Q6_K, Q8_0} {
+		if cur[t] == nil {
+			continue
+		}
 		for _, c := range []struct {
 			name          string
 			rows, threads int
-		}{{"L2", 256, 1}, {"DRAM", 32768, 1}, {"DRAM", 32768, 2}} {
+		}{{"L2", 256, 1}, {"L2h", 96, 1}, {"DRAM", 32768, 1}, {"DRAM", 32768, 2}} {
 			cols := 4096
 			if c.rows > 256 && t == Q8_0 {
 				cols = 2048
 			}
 			for _, v := range []string{"old", "new"} {
-				b.Run(fmt.Sprintf("%s/%s/threads=%d/%s", t, c.name, c.threads, v), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%s/%s/threads=%d/%s", path, t, c.name, c.threads, v), func(b *testing.B) {
 					tab := maps.Clone(cur)
 					if v == "old" {
-						tab[t] = vnniPackKernels[t]
+						tab[t] = nil
+						if path == "avx512" {
+							tab[t] = vnniPackKernels[t]
+						}
 					}
-
 					packTable = tab
 					defer func() { packTable = cur }()
 					benchRowsCPU(b, t, c.rows, cols, 1, c.threads)
