@@ -6,6 +6,7 @@
 // The argument loads (PKGP) and the prefetches (PFQ8I) are the AVX-512
 // kernels'.
 #include "simd_pack_amd64.h"
+#include "simd_lanes_amd64.h"
 
 // AVX2 kernels over the packed Q8_0 layout (pack.go, the interleaved
 // variant: a block's 512 bytes of quants, eight 64-byte chunks of 16 rows ×
@@ -87,18 +88,8 @@
 	SHRQ         $2, CX; \
 	MOVQ         mask+80(FP), R12; \
 	SHRQ         CX, R12; \
-	VMOVD        R12, X9; \
-	VPBROADCASTD X9, Y9; \
-	VPAND        palanes<>(SB), Y9, Y9; \
-	VPCMPEQD     palanes<>(SB), Y9, Y9; \
+	LANEMASK(R12, X9, Y9); \
 full:
-
-// palanes: lane i holds bit i.
-DATA palanes<>+0(SB)/8, $0x0000000200000001
-DATA palanes<>+8(SB)/8, $0x0000000800000004
-DATA palanes<>+16(SB)/8, $0x0000002000000010
-DATA palanes<>+24(SB)/8, $0x0000008000000040
-GLOBL palanes<>(SB), RODATA|NOPTR, $32
 
 // func gemm1Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 // One token (decode): both halves of each chunk in one pass, their sums in

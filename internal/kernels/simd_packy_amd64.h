@@ -8,6 +8,7 @@
 // The argument, group and block macros (PKGP, PKGROUP, PKNEXT), the
 // prefetches and the word shifts are the AVX-512 kernels'.
 #include "simd_pack_amd64.h"
+#include "simd_lanes_amd64.h"
 
 // AVX-VNNI kernels (avxvnni path: CPUs with the VEX form of VPDPBUSD but
 // no AVX-512, e.g. Alder Lake and later clients, Sierra Forest) over the
@@ -26,8 +27,8 @@
 // Y14 = 0x0f bytes, Y15 = 0x10 bytes (the other constants in ycon<>).
 // Q6_K has no kernel here (pack_amd64.go says why).
 
-// ycon<>: 0x0f bytes (0), 0x10 bytes (32), the lane bits 1, 2, ..., 128
-// (64), -8.0 (96) and -16.0 (128) in every lane.
+// ycon<>: 0x0f bytes (0), 0x10 bytes (32), -8.0 (64) and -16.0 (96) in
+// every lane.
 DATA ycon<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA ycon<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA ycon<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -36,19 +37,15 @@ DATA ycon<>+32(SB)/8, $0x1010101010101010
 DATA ycon<>+40(SB)/8, $0x1010101010101010
 DATA ycon<>+48(SB)/8, $0x1010101010101010
 DATA ycon<>+56(SB)/8, $0x1010101010101010
-DATA ycon<>+64(SB)/8, $0x0000000200000001
-DATA ycon<>+72(SB)/8, $0x0000000800000004
-DATA ycon<>+80(SB)/8, $0x0000002000000010
-DATA ycon<>+88(SB)/8, $0x0000008000000040
-DATA ycon<>+96(SB)/8, $0xc1000000c1000000
-DATA ycon<>+104(SB)/8, $0xc1000000c1000000
-DATA ycon<>+112(SB)/8, $0xc1000000c1000000
-DATA ycon<>+120(SB)/8, $0xc1000000c1000000
-DATA ycon<>+128(SB)/8, $0xc1800000c1800000
-DATA ycon<>+136(SB)/8, $0xc1800000c1800000
-DATA ycon<>+144(SB)/8, $0xc1800000c1800000
-DATA ycon<>+152(SB)/8, $0xc1800000c1800000
-GLOBL ycon<>(SB), RODATA|NOPTR, $160
+DATA ycon<>+64(SB)/8, $0xc1000000c1000000
+DATA ycon<>+72(SB)/8, $0xc1000000c1000000
+DATA ycon<>+80(SB)/8, $0xc1000000c1000000
+DATA ycon<>+88(SB)/8, $0xc1000000c1000000
+DATA ycon<>+96(SB)/8, $0xc1800000c1800000
+DATA ycon<>+104(SB)/8, $0xc1800000c1800000
+DATA ycon<>+112(SB)/8, $0xc1800000c1800000
+DATA ycon<>+120(SB)/8, $0xc1800000c1800000
+GLOBL ycon<>(SB), RODATA|NOPTR, $128
 
 #define YZ4 VPXOR Y4, Y4, Y4; VPXOR Y5, Y5, Y5; VPXOR Y6, Y6, Y6; VPXOR Y7, Y7, Y7
 #define YZ1 VPXOR Y4, Y4, Y4; VPXOR Y5, Y5, Y5
@@ -134,8 +131,8 @@ GLOBL ycon<>(SB), RODATA|NOPTR, $160
 
 // The rows' scales of half h: Y2 = d, Y3 = -8*d, -16*d or the minimums.
 #define YSC8(h) VCVTPH2PS (16*h)(R12), Y2
-#define YOFF8(h) YSC8(h); VMULPS ycon<>+96(SB), Y2, Y3
-#define YOFF16(h) YSC8(h); VMULPS ycon<>+128(SB), Y2, Y3
+#define YOFF8(h) YSC8(h); VMULPS ycon<>+64(SB), Y2, Y3
+#define YOFF16(h) YSC8(h); VMULPS ycon<>+96(SB), Y2, Y3
 #define YMIN(h) YSC8(h); VCVTPH2PS (32+16*h)(R12), Y3
 
 // A block of 32 of half h against four tokens (YQ4) or one (YQ1): scales
@@ -216,10 +213,7 @@ loop: \
 	JNE          full; \
 	MOVQ         mask+80(FP), CX; \
 	SHRQ         $(8*h), CX; \
-	MOVQ         CX, X0; \
-	VPBROADCASTD X0, Y0; \
-	VPAND        ycon<>+64(SB), Y0, Y0; \
-	VPCMPEQD     ycon<>+64(SB), Y0, Y0; \
+	LANEMASK(CX, X0, Y0); \
 full: \
 	ST(h)
 
