@@ -102,8 +102,8 @@ func gemm4Q8_0Inter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, 
 func gemm42Q8_0Inter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
 // The avx2 path's kernels over packed weights: Q8_0's on the interleaved
-// layout (simd_packa_amd64.s), Q4_K's on the file order's
-// (simd_packya_amd64.s).
+// layout (simd_packa_amd64.s), Q4_K's on the file order's and Q6_K's on
+// the interleaved one (simd_packya_amd64.s).
 
 //go:noescape
 func gemm4Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
@@ -138,23 +138,31 @@ func gemm4Q4_KAVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, 
 //go:noescape
 func gemm1Q4_KAVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
+//go:noescape
+func gemm4Q6_KAVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q6_KAVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
 // avx2SmallBatch are the avx2 path's Q8_0 kernels of 2-8 tokens.
 var avx2SmallBatch = [maxSmallBatch + 1]gemmFunc{2: gemmT2Q8_0AVX2P, 3: gemmT3Q8_0AVX2P, 4: gemmT4Q8_0AVX2P,
 	5: gemmT5Q8_0AVX2P, 6: gemmT6Q8_0AVX2P, 7: gemmT7Q8_0AVX2P, 8: gemmT8Q8_0AVX2P}
 
 // avx2Pack returns the avx2 path's packed kernels on this CPU, Q8_0's
-// (simd_packa_amd64.s) and Q4_K's (simd_packya_amd64.s), where the vector
-// units are 256 bits wide and the CPU converts halves (F16C); none
-// elsewhere (the file layout's kernels). The other types keep the kernels
-// over the file's rows: Q6_K's one-token kernel over the packed layout
-// decoded at half the speed on the avxvnni path (avxvnniPackKernels), and
-// the Q4_0-family's four-token ones are on 256-bit registers already.
+// (simd_packa_amd64.s), Q4_K's and Q6_K's (simd_packya_amd64.s), where the
+// vector units are 256 bits wide and the CPU converts halves (F16C); none
+// elsewhere (the file layout's kernels). Q8_0 and Q6_K read the
+// interleaved layout (Q6_K's one-token kernel read memory 10-15 % slower
+// with its scales a second stream), Q4_K the file order's groups. The
+// other types keep the kernels over the file's rows (the Q4_0 family's
+// four-token ones are on 256-bit registers already).
 func avx2Pack() map[Type]*packKernels {
 	if split256 || !cpu.X86.HasF16C {
 		return nil
 	}
 	return map[Type]*packKernels{Q8_0: {gemm4: gemm4Q8_0AVX2P, gemm1: gemm1Q8_0AVX2P, gemmT: avx2SmallBatch, inter: true},
-		Q4_K: {gemm4: gemm4Q4_KAVX2P, gemm1: gemm1Q4_KAVX2P}}
+		Q4_K: {gemm4: gemm4Q4_KAVX2P, gemm1: gemm1Q4_KAVX2P},
+		Q6_K: {gemm4: gemm4Q6_KAVX2P, gemm1: gemm1Q6_KAVX2P, sumsPer: 16, sumsMul: 32, inter: true}}
 }
 
 // interKernels are the avx512 path's Q8_0, Q4_K and Q6_K kernels.

@@ -25,7 +25,9 @@
 // activation bytes, Y2/Y3 the rows' scales (Z8/Z9 there), Y4-Y7 the four
 // tokens' integer sums, Y8-Y11 their outputs, Y12 and Y13 temporaries,
 // Y14 = 0x0f bytes, Y15 = 0x10 bytes (the other constants in ycon<>).
-// Q6_K has no kernel here (pack_amd64.go says why).
+// Q6_K has no avxvnni kernel (its one-token kernel decoded at half the
+// speed of the kernel over the file's rows there); the avx2 path's
+// (simd_packya_amd64.s) reads the interleaved layout (YRUNL).
 
 // ycon<>: 0x0f bytes (0), 0x10 bytes (32), -8.0 (64) and -16.0 (96) in
 // every lane.
@@ -196,8 +198,8 @@ GLOBL ycon<>(SB), RODATA|NOPTR, $128
 // YHALF: half h of a group (its outputs zeroed, the block loop with the
 // prefetch PF); YSTORE: its outputs stored (ST) under the rows' mask,
 // every row but on the last group (mask's bits 8h..8h+7 there).
-#define YHALF(h, BODY, PF, qbytes, sbytes, asub, abytes, loop) \
-	PKGROUP(qbytes); \
+#define YHALF(h, G, N, BODY, PF, qbytes, sbytes, asub, abytes, loop) \
+	G(qbytes); \
 	VXORPS Y8, Y8, Y8; \
 	VXORPS Y9, Y9, Y9; \
 	VXORPS Y10, Y10, Y10; \
@@ -205,7 +207,7 @@ GLOBL ycon<>(SB), RODATA|NOPTR, $128
 loop: \
 	PF; \
 	BODY(h); \
-	PKNEXT(qbytes, sbytes, asub, abytes, loop)
+	N(qbytes, sbytes, asub, abytes, loop)
 
 #define YSTORE(h, ST, full) \
 	VPCMPEQD     Y0, Y0, Y0; \
@@ -235,19 +237,26 @@ full: \
 // the next group's block (R14 = the bytes of a group), so that the
 // memory is not idle while half 1 runs.
 #define YRUN(BODY, ST, PF0, PF1, SET, qbytes, sbytes, asub, abytes) \
+	YRUNL(PKGROUP, PKNEXT, qbytes, PKEND, BODY, ST, PF0, PF1, SET, qbytes, sbytes, asub, abytes)
+
+// YRUNL is YRUN over a layout: G, N and END its group, next-block and
+// group-end steps (PKGROUP, PKNEXT, PKEND or the interleaved layout's
+// PKGROUPI, PKNEXTI, PKENDI), a block's bytes in the stream that half 1
+// rewinds.
+#define YRUNL(G, N, stride, END, BODY, ST, PF0, PF1, SET, qbytes, sbytes, asub, abytes) \
 	PKGP; \
 	SET(qbytes, sbytes); \
 	VMOVDQU ycon<>+0(SB), Y14; \
 	Y15SET; \
 group: \
-	YHALF(0, BODY, PF0, qbytes, sbytes, asub, abytes, loop0); \
+	YHALF(0, G, N, BODY, PF0, qbytes, sbytes, asub, abytes, loop0); \
 	YSTORE(0, ST, full0); \
 	MOVQ  nb+8(FP), CX; \
-	IMULQ $qbytes, CX; \
+	IMULQ $stride, CX; \
 	SUBQ  CX, SI; \
-	YHALF(1, BODY, PF1, qbytes, sbytes, asub, abytes, loop1); \
+	YHALF(1, G, N, BODY, PF1, qbytes, sbytes, asub, abytes, loop1); \
 	YSTORE(1, ST, full1); \
-	MOVQ  R12, SI; \
+	END; \
 	ADDQ  $64, AX; \
 	DECQ  R15; \
 	JNZ   group; \

@@ -185,3 +185,192 @@ b1loop:
 	JNZ  b1group
 	VZEROUPPER
 	RET
+
+// Q6_K over the AVX-512 kernels' packed layout (simd_pack_amd64.h's Q6_K:
+// per super-block 4 pieces of low nibbles, 2 of high bits, then 16 rows'
+// int8 scales of each sub-block of 16 and d), a chunk half's 8 lanes 8
+// rows as above. A quant is 0..63 (q+32), so a pair of products fits
+// int16 and two chunks' pairs do too (4*63*128 = 32256): two chunks' sums
+// (VPADDW) are multiplied by the sub-block's scales in both words of each
+// row's dword (VPMADDWD), the block's four such products added, and 32*Σa
+// times each sub-block's scale taken out (the activation sums of 16 times
+// 32, Act.I; VPMULLD): the AVX-512 kernels' integer per block and row,
+// sc_a*(S_a-32Σa_a) + sc_b*(S_b-32Σa_b), and their float steps, acc =
+// fma(float(that), d*d_a, acc): the avx512 path's bits, alone or batched.
+//
+// Registers: Y0/Y1 a pair of chunks, Y2/Y3 temporaries (the activation
+// dwords), Y12 a sub-block's doubled scales (then d), Y13 = 0x30 bytes,
+// Y14 = 0x0f bytes; four tokens: Y4-Y7 their block sums, Y8-Y11 their
+// outputs.
+
+// Q6YU(loff, hoff, LSH, HSH, o, dst, tmp): dst = the 8 rows' 6-bit quants
+// of the chunk half at o: LSH(a, dst) the low nibbles of the piece at
+// loff, shifted or not (Q6L0, Q6L4), HSH(a, tmp) the high bits of the
+// piece at hoff moved to bits 4-5 (Q6H0, Q6HL2, Q6HL4, Q6HR2).
+#define Q6YU(loff, hoff, LSH, HSH, o, dst, tmp) \
+	LSH((loff+o)(SI), dst); \
+	HSH((hoff+o)(SI), tmp); \
+	VPOR tmp, dst, dst
+
+#define Q6L0(a, y) VPAND a, Y14, y
+#define Q6L4(a, y) VMOVDQU a, y; VPSRLW $4, y, y; VPAND Y14, y, y
+#define Q6H0(a, y) VPAND a, Y13, y
+#define Q6HL2(a, y) VMOVDQU a, y; VPSLLW $2, y, y; VPAND Y13, y, y
+#define Q6HL4(a, y) VMOVDQU a, y; VPSLLW $4, y, y; VPAND Y13, y, y
+#define Q6HR2(a, y) VMOVDQU a, y; VPSRLW $2, y, y; VPAND Y13, y, y
+
+// Q6SCD(o, y, t): y = the 8 rows' int8 scales at o(R12), each in both
+// words of its dword (sign-extended).
+#define Q6SCD(o, y, t) \
+	VPMOVSXBD o(R12), y; \
+	VPSLLD    $16, y, t; \
+	VPBLENDW  $0xaa, t, y, y
+
+// Q6PT(q, o, s, M, b): token b's block sum (M: set or add) += the pair of
+// chunks in Y0/Y1 times its activation dwords at o and o+4 of q, scaled by
+// s.
+#define Q6PT(q, o, s, M, b) \
+	VPBROADCASTD o q, Y2; \
+	VPMADDUBSW   Y2, Y0, Y2; \
+	VPBROADCASTD (o+4) q, Y3; \
+	VPMADDUBSW   Y3, Y1, Y3; \
+	VPADDW       Y3, Y2, Y2; \
+	M(s, Y2, b)
+
+#define Q6SET(s, p, b) VPMADDWD s, p, b
+#define Q6ADD(s, p, b) VPMADDWD s, p, p; VPADDD p, b, b
+
+// Q6P4(j, loff, hoff, LSH, HSH, k, h, M): chunks k and k+1 of block j,
+// half h, for the four tokens.
+#define Q6P4(j, loff, hoff, LSH, HSH, k, h, M) \
+	Q6YU(loff, hoff, LSH, HSH, (64*k+32*h), Y0, Y2); \
+	Q6YU(loff, hoff, LSH, HSH, (64*k+64+32*h), Y1, Y2); \
+	Q6PT((DI), (32*j+4*k), Y12, M, Y4); \
+	Q6PT((DI)(R8*1), (32*j+4*k), Y12, M, Y5); \
+	Q6PT((DI)(R8*2), (32*j+4*k), Y12, M, Y6); \
+	Q6PT((DI)(R9*1), (32*j+4*k), Y12, M, Y7)
+
+// Q6FIN(j, dd, ss, b, acc): a token's block sum b less 32Σa times the
+// sub-blocks' scales (Y0, Y1), into its output with d (Y12) times d_a.
+#define Q6FIN(j, dd, ss, b, acc) \
+	VPBROADCASTD (8*j) ss, Y2; \
+	VPMULLD      Y0, Y2, Y2; \
+	VPSUBD       Y2, b, b; \
+	VPBROADCASTD (8*j+4) ss, Y2; \
+	VPMULLD      Y1, Y2, Y2; \
+	VPSUBD       Y2, b, b; \
+	VCVTDQ2PS    b, b; \
+	VBROADCASTSS (4*j) dd, Y2; \
+	VMULPS       Y12, Y2, Y2; \
+	VFMADD231PS  Y2, b, acc
+
+// Q6PRE(j, h): Y0/Y1 = the int32 scales of block j's sub-blocks, Y12 = d.
+#define Q6PRE(j, h) \
+	VPMOVSXBD (32*j+8*h)(R12), Y0; \
+	VPMOVSXBD (32*j+16+8*h)(R12), Y1; \
+	VCVTPH2PS (256+16*h)(R12), Y12
+
+// The activation sums are per 16: their token stride is twice R10.
+#define Q6FIN4(j) \
+	Q6FIN(j, (BX), (DX), Y4, Y8); \
+	Q6FIN(j, (BX)(R10*1), (DX)(R10*2), Y5, Y9); \
+	Q6FIN(j, (BX)(R10*2), (DX)(R10*4), Y6, Y10); \
+	Q6FIN(j, (BX)(R11*1), (DX)(R11*2), Y7, Y11)
+
+#define Q6B4(j, loff, hoff, LSH, HSH, h) \
+	Q6SCD((32*j+8*h), Y12, Y0); \
+	Q6P4(j, loff, hoff, LSH, HSH, 0, h, Q6SET); \
+	Q6P4(j, loff, hoff, LSH, HSH, 2, h, Q6ADD); \
+	Q6SCD((32*j+16+8*h), Y12, Y0); \
+	Q6P4(j, loff, hoff, LSH, HSH, 4, h, Q6ADD); \
+	Q6P4(j, loff, hoff, LSH, HSH, 6, h, Q6ADD); \
+	Q6PRE(j, h); \
+	Q6FIN4(j)
+
+// A super-block's eight blocks (simd_pack_amd64.h's Q6KSB).
+#define Q6SBY(B, h) \
+	B(0, 0, 2048, Q6L0, Q6HL4, h); \
+	B(1, 512, 2048, Q6L0, Q6HL2, h); \
+	B(2, 0, 2048, Q6L4, Q6H0, h); \
+	B(3, 512, 2048, Q6L4, Q6HR2, h); \
+	B(4, 1024, 2560, Q6L0, Q6HL4, h); \
+	B(5, 1536, 2560, Q6L0, Q6HL2, h); \
+	B(6, 1024, 2560, Q6L4, Q6H0, h); \
+	B(7, 1536, 2560, Q6L4, Q6HR2, h)
+
+#define A4Q6_K(h) Q6SBY(Q6B4, h)
+
+// Q6C30: Y13 = 0x30 bytes (CX free).
+#define Q6C30(qbytes, sbytes) \
+	MOVL         $0x30303030, CX; \
+	VMOVD        CX, X13; \
+	VPBROADCASTD X13, Y13
+
+TEXT ·gemm4Q6_KAVX2P(SB), NOSPLIT, $0-88
+	YRUNL(PKGROUPI, PKNEXTI, 3360, PKENDI, A4Q6_K, YST4, NOPF, NOPF, Q6C30, 3072, 288, 8, 64)
+
+// The one-token kernel: both halves in one pass, as Q4_K's. Y2/Y3 the
+// activation dwords, Y4 a temporary, Y5/Y6 the halves' block sums, Y7/Y15
+// their d, Y8/Y9 their outputs, Y10/Y11 their doubled scales.
+#define Q61H(loff, hoff, LSH, HSH, k, h, s, M, b) \
+	Q6YU(loff, hoff, LSH, HSH, (64*k+32*h), Y0, Y4); \
+	Q6YU(loff, hoff, LSH, HSH, (64*k+64+32*h), Y1, Y4); \
+	VPMADDUBSW Y2, Y0, Y0; \
+	VPMADDUBSW Y3, Y1, Y1; \
+	VPADDW     Y1, Y0, Y0; \
+	M(s, Y0, b)
+
+#define Q61P(j, loff, hoff, LSH, HSH, k, M) \
+	VPBROADCASTD (32*j+4*k)(DI), Y2; \
+	VPBROADCASTD (32*j+4*k+4)(DI), Y3; \
+	Q61H(loff, hoff, LSH, HSH, k, 0, Y10, M, Y5); \
+	Q61H(loff, hoff, LSH, HSH, k, 1, Y11, M, Y6)
+
+// Q61FIN(j, h, d, b, acc): Q6FIN for half h (d its d).
+#define Q61FIN(j, h, d, b, acc) \
+	VPMOVSXBD    (32*j+8*h)(R12), Y0; \
+	VPMOVSXBD    (32*j+16+8*h)(R12), Y1; \
+	VPBROADCASTD (8*j)(DX), Y2; \
+	VPMULLD      Y0, Y2, Y2; \
+	VPSUBD       Y2, b, b; \
+	VPBROADCASTD (8*j+4)(DX), Y2; \
+	VPMULLD      Y1, Y2, Y2; \
+	VPSUBD       Y2, b, b; \
+	VCVTDQ2PS    b, b; \
+	VBROADCASTSS (4*j)(BX), Y2; \
+	VMULPS       d, Y2, Y2; \
+	VFMADD231PS  Y2, b, acc
+
+#define Q6B1(j, loff, hoff, LSH, HSH, h) \
+	PFJQ6_K(j); \
+	Q6SCD((32*j), Y10, Y4); \
+	Q6SCD((32*j+8), Y11, Y4); \
+	Q61P(j, loff, hoff, LSH, HSH, 0, Q6SET); \
+	Q61P(j, loff, hoff, LSH, HSH, 2, Q6ADD); \
+	Q6SCD((32*j+16), Y10, Y4); \
+	Q6SCD((32*j+24), Y11, Y4); \
+	Q61P(j, loff, hoff, LSH, HSH, 4, Q6ADD); \
+	Q61P(j, loff, hoff, LSH, HSH, 6, Q6ADD); \
+	Q61FIN(j, 0, Y7, Y5, Y8); \
+	Q61FIN(j, 1, Y15, Y6, Y9)
+
+TEXT ·gemm1Q6_KAVX2P(SB), NOSPLIT, $0-88
+	PKGP
+	Q6C30(0, 0)
+	VMOVDQU ycon<>+0(SB), Y14
+q61group:
+	PKGROUPI(3072)
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+q61loop:
+	VCVTPH2PS 256(R12), Y7
+	VCVTPH2PS 272(R12), Y15
+	Q6SBY(Q6B1, 0)
+	PKNEXTI(3072, 288, 8, 64, q61loop)
+	YSTORE(0, YST1, q61full0)
+	YSTORE(1, YST1H, q61full1)
+	ADDQ $64, AX
+	DECQ R15
+	JNZ  q61group
+	VZEROUPPER
+	RET
