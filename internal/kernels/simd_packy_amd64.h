@@ -82,10 +82,13 @@ GLOBL ycon<>(SB), RODATA|NOPTR, $128
 	VBROADCASTSS ss, Y12; \
 	VFMADD231PS  Y12, Y3, acc
 
-#define YKF(j, dd, ss, y, acc) \
+#define YKF(j, dd, ss, y, acc) YKFM(j, dd, ss, y, acc, Y2)
+
+// YKFM is YKF with the rows' factor in m (Y2 there).
+#define YKFM(j, dd, ss, y, acc, m) \
 	VCVTDQ2PS     y, y; \
 	VBROADCASTSS  (4*j) dd, Y12; \
-	VMULPS        Y2, Y12, Y12; \
+	VMULPS        m, Y12, Y12; \
 	VFMADD231PS   Y12, y, acc; \
 	VBROADCASTSS  (4*j) ss, Y12; \
 	VFNMADD231PS  Y12, Y3, acc

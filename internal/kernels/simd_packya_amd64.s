@@ -59,16 +59,11 @@ GLOBL akdup<>(SB), RODATA|NOPTR, $32
 // integer sum y (int16 pairs), activation scales at dd and sums at ss.
 #define AKF(j, dd, ss, y, acc) AKFD(j, dd, ss, y, acc, Y13)
 #define AKFD(j, dd, ss, y, acc, D) \
-	VPMADDWD      Y2, y, y; \
-	VCVTDQ2PS     y, y; \
-	VBROADCASTSS  (4*j) dd, Y12; \
-	VMULPS        D, Y12, Y12; \
-	VFMADD231PS   Y12, y, acc; \
-	VBROADCASTSS  (4*j) ss, Y12; \
-	VFNMADD231PS  Y12, Y3, acc
+	VPMADDWD Y2, y, y; \
+	YKFM(j, dd, ss, y, acc, D)
 
-// AM(q, r, FIRST): r += (or, FIRST, =) the int16 pair products of the
-// chunk in Y0 with the activation dword at q, broadcast.
+// AMADD(q, r): r += the int16 pair products of the chunk in Y0 with the
+// activation dword at q, broadcast; AMSET(q, r): r = them.
 #define AMADD(q, r) \
 	VPBROADCASTD q, Y1; \
 	VPMADDUBSW   Y1, Y0, Y1; \
