@@ -10,7 +10,7 @@ import (
 )
 
 // The packed kernels' tables and declarations (vnniPackKernels,
-// bwPackKernels, avxvnniPackKernels) are generated into gen_pack_amd64.go
+// bwPackKernels, avxvnniPackKernels, avx2PackKernels) are generated into gen_pack_amd64.go
 // from the table in internal/gen.
 
 // The int8 multiply-add ceilings of the packed paths (BenchmarkInt8MulCeiling).
@@ -101,53 +101,6 @@ func gemm4Q8_0Inter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, 
 //go:noescape
 func gemm42Q8_0Inter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
-// The avx2 path's kernels over packed weights: Q8_0's on the interleaved
-// layout (simd_packa_amd64.s), Q4_K's on the file order's and Q6_K's on
-// the interleaved one (simd_packya_amd64.s).
-
-//go:noescape
-func gemm4Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemm1Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemmT2Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemmT3Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemmT4Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemmT5Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemmT6Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemmT7Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemmT8Q8_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemm4Q4_KAVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemm1Q4_KAVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemm4Q6_KAVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-//go:noescape
-func gemm1Q6_KAVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-
-// avx2SmallBatch are the avx2 path's Q8_0 kernels of 2-8 tokens.
-var avx2SmallBatch = [maxSmallBatch + 1]gemmFunc{2: gemmT2Q8_0AVX2P, 3: gemmT3Q8_0AVX2P, 4: gemmT4Q8_0AVX2P,
-	5: gemmT5Q8_0AVX2P, 6: gemmT6Q8_0AVX2P, 7: gemmT7Q8_0AVX2P, 8: gemmT8Q8_0AVX2P}
-
 // avx2Pack returns the avx2 path's packed kernels on this CPU, Q8_0's
 // (simd_packa_amd64.s), Q4_K's and Q6_K's (simd_packya_amd64.s), where the
 // vector units are 256 bits wide and the CPU converts halves (F16C); none
@@ -160,9 +113,7 @@ func avx2Pack() map[Type]*packKernels {
 	if split256 || !cpu.X86.HasF16C {
 		return nil
 	}
-	return map[Type]*packKernels{Q8_0: {gemm4: gemm4Q8_0AVX2P, gemm1: gemm1Q8_0AVX2P, gemmT: avx2SmallBatch, inter: true},
-		Q4_K: {gemm4: gemm4Q4_KAVX2P, gemm1: gemm1Q4_KAVX2P},
-		Q6_K: {gemm4: gemm4Q6_KAVX2P, gemm1: gemm1Q6_KAVX2P, sumsPer: 16, sumsMul: 32, inter: true}}
+	return avx2PackKernels
 }
 
 // interKernels are the avx512 path's Q8_0, Q4_K and Q6_K kernels.

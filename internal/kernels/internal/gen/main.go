@@ -453,8 +453,9 @@ func (t isaType) Call4() string {
 
 // packPath is a path's table of kernels over packed weights (pack.go):
 // the map Var of its types, each with its four-token and one-token
-// kernels gemm4<type><Suffix>, gemm1<type><Suffix>, and gemm42<type>
-// <Suffix> (two groups at a time) where Pair is set.
+// kernels gemm4<type><Suffix>, gemm1<type><Suffix>, gemm42<type><Suffix>
+// (two groups at a time) where Pair is set, and gemmT2..8<type><Suffix>
+// (2-8 tokens in one pass, in the array Small) where Small is set.
 type packPath struct {
 	Var, Suffix, Doc string
 	Types            []packType
@@ -465,7 +466,13 @@ type packType struct {
 	Suffix string // the kernels' suffix when it is not the path's
 	Pair   bool
 	Ref    string // the map whose entry this one reuses (no kernels of its own)
+	Small  string // the array of its small-batch kernels (packKernels.gemmT), if any
+	Inter  bool   // its kernels read the interleaved layout (packKernels.inter)
+	NoSums bool   // its kernels read no activation sums though packSums has the type
 }
+
+// SmallKs are the token counts of the small-batch kernels (2..maxSmallBatch).
+func (t packType) SmallKs() []int { return []int{2, 3, 4, 5, 6, 7, 8} }
 
 // packSums are the types whose packed kernels take Act.I (sums of runs
 // of sumsPer quants times sumsMul) instead of Act.S.
@@ -480,6 +487,8 @@ var packPaths = []packPath{
 			{Name: "F16", Ref: "vnniPackKernels"}, {Name: "BF16", Ref: "vnniPackKernels"}}},
 	{Var: "avxvnniPackKernels", Suffix: "AVXVNNI", Doc: "the avxvnni path's (simd_packy_amd64.s): the avx512 path's layouts and bits in 256-bit registers with the VEX VPDPBUSD, for the quantized types but Q6_K. Q6_K, F16 and BF16 keep the AVX2 kernels there: the one-token Q6_K kernel over the packed layout (its 6-bit unpack for 8 rows per register, without AVX-512's VPTERNLOGD) decoded at 0.5-0.65x the AVX2 one (Zen 5, 134M Q6_K model; 0.75x with both halves of a chunk per step), where prefill gained 1.6-1.8x.",
 		Types: []packType{{Name: "Q8_0"}, {Name: "Q4_0"}, {Name: "Q4_1"}, {Name: "Q5_0"}, {Name: "Q5_1"}, {Name: "Q4_K"}, {Name: "Q5_K"}}},
+	{Var: "avx2PackKernels", Suffix: "AVX2P", Doc: "the avx2 path's, where the CPU's vector units are 256 bits wide and it converts halves (avx2Pack): Q8_0's (simd_packa_amd64.s: VPSIGNB, VPMADDUBSW and VPMADDWD on the interleaved layout, the file kernels' bits; it reads no sums), Q4_K's and Q6_K's (simd_packya_amd64.s: int16 sums scaled by VPMADDWD). The other types keep the kernels over the file's rows.",
+		Types: []packType{{Name: "Q8_0", Small: "avx2SmallBatch", Inter: true, NoSums: true}, {Name: "Q4_K"}, {Name: "Q6_K", Inter: true}}},
 }
 
 // Fn is the kernels' name suffix of packed type t on path p.
@@ -490,7 +499,12 @@ func (t packType) Fn(p packPath) string {
 	return t.Name + p.Suffix
 }
 
-func (t packType) Sums() string { return packSums[t.Name] }
+func (t packType) Sums() string {
+	if t.NoSums {
+		return ""
+	}
+	return packSums[t.Name]
+}
 
 // comment wraps text as // lines of at most 76 columns.
 func comment(text string) string {
@@ -516,7 +530,7 @@ import "unsafe"
 {{comment (print $p.Var " are " $p.Doc)}}
 var {{$p.Var}} = map[Type]*packKernels{
 {{- range $p.Types}}
-	{{.Name}}: {{if .Ref}}{{.Ref}}[{{.Name}}]{{else}}{gemm4: gemm4{{.Fn $p}}, gemm1: gemm1{{.Fn $p}}{{if .Pair}}, gemm42: gemm42{{.Fn $p}}{{end}}{{.Sums}}}{{end}},
+	{{.Name}}: {{if .Ref}}{{.Ref}}[{{.Name}}]{{else}}{gemm4: gemm4{{.Fn $p}}, gemm1: gemm1{{.Fn $p}}{{if .Pair}}, gemm42: gemm42{{.Fn $p}}{{end}}{{if .Small}}, gemmT: {{.Small}}{{end}}{{.Sums}}{{if .Inter}}, inter: true{{end}}}{{end}},
 {{- end}}
 }
 {{range $p.Types}}{{if not .Ref}}
@@ -528,7 +542,13 @@ func gemm1{{.Fn $p}}(w *byte, nb, groups int, qs *int8, qstride int, d *float32,
 {{if .Pair}}
 //go:noescape
 func gemm42{{.Fn $p}}(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
-{{end}}{{end}}{{end}}{{end}}`))
+{{end}}{{if .Small}}{{$t := .}}
+// {{.Small}} are {{$p.Var}}' {{.Name}} kernels of 2-8 tokens.
+var {{.Small}} = [maxSmallBatch + 1]gemmFunc{ {{- range .SmallKs}}{{.}}: gemmT{{.}}{{$t.Fn $p}}, {{end}}}
+{{range .SmallKs}}
+//go:noescape
+func gemmT{{.}}{{$t.Fn $p}}(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+{{end}}{{end}}{{end}}{{end}}{{end}}`))
 
 // archFile returns the generated file of architecture arch.
 func archFile(arch string) ([]byte, error) {
