@@ -105,10 +105,74 @@ GLOBL akdup<>(SB), RODATA|NOPTR, $32
 	A4SUB(6, 3, YKL, h); \
 	A4SUB(7, 3, YKH, h)
 
+// Q5_K: Q4_K's layout with the fifth bits as one more piece (at 2048 of a
+// super-block: chunk k's at 64k, sub-block j's in bit j). A quant is
+// 0..31, so four chunks' pairs fit int16 (4*2*31*128 = 31744): each half
+// of a sub-block (four chunks) is scaled by VPMADDWD and goes to the
+// float steps, acc = fma(float(sc*S_0), d*d_a, acc), the same with S_1,
+// then the minimum term, in both kernels (a token's bits alone or in a
+// batch).
+
+// A5(o, SH): Y0 |= the fifth bits at o(SI), moved by SH to bit 4 (Y12 a
+// temporary).
+#define A5(o, SH) \
+	VMOVDQU o(SI), Y12; \
+	SH(Y12); \
+	VPAND   ycon<>+32(SB), Y12, Y12; \
+	VPOR    Y12, Y0, Y0
+
+// AKF5(j, dd, ss, y, acc): AKF without the minimum term (a sub-block's
+// first half).
+#define AKF5(j, dd, ss, y, acc) \
+	VPMADDWD     Y2, y, y; \
+	VCVTDQ2PS    y, y; \
+	VBROADCASTSS (4*j) dd, Y12; \
+	VMULPS       Y13, Y12, Y12; \
+	VFMADD231PS  Y12, y, acc
+
+// A5SUB(j, c, U, SH, h, AD, T): sub-block j of half h (piece c's nibbles
+// by U, the fifth bits by SH), the tokens' products by AD and float steps
+// by T (AD4 and YT4, or AD1 and YT1).
+#define A5SUB(j, c, U, SH, h, AD, T) \
+	AKSC(j, h); \
+	U(c, 0, h); A5((2048+32*h), SH); AD(AMSET, (32*j)); \
+	U(c, 1, h); A5((2048+64+32*h), SH); AD(AMADD, (32*j+4)); \
+	U(c, 2, h); A5((2048+128+32*h), SH); AD(AMADD, (32*j+8)); \
+	U(c, 3, h); A5((2048+192+32*h), SH); AD(AMADD, (32*j+12)); \
+	T(AKF5, j); \
+	U(c, 4, h); A5((2048+256+32*h), SH); AD(AMSET, (32*j+16)); \
+	U(c, 5, h); A5((2048+320+32*h), SH); AD(AMADD, (32*j+20)); \
+	U(c, 6, h); A5((2048+384+32*h), SH); AD(AMADD, (32*j+24)); \
+	U(c, 7, h); A5((2048+448+32*h), SH); AD(AMADD, (32*j+28)); \
+	T(AKF, j)
+
+#define A5SB(h, AD, T) \
+	AKSB(h); \
+	A5SUB(0, 0, YKL, SLL4, h, AD, T); \
+	A5SUB(1, 0, YKH, SLL3, h, AD, T); \
+	A5SUB(2, 1, YKL, SLL2, h, AD, T); \
+	A5SUB(3, 1, YKH, SLL1, h, AD, T); \
+	A5SUB(4, 2, YKL, NOSH, h, AD, T); \
+	A5SUB(5, 2, YKH, SRL1, h, AD, T); \
+	A5SUB(6, 3, YKL, SRL2, h, AD, T); \
+	A5SUB(7, 3, YKH, SRL3, h, AD, T)
+
+#define AD1(M, m) M(m(DI), Y4)
+#define A4Q5_K(h) A5SB(h, AD4, YT4)
+#define A1Q5_K(h) A5SB(h, AD1, YT1)
+
 #include "simd_packy_amd64.h"
 
 TEXT ·gemm4Q4_KAVX2P(SB), NOSPLIT, $0-88
 	YRUN(A4Q4_K, YST4, NOPF, NOPF, NOSET, 2048, 320, 8, 32)
+
+TEXT ·gemm4Q5_KAVX2P(SB), NOSPLIT, $0-88
+	YRUN(A4Q5_K, YST4, NOPF, NOPF, NOSET, 2560, 320, 8, 32)
+
+// The one-token Q5_K kernel: the skeleton's two passes per group (half 0,
+// then half 1 from the cache) with the avxvnni kernel's prefetches.
+TEXT ·gemm1Q5_KAVX2P(SB), NOSPLIT, $0-88
+	YRUN(A1Q5_K, YST1, PFQ5_K, PNQ5_K, GSET, 2560, 320, 8, 32)
 
 
 // One pass: both halves of each chunk.
