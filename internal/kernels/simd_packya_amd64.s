@@ -161,7 +161,49 @@ GLOBL akdup<>(SB), RODATA|NOPTR, $32
 #define A4Q5_K(h) A5SB(h, AD4, YT4)
 #define A1Q5_K(h) A5SB(h, AD1, YT1)
 
+// Q4_0 and Q4_1 (the Q4_0 layout: a block of 32 is 4 chunks of low
+// nibbles, then the same bytes' high ones): a block's 8 chunks' products
+// summed in int16 (8*2*15*128 = 30720), then VPMADDWD by ones: the
+// avxvnni kernels' integer sums and float steps (YQ4F), so their bits,
+// which are the file kernels' (packExact).
+
+// aones<>: int16 ones.
+DATA aones<>+0(SB)/8, $0x0001000100010001
+DATA aones<>+8(SB)/8, $0x0001000100010001
+DATA aones<>+16(SB)/8, $0x0001000100010001
+DATA aones<>+24(SB)/8, $0x0001000100010001
+GLOBL aones<>(SB), RODATA|NOPTR, $32
+
+#define AMD4(m) AD4(AMADD, m)
+#define AMD1E(m) AMADD(m(DI), Y4)
+#define AMD1O(m) AMADD(m(DI), Y5)
+#define AW4 \
+	VPMADDWD aones<>(SB), Y4, Y4; \
+	VPMADDWD aones<>(SB), Y5, Y5; \
+	VPMADDWD aones<>(SB), Y6, Y6; \
+	VPMADDWD aones<>(SB), Y7, Y7
+#define AW1 VPADDW Y5, Y4, Y4; VPMADDWD aones<>(SB), Y4, Y4
+
+#define A4Q4(h, SC) SC(h); YZ4; YQ4B(h, YNO5, AMD4, AMD4); AW4; YT4(YQ4F, 0)
+#define A1Q4(h, SC) SC(h); YZ1; YQ4B(h, YNO5, AMD1E, AMD1O); AW1; YT1(YQ4F, 0)
+#define A4Q4_0(h) A4Q4(h, YOFF8)
+#define A1Q4_0(h) A1Q4(h, YOFF8)
+#define A4Q4_1(h) A4Q4(h, YMIN)
+#define A1Q4_1(h) A1Q4(h, YMIN)
+
 #include "simd_packy_amd64.h"
+
+TEXT ·gemm4Q4_0AVX2P(SB), NOSPLIT, $0-88
+	YRUN(A4Q4_0, YST4, NOPF, NOPF, NOSET, 256, 32, 1, 4)
+
+TEXT ·gemm1Q4_0AVX2P(SB), NOSPLIT, $0-88
+	YRUN(A1Q4_0, YST1, PFQ4_0, PNQ4, GSET, 256, 32, 1, 4)
+
+TEXT ·gemm4Q4_1AVX2P(SB), NOSPLIT, $0-88
+	YRUN(A4Q4_1, YST4, NOPF, NOPF, NOSET, 256, 64, 1, 4)
+
+TEXT ·gemm1Q4_1AVX2P(SB), NOSPLIT, $0-88
+	YRUN(A1Q4_1, YST1, PFQ4_0, PNQ4, GSET, 256, 64, 1, 4)
 
 TEXT ·gemm4Q4_KAVX2P(SB), NOSPLIT, $0-88
 	YRUN(A4Q4_K, YST4, NOPF, NOPF, NOSET, 2048, 320, 8, 32)
