@@ -222,13 +222,15 @@ func gemm1Q5_KAVXVNNI(w *byte, nb, groups int, qs *int8, qstride int, d *float32
 // avx2PackKernels are the avx2 path's, where the CPU's vector units are 256
 // bits wide and it converts halves (avx2Pack): Q8_0's (simd_packa_amd64.s:
 // VPSIGNB, VPMADDUBSW and VPMADDWD on the interleaved layout, the file
-// kernels' bits; it reads no sums), Q4_0's, Q4_1's, Q4_K's, Q5_K's and
-// Q6_K's (simd_packya_amd64.s: int16 sums, scaled by VPMADDWD or summed by
-// it). The other types keep the kernels over the file's rows.
+// kernels' bits; it reads no sums), the other quantized types'
+// (simd_packya_amd64.s: int16 sums, scaled by VPMADDWD or summed by it).
+// F16 and BF16 keep the kernels over the file's rows.
 var avx2PackKernels = map[Type]*packKernels{
 	Q8_0: {gemm4: gemm4Q8_0AVX2P, gemm1: gemm1Q8_0AVX2P, gemmT: avx2SmallBatch, inter: true},
 	Q4_0: {gemm4: gemm4Q4_0AVX2P, gemm1: gemm1Q4_0AVX2P},
 	Q4_1: {gemm4: gemm4Q4_1AVX2P, gemm1: gemm1Q4_1AVX2P},
+	Q5_0: {gemm4: gemm4Q5_0AVX2P, gemm1: gemm1Q5_0AVX2P},
+	Q5_1: {gemm4: gemm4Q5_1AVX2P, gemm1: gemm1Q5_1AVX2P},
 	Q4_K: {gemm4: gemm4Q4_KAVX2P, gemm1: gemm1Q4_KAVX2P},
 	Q5_K: {gemm4: gemm4Q5_KAVX2P, gemm1: gemm1Q5_KAVX2P},
 	Q6_K: {gemm4: gemm4Q6_KAVX2P, gemm1: gemm1Q6_KAVX2P, sumsPer: 16, sumsMul: 32, inter: true},
@@ -275,6 +277,18 @@ func gemm4Q4_1AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, 
 
 //go:noescape
 func gemm1Q4_1AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q5_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q5_0AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm4Q5_1AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
+
+//go:noescape
+func gemm1Q5_1AVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
 //go:noescape
 func gemm4Q4_KAVX2P(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)

@@ -412,7 +412,7 @@ func BenchmarkDecodeAB(b *testing.B) {
 	prev, _ := setPath(path)
 	defer setPath(prev)
 	cur := packTable
-	for _, t := range []Type{Q4_K, Q5_K, Q6_K, Q8_0} {
+	for _, t := range []Type{Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q8_0} {
 		if cur[t] == nil {
 			continue
 		}
@@ -526,7 +526,7 @@ func BenchmarkDecodeLayers(b *testing.B) {
 }
 
 // TestPackedAVX2 checks the avx2 path's kernels over packed weights
-// (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K and Q6_K, where split256 is false) on shapes with partial groups,
+// (every quantized type, where split256 is false) on shapes with partial groups,
 // token counts that use the four-token, small-batch (Q8_0) and one-token
 // kernels,
 // one thread and two: against the float64 oracle, against the path's
@@ -544,7 +544,7 @@ func TestPackedAVX2(t *testing.T) {
 	if len(packTable) == 0 {
 		t.Skip("the avx2 path packs no weights on this CPU (split256 or no F16C)")
 	}
-	for _, ty := range []Type{Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K} {
+	for _, ty := range []Type{Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K} {
 		if packTable[ty] == nil {
 			t.Fatalf("the avx2 path does not pack %s", ty)
 		}

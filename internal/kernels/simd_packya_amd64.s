@@ -191,6 +191,57 @@ GLOBL aones<>(SB), RODATA|NOPTR, $32
 #define A4Q4_1(h) A4Q4(h, YMIN)
 #define A1Q4_1(h) A1Q4(h, YMIN)
 
+// Q5_0 and Q5_1: the fifth bits (A5) make a quant 0..31, so four chunks'
+// pairs fit int16 (4*2*31*128 = 31744): a block's low-nibble chunks and
+// its high-nibble ones are summed apart, each then by VPMADDWD by ones,
+// and added: the same integer sums, the same float steps (YQ4F).
+#define AD4H(M, m) \
+	M(m(DI), Y2); \
+	M(m(DI)(R8*1), Y3); \
+	M(m(DI)(R8*2), Y13); \
+	M(m(DI)(R9*1), Y15)
+
+#define AQ5LO(h, AD) \
+	YKL(0, 0, h); A5((256+32*h), SLL4); AD(AMSET, 0); \
+	YKL(0, 1, h); A5((256+32*h), SLL3); AD(AMADD, 4); \
+	YKL(0, 2, h); A5((256+32*h), SLL2); AD(AMADD, 8); \
+	YKL(0, 3, h); A5((256+32*h), SLL1); AD(AMADD, 12)
+
+#define AQ5HI(h, AD) \
+	YKH(0, 0, h); A5((256+32*h), NOSH); AD(AMSET, 16); \
+	YKH(0, 1, h); A5((256+32*h), SRL1); AD(AMADD, 20); \
+	YKH(0, 2, h); A5((256+32*h), SRL2); AD(AMADD, 24); \
+	YKH(0, 3, h); A5((256+32*h), SRL3); AD(AMADD, 28)
+
+// AWADD(s, y): y += s's int16 pairs summed (s clobbered).
+#define AWADD(s, y) VPMADDWD aones<>(SB), s, s; VPADDD s, y, y
+
+#define A4Q5(h, SC) \
+	AQ5LO(h, AD4); \
+	AW4; \
+	AQ5HI(h, AD4H); \
+	AWADD(Y2, Y4); \
+	AWADD(Y3, Y5); \
+	AWADD(Y13, Y6); \
+	AWADD(Y15, Y7); \
+	SC(h); \
+	YT4(YQ4F, 0)
+
+#define AD1H(M, m) M(m(DI), Y5)
+
+#define A1Q5(h, SC) \
+	AQ5LO(h, AD1); \
+	AQ5HI(h, AD1H); \
+	VPMADDWD aones<>(SB), Y4, Y4; \
+	AWADD(Y5, Y4); \
+	SC(h); \
+	YT1(YQ4F, 0)
+
+#define A4Q5_0(h) A4Q5(h, YOFF16)
+#define A1Q5_0(h) A1Q5(h, YOFF16)
+#define A4Q5_1(h) A4Q5(h, YMIN)
+#define A1Q5_1(h) A1Q5(h, YMIN)
+
 #include "simd_packy_amd64.h"
 
 TEXT ·gemm4Q4_0AVX2P(SB), NOSPLIT, $0-88
@@ -204,6 +255,18 @@ TEXT ·gemm4Q4_1AVX2P(SB), NOSPLIT, $0-88
 
 TEXT ·gemm1Q4_1AVX2P(SB), NOSPLIT, $0-88
 	YRUN(A1Q4_1, YST1, PFQ4_0, PNQ4, GSET, 256, 64, 1, 4)
+
+TEXT ·gemm4Q5_0AVX2P(SB), NOSPLIT, $0-88
+	YRUN(A4Q5_0, YST4, NOPF, NOPF, NOSET, 320, 32, 1, 4)
+
+TEXT ·gemm1Q5_0AVX2P(SB), NOSPLIT, $0-88
+	YRUN(A1Q5_0, YST1, PFQ5, PNQ5, GSET, 320, 32, 1, 4)
+
+TEXT ·gemm4Q5_1AVX2P(SB), NOSPLIT, $0-88
+	YRUN(A4Q5_1, YST4, NOPF, NOPF, NOSET, 320, 64, 1, 4)
+
+TEXT ·gemm1Q5_1AVX2P(SB), NOSPLIT, $0-88
+	YRUN(A1Q5_1, YST1, PFQ5, PNQ5, GSET, 320, 64, 1, 4)
 
 TEXT ·gemm4Q4_KAVX2P(SB), NOSPLIT, $0-88
 	YRUN(A4Q4_K, YST4, NOPF, NOPF, NOSET, 2048, 320, 8, 32)

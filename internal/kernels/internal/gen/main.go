@@ -487,8 +487,8 @@ var packPaths = []packPath{
 			{Name: "F16", Ref: "vnniPackKernels"}, {Name: "BF16", Ref: "vnniPackKernels"}}},
 	{Var: "avxvnniPackKernels", Suffix: "AVXVNNI", Doc: "the avxvnni path's (simd_packy_amd64.s): the avx512 path's layouts and bits in 256-bit registers with the VEX VPDPBUSD, for the quantized types but Q6_K. Q6_K, F16 and BF16 keep the AVX2 kernels there: the one-token Q6_K kernel over the packed layout (its 6-bit unpack for 8 rows per register, without AVX-512's VPTERNLOGD) decoded at 0.5-0.65x the AVX2 one (Zen 5, 134M Q6_K model; 0.75x with both halves of a chunk per step), where prefill gained 1.6-1.8x.",
 		Types: []packType{{Name: "Q8_0"}, {Name: "Q4_0"}, {Name: "Q4_1"}, {Name: "Q5_0"}, {Name: "Q5_1"}, {Name: "Q4_K"}, {Name: "Q5_K"}}},
-	{Var: "avx2PackKernels", Suffix: "AVX2P", Doc: "the avx2 path's, where the CPU's vector units are 256 bits wide and it converts halves (avx2Pack): Q8_0's (simd_packa_amd64.s: VPSIGNB, VPMADDUBSW and VPMADDWD on the interleaved layout, the file kernels' bits; it reads no sums), Q4_0's, Q4_1's, Q4_K's, Q5_K's and Q6_K's (simd_packya_amd64.s: int16 sums, scaled by VPMADDWD or summed by it). The other types keep the kernels over the file's rows.",
-		Types: []packType{{Name: "Q8_0", Small: "avx2SmallBatch", Inter: true, NoSums: true}, {Name: "Q4_0"}, {Name: "Q4_1"}, {Name: "Q4_K"}, {Name: "Q5_K"}, {Name: "Q6_K", Inter: true}}},
+	{Var: "avx2PackKernels", Suffix: "AVX2P", Doc: "the avx2 path's, where the CPU's vector units are 256 bits wide and it converts halves (avx2Pack): Q8_0's (simd_packa_amd64.s: VPSIGNB, VPMADDUBSW and VPMADDWD on the interleaved layout, the file kernels' bits; it reads no sums), the other quantized types' (simd_packya_amd64.s: int16 sums, scaled by VPMADDWD or summed by it). F16 and BF16 keep the kernels over the file's rows.",
+		Types: []packType{{Name: "Q8_0", Small: "avx2SmallBatch", Inter: true, NoSums: true}, {Name: "Q4_0"}, {Name: "Q4_1"}, {Name: "Q5_0"}, {Name: "Q5_1"}, {Name: "Q4_K"}, {Name: "Q5_K"}, {Name: "Q6_K", Inter: true}}},
 }
 
 // Fn is the kernels' name suffix of packed type t on path p.
