@@ -101,14 +101,13 @@ func gemm4Q8_0Inter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, 
 //go:noescape
 func gemm42Q8_0Inter(w *byte, nb, groups int, qs *int8, qstride int, d *float32, s unsafe.Pointer, dstride int, out *float32, ostride int, mask int)
 
-// avx2Pack returns the avx2 path's packed kernels on this CPU, Q8_0's
-// (simd_packa_amd64.s), Q4_K's and Q6_K's (simd_packya_amd64.s), where the
-// vector units are 256 bits wide and the CPU converts halves (F16C); none
-// elsewhere (the file layout's kernels). Q8_0 and Q6_K read the
-// interleaved layout (Q6_K's one-token kernel read memory 10-15 % slower
-// with its scales a second stream), Q4_K the file order's groups. The
-// other types keep the kernels over the file's rows (the Q4_0 family's
-// four-token ones are on 256-bit registers already).
+// avx2Pack returns the avx2 path's packed kernels on this CPU
+// (avx2PackKernels: Q8_0's in simd_packa_amd64.s, the other quantized
+// types' in simd_packya_amd64.s), where the vector units are 256 bits wide
+// and the CPU converts halves (F16C); none elsewhere (the file layout's
+// kernels). Q8_0 and Q6_K read the interleaved layout (Q6_K's one-token
+// kernel read memory 10-15 % slower with its scales a second stream), the
+// others the file order's groups.
 func avx2Pack() map[Type]*packKernels {
 	if split256 || !cpu.X86.HasF16C {
 		return nil

@@ -4,13 +4,18 @@
 
 #include "simd_amd64.h"
 
-// The avx2 path's Q4_K kernels over the packed layout (the file order's,
-// packed.inter false): simd_packy_amd64.h's skeleton (groups, halves,
-// stores, unpacking) with their own integer steps. Each chunk half's 8
-// lanes are 8 rows: no horizontal reductions, where the kernels over the
-// file's rows spend a third of their time in them.
+// The avx2 path's kernels over packed weights of every quantized type but
+// Q8_0 (simd_packa_amd64.s): simd_packy_amd64.h's skeleton (groups,
+// halves, stores, unpacking) with their own integer steps. Each chunk
+// half's 8 lanes are 8 rows: no horizontal reductions, where the kernels
+// over the file's rows spend a third of their time in them. A quant of at
+// most 6 bits times an activation byte leaves room in an int16 lane for
+// the sum of several chunks' pairs of products, so each type sums as many
+// chunks as fit with VPADDW and widens them with one VPMADDWD (by the
+// scales, or by ones), where the AVX-VNNI kernels' steps with VPMADDWD by
+// ones took one per chunk.
 //
-// A sub-block's products are summed in int16 lanes (VPMADDUBSW, then
+// Q4_K (the file order's groups, packed.inter false): a sub-block's products are summed in int16 lanes (VPMADDUBSW, then
 // VPADDW over its 8 chunks: at most 8*2*15*128 = 30720, no saturation)
 // and multiplied by the rows' scales once, by VPMADDWD with each row's
 // scale in both words of its dword: one multiply per 32 products where
