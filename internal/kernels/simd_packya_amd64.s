@@ -54,11 +54,15 @@ GLOBL akdup<>(SB), RODATA|NOPTR, $32
 // dmin*m_j, of half h's rows.
 #define AKSC(j, h) AKSCM(j, h, Y15)
 #define AKSCM(j, h, DM) \
-	VPBROADCASTQ (16*j+8*h)(R12), Y2; \
-	VPSHUFB      akdup<>(SB), Y2, Y2; \
+	AKDUP(j, h); \
 	VPMOVZXBD    (128+16*j+8*h)(R12), Y3; \
 	VCVTDQ2PS    Y3, Y3; \
 	VMULPS       DM, Y3, Y3
+
+// AKDUP(j, h): Y2 alone.
+#define AKDUP(j, h) \
+	VPBROADCASTQ (16*j+8*h)(R12), Y2; \
+	VPSHUFB      akdup<>(SB), Y2, Y2
 
 // AKF(j, dd, ss, y, acc): the float steps of sub-block j for a token's
 // integer sum y (int16 pairs), activation scales at dd and sums at ss.
@@ -127,44 +131,42 @@ GLOBL akdup<>(SB), RODATA|NOPTR, $32
 	VPOR    Y12, Y0, Y0
 
 // AKF5(j, dd, ss, y, acc): AKF without the minimum term (a sub-block's
-// first half).
-#define AKF5(j, dd, ss, y, acc) \
+// first half), AKF5D with d in D.
+#define AKF5(j, dd, ss, y, acc) AKF5D(j, dd, ss, y, acc, Y13)
+#define AKF5D(j, dd, ss, y, acc, D) \
 	VPMADDWD     Y2, y, y; \
 	VCVTDQ2PS    y, y; \
 	VBROADCASTSS (4*j) dd, Y12; \
-	VMULPS       Y13, Y12, Y12; \
+	VMULPS       D, Y12, Y12; \
 	VFMADD231PS  Y12, y, acc
 
-// A5SUB(j, c, U, SH, h, AD, T): sub-block j of half h (piece c's nibbles
-// by U, the fifth bits by SH), the tokens' products by AD and float steps
-// by T (AD4 and YT4, or AD1 and YT1).
-#define A5SUB(j, c, U, SH, h, AD, T) \
+// A5Q(j, c, U, SH, h, AD, T, k0, F): chunks k0..k0+3 of sub-block j of
+// half h (piece c's nibbles by U, the fifth bits by SH), the tokens'
+// products by AD and float steps F by T (AD4 and YT4, or AD1 and YT1).
+// A piece's sub-blocks go half by half (A5PIECE), the order of the
+// one-token kernel's float steps.
+#define A5Q(j, c, U, SH, h, AD, T, k0, F) \
 	AKSC(j, h); \
-	U(c, 0, h); A5((2048+32*h), SH); AD(AMSET, (32*j)); \
-	U(c, 1, h); A5((2048+64+32*h), SH); AD(AMADD, (32*j+4)); \
-	U(c, 2, h); A5((2048+128+32*h), SH); AD(AMADD, (32*j+8)); \
-	U(c, 3, h); A5((2048+192+32*h), SH); AD(AMADD, (32*j+12)); \
-	T(AKF5, j); \
-	U(c, 4, h); A5((2048+256+32*h), SH); AD(AMSET, (32*j+16)); \
-	U(c, 5, h); A5((2048+320+32*h), SH); AD(AMADD, (32*j+20)); \
-	U(c, 6, h); A5((2048+384+32*h), SH); AD(AMADD, (32*j+24)); \
-	U(c, 7, h); A5((2048+448+32*h), SH); AD(AMADD, (32*j+28)); \
-	T(AKF, j)
+	U(c, k0, h); A5((2048+64*k0+32*h), SH); AD(AMSET, (32*j+4*k0)); \
+	U(c, (k0+1), h); A5((2048+64*k0+64+32*h), SH); AD(AMADD, (32*j+4*k0+4)); \
+	U(c, (k0+2), h); A5((2048+64*k0+128+32*h), SH); AD(AMADD, (32*j+4*k0+8)); \
+	U(c, (k0+3), h); A5((2048+64*k0+192+32*h), SH); AD(AMADD, (32*j+4*k0+12)); \
+	T(F, j)
 
-#define A5SB(h, AD, T) \
+#define A5PIECE(c, SHL, SHH, h, AD, T) \
+	A5Q((2*c), c, YKL, SHL, h, AD, T, 0, AKF5); \
+	A5Q((2*c+1), c, YKH, SHH, h, AD, T, 0, AKF5); \
+	A5Q((2*c), c, YKL, SHL, h, AD, T, 4, AKF); \
+	A5Q((2*c+1), c, YKH, SHH, h, AD, T, 4, AKF)
+
+#define A4Q5_K(h) \
 	AKSB(h); \
-	A5SUB(0, 0, YKL, SLL4, h, AD, T); \
-	A5SUB(1, 0, YKH, SLL3, h, AD, T); \
-	A5SUB(2, 1, YKL, SLL2, h, AD, T); \
-	A5SUB(3, 1, YKH, SLL1, h, AD, T); \
-	A5SUB(4, 2, YKL, NOSH, h, AD, T); \
-	A5SUB(5, 2, YKH, SRL1, h, AD, T); \
-	A5SUB(6, 3, YKL, SRL2, h, AD, T); \
-	A5SUB(7, 3, YKH, SRL3, h, AD, T)
+	A5PIECE(0, SLL4, SLL3, h, AD4, YT4); \
+	A5PIECE(1, SLL2, SLL1, h, AD4, YT4); \
+	A5PIECE(2, NOSH, SRL1, h, AD4, YT4); \
+	A5PIECE(3, SRL2, SRL3, h, AD4, YT4)
 
 #define AD1(M, m) M(m(DI), Y4)
-#define A4Q5_K(h) A5SB(h, AD4, YT4)
-#define A1Q5_K(h) A5SB(h, AD1, YT1)
 
 // Q4_0 and Q4_1 (the Q4_0 layout: a block of 32 is 4 chunks of low
 // nibbles, then the same bytes' high ones): a block's 8 chunks' products
@@ -279,10 +281,6 @@ TEXT ·gemm4Q4_KAVX2P(SB), NOSPLIT, $0-88
 TEXT ·gemm4Q5_KAVX2P(SB), NOSPLIT, $0-88
 	YRUN(A4Q5_K, YST4, NOPF, NOPF, NOSET, 2560, 320, 8, 32)
 
-// The one-token Q5_K kernel: the skeleton's two passes per group (half 0,
-// then half 1 from the cache) with the avxvnni kernel's prefetches.
-TEXT ·gemm1Q5_KAVX2P(SB), NOSPLIT, $0-88
-	YRUN(A1Q5_K, YST1, PFQ5_K, PNQ5_K, GSET, 2560, 320, 8, 32)
 
 
 // One pass: both halves of each chunk.
@@ -541,5 +539,87 @@ q61loop:
 	ADDQ $64, AX
 	DECQ R15
 	JNZ  q61group
+	VZEROUPPER
+	RET
+
+// The one-token Q5_K kernel: Q4_K's one pass (both halves of each chunk,
+// both nibbles) with the fifth bits (C5), each sub-block's int16 sums
+// taken to the float steps after four chunks (AKF5) and after eight
+// (AKF), in A5PIECE's order.
+#define C5(o, SH) \
+	VMOVDQU o(SI), Y3; \
+	SH(Y3); \
+	VPAND   ycon<>+32(SB), Y3, Y3; \
+	VPOR    Y3, Y0, Y0
+
+#define C1CH(S1, S2, c, k, SHL, SHH) \
+	VPBROADCASTD (64*c+4*k)(DI), Y1; \
+	VPBROADCASTD (64*c+32+4*k)(DI), Y2; \
+	VMOVDQU (512*c+64*k)(SI), Y12; \
+	VPAND   Y14, Y12, Y0; \
+	C5((2048+64*k), SHL); \
+	S1(Y4); \
+	VPSRLW  $4, Y12, Y12; \
+	VPAND   Y14, Y12, Y0; \
+	C5((2048+64*k), SHH); \
+	S2(Y5); \
+	VMOVDQU (512*c+64*k+32)(SI), Y12; \
+	VPAND   Y14, Y12, Y0; \
+	C5((2048+64*k+32), SHL); \
+	S1(Y6); \
+	VPSRLW  $4, Y12, Y12; \
+	VPAND   Y14, Y12, Y0; \
+	C5((2048+64*k+32), SHH); \
+	S2(Y7)
+
+// C1FIN(c, F): piece c's four sums (two sub-blocks, two halves) through
+// F (AKF5D or AKFD).
+#define C1FIN(c, F) \
+	AKSCM((2*c), 0, Y15); \
+	F((2*c), (BX), (DX), Y4, Y8, Y13); \
+	AKSCM((2*c+1), 0, Y15); \
+	F((2*c+1), (BX), (DX), Y5, Y8, Y13); \
+	AKSCM((2*c), 1, Y11); \
+	F((2*c), (BX), (DX), Y6, Y9, Y10); \
+	AKSCM((2*c+1), 1, Y11); \
+	F((2*c+1), (BX), (DX), Y7, Y9, Y10)
+
+#define C1PIECE(c, SHL, SHH) \
+	PFJQ4_K((2*c)); \
+	PFJQ4_K((2*c+1)); \
+	C1CH(BSET, BSET2, c, 0, SHL, SHH); \
+	C1CH(BADD, BADD2, c, 1, SHL, SHH); \
+	C1CH(BADD, BADD2, c, 2, SHL, SHH); \
+	C1CH(BADD, BADD2, c, 3, SHL, SHH); \
+	C1FIN(c, AKF5D); \
+	C1CH(BSET, BSET2, c, 4, SHL, SHH); \
+	C1CH(BADD, BADD2, c, 5, SHL, SHH); \
+	C1CH(BADD, BADD2, c, 6, SHL, SHH); \
+	C1CH(BADD, BADD2, c, 7, SHL, SHH); \
+	C1FIN(c, AKFD)
+
+TEXT ·gemm1Q5_KAVX2P(SB), NOSPLIT, $0-88
+	PKGP
+	VMOVDQU ycon<>+0(SB), Y14
+c1group:
+	PKGROUP(2560)
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+c1loop:
+	VCVTPH2PS 256(R12), Y13
+	VCVTPH2PS 288(R12), Y15
+	VCVTPH2PS 272(R12), Y10
+	VCVTPH2PS 304(R12), Y11
+	C1PIECE(0, SLL4, SLL3)
+	C1PIECE(1, SLL2, SLL1)
+	C1PIECE(2, NOSH, SRL1)
+	C1PIECE(3, SRL2, SRL3)
+	PKNEXT(2560, 320, 8, 32, c1loop)
+	YSTORE(0, YST1, c1full0)
+	YSTORE(1, YST1H, c1full1)
+	MOVQ R12, SI
+	ADDQ $64, AX
+	DECQ R15
+	JNZ  c1group
 	VZEROUPPER
 	RET
