@@ -259,10 +259,14 @@ group: \
 	SUBQ  CX, SI; \
 	YHALF(1, G, N, BODY, PF1, qbytes, sbytes, asub, abytes, loop1); \
 	YSTORE(1, ST, full1); \
+	YGROUPS(END)
+
+// YGROUPS(END): the next group (END moves SI to it) until none is left.
+#define YGROUPS(END) \
 	END; \
-	ADDQ  $64, AX; \
-	DECQ  R15; \
-	JNZ   group; \
+	ADDQ $64, AX; \
+	DECQ R15; \
+	JNZ  group; \
 	VZEROUPPER; \
 	RET
 

@@ -283,22 +283,44 @@ TEXT ·gemm4Q5_KAVX2P(SB), NOSPLIT, $0-88
 
 
 
-// One pass: both halves of each chunk.
-#define B1CH(S1, S2, c, k) \
+// One pass: both halves of each chunk. CCH(F, S1, S2, c, k, SHL, SHH):
+// chunk k of piece c, both halves, both nibbles, F merging a fifth bit
+// (C5, shifted by SHL and SHH for the low and high sub-blocks) or not
+// (NOC5); S1/S2 the low and high nibbles' products (set or add).
+#define CCH(F, S1, S2, c, k, SHL, SHH) \
 	VPBROADCASTD (64*c+4*k)(DI), Y1; \
 	VPBROADCASTD (64*c+32+4*k)(DI), Y2; \
 	VMOVDQU (512*c+64*k)(SI), Y12; \
 	VPAND   Y14, Y12, Y0; \
+	F((2048+64*k), SHL); \
 	S1(Y4); \
 	VPSRLW  $4, Y12, Y12; \
 	VPAND   Y14, Y12, Y0; \
+	F((2048+64*k), SHH); \
 	S2(Y5); \
 	VMOVDQU (512*c+64*k+32)(SI), Y12; \
 	VPAND   Y14, Y12, Y0; \
+	F((2048+64*k+32), SHL); \
 	S1(Y6); \
 	VPSRLW  $4, Y12, Y12; \
 	VPAND   Y14, Y12, Y0; \
+	F((2048+64*k+32), SHH); \
 	S2(Y7)
+
+#define NOC5(o, SH)
+#define B1CH(S1, S2, c, k) CCH(NOC5, S1, S2, c, k, NOSH, NOSH)
+
+// C1FIN(c, F): piece c's four sums (two sub-blocks, two halves) through
+// F (AKF5D or AKFD).
+#define C1FIN(c, F) \
+	AKSCM((2*c), 0, Y15); \
+	F((2*c), (BX), (DX), Y4, Y8, Y13); \
+	AKSCM((2*c+1), 0, Y15); \
+	F((2*c+1), (BX), (DX), Y5, Y8, Y13); \
+	AKSCM((2*c), 1, Y11); \
+	F((2*c), (BX), (DX), Y6, Y9, Y10); \
+	AKSCM((2*c+1), 1, Y11); \
+	F((2*c+1), (BX), (DX), Y7, Y9, Y10)
 
 #define BSET(r) VPMADDUBSW Y1, Y0, r
 #define BADD(r) VPMADDUBSW Y1, Y0, Y3; VPADDW Y3, r, r
@@ -316,42 +338,39 @@ TEXT ·gemm4Q5_KAVX2P(SB), NOSPLIT, $0-88
 	B1CH(BADD, BADD2, c, 5); \
 	B1CH(BADD, BADD2, c, 6); \
 	B1CH(BADD, BADD2, c, 7); \
-	AKSCM((2*c), 0, Y15); \
-	AKFD((2*c), (BX), (DX), Y4, Y8, Y13); \
-	AKSCM((2*c+1), 0, Y15); \
-	AKFD((2*c+1), (BX), (DX), Y5, Y8, Y13); \
-	AKSCM((2*c), 1, Y11); \
-	AKFD((2*c), (BX), (DX), Y6, Y9, Y10); \
-	AKSCM((2*c+1), 1, Y11); \
-	AKFD((2*c+1), (BX), (DX), Y7, Y9, Y10)
+	C1FIN(c, AKFD)
 
 #define YST1H(h) VMASKMOVPS Y9, Y0, 32(AX)
 
-TEXT ·gemm1Q4_KAVX2P(SB), NOSPLIT, $0-88
-	PKGP
-	VMOVDQU ycon<>+0(SB), Y14
-b1group:
-	PKGROUP(2048)
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-b1loop:
-	VCVTPH2PS 256(R12), Y13
-	VCVTPH2PS 288(R12), Y15
-	VCVTPH2PS 272(R12), Y10
+// K1RUN(SET, G, N, END, BODY, qbytes, sbytes, abytes): a one-pass
+// one-token kernel: per group both halves' outputs in Y8 and Y9, BODY
+// per super-block, over the layout of G, N and END (YRUNL's).
+#define K1RUN(SET, G, N, END, BODY, qbytes, sbytes, abytes) \
+	PKGP; \
+	SET(qbytes, sbytes); \
+	VMOVDQU ycon<>+0(SB), Y14; \
+group: \
+	G(qbytes); \
+	VXORPS Y8, Y8, Y8; \
+	VXORPS Y9, Y9, Y9; \
+loop: \
+	BODY; \
+	N(qbytes, sbytes, 8, abytes, loop); \
+	YSTORE(0, YST1, full0); \
+	YSTORE(1, YST1H, full1); \
+	YGROUPS(END)
+
+// K1KD: the super-block's d and dmin of both halves (Y13/Y15, Y10/Y11).
+#define K1KD \
+	VCVTPH2PS 256(R12), Y13; \
+	VCVTPH2PS 288(R12), Y15; \
+	VCVTPH2PS 272(R12), Y10; \
 	VCVTPH2PS 304(R12), Y11
-	B1PIECE(0)
-	B1PIECE(1)
-	B1PIECE(2)
-	B1PIECE(3)
-	PKNEXT(2048, 320, 8, 32, b1loop)
-	YSTORE(0, YST1, b1full0)
-	YSTORE(1, YST1H, b1full1)
-	MOVQ R12, SI
-	ADDQ $64, AX
-	DECQ R15
-	JNZ  b1group
-	VZEROUPPER
-	RET
+
+#define K1Q4_K K1KD; B1PIECE(0); B1PIECE(1); B1PIECE(2); B1PIECE(3)
+
+TEXT ·gemm1Q4_KAVX2P(SB), NOSPLIT, $0-88
+	K1RUN(NOSET, PKGROUP, PKNEXT, PKEND, K1Q4_K, 2048, 320, 32)
 
 // Q6_K over the AVX-512 kernels' packed layout (simd_pack_amd64.h's Q6_K:
 // per super-block 4 pieces of low nibbles, 2 of high bits, then 16 rows'
@@ -521,26 +540,13 @@ TEXT ·gemm4Q6_KAVX2P(SB), NOSPLIT, $0-88
 	Q61FIN(j, 0, Y7, Y5, Y8); \
 	Q61FIN(j, 1, Y15, Y6, Y9)
 
-TEXT ·gemm1Q6_KAVX2P(SB), NOSPLIT, $0-88
-	PKGP
-	Q6C30(0, 0)
-	VMOVDQU ycon<>+0(SB), Y14
-q61group:
-	PKGROUPI(3072)
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-q61loop:
-	VCVTPH2PS 256(R12), Y7
-	VCVTPH2PS 272(R12), Y15
+#define K1Q6_K \
+	VCVTPH2PS 256(R12), Y7; \
+	VCVTPH2PS 272(R12), Y15; \
 	Q6SBY(Q6B1, 0)
-	PKNEXTI(3072, 288, 8, 64, q61loop)
-	YSTORE(0, YST1, q61full0)
-	YSTORE(1, YST1H, q61full1)
-	ADDQ $64, AX
-	DECQ R15
-	JNZ  q61group
-	VZEROUPPER
-	RET
+
+TEXT ·gemm1Q6_KAVX2P(SB), NOSPLIT, $0-88
+	K1RUN(Q6C30, PKGROUPI, PKNEXTI, PKENDI, K1Q6_K, 3072, 288, 64)
 
 // The one-token Q5_K kernel: Q4_K's one pass (both halves of each chunk,
 // both nibbles) with the fifth bits (C5), each sub-block's int16 sums
@@ -552,37 +558,7 @@ q61loop:
 	VPAND   ycon<>+32(SB), Y3, Y3; \
 	VPOR    Y3, Y0, Y0
 
-#define C1CH(S1, S2, c, k, SHL, SHH) \
-	VPBROADCASTD (64*c+4*k)(DI), Y1; \
-	VPBROADCASTD (64*c+32+4*k)(DI), Y2; \
-	VMOVDQU (512*c+64*k)(SI), Y12; \
-	VPAND   Y14, Y12, Y0; \
-	C5((2048+64*k), SHL); \
-	S1(Y4); \
-	VPSRLW  $4, Y12, Y12; \
-	VPAND   Y14, Y12, Y0; \
-	C5((2048+64*k), SHH); \
-	S2(Y5); \
-	VMOVDQU (512*c+64*k+32)(SI), Y12; \
-	VPAND   Y14, Y12, Y0; \
-	C5((2048+64*k+32), SHL); \
-	S1(Y6); \
-	VPSRLW  $4, Y12, Y12; \
-	VPAND   Y14, Y12, Y0; \
-	C5((2048+64*k+32), SHH); \
-	S2(Y7)
-
-// C1FIN(c, F): piece c's four sums (two sub-blocks, two halves) through
-// F (AKF5D or AKFD).
-#define C1FIN(c, F) \
-	AKSCM((2*c), 0, Y15); \
-	F((2*c), (BX), (DX), Y4, Y8, Y13); \
-	AKSCM((2*c+1), 0, Y15); \
-	F((2*c+1), (BX), (DX), Y5, Y8, Y13); \
-	AKSCM((2*c), 1, Y11); \
-	F((2*c), (BX), (DX), Y6, Y9, Y10); \
-	AKSCM((2*c+1), 1, Y11); \
-	F((2*c+1), (BX), (DX), Y7, Y9, Y10)
+#define C1CH(S1, S2, c, k, SHL, SHH) CCH(C5, S1, S2, c, k, SHL, SHH)
 
 #define C1PIECE(c, SHL, SHH) \
 	PFJQ4_K((2*c)); \
@@ -598,28 +574,12 @@ q61loop:
 	C1CH(BADD, BADD2, c, 7, SHL, SHH); \
 	C1FIN(c, AKFD)
 
-TEXT ·gemm1Q5_KAVX2P(SB), NOSPLIT, $0-88
-	PKGP
-	VMOVDQU ycon<>+0(SB), Y14
-c1group:
-	PKGROUP(2560)
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-c1loop:
-	VCVTPH2PS 256(R12), Y13
-	VCVTPH2PS 288(R12), Y15
-	VCVTPH2PS 272(R12), Y10
-	VCVTPH2PS 304(R12), Y11
-	C1PIECE(0, SLL4, SLL3)
-	C1PIECE(1, SLL2, SLL1)
-	C1PIECE(2, NOSH, SRL1)
+#define K1Q5_K \
+	K1KD; \
+	C1PIECE(0, SLL4, SLL3); \
+	C1PIECE(1, SLL2, SLL1); \
+	C1PIECE(2, NOSH, SRL1); \
 	C1PIECE(3, SRL2, SRL3)
-	PKNEXT(2560, 320, 8, 32, c1loop)
-	YSTORE(0, YST1, c1full0)
-	YSTORE(1, YST1H, c1full1)
-	MOVQ R12, SI
-	ADDQ $64, AX
-	DECQ R15
-	JNZ  c1group
-	VZEROUPPER
-	RET
+
+TEXT ·gemm1Q5_KAVX2P(SB), NOSPLIT, $0-88
+	K1RUN(NOSET, PKGROUP, PKNEXT, PKEND, K1Q5_K, 2560, 320, 32)
