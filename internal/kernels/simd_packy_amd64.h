@@ -84,14 +84,18 @@ GLOBL ycon<>(SB), RODATA|NOPTR, $128
 
 #define YKF(j, dd, ss, y, acc) YKFM(j, dd, ss, y, acc, Y2)
 
-// YKFM is YKF with the rows' factor in m (Y2 there).
+// YKFM is YKF with the rows' factor in m (Y2 there); YKFS is its first
+// half, the scaled sum without the minimum term.
 #define YKFM(j, dd, ss, y, acc, m) \
+	YKFS(j, dd, y, acc, m); \
+	VBROADCASTSS  (4*j) ss, Y12; \
+	VFNMADD231PS  Y12, Y3, acc
+
+#define YKFS(j, dd, y, acc, m) \
 	VCVTDQ2PS     y, y; \
 	VBROADCASTSS  (4*j) dd, Y12; \
 	VMULPS        m, Y12, Y12; \
-	VFMADD231PS   Y12, y, acc; \
-	VBROADCASTSS  (4*j) ss, Y12; \
-	VFNMADD231PS  Y12, Y3, acc
+	VFMADD231PS   Y12, y, acc
 
 // Unpacking chunk k of piece c of half h into Y0: YKL the low nibbles,
 // YKH the high ones (Q4_0-layout blocks are piece 0's first 4 chunks).

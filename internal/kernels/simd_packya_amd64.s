@@ -15,9 +15,9 @@
 // scales, or by ones), where the AVX-VNNI kernels' steps with VPMADDWD by
 // ones took one per chunk.
 //
-// Q4_K (the file order's groups, packed.inter false): a sub-block's products are summed in int16 lanes (VPMADDUBSW, then
-// VPADDW over its 8 chunks: at most 8*2*15*128 = 30720, no saturation)
-// and multiplied by the rows' scales once, by VPMADDWD with each row's
+// Q4_K (the file order's groups, packed.inter false): a sub-block's
+// products are summed in int16 lanes (VPMADDUBSW, then VPADDW over its 8
+// chunks: at most 8*2*15*128 = 30720, no saturation) and multiplied by the rows' scales once, by VPMADDWD with each row's
 // scale in both words of its dword: one multiply per 32 products where
 // the AVX-VNNI kernels' steps with VPMADDWD by ones took two, and one
 // more per sub-block. The float steps, per sub-block j and row r:
@@ -26,14 +26,15 @@
 //
 // (d_a the activation block's scale, s_a its scaled sum), the same in
 // both kernels, so a token's outputs are its bits alone or in a batch.
-// The one-token kernel unpacks each chunk once for both its sub-blocks.
+// The one-token kernel unpacks each chunk once for both its sub-blocks
+// and both halves (K1RUN, below).
 //
 // Registers: Y0 a chunk, Y1 and Y12 temporaries, Y2 the rows' scales
-// (doubled words), Y3 dmin*m_j, Y4-Y7 the tokens' integer sums (the
-// one-token kernel: Y4 the low sub-block's, Y5 the high one's), Y8-Y11
+// (doubled words), Y3 dmin*m_j, Y4-Y7 the tokens' integer sums, Y8-Y11
 // their outputs, Y13 = d, Y14 = 0x0f bytes, Y15 = dmin.
 
-// The skeleton's hooks this file does not use (YKSB's steps).
+// The skeleton's constant hook: Y15 holds no constant here (dmin per
+// super-block, or a temporary).
 #define Y15SET
 
 // akdup<>: VPSHUFB's mask from 8 scale bytes (broadcast) to each row's
@@ -122,23 +123,22 @@ GLOBL akdup<>(SB), RODATA|NOPTR, $32
 // then the minimum term, in both kernels (a token's bits alone or in a
 // batch).
 
-// A5(o, SH): Y0 |= the fifth bits at o(SI), moved by SH to bit 4 (Y12 a
-// temporary).
-#define A5(o, SH) \
-	VMOVDQU o(SI), Y12; \
-	SH(Y12); \
-	VPAND   ycon<>+32(SB), Y12, Y12; \
-	VPOR    Y12, Y0, Y0
+// A5T(o, SH, t): Y0 |= the fifth bits at o(SI), moved by SH to bit 4 (t
+// a temporary); A5 with Y12.
+#define A5T(o, SH, t) \
+	VMOVDQU o(SI), t; \
+	SH(t); \
+	VPAND   ycon<>+32(SB), t, t; \
+	VPOR    t, Y0, Y0
+
+#define A5(o, SH) A5T(o, SH, Y12)
 
 // AKF5(j, dd, ss, y, acc): AKF without the minimum term (a sub-block's
 // first half), AKF5D with d in D.
 #define AKF5(j, dd, ss, y, acc) AKF5D(j, dd, ss, y, acc, Y13)
 #define AKF5D(j, dd, ss, y, acc, D) \
-	VPMADDWD     Y2, y, y; \
-	VCVTDQ2PS    y, y; \
-	VBROADCASTSS (4*j) dd, Y12; \
-	VMULPS       D, Y12, Y12; \
-	VFMADD231PS  Y12, y, acc
+	VPMADDWD Y2, y, y; \
+	YKFS(j, dd, y, acc, D)
 
 // A5Q(j, c, U, SH, h, AD, T, k0, F): chunks k0..k0+3 of sub-block j of
 // half h (piece c's nibbles by U, the fifth bits by SH), the tokens'
@@ -280,8 +280,6 @@ TEXT ·gemm4Q4_KAVX2P(SB), NOSPLIT, $0-88
 
 TEXT ·gemm4Q5_KAVX2P(SB), NOSPLIT, $0-88
 	YRUN(A4Q5_K, YST4, NOPF, NOPF, NOSET, 2560, 320, 8, 32)
-
-
 
 // One pass: both halves of each chunk. CCH(F, S1, S2, c, k, SHL, SHH):
 // chunk k of piece c, both halves, both nibbles, F merging a fifth bit
@@ -437,8 +435,10 @@ TEXT ·gemm1Q4_KAVX2P(SB), NOSPLIT, $0-88
 	Q6PT((DI)(R9*1), (32*j+4*k), Y12, M, Y7)
 
 // Q6FIN(j, dd, ss, b, acc): a token's block sum b less 32Σa times the
-// sub-blocks' scales (Y0, Y1), into its output with d (Y12) times d_a.
-#define Q6FIN(j, dd, ss, b, acc) \
+// sub-blocks' scales (Y0, Y1), into its output with d (Y12) times d_a;
+// Q6FIND with d in d.
+#define Q6FIN(j, dd, ss, b, acc) Q6FIND(j, dd, ss, b, acc, Y12)
+#define Q6FIND(j, dd, ss, b, acc, d) \
 	VPBROADCASTD (8*j) ss, Y2; \
 	VPMULLD      Y0, Y2, Y2; \
 	VPSUBD       Y2, b, b; \
@@ -447,7 +447,7 @@ TEXT ·gemm1Q4_KAVX2P(SB), NOSPLIT, $0-88
 	VPSUBD       Y2, b, b; \
 	VCVTDQ2PS    b, b; \
 	VBROADCASTSS (4*j) dd, Y2; \
-	VMULPS       Y12, Y2, Y2; \
+	VMULPS       d, Y2, Y2; \
 	VFMADD231PS  Y2, b, acc
 
 // Q6PRE(j, h): Y0/Y1 = the int32 scales of block j's sub-blocks, Y12 = d.
@@ -514,18 +514,9 @@ TEXT ·gemm4Q6_KAVX2P(SB), NOSPLIT, $0-88
 
 // Q61FIN(j, h, d, b, acc): Q6FIN for half h (d its d).
 #define Q61FIN(j, h, d, b, acc) \
-	VPMOVSXBD    (32*j+8*h)(R12), Y0; \
-	VPMOVSXBD    (32*j+16+8*h)(R12), Y1; \
-	VPBROADCASTD (8*j)(DX), Y2; \
-	VPMULLD      Y0, Y2, Y2; \
-	VPSUBD       Y2, b, b; \
-	VPBROADCASTD (8*j+4)(DX), Y2; \
-	VPMULLD      Y1, Y2, Y2; \
-	VPSUBD       Y2, b, b; \
-	VCVTDQ2PS    b, b; \
-	VBROADCASTSS (4*j)(BX), Y2; \
-	VMULPS       d, Y2, Y2; \
-	VFMADD231PS  Y2, b, acc
+	VPMOVSXBD (32*j+8*h)(R12), Y0; \
+	VPMOVSXBD (32*j+16+8*h)(R12), Y1; \
+	Q6FIND(j, (BX), (DX), b, acc, d)
 
 #define Q6B1(j, loff, hoff, LSH, HSH, h) \
 	PFJQ6_K(j); \
@@ -552,11 +543,7 @@ TEXT ·gemm1Q6_KAVX2P(SB), NOSPLIT, $0-88
 // both nibbles) with the fifth bits (C5), each sub-block's int16 sums
 // taken to the float steps after four chunks (AKF5) and after eight
 // (AKF), in A5PIECE's order.
-#define C5(o, SH) \
-	VMOVDQU o(SI), Y3; \
-	SH(Y3); \
-	VPAND   ycon<>+32(SB), Y3, Y3; \
-	VPOR    Y3, Y0, Y0
+#define C5(o, SH) A5T(o, SH, Y3)
 
 #define C1CH(S1, S2, c, k, SHL, SHH) CCH(C5, S1, S2, c, k, SHL, SHH)
 
