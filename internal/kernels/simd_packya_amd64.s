@@ -3,6 +3,7 @@
 #include "textflag.h"
 
 #include "simd_amd64.h"
+#include "simd_data.h"
 
 // The avx2 path's kernels over packed weights of every quantized type but
 // Q8_0 (simd_packa_amd64.s): simd_packy_amd64.h's skeleton (groups,
@@ -175,11 +176,7 @@ GLOBL akdup<>(SB), RODATA|NOPTR, $32
 // which are the file kernels' (packExact).
 
 // aones<>: int16 ones.
-DATA aones<>+0(SB)/8, $0x0001000100010001
-DATA aones<>+8(SB)/8, $0x0001000100010001
-DATA aones<>+16(SB)/8, $0x0001000100010001
-DATA aones<>+24(SB)/8, $0x0001000100010001
-GLOBL aones<>(SB), RODATA|NOPTR, $32
+SPLAT32(aones<>, 0x0001000100010001)
 
 #define AMD4(m) AD4(AMADD, m)
 #define AMD1E(m) AMADD(m(DI), Y4)
